@@ -1,0 +1,20 @@
+// dezero/dezero.hpp - everything (each header is also usable alone).
+//
+//   #include <dezero/dezero.hpp>
+//   namespace F = dezero::F;
+//   using dezero::Variable;
+#pragma once
+
+#include "dezero/core.hpp"
+#include "dezero/cuda.hpp"
+#include "dezero/device.hpp"
+#include "dezero/dtype.hpp"
+#include "dezero/error.hpp"
+#include "dezero/functions.hpp"
+#include "dezero/shape.hpp"
+#include "dezero/tensor.hpp"
+#include "dezero/utils.hpp"
+
+namespace dezero {
+inline constexpr const char* version = "0.1.0";
+}

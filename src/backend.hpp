@@ -1,0 +1,143 @@
+// backend.hpp - the backend interface: the short, fixed list of primitives that
+// every device implements (cpu/cpu_backend.cpp on the host with Eigen,
+// cuda/cuda_backend.cu on NVIDIA GPUs).
+//
+// tensor.cpp validates shapes, dtypes and devices, then calls these with raw
+// pointers to contiguous row-major data on the backend's own device. Nothing
+// here throws for bad user input: that was checked before. Memory ops are kept
+// apart from compute ops (DESIGN.md §3.2). One virtual call per operation, never
+// per element.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "dezero/device.hpp"
+#include "dezero/dtype.hpp"
+
+namespace dezero::detail {
+
+constexpr int kMaxDims = 12;
+
+// An N-d view used by the broadcasting and strided-copy primitives: an extent
+// and an element stride per axis (stride 0 = broadcast along that axis).
+struct Strided {
+  int ndim = 0;
+  std::int64_t shape[kMaxDims] = {};
+  std::int64_t strides[kMaxDims] = {};
+  std::int64_t numel() const {
+    std::int64_t n = 1;
+    for (int i = 0; i < ndim; ++i) n *= shape[i];
+    return n;
+  }
+};
+
+// y = f(x), element-wise; `alpha` parameterises the ops that need one.
+enum class UnaryOp : int {
+  Neg, Exp, Log, Sin, Cos, Tanh, Sqrt, Abs, Sign, Square, Reciprocal,
+  Sigmoid,     // 0.5 * tanh(0.5 x) + 0.5
+  Relu,        // max(x, 0)
+  PowScalar,   // x ** alpha
+  AddScalar,   // x + alpha
+  MulScalar,   // x * alpha
+  RSubScalar,  // alpha - x
+  RDivScalar,  // alpha / x
+  MaxScalar,   // max(x, alpha)
+  MinScalar,   // min(x, alpha)
+  GtScalar,    // x > alpha ? 1 : 0
+  GeScalar, LtScalar, LeScalar,
+  LeakyRelu,   // x > 0 ? x : alpha * x
+  LeakyMask,   // x > 0 ? 1 : alpha
+};
+
+// y = f(a, b) with broadcasting; comparisons give 1 or 0 in the same dtype.
+enum class BinaryOp : int { Add, Sub, Mul, Div, Pow, Maximum, Minimum, Eq, Ne, Gt, Ge, Lt, Le };
+
+enum class ReduceOp : int { Sum, Max, Min };
+enum class ArgReduceOp : int { ArgMax, ArgMin };
+
+// Fused optimizer updates, in place on the parameter (and its state).
+enum class UpdateRule : int { SGD, MomentumSGD, AdaGrad, AdaDelta, Adam };
+struct UpdateArgs {
+  double lr = 0, momentum = 0, eps = 0, rho = 0, beta1 = 0, beta2 = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Device device() const = 0;
+
+  // --- memory -----------------------------------------------------------------
+  virtual void* allocate(std::size_t nbytes) = 0;
+  virtual void deallocate(void* ptr, std::size_t nbytes) noexcept = 0;
+  virtual void copy_from_host(void* dst, const void* host_src, std::size_t nbytes) = 0;
+  virtual void copy_to_host(void* host_dst, const void* src, std::size_t nbytes) = 0;
+  virtual void copy(void* dst, const void* src, std::size_t nbytes) = 0;  // within this device
+  virtual void fill(DType dt, void* dst, std::int64_t n, double value) = 0;
+  virtual void synchronize() = 0;
+
+  // --- element-wise -------------------------------------------------------------
+  virtual void cast(DType from, const void* x, DType to, void* y, std::int64_t n) = 0;
+  virtual void unary(UnaryOp op, DType dt, const void* x, void* y, std::int64_t n, double alpha) = 0;
+  // y (contiguous, out.shape) = op(a viewed by sa, b viewed by sb); sa/sb/out have the same ndim.
+  virtual void binary(BinaryOp op, DType dt, const void* a, const Strided& sa, const void* b, const Strided& sb,
+                      void* y, const Strided& out) = 0;
+  // y = cond != 0 ? a : b (all broadcast views of out's shape; cond has dtype dt too).
+  virtual void where(DType dt, const void* cond, const Strided& sc, const void* a, const Strided& sa,
+                     const void* b, const Strided& sb, void* y, const Strided& out) = 0;
+  // dst view = src view (same shape): transpose, broadcast, slices; dst may be strided.
+  // accumulate=true adds into dst instead (slice gradients; views must not overlap themselves).
+  virtual void copy_strided(DType dt, const void* src, const Strided& s, void* dst, const Strided& d,
+                            bool accumulate) = 0;
+
+  // --- reductions: x viewed as (outer, r, inner), y as (outer, inner) ---------------
+  virtual void reduce(ReduceOp op, DType dt, const void* x, void* y, std::int64_t outer, std::int64_t r,
+                      std::int64_t inner) = 0;
+  virtual void arg_reduce(ArgReduceOp op, DType dt, const void* x, std::int64_t* y, std::int64_t outer,
+                          std::int64_t r, std::int64_t inner) = 0;
+
+  // --- linear algebra: row-major batched GEMM ---------------------------------------
+  // C[i] = alpha * op(A[i]) @ op(B[i]) + beta * C[i], i < batch; op = transpose when ta/tb.
+  // A[i] is (m, k) after op, B[i] (k, n), C[i] (m, n); lda/ldb/ldc are row strides of the
+  // stored matrices; a stride of 0 repeats the same matrix across the batch.
+  virtual void gemm(DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, double alpha,
+                    const void* a, std::int64_t lda, std::int64_t stride_a, const void* b, std::int64_t ldb,
+                    std::int64_t stride_b, double beta, void* c, std::int64_t ldc, std::int64_t stride_c,
+                    std::int64_t batch) = 0;
+
+  // --- indexing: element offsets as int64 on this device ----------------------------
+  virtual void gather(DType dt, const void* src, const std::int64_t* offsets, void* dst, std::int64_t n) = 0;
+  virtual void scatter_add(DType dt, const void* src, const std::int64_t* offsets, void* dst,
+                           std::int64_t n) = 0;
+  // dst[i, :] = src[idx[i], :] for rows of `cols` elements (embedding, batches); idx int64.
+  virtual void gather_rows(DType dt, const void* src, const std::int64_t* idx, void* dst, std::int64_t rows,
+                           std::int64_t cols) = 0;
+
+  // --- fused neural-network kernels (issue 3/4 hot paths) -----------------------------
+  // softmax (or log_softmax) over the middle axis of (outer, c, inner).
+  virtual void softmax(DType dt, const void* x, void* y, std::int64_t outer, std::int64_t c, std::int64_t inner,
+                       bool log) = 0;
+  // loss = -mean_i log_softmax(x)[i, t[i]] for x (n, c), labels int64 (n,); writes one element.
+  virtual void softmax_cross_entropy(DType dt, const void* x, const std::int64_t* t, void* loss, std::int64_t n,
+                                     std::int64_t c) = 0;
+  // gx = (softmax(x) - onehot(t)) * gy / n; gy is a single element on this device.
+  virtual void softmax_cross_entropy_grad(DType dt, const void* x, const std::int64_t* t, const void* gy,
+                                          void* gx, std::int64_t n, std::int64_t c) = 0;
+  // param -= update(grad, state...) in place; state arrays have the param's size.
+  virtual void optimizer_update(UpdateRule rule, DType dt, void* param, const void* grad, void* s1, void* s2,
+                                std::int64_t n, const UpdateArgs& args) = 0;
+
+  // --- random numbers: fill with samples from the host generator's stream ------------
+  // (the CPU backend draws from dezero::random's MT19937; CUDA uses cuRAND seeded from it)
+  virtual void random_uniform(DType dt, void* dst, std::int64_t n) = 0;
+  virtual void random_normal(DType dt, void* dst, std::int64_t n) = 0;
+};
+
+// The backend of a device; throws DeviceError when the device is unavailable.
+Backend& backend_for(const Device& device);
+Backend& cpu_backend();
+// Implemented in cuda/ (or the stub when built without CUDA).
+Backend& cuda_backend(int device_id);
+bool cuda_runtime_available();
+
+}  // namespace dezero::detail

@@ -1,0 +1,490 @@
+// cpu/cpu_backend.cpp - the host backend: Eigen for GEMM, plain loops that the
+// compiler vectorises for everything else, OpenMP threads for large arrays only
+// (small arrays stay on the calling thread: overhead is the product for small nets).
+//
+// Twin of cuda/cuda_backend.cu: the same primitives in the same order, the same
+// math through kernels/ops.hpp.
+#include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <omp.h>
+
+#include "backend.hpp"
+#include "kernels/ops.hpp"
+#include "random_impl.hpp"
+#include "tensor_impl.hpp"
+
+namespace dezero::detail {
+
+namespace {
+
+constexpr std::int64_t kParallelMin = 1 << 15;  // elements below which we stay single-threaded
+
+#define DZ_PRAGMA(x) _Pragma(#x)
+#define DZ_OMP_FOR(n) DZ_PRAGMA(omp parallel for schedule(static) if ((n) >= kParallelMin))
+
+// --- strided iteration: all views share the shape of v[0]; the last axis is the inner loop
+template <int NV, class Inner>
+void for_each_row(const Strided* v[NV], Inner inner) {
+  const Strided& s = *v[0];
+  int nd = s.ndim;
+  if (nd == 0) {
+    std::int64_t off[NV] = {};
+    std::int64_t st[NV] = {};
+    inner(off, 1, st);
+    return;
+  }
+  std::int64_t n_inner = s.shape[nd - 1];
+  std::int64_t rows = s.numel() / std::max<std::int64_t>(n_inner, 1);
+  std::int64_t st[NV];
+  for (int k = 0; k < NV; ++k) st[k] = v[k]->strides[nd - 1];
+  auto body = [&](std::int64_t r) {
+    std::int64_t off[NV] = {};
+    std::int64_t rem = r;
+    for (int d = nd - 2; d >= 0; --d) {
+      std::int64_t i = rem % s.shape[d];
+      rem /= s.shape[d];
+      for (int k = 0; k < NV; ++k) off[k] += i * v[k]->strides[d];
+    }
+    inner(off, n_inner, st);
+  };
+  if (rows * n_inner >= kParallelMin && rows > 1) {
+#pragma omp parallel for schedule(static)
+    for (std::int64_t r = 0; r < rows; ++r) body(r);
+  } else {
+    for (std::int64_t r = 0; r < rows; ++r) body(r);
+  }
+}
+
+template <class T, class F>
+void unary_loop(const T* x, T* y, std::int64_t n, T a, F f) {
+  DZ_OMP_FOR(n)
+  for (std::int64_t i = 0; i < n; ++i) y[i] = f(x[i], a);
+}
+
+template <class T>
+void unary_typed(UnaryOp op, const T* x, T* y, std::int64_t n, T a) {
+  switch (op) {
+#define DZ_CASE(OP) case UnaryOp::OP: unary_loop(x, y, n, a, kernels::Unary<UnaryOp::OP>{}); break;
+    DZ_CASE(Neg) DZ_CASE(Exp) DZ_CASE(Log) DZ_CASE(Sin) DZ_CASE(Cos) DZ_CASE(Tanh) DZ_CASE(Sqrt) DZ_CASE(Abs)
+    DZ_CASE(Sign) DZ_CASE(Square) DZ_CASE(Reciprocal) DZ_CASE(Sigmoid) DZ_CASE(Relu) DZ_CASE(PowScalar)
+    DZ_CASE(AddScalar) DZ_CASE(MulScalar) DZ_CASE(RSubScalar) DZ_CASE(RDivScalar) DZ_CASE(MaxScalar)
+    DZ_CASE(MinScalar) DZ_CASE(GtScalar) DZ_CASE(GeScalar) DZ_CASE(LtScalar) DZ_CASE(LeScalar)
+    DZ_CASE(LeakyRelu) DZ_CASE(LeakyMask)
+#undef DZ_CASE
+  }
+}
+
+template <class T, class F>
+void binary_loop(const T* a, const Strided& sa, const T* b, const Strided& sb, T* y, const Strided& so, F f) {
+  std::int64_t n = so.numel();
+  int nd = so.ndim;
+  bool ca = nd == 1 && sa.strides[0] == 1, cb = nd == 1 && sb.strides[0] == 1;
+  bool za = nd == 1 && sa.strides[0] == 0, zb = nd == 1 && sb.strides[0] == 0;
+  if (nd <= 1 && ca && cb) {
+    DZ_OMP_FOR(n)
+    for (std::int64_t i = 0; i < n; ++i) y[i] = f(a[i], b[i]);
+    return;
+  }
+  if (nd <= 1 && ca && zb) {
+    T bv = b[0];
+    DZ_OMP_FOR(n)
+    for (std::int64_t i = 0; i < n; ++i) y[i] = f(a[i], bv);
+    return;
+  }
+  if (nd <= 1 && za && cb) {
+    T av = a[0];
+    DZ_OMP_FOR(n)
+    for (std::int64_t i = 0; i < n; ++i) y[i] = f(av, b[i]);
+    return;
+  }
+  const Strided* v[3] = {&so, &sa, &sb};
+  for_each_row<3>(v, [&](const std::int64_t* off, std::int64_t len, const std::int64_t* st) {
+    T* yy = y + off[0];
+    const T* aa = a + off[1];
+    const T* bb = b + off[2];
+    std::int64_t s1 = st[1], s2 = st[2];
+    if (s1 == 1 && s2 == 1) {
+      for (std::int64_t i = 0; i < len; ++i) yy[i] = f(aa[i], bb[i]);
+    } else if (s1 == 1 && s2 == 0) {
+      T bv = bb[0];
+      for (std::int64_t i = 0; i < len; ++i) yy[i] = f(aa[i], bv);
+    } else if (s1 == 0 && s2 == 1) {
+      T av = aa[0];
+      for (std::int64_t i = 0; i < len; ++i) yy[i] = f(av, bb[i]);
+    } else {
+      for (std::int64_t i = 0; i < len; ++i) yy[i] = f(aa[i * s1], bb[i * s2]);
+    }
+  });
+}
+
+template <class T>
+void binary_typed(BinaryOp op, const T* a, const Strided& sa, const T* b, const Strided& sb, T* y,
+                  const Strided& so) {
+  switch (op) {
+#define DZ_CASE(OP) case BinaryOp::OP: binary_loop(a, sa, b, sb, y, so, kernels::Binary<BinaryOp::OP>{}); break;
+    DZ_CASE(Add) DZ_CASE(Sub) DZ_CASE(Mul) DZ_CASE(Div) DZ_CASE(Pow) DZ_CASE(Maximum) DZ_CASE(Minimum)
+    DZ_CASE(Eq) DZ_CASE(Ne) DZ_CASE(Gt) DZ_CASE(Ge) DZ_CASE(Lt) DZ_CASE(Le)
+#undef DZ_CASE
+  }
+}
+
+template <class T>
+void reduce_typed(ReduceOp op, const T* x, T* y, std::int64_t outer, std::int64_t r, std::int64_t inner) {
+  auto init = [&]() -> T {
+    return op == ReduceOp::Sum ? T(0) : (op == ReduceOp::Max ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max());
+  };
+  if (inner == 1) {
+    auto row = [&](std::int64_t o) {
+      const T* p = x + o * r;
+      T acc = init();
+      if (op == ReduceOp::Sum) {
+#pragma omp simd reduction(+ : acc)
+        for (std::int64_t i = 0; i < r; ++i) acc += p[i];
+      } else if (op == ReduceOp::Max) {
+        for (std::int64_t i = 0; i < r; ++i) acc = (p[i] > acc || std::isnan(static_cast<double>(p[i]))) ? p[i] : acc;
+      } else {
+        for (std::int64_t i = 0; i < r; ++i) acc = (p[i] < acc || std::isnan(static_cast<double>(p[i]))) ? p[i] : acc;
+      }
+      y[o] = acc;
+    };
+    if (outer * r >= kParallelMin && outer > 1) {
+#pragma omp parallel for schedule(static)
+      for (std::int64_t o = 0; o < outer; ++o) row(o);
+    } else {
+      for (std::int64_t o = 0; o < outer; ++o) row(o);
+    }
+    return;
+  }
+  auto block = [&](std::int64_t o, std::int64_t j0, std::int64_t j1) {
+    T* yy = y + o * inner;
+    for (std::int64_t j = j0; j < j1; ++j) yy[j] = init();
+    for (std::int64_t i = 0; i < r; ++i) {
+      const T* p = x + (o * r + i) * inner;
+      if (op == ReduceOp::Sum) {
+#pragma omp simd
+        for (std::int64_t j = j0; j < j1; ++j) yy[j] += p[j];
+      } else if (op == ReduceOp::Max) {
+        for (std::int64_t j = j0; j < j1; ++j) yy[j] = p[j] > yy[j] ? p[j] : yy[j];
+      } else {
+        for (std::int64_t j = j0; j < j1; ++j) yy[j] = p[j] < yy[j] ? p[j] : yy[j];
+      }
+    }
+  };
+  std::int64_t total = outer * r * inner;
+  if (total >= kParallelMin && outer > 1) {
+#pragma omp parallel for schedule(static)
+    for (std::int64_t o = 0; o < outer; ++o) block(o, 0, inner);
+  } else if (total >= kParallelMin) {
+    int nt = omp_get_max_threads();
+    std::int64_t chunk = (inner + nt - 1) / nt;
+#pragma omp parallel for schedule(static)
+    for (int t = 0; t < nt; ++t) block(0, std::min(inner, t * chunk), std::min(inner, (t + 1) * chunk));
+  } else {
+    for (std::int64_t o = 0; o < outer; ++o) block(o, 0, inner);
+  }
+}
+
+template <class T>
+void arg_reduce_typed(ArgReduceOp op, const T* x, std::int64_t* y, std::int64_t outer, std::int64_t r,
+                      std::int64_t inner) {
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t j = 0; j < inner; ++j) {
+      const T* p = x + o * r * inner + j;
+      std::int64_t best = 0;
+      T bv = p[0];
+      for (std::int64_t i = 1; i < r; ++i) {
+        T v = p[i * inner];
+        if (op == ArgReduceOp::ArgMax ? v > bv : v < bv) { bv = v; best = i; }
+      }
+      y[o * inner + j] = best;
+    }
+}
+
+template <class T>
+using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <class T>
+using ConstMap = Eigen::Map<const RowMat<T>, 0, Eigen::OuterStride<>>;
+template <class T>
+using MutMap = Eigen::Map<RowMat<T>, 0, Eigen::OuterStride<>>;
+
+template <class T>
+void gemm_typed(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a,
+                std::int64_t lda, std::int64_t sa, const T* b, std::int64_t ldb, std::int64_t sb, T beta, T* c,
+                std::int64_t ldc, std::int64_t sc, std::int64_t batch) {
+  for (std::int64_t i = 0; i < batch; ++i) {
+    ConstMap<T> A(a + i * sa, ta ? k : m, ta ? m : k, Eigen::OuterStride<>(lda));
+    ConstMap<T> B(b + i * sb, tb ? n : k, tb ? k : n, Eigen::OuterStride<>(ldb));
+    MutMap<T> C(c + i * sc, m, n, Eigen::OuterStride<>(ldc));
+    if (beta == T(0)) {
+      if (!ta && !tb) C.noalias() = alpha * (A * B);
+      else if (ta && !tb) C.noalias() = alpha * (A.transpose() * B);
+      else if (!ta && tb) C.noalias() = alpha * (A * B.transpose());
+      else C.noalias() = alpha * (A.transpose() * B.transpose());
+    } else {
+      if (beta != T(1)) C *= beta;
+      if (!ta && !tb) C.noalias() += alpha * (A * B);
+      else if (ta && !tb) C.noalias() += alpha * (A.transpose() * B);
+      else if (!ta && tb) C.noalias() += alpha * (A * B.transpose());
+      else C.noalias() += alpha * (A.transpose() * B.transpose());
+    }
+  }
+}
+
+template <class T>
+void softmax_typed(const T* x, T* y, std::int64_t outer, std::int64_t c, std::int64_t inner, bool log_) {
+  auto column = [&](std::int64_t o, std::int64_t j) {
+    const T* p = x + o * c * inner + j;
+    T* q = y + o * c * inner + j;
+    T mx = p[0];
+    for (std::int64_t i = 1; i < c; ++i) mx = p[i * inner] > mx ? p[i * inner] : mx;
+    T s = 0;
+    for (std::int64_t i = 0; i < c; ++i) {
+      T e = kernels::m_exp(p[i * inner] - mx);
+      q[i * inner] = e;
+      s += e;
+    }
+    if (log_) {
+      T ls = kernels::m_log(s) + mx;
+      for (std::int64_t i = 0; i < c; ++i) q[i * inner] = p[i * inner] - ls;
+    } else {
+      T inv = T(1) / s;
+      for (std::int64_t i = 0; i < c; ++i) q[i * inner] *= inv;
+    }
+  };
+  std::int64_t cols = outer * inner;
+  if (cols * c >= kParallelMin) {
+#pragma omp parallel for schedule(static)
+    for (std::int64_t t = 0; t < cols; ++t) column(t / inner, t % inner);
+  } else {
+    for (std::int64_t t = 0; t < cols; ++t) column(t / inner, t % inner);
+  }
+}
+
+template <class T>
+T row_logsumexp(const T* p, std::int64_t c) {
+  T mx = p[0];
+  for (std::int64_t i = 1; i < c; ++i) mx = p[i] > mx ? p[i] : mx;
+  T s = 0;
+  for (std::int64_t i = 0; i < c; ++i) s += kernels::m_exp(p[i] - mx);
+  return kernels::m_log(s) + mx;
+}
+
+template <class T>
+void sce_typed(const T* x, const std::int64_t* t, T* loss, std::int64_t n, std::int64_t c) {
+  double acc = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const T* p = x + i * c;
+    acc += static_cast<double>(row_logsumexp(p, c) - p[t[i]]);
+  }
+  *loss = static_cast<T>(acc / static_cast<double>(n));
+}
+
+template <class T>
+void sce_grad_typed(const T* x, const std::int64_t* t, T gy, T* gx, std::int64_t n, std::int64_t c) {
+  T scale = gy / static_cast<T>(n);
+  auto row = [&](std::int64_t i) {
+    const T* p = x + i * c;
+    T* q = gx + i * c;
+    T ls = row_logsumexp(p, c);
+    for (std::int64_t j = 0; j < c; ++j) q[j] = kernels::m_exp(p[j] - ls) * scale;
+    q[t[i]] -= scale;
+  };
+  if (n * c >= kParallelMin) {
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) row(i);
+  } else {
+    for (std::int64_t i = 0; i < n; ++i) row(i);
+  }
+}
+
+class CpuBackend final : public Backend {
+ public:
+  Device device() const override { return Device::cpu(); }
+
+  void* allocate(std::size_t nbytes) override {
+    std::size_t n = (std::max<std::size_t>(nbytes, 1) + 63) / 64 * 64;
+    void* p = std::aligned_alloc(64, n);
+    if (!p) throw OutOfMemoryError("cpu: out of host memory allocating " + std::to_string(nbytes) + " bytes");
+    return p;
+  }
+  void deallocate(void* ptr, std::size_t) noexcept override { std::free(ptr); }
+  void copy_from_host(void* dst, const void* src, std::size_t n) override { std::memcpy(dst, src, n); }
+  void copy_to_host(void* dst, const void* src, std::size_t n) override { std::memcpy(dst, src, n); }
+  void copy(void* dst, const void* src, std::size_t n) override {
+    if (dst != src) std::memmove(dst, src, n);
+  }
+  void fill(DType dt, void* dst, std::int64_t n, double value) override {
+    DEZERO_DISPATCH(dt, T, {
+      T* p = static_cast<T*>(dst);
+      T v = static_cast<T>(value);
+      DZ_OMP_FOR(n)
+      for (std::int64_t i = 0; i < n; ++i) p[i] = v;
+    })
+  }
+  void synchronize() override {}
+
+  void cast(DType from, const void* x, DType to, void* y, std::int64_t n) override {
+    DEZERO_DISPATCH(from, S, {
+      DEZERO_DISPATCH(to, D, {
+        const S* s = static_cast<const S*>(x);
+        D* d = static_cast<D*>(y);
+        DZ_OMP_FOR(n)
+        for (std::int64_t i = 0; i < n; ++i) d[i] = static_cast<D>(s[i]);
+      })
+    })
+  }
+
+  void unary(UnaryOp op, DType dt, const void* x, void* y, std::int64_t n, double alpha) override {
+    DEZERO_DISPATCH(dt, T,
+                    unary_typed<T>(op, static_cast<const T*>(x), static_cast<T*>(y), n, static_cast<T>(alpha)))
+  }
+
+  void binary(BinaryOp op, DType dt, const void* a, const Strided& sa, const void* b, const Strided& sb, void* y,
+              const Strided& out) override {
+    DEZERO_DISPATCH(dt, T,
+                    binary_typed<T>(op, static_cast<const T*>(a), sa, static_cast<const T*>(b), sb,
+                                    static_cast<T*>(y), out))
+  }
+
+  void where(DType dt, const void* cond, const Strided& sc, const void* a, const Strided& sa, const void* b,
+             const Strided& sb, void* y, const Strided& out) override {
+    DEZERO_DISPATCH(dt, T, {
+      const T* c = static_cast<const T*>(cond);
+      const T* aa = static_cast<const T*>(a);
+      const T* bb = static_cast<const T*>(b);
+      T* yy = static_cast<T*>(y);
+      const Strided* v[4] = {&out, &sc, &sa, &sb};
+      for_each_row<4>(v, [&](const std::int64_t* off, std::int64_t len, const std::int64_t* st) {
+        for (std::int64_t i = 0; i < len; ++i)
+          yy[off[0] + i * st[0]] = c[off[1] + i * st[1]] != T(0) ? aa[off[2] + i * st[2]] : bb[off[3] + i * st[3]];
+      });
+    })
+  }
+
+  void copy_strided(DType dt, const void* src, const Strided& s, void* dst, const Strided& d,
+                    bool accumulate) override {
+    DEZERO_DISPATCH(dt, T, {
+      const T* x = static_cast<const T*>(src);
+      T* y = static_cast<T*>(dst);
+      const Strided* v[2] = {&d, &s};
+      for_each_row<2>(v, [&](const std::int64_t* off, std::int64_t len, const std::int64_t* st) {
+        T* yy = y + off[0];
+        const T* xx = x + off[1];
+        if (accumulate) {
+          for (std::int64_t i = 0; i < len; ++i) yy[i * st[0]] += xx[i * st[1]];
+        } else if (st[0] == 1 && st[1] == 1) {
+          std::memcpy(yy, xx, static_cast<std::size_t>(len) * sizeof(T));
+        } else if (st[0] == 1 && st[1] == 0) {
+          T v0 = xx[0];
+          for (std::int64_t i = 0; i < len; ++i) yy[i] = v0;
+        } else {
+          for (std::int64_t i = 0; i < len; ++i) yy[i * st[0]] = xx[i * st[1]];
+        }
+      });
+    })
+  }
+
+  void reduce(ReduceOp op, DType dt, const void* x, void* y, std::int64_t outer, std::int64_t r,
+              std::int64_t inner) override {
+    DEZERO_DISPATCH(dt, T, reduce_typed<T>(op, static_cast<const T*>(x), static_cast<T*>(y), outer, r, inner))
+  }
+  void arg_reduce(ArgReduceOp op, DType dt, const void* x, std::int64_t* y, std::int64_t outer, std::int64_t r,
+                  std::int64_t inner) override {
+    DEZERO_DISPATCH(dt, T, arg_reduce_typed<T>(op, static_cast<const T*>(x), y, outer, r, inner))
+  }
+
+  void gemm(DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, double alpha, const void* a,
+            std::int64_t lda, std::int64_t stride_a, const void* b, std::int64_t ldb, std::int64_t stride_b,
+            double beta, void* c, std::int64_t ldc, std::int64_t stride_c, std::int64_t batch) override {
+    DEZERO_DISPATCH(dt, T,
+                    gemm_typed<T>(ta, tb, m, n, k, static_cast<T>(alpha), static_cast<const T*>(a), lda, stride_a,
+                                  static_cast<const T*>(b), ldb, stride_b, static_cast<T>(beta), static_cast<T*>(c),
+                                  ldc, stride_c, batch))
+  }
+
+  void gather(DType dt, const void* src, const std::int64_t* off, void* dst, std::int64_t n) override {
+    DEZERO_DISPATCH(dt, T, {
+      const T* s = static_cast<const T*>(src);
+      T* d = static_cast<T*>(dst);
+      DZ_OMP_FOR(n)
+      for (std::int64_t i = 0; i < n; ++i) d[i] = s[off[i]];
+    })
+  }
+  void scatter_add(DType dt, const void* src, const std::int64_t* off, void* dst, std::int64_t n) override {
+    DEZERO_DISPATCH(dt, T, {
+      const T* s = static_cast<const T*>(src);
+      T* d = static_cast<T*>(dst);
+      for (std::int64_t i = 0; i < n; ++i) d[off[i]] += s[i];  // serial: repeated offsets accumulate
+    })
+  }
+  void gather_rows(DType dt, const void* src, const std::int64_t* idx, void* dst, std::int64_t rows,
+                   std::int64_t cols) override {
+    std::size_t row_bytes = static_cast<std::size_t>(cols) * dtype_size(dt);
+    const char* s = static_cast<const char*>(src);
+    char* d = static_cast<char*>(dst);
+    DZ_OMP_FOR(rows * cols)
+    for (std::int64_t i = 0; i < rows; ++i) std::memcpy(d + i * row_bytes, s + idx[i] * row_bytes, row_bytes);
+  }
+
+  void softmax(DType dt, const void* x, void* y, std::int64_t outer, std::int64_t c, std::int64_t inner,
+               bool log_) override {
+    if (dt == float32) softmax_typed(static_cast<const float*>(x), static_cast<float*>(y), outer, c, inner, log_);
+    else softmax_typed(static_cast<const double*>(x), static_cast<double*>(y), outer, c, inner, log_);
+  }
+  void softmax_cross_entropy(DType dt, const void* x, const std::int64_t* t, void* loss, std::int64_t n,
+                             std::int64_t c) override {
+    if (dt == float32) sce_typed(static_cast<const float*>(x), t, static_cast<float*>(loss), n, c);
+    else sce_typed(static_cast<const double*>(x), t, static_cast<double*>(loss), n, c);
+  }
+  void softmax_cross_entropy_grad(DType dt, const void* x, const std::int64_t* t, const void* gy, void* gx,
+                                  std::int64_t n, std::int64_t c) override {
+    if (dt == float32)
+      sce_grad_typed(static_cast<const float*>(x), t, *static_cast<const float*>(gy), static_cast<float*>(gx), n, c);
+    else
+      sce_grad_typed(static_cast<const double*>(x), t, *static_cast<const double*>(gy), static_cast<double*>(gx), n, c);
+  }
+
+  void optimizer_update(UpdateRule rule, DType dt, void* param, const void* grad, void* s1, void* s2,
+                        std::int64_t n, const UpdateArgs& args) override {
+    auto run = [&](auto* p, const auto* g, auto* a, auto* b) {
+      DZ_OMP_FOR(n)
+      for (std::int64_t i = 0; i < n; ++i)
+        kernels::update_apply(rule, p[i], g[i], a ? a + i : nullptr, b ? b + i : nullptr, args);
+    };
+    if (dt == float32)
+      run(static_cast<float*>(param), static_cast<const float*>(grad), static_cast<float*>(s1), static_cast<float*>(s2));
+    else
+      run(static_cast<double*>(param), static_cast<const double*>(grad), static_cast<double*>(s1),
+          static_cast<double*>(s2));
+  }
+
+  void random_uniform(DType dt, void* dst, std::int64_t n) override {
+    auto& g = global_generator();
+    std::lock_guard<std::mutex> lock(g.mutex());
+    DEZERO_DISPATCH(dt, T, {
+      T* p = static_cast<T*>(dst);
+      for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(g.uniform());
+    })
+  }
+  void random_normal(DType dt, void* dst, std::int64_t n) override {
+    auto& g = global_generator();
+    std::lock_guard<std::mutex> lock(g.mutex());
+    DEZERO_DISPATCH(dt, T, {
+      T* p = static_cast<T*>(dst);
+      for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(g.gauss());
+    })
+  }
+};
+
+}  // namespace
+
+Backend& cpu_backend() {
+  static CpuBackend b;
+  return b;
+}
+
+}  // namespace dezero::detail

@@ -1,0 +1,60 @@
+// functions/math.cpp - sin, cos, tanh, exp, log (DeZero functions.py §3.1;
+// steps 27, 34, 35). tanh and exp differentiate through their own output y.
+#include "dezero/functions.hpp"
+
+namespace dezero {
+namespace {
+
+class Sin : public Function {
+ public:
+  TensorList forward(const TensorList& xs) override { return {dezero::sin(xs[0])}; }
+  VariableList backward(const VariableList& gys) override { return {gys[0] * F::cos(input(0))}; }
+};
+
+class Cos : public Function {
+ public:
+  TensorList forward(const TensorList& xs) override { return {dezero::cos(xs[0])}; }
+  VariableList backward(const VariableList& gys) override { return {gys[0] * F::neg(F::sin(input(0)))}; }
+};
+
+class Tanh : public Function {
+ public:
+  TensorList forward(const TensorList& xs) override { return {dezero::tanh(xs[0])}; }
+  VariableList backward(const VariableList& gys) override {
+    Variable y = output(0);
+    if (!y.defined()) y = F::tanh(input(0));  // the output was dropped: recompute it
+    return {gys[0] * F::rsub(y * y, 1.0)};
+  }
+};
+
+class Exp : public Function {
+ public:
+  TensorList forward(const TensorList& xs) override { return {dezero::exp(xs[0])}; }
+  VariableList backward(const VariableList& gys) override {
+    Variable y = output(0);
+    if (!y.defined()) y = F::exp(input(0));
+    return {gys[0] * y};
+  }
+};
+
+class Log : public Function {
+ public:
+  TensorList forward(const TensorList& xs) override { return {dezero::log(xs[0])}; }
+  VariableList backward(const VariableList& gys) override { return {gys[0] / input(0)}; }
+};
+
+template <class Fn>
+Variable call1(const Variable& x) {
+  return (*std::make_shared<Fn>())(x);
+}
+
+}  // namespace
+
+namespace F {
+Variable sin(const Variable& x) { return call1<Sin>(x); }
+Variable cos(const Variable& x) { return call1<Cos>(x); }
+Variable tanh(const Variable& x) { return call1<Tanh>(x); }
+Variable exp(const Variable& x) { return call1<Exp>(x); }
+Variable log(const Variable& x) { return call1<Log>(x); }
+}  // namespace F
+}  // namespace dezero
