@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dezero/core.hpp"
+#include "dezero/functions_nn.hpp"
 
 namespace dezero::F {
 
