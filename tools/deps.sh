@@ -1,0 +1,26 @@
+# tools/deps.sh - installs the Debian packages dezero-cpp needs, when missing.
+# Sourced by tools/test.sh and tools/mnist.sh. The compiler, CMake and (optionally)
+# the CUDA toolkit are expected to be there already.
+
+dezero_install_packages() {
+  local missing=()
+  local p
+  for p in "$@"; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "dezero: installing ${missing[*]}" >&2
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+# Build dependencies: Eigen, doctest, zlib, libcurl; Graphviz renders graphs; NumPy
+# checks that our .npz files load in NumPy.
+DEZERO_BUILD_PACKAGES=(libeigen3-dev doctest-dev zlib1g-dev libcurl4-openssl-dev graphviz python3-numpy)
+
+# nvcc is on PATH on our machines; make sure CMake finds it even when it is only in /usr/local/cuda.
+if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
+  export PATH="/usr/local/cuda/bin:$PATH"
+fi

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# tools/test.sh - the README's test command (and .ci/run's): installs what is
+# missing, builds dezero with the CUDA backend (when the toolkit is present),
+# runs the test suite (CUDA cases report "skipped: no CUDA device" without a GPU),
+# builds a consumer project against the installed package (find_package(dezero)),
+# then builds and runs the suite again with AddressSanitizer + UBSan.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$ROOT"
+source tools/deps.sh
+dezero_install_packages "${DEZERO_BUILD_PACKAGES[@]}"
+JOBS="$(nproc)"
+
+echo "== build (Release, CUDA=AUTO)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DDEZERO_CUDA=AUTO >/dev/null
+cmake --build build -j"$JOBS"
+
+echo "== tests"
+ctest --test-dir build --output-on-failure -j"$JOBS"
+
+echo "== install + consumer project (find_package(dezero))"
+rm -rf build/prefix build/consumer
+cmake --install build --prefix build/prefix >/dev/null
+cmake -S tests/consumer -B build/consumer -DCMAKE_PREFIX_PATH="$ROOT/build/prefix" >/dev/null
+cmake --build build/consumer -j"$JOBS"
+./build/consumer/consumer
+
+echo "== tests under AddressSanitizer + UBSan (host backend)"
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDEZERO_SANITIZE=ON -DDEZERO_CUDA=OFF \
+  -DDEZERO_BUILD_EXAMPLES=OFF -DDEZERO_BUILD_BENCH=OFF >/dev/null
+cmake --build build-asan -j"$JOBS"
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build-asan --output-on-failure -j"$JOBS"
+echo "== all done"
