@@ -25,6 +25,7 @@ Variable mean_squared_error(const Variable& x0, const Variable& x1);
 Variable softmax_cross_entropy(const Variable& x, const Variable& t);
 // -sum(t log sigmoid(x) + (1 - t) log(1 - sigmoid(x))) / len(x), computed in the
 // stable form max(x, 0) - x t + log(1 + exp(-|x|)); t: x's shape (or reshapeable to it).
+// Targets of another dtype are converted to x's dtype (and then get no gradient).
 Variable sigmoid_cross_entropy(const Variable& x, const Variable& t);
 // p: probabilities (clipped to [1e-15, 0.999] as DeZero does); divides by len(t).
 Variable binary_cross_entropy(const Variable& p, const Variable& t);
