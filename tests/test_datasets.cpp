@@ -305,6 +305,16 @@ TEST_CASE("read_idx: bad magic, short data, truncated and corrupt gzip name the 
   e = error_of([&] { datasets::read_idx(crc.string()); });
   CHECK(e.find(crc.string()) != std::string::npos);
 
+  fs::path huge = tmp.path / "huge-idx3-ubyte";  // plain (not gzipped) IDX with an absurd header
+  write_bytes(huge, std::string("\x00\x00\x08\x03", 4) + std::string(12, '\xff') + "abc");
+  e = error_of([&] { datasets::read_idx(huge.string()); });
+  CHECK(e.find(huge.string()) != std::string::npos);
+  CHECK(e.find("implausible") != std::string::npos);
+
+  fs::path plain = tmp.path / "plain-idx1-ubyte";  // uncompressed files are read as well
+  write_bytes(plain, std::string("\x00\x00\x08\x01\x00\x00\x00\x02\x07\x09", 10));
+  CHECK(dzt::vals(datasets::read_idx(plain.string())) == std::vector<double>{7, 9});
+
   std::string missing = (tmp.path / "nope.gz").string();
   e = error_of([&] { datasets::read_idx(missing); });
   CHECK(e.find(missing) != std::string::npos);

@@ -79,24 +79,33 @@ Tensor read_idx(const std::string& path) {
     throw IOError("read_idx: " + path + " is truncated: it ends inside the IDX header");
   Shape shape;
   for (int d = 0; d < ndim; ++d) shape.push_back(big_endian(dims_raw.data() + 4 * d));
-  Tensor out = Tensor::empty(shape, int32);
-  std::int32_t* dst = out.data<std::int32_t>();
-  const std::size_t total = static_cast<std::size_t>(shape.numel());
-  std::vector<unsigned char> buf(1 << 20);
-  std::size_t done = 0;
-  while (done < total) {
-    std::size_t want = std::min(buf.size(), total - done);
-    std::size_t got = f.read(buf.data(), want);
-    for (std::size_t k = 0; k < got; ++k) dst[done + k] = buf[k];
-    done += got;
+  // The header alone is not trusted with an allocation: the bytes are read first
+  // (growing by chunks), then converted.
+  std::uint64_t total = 1;
+  for (auto d : shape) {
+    total *= static_cast<std::uint64_t>(d);
+    if (total > (std::uint64_t(1) << 40))
+      throw IOError("read_idx: " + path + " has an implausible header " + shape.str() + "; the file is corrupt");
+  }
+  std::vector<unsigned char> bytes;
+  bytes.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(total, std::uint64_t(1) << 26)));
+  while (bytes.size() < total) {
+    std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(total - bytes.size(), 1 << 22));
+    std::size_t old = bytes.size();
+    bytes.resize(old + want);
+    std::size_t got = f.read(bytes.data() + old, want);
+    bytes.resize(old + got);
     if (got < want)
       throw IOError("read_idx: " + path + " is truncated: its header " + shape.str() + " promises " +
-                    std::to_string(total) + " bytes of data but it holds " + std::to_string(done));
+                    std::to_string(total) + " bytes of data but it holds " + std::to_string(bytes.size()));
   }
   unsigned char extra;
   if (f.read(&extra, 1) != 0)
     throw IOError("read_idx: " + path + " holds more data than its header " + shape.str() + " says (" +
                   std::to_string(total) + " bytes)");
+  Tensor out = Tensor::empty(shape, int32);
+  std::int32_t* dst = out.data<std::int32_t>();
+  for (std::size_t k = 0; k < bytes.size(); ++k) dst[k] = bytes[k];
   return out;
 }
 
