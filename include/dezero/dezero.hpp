@@ -7,12 +7,16 @@
 
 #include "dezero/core.hpp"
 #include "dezero/cuda.hpp"
+#include "dezero/dataloaders.hpp"
+#include "dezero/datasets.hpp"
 #include "dezero/device.hpp"
+#include "dezero/download.hpp"
 #include "dezero/dtype.hpp"
 #include "dezero/error.hpp"
 #include "dezero/functions.hpp"
 #include "dezero/shape.hpp"
 #include "dezero/tensor.hpp"
+#include "dezero/transforms.hpp"
 #include "dezero/utils.hpp"
 
 namespace dezero {

@@ -1,0 +1,109 @@
+// dezero/dataloaders.hpp - DataLoader and SeqDataLoader (DeZero's dataloaders.py).
+//
+//   DataLoader train_loader(train_set, 100);          // shuffle = true
+//   for (int epoch = 0; epoch < 5; ++epoch)
+//     for (auto& [x, t] : train_loader) { ... }       // x: (100, ...), t: (100,)
+//
+// Like DeZero, the loader draws its first permutation (random::permutation, so seeds
+// reproduce DeZero) when it is built and a new one each time an epoch ends; every
+// range-for that runs to the end is one epoch. A loop left early resumes where it
+// stopped; reset() starts the epoch over. A loader holds a reference to its dataset,
+// which must outlive it.
+#pragma once
+
+#include <cstdint>
+#include <iterator>
+#include <optional>
+#include <vector>
+
+#include "dezero/datasets.hpp"
+
+namespace dezero {
+
+class DataLoader {
+ public:
+  // drop_last: leave out the last, smaller batch (DeZero always keeps it).
+  DataLoader(const datasets::Dataset& dataset, std::int64_t batch_size, bool shuffle = true, bool drop_last = false);
+  DataLoader(const datasets::Dataset&& dataset, std::int64_t batch_size, bool shuffle = true,
+             bool drop_last = false) = delete;  // would dangle
+  virtual ~DataLoader() = default;
+
+  class iterator {
+   public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = Batch;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const Batch*;
+    using reference = const Batch&;
+
+    iterator() = default;
+    const Batch& operator*() const { return *batch_; }
+    const Batch* operator->() const { return &*batch_; }
+    iterator& operator++() {
+      advance();
+      return *this;
+    }
+    bool operator==(const iterator& o) const { return loader_ == o.loader_; }
+    bool operator!=(const iterator& o) const { return loader_ != o.loader_; }
+
+   private:
+    friend class DataLoader;
+    explicit iterator(DataLoader* loader) : loader_(loader) { advance(); }
+    void advance() {
+      batch_ = loader_->next();
+      if (!batch_) loader_ = nullptr;
+    }
+    DataLoader* loader_ = nullptr;
+    std::optional<Batch> batch_;
+  };
+
+  iterator begin() { return iterator(this); }
+  iterator end() { return iterator(); }
+
+  // The next batch (x, t) on device(); at the end of an epoch: reset() and std::nullopt
+  // (DeZero's StopIteration).
+  std::optional<Batch> next();
+  // A new epoch: iteration 0 and a new permutation (or 0..N-1 without shuffle).
+  void reset();
+
+  std::int64_t size() const { return max_iter_; }  // batches per epoch
+  std::int64_t max_iter() const { return max_iter_; }
+  std::int64_t data_size() const { return data_size_; }
+  std::int64_t batch_size() const { return batch_size_; }
+  std::int64_t iteration() const { return iteration_; }
+  bool shuffle() const { return shuffle_; }
+  const std::vector<std::int64_t>& index() const { return index_; }  // this epoch's sample order
+  const datasets::Dataset& dataset() const { return dataset_; }
+
+  // Batches are produced on this device (the dataset stays where it is).
+  Device device() const { return device_; }
+  void to_cpu() { device_ = Device::cpu(); }
+  void to_gpu(int id = 0);
+
+ protected:
+  // The dataset indices of batch `iteration` of this epoch.
+  virtual std::vector<std::int64_t> batch_indices(std::int64_t iteration) const;
+
+  const datasets::Dataset& dataset_;
+  std::int64_t batch_size_;
+  bool shuffle_;
+  bool drop_last_;
+  std::int64_t data_size_;
+  std::int64_t max_iter_;
+  std::int64_t iteration_ = 0;
+  std::vector<std::int64_t> index_;
+  Device device_;
+};
+
+// Step 60: batch_size parallel streams through the data in order (for truncated BPTT):
+// batch k holds samples (i * jump + k) % N for i < batch_size, jump = N / batch_size.
+class SeqDataLoader : public DataLoader {
+ public:
+  SeqDataLoader(const datasets::Dataset& dataset, std::int64_t batch_size);
+  SeqDataLoader(const datasets::Dataset&& dataset, std::int64_t batch_size) = delete;
+
+ protected:
+  std::vector<std::int64_t> batch_indices(std::int64_t iteration) const override;
+};
+
+}  // namespace dezero

@@ -1,0 +1,208 @@
+// mnist.cpp - the IDX reader (zlib) and the MNIST / Fashion-MNIST datasets: where their
+// files are found, downloaded (utils::get_file) and checked.
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+
+#include "dezero/datasets.hpp"
+#include "dezero/download.hpp"
+
+namespace fs = std::filesystem;
+
+namespace dezero::datasets {
+
+// --- IDX ---------------------------------------------------------------------------------
+namespace {
+class GzFile {
+ public:
+  explicit GzFile(const std::string& path) : path_(path), f_(gzopen(path.c_str(), "rb")) {
+    if (!f_) throw IOError("read_idx: cannot open " + path + (errno ? std::string(": ") + std::strerror(errno) : ""));
+    gzbuffer(f_, 1 << 18);
+  }
+  ~GzFile() {
+    if (f_) gzclose(f_);
+  }
+  GzFile(const GzFile&) = delete;
+  GzFile& operator=(const GzFile&) = delete;
+
+  // Reads up to n bytes; returns how many. A zlib error (corrupt or truncated stream) throws.
+  std::size_t read(void* buf, std::size_t n) {
+    std::size_t done = 0;
+    while (done < n) {
+      unsigned chunk = static_cast<unsigned>(std::min<std::size_t>(n - done, 1u << 30));
+      int got = gzread(f_, static_cast<char*>(buf) + done, chunk);
+      if (got < 0) fail();
+      if (got == 0) break;
+      done += static_cast<std::size_t>(got);
+    }
+    int err = Z_OK;
+    gzerror(f_, &err);
+    if (err != Z_OK && err != Z_STREAM_END) fail();
+    return done;
+  }
+  [[noreturn]] void fail() {
+    int err = Z_OK;
+    const char* msg = gzerror(f_, &err);
+    throw IOError("read_idx: " + path_ + " is corrupt or truncated (zlib: " + (msg ? msg : "error") +
+                  "); delete it so that it is downloaded again");
+  }
+
+ private:
+  std::string path_;
+  gzFile f_;
+};
+
+std::uint32_t big_endian(const unsigned char* p) {
+  return (std::uint32_t(p[0]) << 24) | (std::uint32_t(p[1]) << 16) | (std::uint32_t(p[2]) << 8) | std::uint32_t(p[3]);
+}
+}  // namespace
+
+Tensor read_idx(const std::string& path) {
+  errno = 0;
+  GzFile f(path);
+  unsigned char head[4];
+  if (f.read(head, 4) != 4) throw IOError("read_idx: " + path + " is truncated: it ends inside the IDX header");
+  char magic[16];
+  std::snprintf(magic, sizeof magic, "0x%08X", big_endian(head));
+  if (head[0] != 0 || head[1] != 0 || head[2] != 0x08 || head[3] < 1 || head[3] > 4)
+    throw IOError("read_idx: " + path + " is not an IDX file of unsigned bytes: magic number " + magic +
+                  ", expected 0x00000801 (labels) or 0x00000803 (images)");
+  int ndim = head[3];
+  std::vector<unsigned char> dims_raw(static_cast<std::size_t>(4 * ndim));
+  if (f.read(dims_raw.data(), dims_raw.size()) != dims_raw.size())
+    throw IOError("read_idx: " + path + " is truncated: it ends inside the IDX header");
+  Shape shape;
+  for (int d = 0; d < ndim; ++d) shape.push_back(big_endian(dims_raw.data() + 4 * d));
+  // The header alone is not trusted with an allocation: the bytes are read first
+  // (growing by chunks), then converted.
+  std::uint64_t total = 1;
+  for (auto d : shape) {
+    total *= static_cast<std::uint64_t>(d);
+    if (total > (std::uint64_t(1) << 40))
+      throw IOError("read_idx: " + path + " has an implausible header " + shape.str() + "; the file is corrupt");
+  }
+  std::vector<unsigned char> bytes;
+  bytes.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(total, std::uint64_t(1) << 26)));
+  while (bytes.size() < total) {
+    std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(total - bytes.size(), 1 << 22));
+    std::size_t old = bytes.size();
+    bytes.resize(old + want);
+    std::size_t got = f.read(bytes.data() + old, want);
+    bytes.resize(old + got);
+    if (got < want)
+      throw IOError("read_idx: " + path + " is truncated: its header " + shape.str() + " promises " +
+                    std::to_string(total) + " bytes of data but it holds " + std::to_string(bytes.size()));
+  }
+  unsigned char extra;
+  if (f.read(&extra, 1) != 0)
+    throw IOError("read_idx: " + path + " holds more data than its header " + shape.str() + " says (" +
+                  std::to_string(total) + " bytes)");
+  Tensor out = Tensor::empty(shape, int32);
+  std::int32_t* dst = out.data<std::int32_t>();
+  for (std::size_t k = 0; k < bytes.size(); ++k) dst[k] = bytes[k];
+  return out;
+}
+
+// --- MNIST -------------------------------------------------------------------------------
+namespace {
+const char* image_file(bool train) { return train ? "train-images-idx3-ubyte.gz" : "t10k-images-idx3-ubyte.gz"; }
+const char* label_file(bool train) { return train ? "train-labels-idx1-ubyte.gz" : "t10k-labels-idx1-ubyte.gz"; }
+
+std::string with_slash(std::string url) {
+  if (!url.empty() && url.back() != '/') url += '/';
+  return url;
+}
+
+std::string pick_mirror(const std::string& mirror, const char* env, const char* fallback) {
+  if (!mirror.empty()) return with_slash(mirror);
+  const char* e = std::getenv(env);
+  return with_slash(e && *e ? e : fallback);
+}
+
+// dir/name, downloaded from mirror when missing.
+std::string fetch(const std::string& dir, const char* name, const std::string& mirror) {
+  fs::path p = fs::path(dir) / name;
+  if (fs::exists(p)) return p.string();
+  return utils::get_file(mirror + name, name, dir);
+}
+}  // namespace
+
+Transform MNIST::default_transform() {
+  return transforms::Compose({transforms::Flatten(), transforms::ToFloat(), transforms::Normalize(0.0, 255.0)});
+}
+
+const char* MNIST::default_mirror() { return "https://ossci-datasets.s3.amazonaws.com/mnist/"; }
+
+std::map<int, std::string> MNIST::labels() {
+  std::map<int, std::string> m;
+  for (int i = 0; i < 10; ++i) m[i] = std::to_string(i);
+  return m;
+}
+
+MNIST::MNIST(bool train, Transform transform, Transform target_transform, const std::string& dir,
+             const std::string& mirror)
+    : Dataset(train, std::move(transform), std::move(target_transform)) {
+  std::string d = dir.empty() ? utils::cache_dir() : dir;
+  std::string m = pick_mirror(mirror, "DEZERO_MNIST_MIRROR", default_mirror());
+  std::string images = fetch(d, image_file(train), m);
+  load(Files{images, fetch(d, label_file(train), m)});
+}
+
+MNIST::MNIST(bool train, Transform transform, Transform target_transform, const Files& files)
+    : Dataset(train, std::move(transform), std::move(target_transform)) {
+  load(files);
+}
+
+void MNIST::load(const Files& files) {
+  Tensor images = read_idx(files.images);
+  Tensor labels = read_idx(files.labels);
+  if (images.ndim() != 3)
+    throw IOError("MNIST: " + files.images + " holds an array of shape " + images.shape().str() +
+                  ", expected (N, rows, cols) images");
+  if (labels.ndim() != 1)
+    throw IOError("MNIST: " + files.labels + " holds an array of shape " + labels.shape().str() +
+                  ", expected (N,) labels");
+  if (images.len() != labels.len())
+    throw IOError("MNIST: " + files.images + " holds " + std::to_string(images.len()) + " images but " + files.labels +
+                  " holds " + std::to_string(labels.len()) + " labels");
+  data_ = images.reshape(Shape{images.shape()[0], 1, images.shape()[1], images.shape()[2]});
+  label_ = labels.astype(int64);
+  apply_batchable_transforms();
+}
+
+// --- Fashion-MNIST -----------------------------------------------------------------------
+const char* FashionMNIST::default_mirror() { return "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/"; }
+const char* FashionMNIST::system_dir() { return "/usr/share/datasets/fashion-mnist"; }
+
+std::map<int, std::string> FashionMNIST::labels() {
+  return {{0, "T-shirt/top"}, {1, "Trouser"}, {2, "Pullover"}, {3, "Dress"}, {4, "Coat"},
+          {5, "Sandal"},      {6, "Shirt"},   {7, "Sneaker"},  {8, "Bag"},   {9, "Ankle boot"}};
+}
+
+namespace {
+std::string fashion_file(const std::string& dir, const char* name, const std::string& mirror) {
+  if (!dir.empty()) return fetch(dir, name, mirror);
+  fs::path cache = fs::path(utils::cache_dir()) / "fashion-mnist";
+  if (fs::exists(cache / name)) return (cache / name).string();
+  fs::path sys = fs::path(FashionMNIST::system_dir()) / name;
+  if (fs::exists(sys)) return sys.string();
+  return fetch(cache.string(), name, mirror);
+}
+}  // namespace
+
+FashionMNIST::FashionMNIST(bool train, Transform transform, Transform target_transform, const std::string& dir,
+                           const std::string& mirror)
+    : MNIST(train, std::move(transform), std::move(target_transform),
+            [&] {
+              std::string m = pick_mirror(mirror, "DEZERO_FASHION_MNIST_MIRROR", default_mirror());
+              std::string images = fashion_file(dir, image_file(train), m);
+              return Files{images, fashion_file(dir, label_file(train), m)};
+            }()) {}
+
+}  // namespace dezero::datasets
