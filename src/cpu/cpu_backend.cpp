@@ -426,7 +426,8 @@ class CpuBackend final : public Backend {
     std::size_t row_bytes = static_cast<std::size_t>(cols) * dtype_size(dt);
     const char* s = static_cast<const char*>(src);
     char* d = static_cast<char*>(dst);
-    DZ_OMP_FOR(rows * cols)
+    // memory-bound: threads only pay off for large gathers
+    DZ_OMP_FOR(rows * cols / 32)
     for (std::int64_t i = 0; i < rows; ++i) std::memcpy(d + i * row_bytes, s + idx[i] * row_bytes, row_bytes);
   }
 
