@@ -9,6 +9,7 @@
 #include <ostream>
 #include <queue>
 #include <typeinfo>
+#include <unordered_set>
 
 #include "dezero/functions.hpp"
 #include "tensor_impl.hpp"
@@ -127,19 +128,21 @@ void Variable::unchain() {
 
 void Variable::unchain_backward() {
   if (!node_ || !node_->creator) return;
-  std::vector<Function*> stack{node_->creator.get()};
-  std::vector<Function*> seen;
+  // `seen` owns every Function we cut off, so none is destroyed while we still walk it.
+  std::vector<std::shared_ptr<Function>> stack{node_->creator};
+  std::vector<std::shared_ptr<Function>> seen;
+  std::unordered_set<const Function*> seen_set;
   while (!stack.empty()) {
-    Function* f = stack.back();
+    std::shared_ptr<Function> f = std::move(stack.back());
     stack.pop_back();
     for (const Variable& x : f->inputs()) {
       if (x.node_ && x.node_->creator) {
-        Function* c = x.node_->creator.get();
-        if (std::find(seen.begin(), seen.end(), c) == seen.end()) {
+        const std::shared_ptr<Function>& c = x.node_->creator;
+        if (seen_set.insert(c.get()).second) {
           seen.push_back(c);
           stack.push_back(c);
         }
-        x.node_->creator.reset();  // the Function stays alive through `f` / `stack` until we return
+        x.node_->creator.reset();
       }
     }
   }

@@ -505,14 +505,24 @@ const char* binary_name(BinaryOp op) {
   return "binary";
 }
 
+// The broadcast shape of two operands; the error names both shapes and dtypes.
+Shape broadcast_operands(const char* op, const Tensor& a, const Tensor& b) {
+  try {
+    return broadcast_shapes(a.shape(), b.shape(), op);
+  } catch (const ShapeError&) {
+    throw ShapeError(std::string(op) + ": operands could not be broadcast together: " + describe(a) + " and " +
+                     describe(b) + "; hint: axes are matched from the right and must be equal or 1");
+  }
+}
+
 Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b) {
   const char* name = binary_name(op);
   detail::check_same_device(name, a, b);
+  Shape out = broadcast_operands(name, a, b);
   DType dt = result_type(a, b);
   if ((op == BinaryOp::Div) && is_integer(dt)) dt = float64;  // true division, as NumPy
   Tensor ac = a.dtype() == dt ? a : a.astype(dt);
   Tensor bc = b.dtype() == dt ? b : b.astype(dt);
-  Shape out = broadcast_shapes(a.shape(), b.shape(), name);
   Tensor y = Tensor::empty(out, dt, a.device());
   if (y.size() == 0) return y;
   Strided so = detail::make_contiguous(out);

@@ -211,92 +211,119 @@ struct Printer {
     return r;
   }
 
-  void rec(std::ostringstream& os, int d, std::int64_t base, int indent) const {
+  // NumPy's _formatArray (arrayprint.py, legacy=False): `sep` is ' ' for str and
+  // ', ' for repr; `hanging` is the indent of continuation lines; `width` the room
+  // left on a line.
+  static void extend_line(std::string& s, std::string& line, const std::string& word, int width,
+                          const std::string& prefix) {
+    bool wrap = static_cast<int>(line.size() + word.size()) > width;
+    if (line.size() <= prefix.size()) wrap = false;  // wrapping would not help
+    if (wrap) {
+      std::string l = line;
+      while (!l.empty() && l.back() == ' ') l.pop_back();
+      s += l + "\n";
+      line = prefix;
+    }
+    line += word;
+  }
+
+  std::string rec(int d, std::int64_t base, const std::string& hanging, int width, const std::string& sep) const {
     int nd = shape.ndim();
     std::int64_t stride = 1;
     for (int k = d + 1; k < nd; ++k) stride *= shape[k];
-    os << "[";
+    std::string next_hanging = hanging + " ";
+    int next_width = width - 1;
+    std::string sep_r = sep;
+    while (!sep_r.empty() && sep_r.back() == ' ') sep_r.pop_back();
     auto idx = shown(d);
+    std::string s;
     if (d == nd - 1) {
-      int col = indent + 1;
-      bool first = true;
-      for (auto i : idx) {
-        std::string s = i < 0 ? "..." : elem(base + i * stride);
-        if (!first) {
-          if (col + 1 + static_cast<int>(s.size()) + 1 > kWidth) {
-            os << "\n" << std::string(indent + 1, ' ');
-            col = indent + 1;
-          } else {
-            os << " ";
-            ++col;
-          }
-        }
-        os << s;
-        col += static_cast<int>(s.size());
-        first = false;
+      int elem_width = width - std::max<int>(static_cast<int>(sep_r.size()), 1);
+      std::string line = hanging;
+      for (std::size_t j = 0; j < idx.size(); ++j) {
+        std::string word = idx[j] < 0 ? "..." : elem(base + idx[j] * stride);
+        extend_line(s, line, word, elem_width, hanging);
+        if (j + 1 < idx.size()) line += sep;
       }
+      s += line;
     } else {
-      bool first = true;
-      for (auto i : idx) {
-        if (!first) os << std::string(nd - 1 - d, '\n') << std::string(indent + 1, ' ');
-        if (i < 0) os << "...";
-        else rec(os, d + 1, base + i * stride, indent + 1);
-        first = false;
+      std::string line_sep = sep_r + std::string(nd - 1 - d, '\n');
+      for (std::size_t j = 0; j < idx.size(); ++j) {
+        std::string nested = idx[j] < 0 ? "..." : rec(d + 1, base + idx[j] * stride, next_hanging, next_width, sep);
+        s += hanging + nested;
+        if (j + 1 < idx.size()) s += line_sep;
       }
     }
-    os << "]";
+    return "[" + s.substr(hanging.size()) + "]";
   }
 };
 
 }  // namespace
 
-std::string Tensor::str() const {
-  if (!defined()) return "None";
-  Tensor h = to_cpu();
-  bool isf = is_floating(dtype_);
-  if (ndim() == 0) {
-    if (isf) return python_repr(h.astype(float64).item<double>(), dtype_ == float32);
-    return std::to_string(h.astype(int64).item<std::int64_t>());
-  }
-  if (size_ == 0) return "[]";
-  Printer p{shape_, {}, size_ > 1000, {}, {}, isf, {}, 0};
-  // Only the shown elements take part in the column format.
+namespace {
+// NumPy's array2string body of a host tensor of ndim >= 1 (or, with ndim 0, the
+// value through the array's format function, as repr shows it).
+std::string format_array(const Tensor& h, const std::string& sep, const std::string& hanging, int width) {
+  const Shape& shape = h.shape();
+  int nd = h.ndim();
+  bool isf = is_floating(h.dtype());
+  if (h.size() == 0) return "[]";
+  Printer p{shape, {}, h.size() > 1000, {}, {}, isf, {}, 0};
   if (isf) p.dvals = h.to_vector<double>();
   else p.ivals = h.to_vector<std::int64_t>();
+  // Only the shown elements take part in the column format.
   std::vector<double> shown_vals;
-  std::vector<std::int64_t> idx(ndim(), 0);
-  auto strides = detail::contiguous_strides(shape_);
-  std::vector<std::vector<std::int64_t>> sel(ndim());
-  for (int d = 0; d < ndim(); ++d) {
+  auto strides = detail::contiguous_strides(shape);
+  std::vector<std::vector<std::int64_t>> sel(nd);
+  for (int d = 0; d < nd; ++d)
     for (auto i : p.shown(d))
       if (i >= 0) sel[d].push_back(i);
-  }
-  std::vector<std::size_t> pos(ndim(), 0);
+  std::vector<std::size_t> pos(nd, 0);
   while (true) {
     std::int64_t flat = 0;
-    for (int d = 0; d < ndim(); ++d) flat += sel[d][pos[d]] * strides[d];
+    for (int d = 0; d < nd; ++d) flat += sel[d][pos[d]] * strides[d];
     if (isf) shown_vals.push_back(p.dvals[flat]);
     else p.iwidth = std::max<int>(p.iwidth, static_cast<int>(std::to_string(p.ivals[flat]).size()));
-    int d = ndim() - 1;
+    int d = nd - 1;
     while (d >= 0 && ++pos[d] == sel[d].size()) pos[d--] = 0;
     if (d < 0) break;
   }
-  if (isf) p.ff = make_format(shown_vals, dtype_ == float32);
-  std::ostringstream os;
-  p.rec(os, 0, 0, 0);
-  return os.str();
+  if (isf) p.ff = make_format(shown_vals, h.dtype() == float32);
+  if (nd == 0) return p.elem(0);
+  return p.rec(0, 0, hanging, width, sep);
+}
+constexpr int kLineWidth = 75;
+}  // namespace
+
+std::string Tensor::str() const {
+  if (!defined()) return "None";
+  Tensor h = to_cpu();
+  if (ndim() == 0) {  // str(a[()]): Python's repr of the scalar
+    if (is_floating(dtype_)) return python_repr(h.astype(float64).item<double>(), dtype_ == float32);
+    return std::to_string(h.astype(int64).item<std::int64_t>());
+  }
+  return format_array(h, " ", " ", kLineWidth);
 }
 
+// NumPy's array_repr: "array(" + array2string(sep ', ') + ")" with ", dtype=..." unless
+// the dtype is implied (float64 / int64 with at least one element).
 std::string Tensor::repr() const {
   if (!defined()) return "None";
-  std::string body = str();
-  std::string out = "array(";
-  for (char c : body) {
-    out += c;
-    if (c == '\n') out += "      ";
-  }
-  if (ndim() == 0 || !(dtype_ == float64 || dtype_ == int64)) out += std::string(", dtype=") + dtype_name(dtype_);
-  return out + ")";
+  const std::string prefix = "array(";
+  bool skip_dtype = (dtype_ == float64 || dtype_ == int64) && size_ > 0;
+  std::string suffix = skip_dtype ? ")" : ",";
+  std::string body;
+  if (size_ > 0 || ndim() == 1)
+    body = format_array(to_cpu(), ", ", std::string(1 + prefix.size(), ' '), kLineWidth - static_cast<int>(suffix.size()));
+  else
+    body = "[], shape=" + shape_.str();
+  std::string out = prefix + body + suffix;
+  if (skip_dtype) return out;
+  std::string dtype_str = std::string("dtype=") + dtype_name(dtype_) + ")";
+  std::size_t nl = out.rfind('\n');
+  std::size_t last_len = out.size() - (nl == std::string::npos ? 0 : nl + 1);
+  bool newline = static_cast<int>(last_len + dtype_str.size() + 1) > kLineWidth;
+  return out + (newline ? "\n" + std::string(prefix.size(), ' ') : std::string(" ")) + dtype_str;
 }
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }

@@ -1,0 +1,390 @@
+// test_autograd.cpp - the define-by-run core (DeZero core.py): backward order by
+// generation, gradient accumulation, retain_grad, configuration guards,
+// create_graph / higher-order derivatives, user-defined Functions, unchain, and
+// memory behaviour (weak outputs, million-node chains, needs_input_grad).
+// Literal values are the book's (dezero-testcases.md §24), within 1e-12.
+#include <cmath>
+#include <sstream>
+
+#include "test_util.hpp"
+
+using namespace dezero;
+
+namespace {
+double v0(const Variable& v) { return v.data().item<double>(); }
+double g0(const Variable& v) { return v.grad().data().item<double>(); }
+constexpr double kTol = 1e-12;
+}  // namespace
+
+// --- basics ---------------------------------------------------------------------------------
+TEST_CASE("autograd: step 16 backward in generation order: 32 / 64") {
+  dzt::on_each_device([](Device dev) {
+    Variable x(array(2.0, std::nullopt, dev));
+    Variable a = F::pow(x, 2);
+    Variable y = F::add(F::pow(a, 2), F::pow(a, 2));
+    y.backward();
+    CHECK(v0(y) == 32.0);
+    CHECK(g0(x) == 64.0);
+    CHECK(x.generation() == 0);
+    CHECK(a.generation() == 1);
+    CHECK(y.generation() == 3);
+  });
+}
+
+TEST_CASE("autograd: step 14 gradient accumulation and cleargrad") {
+  dzt::on_each_device([](Device dev) {
+    Variable x(array(3.0, std::nullopt, dev));
+    Variable y = x + x;
+    y.backward();
+    CHECK(g0(x) == 2.0);
+    x.cleargrad();
+    CHECK(!x.has_grad());
+    y = (x + x) + x;
+    y.backward();
+    CHECK(g0(x) == 3.0);
+    // without cleargrad, a second backward accumulates
+    Variable z = x * 2.0;
+    z.backward();
+    CHECK(g0(x) == 5.0);
+  });
+}
+
+TEST_CASE("autograd: step 13 / 18 / 20 values and retain_grad") {
+  dzt::on_each_device([](Device dev) {
+    Variable x0(array(1.0, std::nullopt, dev)), x1(array(1.0, std::nullopt, dev));
+    Variable t = x0 + x1;
+    Variable y = x0 + t;
+    y.backward();
+    CHECK(!y.has_grad());  // intermediate gradients are dropped by default
+    CHECK(!t.has_grad());
+    CHECK(g0(x0) == 2.0);
+    CHECK(g0(x1) == 1.0);
+    x0.cleargrad();
+    x1.cleargrad();
+    t = x0 + x1;
+    y = x0 + t;
+    y.backward(true);
+    CHECK(g0(y) == 1.0);
+    CHECK(g0(t) == 1.0);
+    CHECK(g0(x0) == 2.0);
+
+    // step 20: y = a * b + c
+    Variable a(array(3.0, std::nullopt, dev)), b(array(2.0, std::nullopt, dev)), c(array(1.0, std::nullopt, dev));
+    Variable y2 = a * b + c;
+    y2.backward();
+    CHECK(v0(y2) == 7.0);
+    CHECK(g0(a) == 2.0);
+    CHECK(g0(b) == 3.0);
+    // step 13: z = x^2 + y^2 at (2, 3)
+    Variable p(array(2.0, std::nullopt, dev)), q(array(3.0, std::nullopt, dev));
+    Variable z = F::pow(p, 2) + F::pow(q, 2);
+    z.backward();
+    CHECK(v0(z) == 13.0);
+    CHECK(g0(p) == 4.0);
+    CHECK(g0(q) == 6.0);
+  });
+}
+
+TEST_CASE("autograd: step 22 operators with doubles and Tensors on either side") {
+  dzt::on_each_device([](Device dev) {
+    Variable x(array(2.0, std::nullopt, dev));
+    CHECK(v0(-x) == -2.0);
+    CHECK(v0(2.0 - x) == 0.0);
+    CHECK(v0(x - 1.0) == 1.0);
+    CHECK(v0(3.0 / x) == 1.5);
+    CHECK(v0(x.pow(3)) == 8.0);
+    CHECK(v0(x + array(1.0, std::nullopt, dev)) == 3.0);
+    CHECK(v0(Variable(array(1.0, std::nullopt, dev)) * x) == 2.0);
+    Variable y = 3.0 / x - x * 2.0 + 1.0;  // d/dx = -3/x^2 - 2
+    y.backward();
+    CHECK(g0(x) == doctest::Approx(-2.75).epsilon(kTol));
+    // a double takes the Variable's dtype
+    Variable f(array({1.0, 2.0}, float32, dev));
+    CHECK((f * 2.0).dtype() == float32);
+    CHECK((2.0 / f).dtype() == float32);
+    CHECK((1.0 - f).dtype() == float32);
+  });
+}
+
+// --- configuration -------------------------------------------------------------------------------
+TEST_CASE("autograd: no_grad / using_config / test_mode guards (step 18)") {
+  Variable x(array(2.0));
+  CHECK(Config::enable_backprop);
+  {
+    auto g = no_grad();
+    CHECK(!Config::enable_backprop);
+    Variable y = x * x;
+    CHECK(!y.creator());
+    CHECK(y.generation() == 0);
+    {
+      auto g2 = using_config("enable_backprop", true);
+      CHECK((x * x).creator());
+    }
+    CHECK(!Config::enable_backprop);
+  }
+  CHECK(Config::enable_backprop);
+  CHECK((x * x).creator());
+  CHECK(Config::train);
+  {
+    auto t = test_mode();
+    CHECK(!Config::train);
+  }
+  CHECK(Config::train);
+  {
+    auto g = using_config("train", false);
+    CHECK(!Config::train);
+  }
+  CHECK(Config::train);
+  CHECK_THROWS_AS(using_config("no_such_flag", true), ValueError);
+}
+
+// --- higher order ---------------------------------------------------------------------------------
+namespace {
+// The first n derivatives of f at x (step 33-35: backward(create_graph=true) repeatedly).
+std::vector<double> derivatives(const std::function<Variable(const Variable&)>& f, double at, int n, Device dev) {
+  Variable x(array(at, std::nullopt, dev));
+  Variable y = f(x);
+  std::vector<double> out;
+  for (int i = 0; i < n; ++i) {
+    x.cleargrad();
+    y.backward(false, true);
+    Variable gx = x.grad();
+    out.push_back(v0(gx));
+    y = gx;
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("autograd: higher-order derivatives of sin and tanh at 1 (steps 34-35)") {
+  dzt::on_each_device([](Device dev) {
+    auto s = derivatives([](const Variable& x) { return F::sin(x); }, 1.0, 4, dev);
+    std::vector<double> ws = {0.5403023058681397, -0.8414709848078965, -0.5403023058681397, 0.8414709848078965};
+    CHECK(v0(F::sin(Variable(array(1.0, std::nullopt, dev)))) == doctest::Approx(0.8414709848078965).epsilon(kTol));
+    for (int i = 0; i < 4; ++i) CHECK(s[i] == doctest::Approx(ws[i]).epsilon(kTol));
+    auto t = derivatives([](const Variable& x) { return F::tanh(x); }, 1.0, 4, dev);
+    std::vector<double> wt = {0.41997434161402614, -0.6397000084492246, 0.6216266807712962, 0.665091044750502};
+    for (int i = 0; i < 4; ++i) CHECK(t[i] == doctest::Approx(wt[i]).epsilon(kTol));
+    // x^4 - 2x^2 at 2: f' = 24, f'' = 44 (step 33)
+    auto p = derivatives([](const Variable& x) { return x.pow(4) - 2.0 * x.pow(2); }, 2.0, 2, dev);
+    CHECK(p[0] == 24.0);
+    CHECK(p[1] == 44.0);
+  });
+}
+
+TEST_CASE("autograd: step 36 double backprop = 100.0") {
+  dzt::on_each_device([](Device dev) {
+    Variable x(array(2.0, std::nullopt, dev));
+    Variable y = x.pow(2);
+    y.backward(false, true);
+    Variable gx = x.grad();
+    x.cleargrad();
+    Variable z = gx.pow(3) + y;
+    z.backward();
+    CHECK(g0(x) == doctest::Approx(100.0).epsilon(kTol));
+  });
+}
+
+TEST_CASE("autograd: step 33 Newton's method sequence") {
+  dzt::on_each_device([](Device dev) {
+    Variable x(array(2.0, std::nullopt, dev));
+    std::vector<double> want = {2.0, 1.4545454545454546, 1.1510467893775467, 1.0253259289766978,
+                                1.0009084519430513, 1.0000012353089454, 1.000000000002289, 1.0};
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      CHECK(v0(x) == doctest::Approx(want[i]).epsilon(kTol));
+      Variable y = x.pow(4) - 2.0 * x.pow(2);
+      x.cleargrad();
+      y.backward(false, true);
+      Variable gx = x.grad();
+      x.cleargrad();
+      gx.backward();
+      Variable gx2 = x.grad();
+      x.set_data(x.data() - gx.data() / gx2.data());
+    }
+  });
+}
+
+TEST_CASE("autograd: without create_graph the gradient has no graph") {
+  Variable x(array(2.0));
+  Variable y = x.pow(3);
+  y.backward();
+  CHECK(!x.grad().creator());
+  x.cleargrad();
+  y = x.pow(3);
+  y.backward(false, true);
+  CHECK(x.grad().creator());
+}
+
+// --- user-defined Function ---------------------------------------------------------------------------
+namespace {
+class Square : public Function {
+ public:
+  TensorList forward(const TensorList& xs) override { return {xs[0] * xs[0]}; }
+  VariableList backward(const VariableList& gys) override { return {2.0 * input(0) * gys[0]}; }
+};
+
+// Two inputs; records which gradients the core asks for.
+class Probe : public Function {
+ public:
+  bool asked[2] = {false, false};
+  bool called = false;
+  TensorList forward(const TensorList& xs) override { return {xs[0] * xs[1]}; }
+  VariableList backward(const VariableList& gys) override {
+    called = true;
+    asked[0] = needs_input_grad(0);
+    asked[1] = needs_input_grad(1);
+    return {asked[0] ? gys[0] * input(1) : Variable(), asked[1] ? gys[0] * input(0) : Variable()};
+  }
+};
+}  // namespace
+
+TEST_CASE("autograd: a user-defined Function subclass") {
+  dzt::on_each_device([](Device dev) {
+    Variable x(array(3.0, std::nullopt, dev));
+    auto f = std::make_shared<Square>();
+    Variable y = (*f)(x);
+    CHECK(v0(y) == 9.0);
+    CHECK(f->name() == "Square");
+    CHECK(y.creator() == f);
+    CHECK(f->input(0).is_same(x));
+    CHECK(f->output(0).is_same(y));
+    y.backward();
+    CHECK(g0(x) == 6.0);
+    // its backward is differentiable too
+    x.cleargrad();
+    Variable y2 = (*std::make_shared<Square>())(x);
+    y2.backward(false, true);
+    Variable gx = x.grad();
+    x.cleargrad();
+    gx.backward();
+    CHECK(g0(x) == 2.0);
+    CHECK(utils::gradient_check([](const Variable& v) { return (*std::make_shared<Square>())(v); },
+                                array({0.5, -1.5, 2.0}, std::nullopt, dev)));
+  });
+}
+
+TEST_CASE("autograd: a Function used outside make_shared is refused in a graph") {
+  Square sq;
+  Variable x(array(1.0));
+  CHECK_THROWS_AS(sq(x), Error);
+  auto g = no_grad();
+  CHECK(v0(sq(x)) == 1.0);  // without a graph it is just a computation
+}
+
+// --- unchain -------------------------------------------------------------------------------------------
+TEST_CASE("autograd: unchain and unchain_backward") {
+  Variable x(array(2.0));
+  Variable a = x * 3.0;
+  Variable b = a + 1.0;
+  Variable y = b * b;
+  b.unchain();
+  CHECK(!b.creator());
+  CHECK(b.generation() == 2);  // DeZero keeps the generation
+  y.backward();
+  CHECK(g0(b) == 14.0);  // b is a leaf now: it keeps its gradient
+  CHECK(!x.has_grad());
+
+  Variable x2(array(2.0));
+  Variable c = F::sin(x2) * 2.0;
+  Variable d = F::exp(c);
+  Variable e = d + x2;
+  d.unchain_backward();
+  CHECK(d.creator());   // d itself keeps its creator ...
+  CHECK(!c.creator());  // ... but everything above it is cut
+  e.backward();
+  CHECK(g0(x2) == 1.0);  // only the direct edge e = d + x2 is left
+  CHECK(c.has_grad());
+
+  // a long chain (truncated BPTT cuts one every few steps)
+  Variable h(array(1.0));
+  Variable s = h;
+  for (int i = 0; i < 200000; ++i) s = s * 1.0;
+  Variable top = s + 1.0;
+  s.unchain_backward();
+  CHECK(!h.has_grad());
+  top.backward();
+  CHECK(!h.has_grad());
+  CHECK(s.creator());
+}
+
+// --- memory -----------------------------------------------------------------------------------------------
+TEST_CASE("autograd: outputs are held weakly (no reference cycle, step 17)") {
+  std::weak_ptr<VariableNode> wy, wa;
+  std::weak_ptr<Function> wf;
+  Variable x(array({1.0, 2.0}));
+  {
+    Variable a = F::exp(x);
+    Variable y = F::sin(a) * 2.0;
+    wy = y.node();
+    wa = a.node();
+    wf = y.creator();
+    y.backward();
+  }
+  CHECK(wy.expired());
+  CHECK(wa.expired());
+  CHECK(wf.expired());
+  CHECK(x.has_grad());
+}
+
+TEST_CASE("autograd: a chain of 1,000,000 nodes: backward and destruction without stack overflow") {
+  std::weak_ptr<VariableNode> first;
+  {
+    Variable x(array(1.0));
+    Variable y = x;
+    const int n = 1000000;
+    for (int i = 0; i < n; ++i) {
+      y = y + 1.0;
+      if (i == 0) first = y.node();
+    }
+    CHECK(v0(y) == 1000001.0);
+    CHECK(y.generation() == n);
+    y.backward();
+    CHECK(g0(x) == 1.0);
+  }
+  CHECK(first.expired());
+}
+
+TEST_CASE("autograd: needs_input_grad skips leaves that nobody holds") {
+  dzt::on_each_device([](Device dev) {
+    Variable x(array({1.0, 2.0}, std::nullopt, dev));
+    auto p = std::make_shared<Probe>();
+    Variable y = (*p)(x, array({3.0, 4.0}, std::nullopt, dev));  // a Tensor: a leaf only the graph holds
+    y.backward();
+    CHECK(p->called);
+    CHECK(p->asked[0]);
+    CHECK(!p->asked[1]);
+    CHECK(dzt::vals(x.grad()) == std::vector<double>{3.0, 4.0});
+
+    // a leaf the user holds gets its gradient
+    Variable w(array({3.0, 4.0}, std::nullopt, dev));
+    auto p2 = std::make_shared<Probe>();
+    (*p2)(x, w).backward();
+    CHECK(p2->asked[1]);
+    CHECK(dzt::vals(w.grad()) == std::vector<double>{1.0, 2.0});
+
+    // requires_grad = false opts a held variable out
+    Variable c(array({3.0, 4.0}, std::nullopt, dev));
+    c.set_requires_grad(false);
+    auto p3 = std::make_shared<Probe>();
+    (*p3)(x, c).backward();
+    CHECK(!p3->asked[1]);
+    CHECK(!c.has_grad());
+
+    // an intermediate result always needs its gradient
+    auto p4 = std::make_shared<Probe>();
+    (*p4)(x, F::exp(x)).backward();
+    CHECK(p4->asked[1]);
+  });
+}
+
+// --- printing ---------------------------------------------------------------------------------------------
+TEST_CASE("autograd: Variable prints like DeZero's repr") {
+  CHECK(Variable(array({1.0, 2.0})).str() == "variable([1. 2.])");
+  CHECK(Variable(array({{1.0, 2.0}, {3.0, 4.0}})).str() == "variable([[1. 2.]\n          [3. 4.]])");
+  CHECK(Variable().str() == "variable(None)");
+  std::ostringstream os;
+  os << Variable(array(2.0));
+  CHECK(os.str() == "variable(2.0)");
+  Variable n(array(1.0), "x");
+  CHECK(n.name() == "x");
+}

@@ -1,0 +1,168 @@
+// test_errors.cpp - every user mistake throws a dezero::Error subclass whose
+// message names the operation and the operands (shapes, dtypes, devices) with a
+// hint where one helps (issue 2, item 9). Backward on an empty Variable or with a
+// gradient of the wrong shape is an error, never a crash.
+#include "test_util.hpp"
+
+using namespace dezero;
+
+namespace {
+// The message of the E thrown by f; "NO THROW" or "WRONG TYPE: ..." otherwise.
+template <class E>
+std::string thrown(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    return std::string("WRONG TYPE: ") + e.what();
+  }
+  return "NO THROW";
+}
+bool has(const std::string& msg, const std::string& part) { return msg.find(part) != std::string::npos; }
+}  // namespace
+
+#define CHECK_MSG(msg, ...)                                      \
+  do {                                                           \
+    const std::string m_ = (msg);                                \
+    for (const char* p_ : {__VA_ARGS__}) {                       \
+      INFO("message: ", m_, "\n  expected to contain: ", std::string(p_));    \
+      CHECK(has(m_, p_));                                        \
+    }                                                            \
+  } while (0)
+
+TEST_CASE("errors: every kind derives from dezero::Error") {
+  CHECK_THROWS_AS(zeros({2, 3}).reshape({4}), Error);
+  CHECK_THROWS_AS(zeros({2, 3}).sum(5), Error);
+  CHECK_THROWS_AS(zeros({2}).data<double>(), Error);
+}
+
+// --- shapes -------------------------------------------------------------------------------------------
+TEST_CASE("errors: shape mistakes name the op, the shapes and the dtypes") {
+  dzt::on_each_device([](Device dev) {
+    Tensor a = zeros({2, 3}, float64, dev), b = zeros({4, 5}, float32, dev);
+    CHECK_MSG(thrown<ShapeError>([&] { F::matmul(a, b); }), "matmul: shapes (2, 3) and (4, 5) are not aligned: 3 != 4");
+    CHECK_MSG(thrown<ShapeError>([&] { matmul(a, b); }), "matmul", "(2, 3)", "(4, 5)", "3", "4");
+    CHECK_MSG(thrown<ShapeError>([&] { matmul(zeros({2, 2, 3}, float64, dev), zeros({3, 4, 5}, float64, dev)); }),
+              "matmul", "(2, 2, 3)", "(3, 4, 5)");
+    CHECK_MSG(thrown<ShapeError>([&] { matmul(a, array(1.0, std::nullopt, dev)); }), "matmul", "()", "(2, 3)");
+    Tensor c = zeros({4}, float32, dev);
+    CHECK_MSG(thrown<ShapeError>([&] { a + c; }), "add", "(2, 3)", "(4,)", "float64", "float32", "hint");
+    CHECK_MSG(thrown<ShapeError>([&] { a * c; }), "mul", "(2, 3)", "(4,)", "float64", "float32");
+    CHECK_MSG(thrown<ShapeError>([&] { F::sub(Variable(a), Variable(c)); }), "sub", "(2, 3)", "(4,)", "float64");
+    CHECK_MSG(thrown<ShapeError>([&] { F::div(Variable(a), Variable(c)); }), "div", "(2, 3)", "(4,)");
+    CHECK_MSG(thrown<ShapeError>([&] { a.reshape({4, 2}); }), "reshape", "(2, 3)", "(4, 2)");
+    CHECK_MSG(thrown<ShapeError>([&] { F::reshape(a, {5}); }), "reshape", "(2, 3)", "(5,)");
+    CHECK_MSG(thrown<ShapeError>([&] { broadcast_to(a, {3, 3}); }), "broadcast_to", "(2, 3)", "(3, 3)", "hint");
+    CHECK_MSG(thrown<ShapeError>([&] { F::broadcast_to(a, {3, 2}); }), "broadcast_to", "(2, 3)", "(3, 2)");
+    CHECK_MSG(thrown<ShapeError>([&] { F::sum_to(zeros({10, 20, 20}, float64, dev), {10}); }), "sum_to", "(10, 20, 20)",
+              "(10,)", "hint");
+    CHECK_MSG(thrown<ShapeError>([&] { F::linear(a, b); }), "linear", "(2, 3)", "(4, 5)", "3 != 4");
+    CHECK_MSG(thrown<ShapeError>([&] { F::linear(a, zeros({3, 5}, float64, dev), zeros({4}, float64, dev)); }),
+              "linear", "(4,)", "(2, 5)");
+    CHECK_MSG(thrown<ShapeError>([&] { concatenate({a, b}, 0); }), "concatenate", "(2, 3)", "(4, 5)");
+    CHECK_MSG(thrown<ShapeError>([&] { stack({a, zeros({3, 2}, float64, dev)}); }), "stack", "(2, 3)", "(3, 2)");
+    CHECK_MSG(thrown<ShapeError>([&] { a += zeros({3, 3}, float64, dev); }), "(2, 3)", "(3, 3)");
+    CHECK_MSG(thrown<ShapeError>([&] { array(std::vector<double>{1, 2, 3}, Shape{2, 2}); }), "array", "(2, 2)");
+    CHECK_MSG(thrown<ShapeError>([&] { F::flatten(array(1.0, std::nullopt, dev)); }), "flatten", "()");
+  });
+}
+
+// --- axes and indices ----------------------------------------------------------------------------------------
+TEST_CASE("errors: axis and index mistakes") {
+  dzt::on_each_device([](Device dev) {
+    Tensor a = zeros({2, 3}, float64, dev);
+    CHECK_MSG(thrown<IndexError>([&] { a.sum(2); }), "sum", "axis 2", "dimension 2");
+    CHECK_MSG(thrown<IndexError>([&] { F::sum(a, -3); }), "sum", "axis -3");
+    CHECK_MSG(thrown<IndexError>([&] { F::max(a, 4); }), "max", "axis 4");
+    CHECK_MSG(thrown<IndexError>([&] { a.argmax(3); }), "argmax", "axis 3");
+    CHECK_MSG(thrown<ValueError>([&] { a.sum({0, 0}); }), "sum", "duplicate");
+    CHECK_MSG(thrown<IndexError>([&] { F::expand_dims(a, 4); }), "expand_dims", "axis 4");
+    CHECK_MSG(thrown<IndexError>([&] { concatenate({a, a}, 2); }), "concatenate", "axis 2");
+    CHECK_MSG(thrown<ValueError>([&] { a.transpose({0}); }), "transpose", "(2, 3)");
+    CHECK_MSG(thrown<ValueError>([&] { F::transpose(a, {1, 1}); }), "transpose", "repeated");
+    CHECK_MSG(thrown<IndexError>([&] { a[5]; }), "get_item", "index 5", "axis 0", "size 2");
+    CHECK_MSG(thrown<IndexError>([&] { a[{1, -4}]; }), "get_item", "index -4", "axis 1", "(2, 3)");
+    CHECK_MSG(thrown<IndexError>([&] { F::get_item(a, {0, 0, 0}); }), "get_item", "too many indices", "2-dimensional");
+    CHECK_MSG(thrown<IndexError>([&] { a[array({0, 2}, std::nullopt, dev)]; }), "get_item", "index 2", "size 2");
+    CHECK_MSG(thrown<IndexError>([&] { a[array({0.0}, std::nullopt, dev)]; }), "get_item", "integer", "float64");
+    CHECK_MSG(thrown<IndexError>([&] { a[{Ellipsis, Ellipsis}]; }), "get_item", "ellipsis");
+    CHECK_MSG(thrown<ValueError>([&] { a[Slice(0, 2, 0)]; }), "get_item", "step");
+    CHECK_MSG(thrown<IndexError>([&] { take(a, array({3}, std::nullopt, dev)); }), "take", "index 3", "size 2");
+    CHECK_MSG(thrown<ShapeError>([&] { array(2.0, std::nullopt, dev).len(); }), "len", "()");
+    CHECK_MSG(thrown<ValueError>([&] { a.item<double>(); }), "item", "(2, 3)");
+    CHECK_MSG(thrown<ValueError>([&] { zeros({0}, float64, dev).max(); }), "max", "(0,)");
+  });
+}
+
+// --- dtypes -----------------------------------------------------------------------------------------------------
+TEST_CASE("errors: dtype mistakes") {
+  Tensor a = zeros({2, 3}, float64);
+  CHECK_MSG(thrown<DtypeError>([&] { a.data<float>(); }), "float32", "float64", "hint");
+  CHECK_MSG(thrown<DtypeError>([&] { take(a, array({0.0})); }), "take", "float64");
+  CHECK_MSG(thrown<DtypeError>([&] { random::randn({2}, int64); }), "randn", "int64");
+  CHECK_MSG(thrown<DtypeError>([&] { random::rand({2}, int32); }), "rand", "int32");
+}
+
+// --- devices --------------------------------------------------------------------------------------------------
+TEST_CASE("errors: device mistakes") {
+  Tensor a = zeros({2, 3}, float64);
+  if (!cuda::is_available()) {
+    CHECK_MSG(thrown<DeviceError>([&] { a.to_gpu(); }), "cuda:0");
+    CHECK_MSG(thrown<DeviceError>([&] { zeros({2}, float32, Device::cuda(0)); }), "cuda:0");
+    Variable v(a);
+    CHECK_THROWS_AS(v.to_gpu(), DeviceError);
+  } else {
+    Tensor g = a.to_gpu();
+    CHECK_MSG(thrown<DeviceError>([&] { a + g; }), "add", "cpu", "cuda:0", "(2, 3)", "hint");
+    CHECK_MSG(thrown<DeviceError>([&] { matmul(a, g.T()); }), "matmul", "cpu", "cuda:0");
+    CHECK_MSG(thrown<DeviceError>([&] { F::mul(Variable(a), Variable(g)); }), "mul", "cpu", "cuda:0");
+    CHECK_MSG(thrown<DeviceError>([&] { g.data<double>(); }), "cuda:0", "to_cpu");
+    CHECK_MSG(thrown<DeviceError>([&] { a.to(Device::cuda(cuda::device_count())); }), "cuda");
+  }
+}
+
+// --- values ------------------------------------------------------------------------------------------------------
+TEST_CASE("errors: invalid argument values") {
+  CHECK_MSG(thrown<ValueError>([] { F::clip(Variable(array({1.0})), 1.0, 0.0); }), "clip");
+  CHECK_MSG(thrown<ValueError>([] { arange(0.0, 1.0, 0.0); }), "arange", "step");
+  CHECK_MSG(thrown<ValueError>([] { auto g = using_config("trian", false); }), "using_config", "trian", "hint");
+  CHECK_MSG(thrown<ValueError>([] { random::seed(1ULL << 40); }), "seed");
+  CHECK_MSG(thrown<ValueError>([] { concatenate({}); }), "concatenate");
+}
+
+// --- backward -------------------------------------------------------------------------------------------------------
+namespace {
+struct WrongShape : Function {
+  TensorList forward(const TensorList& xs) override { return {xs[0] * 2.0}; }
+  VariableList backward(const VariableList&) override { return {Variable(ones({7}, float64))}; }
+};
+struct WrongCount : Function {
+  TensorList forward(const TensorList& xs) override { return {xs[0] * 2.0}; }
+  VariableList backward(const VariableList& gys) override { return {gys[0], gys[0]}; }
+};
+}  // namespace
+
+TEST_CASE("errors: backward on a Variable with no data, or with a mismatched gradient") {
+  CHECK_MSG(thrown<ValueError>([] { Variable().backward(); }), "backward", "no data", "hint");
+  CHECK_MSG(thrown<ValueError>([] { Variable v; v.set_name("x"); v.backward(); }), "backward", "no data");
+
+  Variable x(zeros({2, 3}, float64));
+  Variable y = x * 2.0;
+  y.set_grad(Variable(ones({3}, float64)));
+  CHECK_MSG(thrown<ShapeError>([&] { y.backward(); }), "backward", "(2, 3)", "(3,)", "hint");
+  CHECK(!x.has_grad());
+  y.set_grad(Variable(ones({2, 3}, float64)));
+  y.backward();
+  CHECK(x.has_grad());
+
+  Variable z = (*std::make_shared<WrongShape>())(x);
+  CHECK_MSG(thrown<ShapeError>([&] { z.backward(); }), "backward", "WrongShape", "(7,)", "(2, 3)");
+  Variable w = (*std::make_shared<WrongCount>())(x);
+  CHECK_MSG(thrown<ValueError>([&] { w.backward(); }), "backward", "WrongCount", "2 gradients", "1 input");
+
+  // an empty Variable used as an operand
+  CHECK_MSG(thrown<ValueError>([&] { F::add(Variable(), x); }), "Add", "input 0", "no data");
+  CHECK_MSG(thrown<Error>([&] { F::exp(Variable()); }), "no data");
+  CHECK_MSG(thrown<ValueError>([&] { Variable().set_grad(x); }), "set_grad");
+}

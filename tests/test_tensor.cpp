@@ -1,0 +1,351 @@
+// test_tensor.cpp - the Tensor level (no autograd): creation, dtypes and promotion,
+// broadcasting, reductions, argmax, matmul, transpose, broadcast_to / sum_to,
+// NumPy indexing and scatter_add, concatenate / stack / take, astype, printing,
+// and the seeded random stream. Reference values come from NumPy (tests/data,
+// written by tools/make_fixtures.py). Op tests run on every available device.
+#include "fixtures.hpp"
+#include "test_util.hpp"
+
+using namespace dezero;
+using dzt::close;
+
+namespace {
+Tensor T_(const std::string& name, Device dev = Device::cpu()) { return dzt::fx("tensor.txt", name).to(dev); }
+}  // namespace
+
+// --- creation -----------------------------------------------------------------------
+TEST_CASE("tensor: creation defaults follow NumPy") {
+  Tensor a = array(2.0);
+  CHECK(a.ndim() == 0);
+  CHECK(a.dtype() == float64);
+  CHECK(a.item<double>() == 2.0);
+  CHECK(array(3).dtype() == int64);
+  CHECK(array({1, 2, 3}).dtype() == int64);
+  CHECK(array({1.0, 2.0}).dtype() == float64);
+  CHECK(array({1.0, 2.0}, float32).dtype() == float32);
+  Tensor m = array({{1.0, 2.0}, {3.0, 4.0}});
+  CHECK(m.shape() == Shape{2, 2});
+  CHECK(m.to_vector<double>() == std::vector<double>{1, 2, 3, 4});
+  CHECK(m.len() == 2);
+  Tensor t3 = array({{{1.0, 2.0}, {3.0, 4.0}}, {{5.0, 6.0}, {7.0, 8.0}}});
+  CHECK(t3.shape() == Shape{2, 2, 2});
+  CHECK(t3[{1, 0, 1}].item<double>() == 6.0);
+  CHECK(array(std::vector<float>{1, 2, 3, 4, 5, 6}, Shape{2, 3}).dtype() == float32);
+  CHECK(array(std::vector<std::int32_t>{1, 2}).dtype() == int32);
+
+  CHECK(zeros({2, 3}).dtype() == float32);
+  CHECK(zeros({2, 3}).to_vector<double>() == std::vector<double>(6, 0.0));
+  CHECK(ones({2}, int64).to_vector<std::int64_t>() == std::vector<std::int64_t>{1, 1});
+  CHECK(full({2}, 7.5, float64).to_vector<double>() == std::vector<double>{7.5, 7.5});
+  CHECK(zeros_like(m).shape() == m.shape());
+  CHECK(ones_like(m).dtype() == float64);
+  CHECK(arange(5).dtype() == int64);
+  CHECK(arange(5).to_vector<std::int64_t>() == std::vector<std::int64_t>{0, 1, 2, 3, 4});
+  CHECK(arange(0.0, 1.0, 0.25).dtype() == float64);
+  CHECK(arange(0.0, 1.0, 0.25).to_vector<double>() == std::vector<double>{0, 0.25, 0.5, 0.75});
+  CHECK(arange(5.0, 0.0, -2.0).to_vector<std::int64_t>() == std::vector<std::int64_t>{5, 3, 1});
+  CHECK(linspace(0, 1, 5).to_vector<double>() == std::vector<double>{0, 0.25, 0.5, 0.75, 1});
+  CHECK(eye(2, 3).to_vector<double>() == std::vector<double>{1, 0, 0, 0, 1, 0});
+  CHECK_THROWS_AS(array({{1.0, 2.0}, {3.0}}), ShapeError);
+  CHECK_THROWS_AS(array(std::vector<double>{1, 2, 3}, Shape{2, 2}), ShapeError);
+  CHECK_THROWS_AS(array(2.0).len(), ShapeError);
+  CHECK_THROWS_AS(array({1.0, 2.0}).item<double>(), ValueError);
+}
+
+TEST_CASE("tensor: reshape is a view; copy is not; in-place ops broadcast") {
+  Tensor x = arange(6.0, float64);
+  Tensor v = x.reshape({2, -1});
+  CHECK(v.shape() == Shape{2, 3});
+  CHECK(v.storage() == x.storage());
+  Tensor c = x.copy();
+  x += 1.0;
+  CHECK(v.to_vector<double>() == std::vector<double>{1, 2, 3, 4, 5, 6});
+  CHECK(c.to_vector<double>() == std::vector<double>{0, 1, 2, 3, 4, 5});
+  v *= array({1.0, 10.0, 100.0});
+  CHECK(x.to_vector<double>() == std::vector<double>{1, 20, 300, 4, 50, 600});
+  v -= array(std::vector<double>{1.0, 2.0}, Shape{2, 1});  // array({{1.0}, {2.0}}) is ambiguous in C++
+  CHECK(x.to_vector<double>() == std::vector<double>{0, 19, 299, 2, 48, 598});
+  v /= 2.0;
+  CHECK(x.to_vector<double>() == std::vector<double>{0, 9.5, 149.5, 1, 24, 299});
+  CHECK_THROWS_AS(v += ones({3, 3}, float64), ShapeError);
+  CHECK_THROWS_AS(x.reshape({4, 2}), ShapeError);
+  CHECK(x.flatten().shape() == Shape{6});
+}
+
+// --- dtypes and promotion -------------------------------------------------------------
+TEST_CASE("tensor: dtype promotion (NumPy 1.x rules)") {
+  dzt::on_each_device([](Device dev) {
+    Tensor f32 = ones({2}, float32, dev), f64 = ones({2}, float64, dev);
+    Tensor i32 = ones({2}, int32, dev), i64 = ones({2}, int64, dev);
+    CHECK((f32 + f64).dtype() == float64);
+    CHECK((i32 + i64).dtype() == int64);
+    CHECK((i64 + f32).dtype() == float64);
+    CHECK((i32 + f32).dtype() == float64);
+    CHECK((f32 * f32).dtype() == float32);
+    CHECK((i64 * i64).dtype() == int64);
+    // true division of integers gives float64
+    Tensor q = array({1, 2, 3}, std::nullopt, dev) / array({2, 2, 2}, std::nullopt, dev);
+    CHECK(q.dtype() == float64);
+    CHECK(q.to_vector<double>() == std::vector<double>{0.5, 1.0, 1.5});
+    // a 0-d operand of the same kind does not widen the array
+    CHECK((f32 + array(2.0, std::nullopt, dev)).dtype() == float32);
+    CHECK((array(2, std::nullopt, dev) + i32).dtype() == int32);
+    CHECK((array(2.5, std::nullopt, dev) + i32).dtype() == float64);
+    CHECK((array(2, std::nullopt, dev) + f32).dtype() == float32);
+  });
+}
+
+TEST_CASE("tensor: a scalar takes the tensor's dtype") {
+  dzt::on_each_device([](Device dev) {
+    Tensor f32 = array({1.0, 2.0}, float32, dev);
+    for (Tensor r : {f32 + 1.0, f32 - 1.0, f32 * 2.0, f32 / 2.0, 1.0 + f32, 1.0 - f32, 2.0 * f32, 2.0 / f32, -f32})
+      CHECK(r.dtype() == float32);
+    CHECK((f32 * 0.1).to_vector<float>() == std::vector<float>{0.1f, 0.2f});
+    Tensor i64 = array({1, 2}, std::nullopt, dev);
+    CHECK((i64 * 3.0).dtype() == int64);
+    CHECK((i64 * 3.0).to_vector<std::int64_t>() == std::vector<std::int64_t>{3, 6});
+    CHECK((i64 + 0.5).dtype() == float64);  // a fractional scalar needs a float result
+    CHECK((i64 + 0.5).to_vector<double>() == std::vector<double>{1.5, 2.5});
+    CHECK((i64 / 2.0).dtype() == float64);  // true division
+    CHECK((i64 / 2.0).to_vector<double>() == std::vector<double>{0.5, 1.0});
+    CHECK(exp(i64).dtype() == float64);
+  });
+}
+
+TEST_CASE("tensor: astype") {
+  dzt::on_each_device([](Device dev) {
+    Tensor f = T_("ast_f", dev);
+    Tensor i = f.astype(int64);
+    CHECK(i.dtype() == int64);
+    CHECK(utils::array_equal(i, T_("ast_i64")));
+    Tensor f32 = array({0.1, 1.0 / 3.0, 1e-40}, std::nullopt, dev).astype(float32);
+    CHECK(f32.dtype() == float32);
+    CHECK(utils::array_equal(f32.astype(float64), T_("ast_f32")));
+    CHECK(i.astype(int32).astype(float64).to_vector<double>() == std::vector<double>{1, -1, 2, -2, 0});
+    CHECK(!f.astype(float64).is_same(f));  // always a new tensor
+  });
+}
+
+// --- broadcasting ----------------------------------------------------------------------
+TEST_CASE("tensor: broadcasting element-wise ops vs NumPy") {
+  dzt::on_each_device([](Device dev) {
+    Tensor a = T_("bc_a", dev), b = T_("bc_b", dev);
+    CHECK(close(a + b, T_("bc_add")));
+    CHECK(close(a - b, T_("bc_sub")));
+    CHECK(close(a * b, T_("bc_mul")));
+    CHECK(close(a / b, T_("bc_div")));
+    CHECK(close(b + a, T_("bc_add")));
+    CHECK(close(2.5 - a, T_("bc_rsub_scalar")));
+    CHECK(close(2.5 / b, T_("bc_rdiv_scalar")));
+    CHECK((a + b).shape() == Shape{2, 3, 4});
+    CHECK(broadcast_shapes({5, 1, 3}, {4, 1}) == Shape{5, 4, 3});
+    CHECK(broadcast_shapes({}, {2}) == Shape{2});
+    CHECK_THROWS_AS(a + ones({4, 3}, float64, dev), ShapeError);
+  });
+}
+
+TEST_CASE("tensor: broadcast_to and sum_to") {
+  dzt::on_each_device([](Device dev) {
+    Tensor s = T_("bt_x", dev);
+    CHECK(close(broadcast_to(s, {2, 3, 4}), T_("bt_234")));
+    Tensor t = T_("tr_x", dev);
+    CHECK(close(sum_to(t, {3, 1}), T_("st_31")));
+    CHECK(close(sum_to(t, {1, 4}), T_("st_14")));
+    CHECK(close(sum_to(t, {4}), T_("st_4")));
+    CHECK(sum_to(t, {2, 3, 4}).is_same(t));
+    CHECK_THROWS_AS(broadcast_to(s, {2, 2}), ShapeError);
+    CHECK_THROWS_AS(sum_to(t, {3}), ShapeError);  // (3,) does not broadcast to (2, 3, 4)
+    CHECK_THROWS_AS(sum_to(t, {1, 2, 3, 4}), ShapeError);
+  });
+}
+
+// --- reductions ------------------------------------------------------------------------------
+TEST_CASE("tensor: sum / max / min / mean over axes, with keepdims") {
+  dzt::on_each_device([](Device dev) {
+    Tensor x = T_("red_x", dev);
+    struct C { const char* name; Axes axes; };
+    std::vector<C> cases = {{"all", Axes()}, {"0", 0}, {"1", 1}, {"2", 2}, {"m1", -1}, {"02", Axes{0, 2}},
+                            {"12", Axes{2, 1}}};
+    for (auto& c : cases) {
+      for (bool kd : {false, true}) {
+        std::string s = std::string(c.name) + (kd ? "_kd" : "");
+        CAPTURE(s);
+        CHECK(close(x.sum(c.axes, kd), T_("sum_" + s)));
+        CHECK(close(x.max(c.axes, kd), T_("max_" + s)));
+        CHECK(close(x.min(c.axes, kd), T_("min_" + s)));
+        CHECK(close(x.mean(c.axes, kd), T_("mean_" + s)));
+      }
+    }
+    Tensor xi = T_("red_xi", dev);
+    CHECK(xi.sum(1).dtype() == int64);
+    CHECK(utils::array_equal(xi.sum(1), T_("isum_1")));
+    CHECK(xi.mean(1).dtype() == float64);
+    CHECK(close(xi.mean(1), T_("imean_1")));
+    CHECK(array(2.0, std::nullopt, dev).sum().item<double>() == 2.0);
+    CHECK(zeros({0}, float64, dev).sum().item<double>() == 0.0);
+  });
+}
+
+TEST_CASE("tensor: argmax / argmin") {
+  dzt::on_each_device([](Device dev) {
+    Tensor x = T_("red_x", dev);
+    CHECK(utils::array_equal(x.argmax(), T_("argmax_all")));
+    CHECK(x.argmax().dtype() == int64);
+    CHECK(x.argmax().ndim() == 0);
+    for (auto [name, ax] : std::vector<std::pair<std::string, int>>{{"0", 0}, {"1", 1}, {"2", 2}, {"m1", -1}}) {
+      CAPTURE(name);
+      CHECK(utils::array_equal(x.argmax(ax), T_("argmax_" + name)));
+      CHECK(utils::array_equal(x.argmin(ax), T_("argmin_" + name)));
+    }
+    CHECK(utils::array_equal(x.argmin(), T_("argmin_all")));
+    // ties: the first occurrence
+    CHECK(array({1.0, 3.0, 3.0, 0.0}, std::nullopt, dev).argmax().item<std::int64_t>() == 1);
+  });
+}
+
+// --- matmul ---------------------------------------------------------------------------------
+TEST_CASE("tensor: matmul 2-d, 1-d and batched N-d vs NumPy") {
+  dzt::on_each_device([](Device dev) {
+    CHECK(close(matmul(T_("mm_a", dev), T_("mm_b", dev)), T_("mm_ab")));
+    CHECK(close(matmul(T_("bmm_a", dev), T_("bmm_b", dev)), T_("bmm_ab")));
+    Tensor y = matmul(T_("bmm2_a", dev), T_("bmm2_b", dev));
+    CHECK(y.shape() == Shape{2, 3, 3, 2});
+    CHECK(close(y, T_("bmm2_ab")));
+    CHECK(close(matmul(T_("mv_v", dev), T_("mm_b", dev)), T_("mm_vb")));
+    CHECK(close(matmul(T_("mm_a", dev), T_("mv_w", dev)), T_("mm_av")));
+    CHECK(close(dot(T_("mv_v", dev), T_("mv_w", dev)), T_("mm_vv")));
+    Tensor f32 = matmul(T_("mm_a", dev).astype(float32), T_("mm_b", dev).astype(float32));
+    CHECK(f32.dtype() == float32);
+    CHECK(close(f32, T_("mm_ab"), 1e-5, 1e-5));
+    CHECK(matmul(zeros({2, 0}, float64, dev), zeros({0, 3}, float64, dev)).to_vector<double>() ==
+          std::vector<double>(6, 0.0));
+  });
+}
+
+// --- transpose ------------------------------------------------------------------------------
+TEST_CASE("tensor: transpose with and without axes") {
+  dzt::on_each_device([](Device dev) {
+    Tensor t = T_("tr_x", dev);
+    CHECK(close(t.transpose(), T_("tr_rev")));
+    CHECK(close(t.T(), T_("tr_rev")));
+    CHECK(close(t.transpose({1, 0, 2}), T_("tr_102")));
+    CHECK(close(transpose(t, {2, 0, 1}), T_("tr_201")));
+    CHECK(close(t.transpose({-1, 0, 1}), T_("tr_m101")));
+    Tensor v = array({1.0, 2.0, 3.0}, std::nullopt, dev);
+    CHECK(v.transpose().to_vector<double>() == std::vector<double>{1, 2, 3});
+    CHECK_THROWS_AS(t.transpose({0, 1}), ValueError);
+    CHECK_THROWS_AS(t.transpose({0, 0, 1}), ValueError);
+    CHECK_THROWS_AS(t.transpose({0, 1, 3}), IndexError);
+  });
+}
+
+// --- indexing ----------------------------------------------------------------------------------
+TEST_CASE("tensor: NumPy indexing (ints, slices, negative steps, Ellipsis, newaxis, arrays)") {
+  dzt::on_each_device([](Device dev) {
+    Tensor x = arange(60, std::nullopt, dev).reshape({3, 4, 5});
+    auto A = [&](std::initializer_list<int> v) { return array(v, std::nullopt, dev); };
+    auto chk = [&](const Tensor& got, const std::string& name) {
+      CAPTURE(name);
+      Tensor want = T_("ix_" + name);
+      CHECK(got.shape() == want.shape());
+      CHECK(utils::array_equal(got, want));
+    };
+    const auto none = std::nullopt;
+    chk(x[1], "i1");
+    chk(x[-1], "im1");
+    chk(x[{1, 2}], "i1_2");
+    chk(x[{1, 2, 3}], "i1_2_3");
+    chk(x[{Slice(), Slice(1, 3)}], "s_13");
+    chk(x[Slice(none, none, -1)], "s_rev");
+    chk(x[{Slice(), Slice(none, none, -2), 1}], "s_m2_1");
+    chk(x[{Slice(-2, none), Slice(-3, -1), Slice(none, none, -3)}], "s_neg");
+    chk(x[{Slice(2, 0, -1), Slice(3, none, -2)}], "s_rev_stop");
+    chk(x[{Slice(1, 100), Slice(-100, 2)}], "s_oob");
+    chk(x[{Ellipsis, 2}], "ell_2");
+    chk(x[{0, Ellipsis, 1}], "ell_mid");
+    chk(x[{newaxis, 1}], "new_1");
+    chk(x[{Slice(), newaxis, Slice(), 0}], "new_mid");
+    chk(x[{1, Ellipsis, newaxis}], "new_end");
+    chk(x[A({0, 2})], "a_02");
+    chk(x[{A({2, 0, 2}), 1}], "a_rep_1");
+    chk(x[{Slice(), A({3, 0})}], "a_col");
+    chk(x[{A({0, 1}), A({1, 2})}], "a_pair");
+    chk(x[{Slice(1, none), A({0, 0, 3}), Slice(none, none, 2)}], "a_mixed");
+    chk(x[array({{0, 1}, {2, 0}}, std::nullopt, dev)], "a_2d");
+    chk(x[A({-1, 0})], "a_neg");
+    chk(x[{A({0, 2}), Slice(), A({1, 4})}], "a_sep");
+    chk(x[{array(std::vector<std::int64_t>{0, 2}, Shape{2, 1}, std::nullopt, dev), Slice(), A({1, 4})}], "a_bcast");
+    CHECK(x[{1, 2, 3}].item<std::int64_t>() == 33);
+    CHECK(get_item(x, {Slice(), 1}).shape() == Shape{3, 5});
+  });
+}
+
+TEST_CASE("tensor: scatter_add accumulates repeated indices (np.add.at)") {
+  dzt::on_each_device([](Device dev) {
+    Tensor g = T_("sa_g", dev);
+    Tensor r = scatter_add(g, {5, 3}, {array({1, 1, 3}, std::nullopt, dev)});
+    CHECK(close(r, T_("sa_rows_113")));
+    Tensor g2 = T_("sa_g2", dev);
+    Tensor r2 = scatter_add(g2, {3, 4}, {array({0, 0}, std::nullopt, dev), array({1, 1}, std::nullopt, dev)});
+    CHECK(close(r2, T_("sa_pairs")));
+    // basic indices: a strided slice gets the gradient, the rest stays zero
+    Tensor r3 = scatter_add(ones({2, 2}, float64, dev), {3, 4}, {Slice(1, std::nullopt), Slice(std::nullopt, std::nullopt, 2)});
+    CHECK(r3.to_vector<double>() == std::vector<double>{0, 0, 0, 0, 1, 0, 1, 0, 1, 0, 1, 0});
+    CHECK_THROWS_AS(scatter_add(ones({2}, float64, dev), {5, 3}, {array({1, 1, 3}, std::nullopt, dev)}), ShapeError);
+  });
+}
+
+// --- concatenate / stack / take ---------------------------------------------------------------------
+TEST_CASE("tensor: concatenate, stack, take") {
+  dzt::on_each_device([](Device dev) {
+    Tensor a = T_("cat_a", dev), b = T_("cat_b", dev);
+    CHECK(close(concatenate({a, b}, 0), T_("cat_0")));
+    CHECK(close(concatenate({a, a}, 1), T_("cat_1")));
+    CHECK(close(stack({a, a * 2.0}, 0), T_("stack_0")));
+    CHECK(close(stack({a, a * 2.0}, 1), T_("stack_1")));
+    CHECK(close(stack({a, a * 2.0}, -1), T_("stack_m1")));
+    CHECK(close(take(concatenate({a, b}), T_("take_idx", dev)), T_("take_r")));
+    CHECK(concatenate({array({1, 2}, std::nullopt, dev), array({0.5}, std::nullopt, dev)}).dtype() == float64);
+    CHECK_THROWS_AS(concatenate({a, ones({2, 2}, float64, dev)}, 0), ShapeError);
+    CHECK_THROWS_AS(stack({a, b}), ShapeError);
+    CHECK_THROWS_AS(take(a, array({0, 2}, std::nullopt, dev)), IndexError);
+  });
+}
+
+// --- printing -------------------------------------------------------------------------------------
+TEST_CASE("tensor: str() and repr() equal NumPy's") {
+  const char* names[] = {"int1d", "int_neg", "float1d", "float_integral", "float_0d", "float_0d_frac", "int_0d",
+                         "float32_0d", "float2d", "int3d", "float3d", "summ_int", "summ_int1001", "summ_float2d",
+                         "summ_3d", "sci", "sci_big", "float32", "wrap", "wrap_int", "randn", "zeros2d",
+                         "neg_zero_mix", "int32", "empty"};
+  for (const char* n : names) {
+    std::string name = n;
+    CAPTURE(name);
+    Tensor t = dzt::fx("print.txt", "print_" + name);
+    CHECK(t.str() == dzt::fx_text("print.txt", "str_" + name));
+    CHECK(t.repr() == dzt::fx_text("print.txt", "repr_" + name));
+  }
+  std::ostringstream os;
+  os << array({1.0, 2.0});
+  CHECK(os.str() == "[1. 2.]");
+}
+
+// --- random -------------------------------------------------------------------------------------
+TEST_CASE("tensor: random reproduces NumPy's np.random.seed stream") {
+  auto R = [](const std::string& n) { return dzt::fx("random.txt", n); };
+  random::seed(0);
+  CHECK(utils::array_equal(random::randn({2, 3}), R("seed0_randn_2x3")));
+  CHECK(utils::array_equal(random::rand({4}), R("seed0_then_rand_4")));
+  CHECK(utils::array_equal(random::randn({3}), R("seed0_then_randn_3")));
+  CHECK(utils::array_equal(random::rand({2}), R("seed0_then_rand_2")));
+  CHECK(utils::array_equal(random::randn({1}), R("seed0_then_randn_1")));
+  CHECK(utils::array_equal(random::permutation(10), R("seed0_then_permutation_10")));
+  CHECK(utils::array_equal(random::randint(0, 10, {6}), R("seed0_then_randint_0_10_6")));
+  random::seed(42);
+  Tensor r32 = random::rand({3}, float32);
+  CHECK(r32.dtype() == float32);
+  CHECK(utils::array_equal(r32, R("seed42_rand_3_f32")));
+  random::seed(1);
+  CHECK(utils::array_equal(random::permutation(7), R("seed1_permutation_7")));
+  CHECK(random::randn({2, 2}).dtype() == float64);
+}
