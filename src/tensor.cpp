@@ -377,13 +377,6 @@ Tensor array(std::int64_t value, std::optional<DType> dtype, Device device) {
 Tensor array(int value, std::optional<DType> dtype, Device device) {
   return array(static_cast<std::int64_t>(value), dtype, device);
 }
-Tensor array(std::initializer_list<double> values, std::optional<DType> dtype, Device device) {
-  return array(std::vector<double>(values), Shape{static_cast<std::int64_t>(values.size())}, dtype, device);
-}
-Tensor array(std::initializer_list<int> values, std::optional<DType> dtype, Device device) {
-  std::vector<std::int64_t> v(values.begin(), values.end());
-  return array(v, Shape{static_cast<std::int64_t>(v.size())}, dtype, device);
-}
 namespace {
 template <class T, class Row>
 Tensor array2d(std::initializer_list<Row> rows, std::optional<DType> dtype, Device device) {

@@ -349,3 +349,14 @@ TEST_CASE("tensor: random reproduces NumPy's np.random.seed stream") {
   CHECK(utils::array_equal(random::permutation(7), R("seed1_permutation_7")));
   CHECK(random::randn({2, 2}).dtype() == float64);
 }
+
+TEST_CASE("array: a column literal is 2-d") {
+  dezero::Tensor c = dezero::array({{1.0}, {2.0}});
+  CHECK(c.shape() == dezero::Shape{2, 1});
+  CHECK(c.dtype() == dezero::float64);
+  dezero::Tensor i = dezero::array({{0}, {2}});
+  CHECK(i.shape() == dezero::Shape{2, 1});
+  CHECK(i.dtype() == dezero::int64);
+  CHECK(dezero::array({1, 2, 3}).dtype() == dezero::int64);
+  CHECK(dezero::array({1.5, 2.0}).dtype() == dezero::float64);
+}

@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "dezero/device.hpp"
@@ -170,8 +171,6 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t);
 Tensor array(double value, std::optional<DType> dtype = std::nullopt, Device device = Device::cpu());
 Tensor array(std::int64_t value, std::optional<DType> dtype = std::nullopt, Device device = Device::cpu());
 Tensor array(int value, std::optional<DType> dtype = std::nullopt, Device device = Device::cpu());
-Tensor array(std::initializer_list<double> values, std::optional<DType> dtype = std::nullopt, Device device = Device::cpu());
-Tensor array(std::initializer_list<int> values, std::optional<DType> dtype = std::nullopt, Device device = Device::cpu());
 Tensor array(std::initializer_list<std::initializer_list<double>> values, std::optional<DType> dtype = std::nullopt,
              Device device = Device::cpu());
 Tensor array(std::initializer_list<std::initializer_list<int>> values, std::optional<DType> dtype = std::nullopt,
@@ -184,6 +183,14 @@ Tensor array(const std::vector<T>& values, const Shape& shape, std::optional<DTy
 template <class T>
 Tensor array(const std::vector<T>& values, std::optional<DType> dtype = std::nullopt, Device device = Device::cpu()) {
   return array(values, Shape{static_cast<std::int64_t>(values.size())}, dtype, device);
+}
+// 1-D from a braced list: array({1.0, 2.0}) is float64, array({1, 2}) int64. A template,
+// so that array({{1.0}, {2.0}}) (a column) picks the 2-D overload unambiguously.
+template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
+Tensor array(std::initializer_list<T> values, std::optional<DType> dtype = std::nullopt, Device device = Device::cpu()) {
+  using E = std::conditional_t<std::is_floating_point_v<T>, double, std::int64_t>;
+  std::vector<E> v(values.begin(), values.end());
+  return array(v, Shape{static_cast<std::int64_t>(v.size())}, dtype, device);
 }
 // From raw host memory of `src_dtype` (copied).
 Tensor from_blob(const void* data, const Shape& shape, DType src_dtype, std::optional<DType> dtype = std::nullopt,
