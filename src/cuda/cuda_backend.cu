@@ -10,6 +10,7 @@
 // generator. Nothing here waits for the device except copy_to_host and
 // synchronize(). Not here: device memory management (cuda_memory.cpp), streams,
 // devices and handles (cuda_runtime.cpp).
+#include <algorithm>
 #include <cfloat>
 #include <climits>
 #include <cstdint>
