@@ -256,13 +256,14 @@ TEST_CASE("cuda: element-wise, reduce, matmul, indexing, softmax equal the CPU")
     check_same(a.argmax(1), ga.argmax(1));
     check_same(a.argmin(), ga.argmin());
     Tensor big = random::randn(Shape{3, 70000}, dt);  // split (two-pass) reductions
-    check_same(big.sum(Axes{1}), big.to_gpu().sum(Axes{1}), 1e-4, 1e-3);
-    check_same(big.T().copy().sum(Axes{0}), big.T().copy().to_gpu().sum(Axes{0}), 1e-4, 1e-3);
+    check_same(big.sum(Axes{1}), big.to_gpu().sum(Axes{1}), 1e-4, 1e-2);
+    check_same(big.T().copy().sum(Axes{0}), big.T().copy().to_gpu().sum(Axes{0}), 1e-4, 1e-2);
     check_same(big.max(), big.to_gpu().max());
     Tensor m1 = random::randn(Shape{7, 5}, dt), m2 = random::randn(Shape{5, 3}, dt);
     check_same(matmul(m1, m2), matmul(m1.to_gpu(), m2.to_gpu()), 1e-4, 1e-5);
-    check_same(matmul(a, random::randn(Shape{5, 2}, dt)), matmul(ga, random::randn(Shape{5, 2}, dt).to_gpu()), 1e-4,
-               1e-5);
+    Tensor m3 = random::randn(Shape{5, 2}, dt);
+    check_same(matmul(a, m3), matmul(ga, m3.to_gpu()), 1e-4, 1e-5);
+    check_same(matmul(m1.T(), m1), matmul(m1.to_gpu().T(), m1.to_gpu()), 1e-4, 1e-5);
     Tensor bm = random::randn(Shape{3, 5, 6}, dt);
     check_same(matmul(a, bm), matmul(ga, bm.to_gpu()), 1e-4, 1e-5);
     Tensor idx = array({0, 2, 2, 1}, int64);

@@ -92,7 +92,10 @@ class Event;
 
 // A CUDA stream of one device (shared handle: copies refer to the same stream).
 // Every dezero kernel and copy runs on the calling thread's current stream of the
-// device (the legacy null stream until set_current is called).
+// device (the legacy null stream until set_current is called). Memory is cached
+// per stream: a tensor allocated on one stream and then used on another must stay
+// alive until that other stream's work is done (synchronize or an event), since
+// its block goes back to the allocating stream when it is freed.
 class Stream {
  public:
   explicit Stream(bool non_blocking = false);  // a new stream on the current device

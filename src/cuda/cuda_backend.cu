@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <climits>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -464,7 +465,7 @@ class CudaBackend final : public Backend {
   void fill(DType dt, void* dst, std::int64_t n, double value) override {
     if (n <= 0) return;
     cd::ScopedDevice g(id_);
-    if (value == 0.0) {
+    if (value == 0.0 && !std::signbit(value)) {  // all-zero bits for every dtype
       DZ_CUDA_CHECK(cudaMemsetAsync(dst, 0, static_cast<std::size_t>(n) * dtype_size(dt), stream()));
       return;
     }
@@ -787,7 +788,7 @@ class CudaBackend final : public Backend {
 bool cuda_runtime_available() { return cd::runtime_available(); }
 
 Backend& cuda_backend(int device_id) {
-  cd::check_device_id("cuda backend", device_id);
+  cd::check_device_id("tensor storage", device_id);
   static std::mutex mu;
   static auto* backends = new std::vector<CudaBackend*>();  // one per device, never destroyed
   std::lock_guard<std::mutex> lock(mu);
