@@ -24,7 +24,7 @@ Backend& cuda_backend(int device_id) { no_cuda("cuda:" + std::to_string(device_i
 
 namespace dezero::cuda {
 
-using detail::no_cuda;
+using ::dezero::detail::no_cuda;
 
 bool is_available() { return false; }
 int device_count() { return 0; }
