@@ -1,0 +1,433 @@
+// cuda/cuda_rtc.cpp - runtime-compiled user kernels (CuPy's ElementwiseKernel and
+// RawKernel) through NVRTC.
+//
+// Source is compiled for the device's own architecture (SASS via nvrtcGetCUBIN, or
+// PTX for the newest architecture NVRTC knows when the device is newer), loaded
+// with the runtime's library API (cudaLibraryLoadData: no link to libcuda) and
+// cached per (device, dtype signature) inside the kernel object; elementwise() and
+// raw() memoize the kernel objects, so clear_memo() drops them. Not here:
+// ReductionKernel (cuda::reduce throws NotImplementedError).
+#include <nvrtc.h>
+
+#include <cctype>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <vector>
+
+#include "cuda/cuda_common.hpp"
+#include "dezero/cuda.hpp"
+
+#define DZ_NVRTC_CHECK(call)                                                                                    \
+  do {                                                                                                          \
+    nvrtcResult dz_r_ = (call);                                                                                 \
+    if (dz_r_ != NVRTC_SUCCESS)                                                                                 \
+      ::dezero::cuda::detail::throw_error("NVRTC", nvrtcGetErrorString(dz_r_), #call, __FILE__, __LINE__);     \
+  } while (0)
+
+namespace dezero::cuda {
+
+namespace {
+
+using detail::current_device;
+
+// --- compile + load ---------------------------------------------------------------------
+struct Compiled {
+  cudaLibrary_t lib = nullptr;
+  cudaKernel_t kernel = nullptr;
+};
+
+Compiled compile(const std::string& source, const std::string& name, int device,
+                 const std::vector<std::string>& extra_options) {
+  int major = 0, minor = 0;
+  DZ_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  DZ_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  int cc = major * 10 + minor;
+  int n_archs = 0;
+  DZ_NVRTC_CHECK(nvrtcGetNumSupportedArchs(&n_archs));
+  std::vector<int> archs(static_cast<std::size_t>(n_archs));
+  DZ_NVRTC_CHECK(nvrtcGetSupportedArchs(archs.data()));
+  bool sass = false;
+  int target = cc;
+  for (int a : archs) sass = sass || a == cc;
+  if (!sass) {  // a device newer than this NVRTC: PTX for the newest known arch, JIT-compiled by the driver
+    target = 0;
+    for (int a : archs)
+      if (a <= cc && a > target) target = a;
+    if (target == 0) target = archs.empty() ? cc : archs.front();
+  }
+  std::vector<std::string> opts = {(sass ? "--gpu-architecture=sm_" : "--gpu-architecture=compute_") +
+                                        std::to_string(target),
+                                    "--std=c++17", "-default-device"};
+  for (auto& o : extra_options) opts.push_back(o);
+  std::vector<const char*> copts;
+  for (auto& o : opts) copts.push_back(o.c_str());
+
+  nvrtcProgram prog = nullptr;
+  DZ_NVRTC_CHECK(nvrtcCreateProgram(&prog, source.c_str(), (name + ".cu").c_str(), 0, nullptr, nullptr));
+  std::unique_ptr<nvrtcProgram, void (*)(nvrtcProgram*)> guard(&prog, [](nvrtcProgram* p) { nvrtcDestroyProgram(p); });
+  nvrtcResult r = nvrtcCompileProgram(prog, static_cast<int>(copts.size()), copts.data());
+  if (r != NVRTC_SUCCESS) {
+    std::size_t log_size = 0;
+    nvrtcGetProgramLogSize(prog, &log_size);
+    std::string log(log_size, '\0');
+    if (log_size) nvrtcGetProgramLog(prog, &log[0]);
+    throw CudaError("NVRTC: compiling kernel '" + name + "' failed (" + nvrtcGetErrorString(r) + "):\n" + log +
+                    "\n--- source ---\n" + source);
+  }
+  std::string image;
+  std::size_t size = 0;
+  if (sass) {
+    DZ_NVRTC_CHECK(nvrtcGetCUBINSize(prog, &size));
+    image.resize(size);
+    DZ_NVRTC_CHECK(nvrtcGetCUBIN(prog, &image[0]));
+  } else {
+    DZ_NVRTC_CHECK(nvrtcGetPTXSize(prog, &size));
+    image.resize(size);
+    DZ_NVRTC_CHECK(nvrtcGetPTX(prog, &image[0]));
+  }
+  Compiled c;
+  detail::ScopedDevice g(device);
+  DZ_CUDA_CHECK(cudaLibraryLoadData(&c.lib, image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+  DZ_CUDA_CHECK(cudaLibraryGetKernel(&c.kernel, c.lib, name.c_str()));
+  return c;
+}
+
+// --- parameter lists: "T x, raw T y, float32 c" ------------------------------------------------
+struct Param {
+  bool raw = false;
+  std::string type;  // a dezero dtype name or a placeholder
+  std::string name;
+};
+
+bool dtype_from_name(const std::string& t, DType* out) {
+  static const std::map<std::string, DType> names = {
+      {"float32", float32}, {"float", float32}, {"float64", float64}, {"double", float64},
+      {"int32", int32},     {"int", int32},     {"int64", int64},     {"long", int64}};
+  auto it = names.find(t);
+  if (it == names.end()) return false;
+  *out = it->second;
+  return true;
+}
+
+const char* c_type(DType t) {
+  switch (t) {
+    case DType::Float32: return "float";
+    case DType::Float64: return "double";
+    case DType::Int32: return "int";
+    case DType::Int64: return "long long";
+  }
+  return "?";
+}
+
+bool is_identifier(const std::string& s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  for (char ch : s)
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_')) return false;
+  return true;
+}
+
+std::vector<Param> parse_params(const std::string& spec, const std::string& kernel) {
+  std::vector<Param> out;
+  std::stringstream ss(spec);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    std::stringstream is(item);
+    std::vector<std::string> tok;
+    std::string w;
+    while (is >> w) tok.push_back(w);
+    if (tok.empty()) continue;
+    Param p;
+    std::size_t i = 0;
+    if (tok[0] == "raw") {
+      p.raw = true;
+      i = 1;
+    }
+    if (tok.size() != i + 2 || !is_identifier(tok[i]) || !is_identifier(tok[i + 1]))
+      throw ValueError("elementwise '" + kernel + "': cannot parse parameter '" + item +
+                       "'; expected '[raw] type name' with type float32/float64/int32/int64 or a placeholder like T");
+    p.type = tok[i];
+    p.name = tok[i + 1];
+    out.push_back(p);
+  }
+  return out;
+}
+
+const char* arg_kind(const KernelArg& a) {
+  return std::holds_alternative<Tensor>(a) ? "tensor" : "scalar";
+}
+
+}  // namespace
+
+// --- ElementwiseKernel -----------------------------------------------------------------------
+struct ElementwiseKernel::Impl {
+  std::vector<Param> in, out;
+  std::string operation, name, preamble;
+  std::mutex mu;
+  std::map<std::string, Compiled> cache;  // key: device, bound types, broadcast pattern
+};
+
+ElementwiseKernel::ElementwiseKernel(std::string in_params, std::string out_params, std::string operation,
+                                     std::string name, std::string preamble)
+    : impl_(std::make_shared<Impl>()) {
+  if (!is_identifier(name)) throw ValueError("elementwise: the kernel name '" + name + "' is not a C identifier");
+  impl_->in = parse_params(in_params, name);
+  impl_->out = parse_params(out_params, name);
+  if (impl_->out.empty()) throw ValueError("elementwise '" + name + "': needs at least one output parameter");
+  impl_->operation = std::move(operation);
+  impl_->name = std::move(name);
+  impl_->preamble = std::move(preamble);
+}
+
+const std::string& ElementwiseKernel::name() const { return impl_->name; }
+
+std::vector<Tensor> ElementwiseKernel::operator()(const std::vector<KernelArg>& inputs,
+                                                   std::vector<Tensor> outputs) const {
+  check_cuda_available();
+  const Impl& k = *impl_;
+  const std::string op = "elementwise '" + k.name + "'";
+  if (inputs.size() != k.in.size())
+    throw ValueError(op + ": takes " + std::to_string(k.in.size()) + " inputs, got " + std::to_string(inputs.size()));
+  if (!outputs.empty() && outputs.size() != k.out.size())
+    throw ValueError(op + ": takes " + std::to_string(k.out.size()) + " outputs, got " +
+                     std::to_string(outputs.size()));
+
+  // Bind placeholder types from tensors; find the device and the iteration shape.
+  std::map<std::string, DType> bound;
+  int device = -1;
+  Shape shape;
+  std::int64_t size = -1;
+  auto bind = [&](const Param& p, const Tensor& t) {
+    if (!t.defined()) throw ValueError(op + ": argument '" + p.name + "' is an undefined tensor");
+    if (!t.device().is_cuda())
+      throw DeviceError(op + ": argument '" + p.name + "' lives on " + t.device().str() +
+                        "; hint: move it with to_gpu()");
+    if (device < 0) device = t.device().index();
+    else if (device != t.device().index())
+      throw DeviceError(op + ": arguments are on cuda:" + std::to_string(device) + " and " + t.device().str());
+    DType fixed;
+    if (dtype_from_name(p.type, &fixed)) {
+      if (fixed != t.dtype())
+        throw DtypeError(op + ": argument '" + p.name + "' must be " + dtype_name(fixed) + ", got " +
+                         dtype_name(t.dtype()));
+    } else {
+      auto it = bound.find(p.type);
+      if (it == bound.end()) bound[p.type] = t.dtype();
+      else if (it->second != t.dtype())
+        throw DtypeError(op + ": type " + p.type + " is bound to " + dtype_name(it->second) + " but argument '" +
+                         p.name + "' is " + dtype_name(t.dtype()));
+    }
+    if (!p.raw && t.size() > size) {
+      size = t.size();
+      shape = t.shape();
+    }
+  };
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    if (auto* t = std::get_if<Tensor>(&inputs[i])) bind(k.in[i], *t);
+  for (std::size_t i = 0; i < outputs.size(); ++i) bind(k.out[i], outputs[i]);
+  if (device < 0) device = current_device();
+  if (size < 0) throw ValueError(op + ": needs at least one non-raw tensor argument to define the size");
+  auto type_of = [&](const Param& p) -> DType {
+    DType t;
+    if (dtype_from_name(p.type, &t)) return t;
+    auto it = bound.find(p.type);
+    if (it == bound.end())
+      throw DtypeError(op + ": cannot tell the type " + p.type + " of '" + p.name +
+                       "' (no tensor argument uses it); hint: give an output tensor or use a concrete type");
+    return it->second;
+  };
+  if (outputs.empty())
+    for (auto& p : k.out) outputs.push_back(Tensor::empty(shape, type_of(p), dezero::Device::cuda(device)));
+
+  // Check broadcasting (a non-raw tensor is the full shape or a single element) and build the key.
+  std::string key = std::to_string(device);
+  auto check_shape = [&](const Param& p, const Tensor& t) -> bool {  // true: broadcast element
+    if (p.raw) return false;
+    if (t.shape() == shape) return false;
+    if (t.size() == 1) return true;
+    throw ShapeError(op + ": argument '" + p.name + "' has shape " + t.shape().str() + " but the kernel runs over " +
+                     shape.str() + "; hint: broadcast_to() it first");
+  };
+  std::vector<char> bcast_in(inputs.size(), 0), bcast_out(outputs.size(), 0);
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (auto* t = std::get_if<Tensor>(&inputs[i])) bcast_in[i] = check_shape(k.in[i], *t);
+    else if (k.in[i].raw) throw ValueError(op + ": raw argument '" + k.in[i].name + "' must be a tensor");
+    key += std::string(",") + arg_kind(inputs[i]) + dtype_name(type_of(k.in[i])) + (bcast_in[i] ? "b" : "");
+  }
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    bcast_out[i] = check_shape(k.out[i], outputs[i]);
+    if (bcast_out[i]) throw ShapeError(op + ": output '" + k.out[i].name + "' must have shape " + shape.str());
+    key += std::string(";") + dtype_name(type_of(k.out[i]));
+  }
+
+  // Source: placeholders become typedefs; non-raw arrays are bound by value (inputs) or reference (outputs).
+  Compiled compiled;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    auto it = impl_->cache.find(key);
+    if (it != impl_->cache.end()) {
+      compiled = it->second;
+    } else {
+      std::ostringstream src;
+      src << k.preamble << "\n";
+      for (auto& kv : bound) src << "typedef " << c_type(kv.second) << " " << kv.first << ";\n";
+      src << "typedef float float32;\ntypedef double float64;\ntypedef int int32;\ntypedef long long int64;\n";
+      src << "extern \"C\" __global__ void " << k.name << "(";
+      bool first = true;
+      auto sep = [&] {
+        if (!first) src << ", ";
+        first = false;
+      };
+      for (std::size_t i = 0; i < inputs.size(); ++i) {
+        sep();
+        const Param& p = k.in[i];
+        const char* ct = c_type(type_of(p));
+        if (std::holds_alternative<Tensor>(inputs[i]))
+          src << "const " << ct << "* __restrict__ " << (p.raw ? p.name : "_p_" + p.name);
+        else
+          src << ct << " " << p.name;
+      }
+      for (auto& p : k.out) {
+        sep();
+        src << c_type(type_of(p)) << "* " << (p.raw ? p.name : "_p_" + p.name);
+      }
+      sep();
+      src << "long long _n) {\n"
+          << "  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < _n;"
+          << " i += (long long)blockDim.x * gridDim.x) {\n";
+      for (std::size_t i = 0; i < inputs.size(); ++i) {
+        const Param& p = k.in[i];
+        if (p.raw || !std::holds_alternative<Tensor>(inputs[i])) continue;
+        src << "    const " << c_type(type_of(p)) << " " << p.name << " = _p_" << p.name << (bcast_in[i] ? "[0]" : "[i]")
+            << ";\n";
+      }
+      for (auto& p : k.out)
+        if (!p.raw) src << "    " << c_type(type_of(p)) << "& " << p.name << " = _p_" << p.name << "[i];\n";
+      src << "    " << k.operation << ";\n  }\n}\n";
+      compiled = compile(src.str(), k.name, device, {});
+      impl_->cache[key] = compiled;
+    }
+  }
+
+  // Arguments: pointers for tensors, scalars converted to the parameter's type.
+  struct Slot {
+    union {
+      const void* ptr;
+      float f;
+      double d;
+      int i;
+      long long l;
+    };
+  };
+  std::vector<Slot> slots(inputs.size() + outputs.size() + 1);
+  std::vector<void*> args;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    Slot& s = slots[i];
+    if (auto* t = std::get_if<Tensor>(&inputs[i])) {
+      s.ptr = t->raw_data();
+    } else {
+      double v = std::visit(
+          [](const auto& x) -> double {
+            if constexpr (std::is_same_v<std::decay_t<decltype(x)>, Tensor>) return 0.0;
+            else return static_cast<double>(x);
+          },
+          inputs[i]);
+      std::int64_t iv = std::holds_alternative<std::int64_t>(inputs[i]) ? std::get<std::int64_t>(inputs[i])
+                        : std::holds_alternative<std::int32_t>(inputs[i]) ? std::get<std::int32_t>(inputs[i])
+                                                                           : static_cast<std::int64_t>(v);
+      switch (type_of(k.in[i])) {
+        case DType::Float32: s.f = static_cast<float>(v); break;
+        case DType::Float64: s.d = v; break;
+        case DType::Int32: s.i = static_cast<int>(iv); break;
+        case DType::Int64: s.l = iv; break;
+      }
+    }
+    args.push_back(&s);
+  }
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    slots[inputs.size() + i].ptr = outputs[i].raw_data();
+    args.push_back(&slots[inputs.size() + i]);
+  }
+  long long n = size;
+  args.push_back(&n);
+  if (n > 0) {
+    detail::ScopedDevice g(device);
+    long long blocks = std::min<long long>((n + 255) / 256, 1 << 20);
+    DZ_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(compiled.kernel), dim3(static_cast<unsigned>(blocks)),
+                                   dim3(256), args.data(), 0, detail::current_stream(device)));
+  }
+  return outputs;
+}
+
+ElementwiseKernel elementwise(const std::string& in_params, const std::string& out_params,
+                              const std::string& operation, const std::string& name, const std::string& preamble) {
+  static auto memo = memoize([](std::string a, std::string b, std::string c, std::string d, std::string e) {
+    return ElementwiseKernel(a, b, c, d, e);
+  });
+  return memo(in_params, out_params, operation, name, preamble);
+}
+
+// --- RawKernel -----------------------------------------------------------------------------------
+struct RawKernel::Impl {
+  std::string code, name;
+  std::vector<std::string> options;
+  std::mutex mu;
+  std::map<int, Compiled> per_device;
+};
+
+RawKernel::RawKernel(std::string code, std::string name, std::vector<std::string> options)
+    : impl_(std::make_shared<Impl>()) {
+  impl_->code = std::move(code);
+  impl_->name = std::move(name);
+  impl_->options = std::move(options);
+}
+const std::string& RawKernel::name() const { return impl_->name; }
+
+void RawKernel::operator()(Dim3 grid, Dim3 block, const std::vector<KernelArg>& args, std::size_t shared_mem) const {
+  check_cuda_available();
+  int device = -1;
+  for (auto& a : args)
+    if (auto* t = std::get_if<Tensor>(&a)) {
+      if (!t->device().is_cuda())
+        throw DeviceError("raw kernel '" + impl_->name + "': a tensor argument lives on " + t->device().str() +
+                          "; hint: move it with to_gpu()");
+      if (device < 0) device = t->device().index();
+    }
+  if (device < 0) device = current_device();
+  Compiled c;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    auto it = impl_->per_device.find(device);
+    if (it == impl_->per_device.end()) it = impl_->per_device.emplace(device, compile(impl_->code, impl_->name, device, impl_->options)).first;
+    c = it->second;
+  }
+  std::vector<std::variant<const void*, double, std::int64_t, std::int32_t, float>> values;
+  values.reserve(args.size());
+  for (auto& a : args) {
+    if (auto* t = std::get_if<Tensor>(&a)) values.emplace_back(static_cast<const void*>(t->raw_data()));
+    else if (auto* d = std::get_if<double>(&a)) values.emplace_back(*d);
+    else if (auto* l = std::get_if<std::int64_t>(&a)) values.emplace_back(*l);
+    else if (auto* i = std::get_if<std::int32_t>(&a)) values.emplace_back(*i);
+    else values.emplace_back(std::get<float>(a));
+  }
+  std::vector<void*> ptrs;
+  for (auto& v : values) ptrs.push_back(std::visit([](auto& x) -> void* { return const_cast<void*>(static_cast<const void*>(&x)); }, v));
+  detail::ScopedDevice g(device);
+  DZ_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(c.kernel), dim3(grid.x, grid.y, grid.z),
+                                 dim3(block.x, block.y, block.z), ptrs.data(), shared_mem,
+                                 detail::current_stream(device)));
+}
+
+RawKernel raw(const std::string& code, const std::string& name, const std::vector<std::string>& options) {
+  static auto memo = memoize([](std::string c, std::string n, std::vector<std::string> o) { return RawKernel(c, n, o); });
+  return memo(code, name, options);
+}
+
+void reduce(const std::string&, const std::string&, const std::string&, const std::string&, const std::string&,
+            const std::string&, const std::string& name) {
+  throw NotImplementedError("cuda::reduce('" + name + "'): ReductionKernel is not implemented in dezero yet; hint: "
+                            "use Tensor reductions (sum/max/min) or cuda::raw with your own kernel");
+}
+
+}  // namespace dezero::cuda

@@ -1,0 +1,322 @@
+// test_cuda.cpp - dezero::cuda (Chainer's chainer.backends.cuda) and the CUDA backend.
+//
+// The first cases run everywhere (no GPU: is_available() is false and every device
+// request is a clear DeviceError). The GPU cases print "skipped: no CUDA device"
+// without one; with one they compare every kind of kernel against the CPU backend.
+#include <doctest/doctest.h>
+
+#include <dezero/dezero.hpp>
+#include <string>
+
+#include "../src/backend.hpp"  // the fused softmax / loss / optimizer primitives, compared CPU vs GPU
+#include "test_util.hpp"
+
+using namespace dezero;
+
+namespace {
+
+bool skip_without_gpu() {
+  if (cuda::is_available()) return false;
+  MESSAGE("skipped: no CUDA device");
+  return true;
+}
+
+std::string what_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const DeviceError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// x on the CPU and its copy on cuda:0 give the same result through `op`.
+void check_same(const Tensor& cpu_result, const Tensor& gpu_result, double rtol = 1e-5, double atol = 1e-6) {
+  REQUIRE(gpu_result.device() == Device::cuda(0));
+  CHECK(cpu_result.shape() == gpu_result.shape());
+  CHECK(cpu_result.dtype() == gpu_result.dtype());
+  CHECK(dzt::allclose(cpu_result, gpu_result.to_cpu(), rtol, atol));
+}
+
+Tensor bk_softmax(const Tensor& x, std::int64_t outer, std::int64_t c, std::int64_t inner, bool log_) {
+  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
+  detail::backend_for(x.device()).softmax(x.dtype(), x.raw_data(), y.raw_data(), outer, c, inner, log_);
+  return y;
+}
+Tensor bk_sce(const Tensor& x, const Tensor& t) {
+  Tensor loss = Tensor::empty(Shape{}, x.dtype(), x.device());
+  detail::backend_for(x.device())
+      .softmax_cross_entropy(x.dtype(), x.raw_data(), static_cast<const std::int64_t*>(t.raw_data()), loss.raw_data(),
+                             x.shape()[0], x.shape()[1]);
+  return loss;
+}
+Tensor bk_sce_grad(const Tensor& x, const Tensor& t, const Tensor& gy) {
+  Tensor gx = Tensor::empty(x.shape(), x.dtype(), x.device());
+  detail::backend_for(x.device())
+      .softmax_cross_entropy_grad(x.dtype(), x.raw_data(), static_cast<const std::int64_t*>(t.raw_data()),
+                                  gy.raw_data(), gx.raw_data(), x.shape()[0], x.shape()[1]);
+  return gx;
+}
+Tensor bk_adam(const Tensor& p0, const Tensor& g, int steps) {
+  Tensor p = p0.copy(), m = zeros_like(p0), v = zeros_like(p0);
+  detail::UpdateArgs args;
+  args.lr = 0.01;
+  args.beta1 = 0.9;
+  args.beta2 = 0.999;
+  args.eps = 1e-8;
+  for (int i = 0; i < steps; ++i)
+    detail::backend_for(p.device())
+        .optimizer_update(detail::UpdateRule::Adam, p.dtype(), p.raw_data(), g.raw_data(), m.raw_data(), v.raw_data(),
+                          p.size(), args);
+  return p;
+}
+
+}  // namespace
+
+// --- without a GPU ---------------------------------------------------------------------------
+TEST_CASE("cuda: availability is reported without throwing") {
+  bool avail = cuda::is_available();
+  int n = cuda::device_count();
+  CHECK((avail ? n > 0 : n == 0));
+  if (!avail) {
+    std::string msg = what_of([] { (void)array({1.0, 2.0}).to_gpu(); });
+    CHECK(msg.find("no CUDA device is available on this machine") != std::string::npos);
+    CHECK(msg.find("hint") != std::string::npos);
+    CHECK_THROWS_AS((void)zeros(Shape{2}, float32, Device::cuda(0)), DeviceError);
+    CHECK_THROWS_AS((void)cuda::to_gpu(array({1.0})), DeviceError);
+    CHECK_THROWS_AS(cuda::check_cuda_available(), DeviceError);
+    CHECK_THROWS_AS((void)cuda::get_device_from_id(0), DeviceError);
+    CHECK_THROWS_AS((void)cuda::Stream(), DeviceError);
+    CHECK_THROWS_AS((void)cuda::Event(), DeviceError);
+    CHECK_THROWS_AS(cuda::DeviceGuard(0), DeviceError);
+    CHECK(cuda::Device().is_cpu());
+  }
+}
+
+TEST_CASE("cuda: CPU tensors answer numpy and the CPU device") {
+  Tensor x = array({1.0, 2.0});
+  ArrayModule xp = get_array_module(x);
+  CHECK(xp.name() == "numpy");
+  CHECK(xp.is_numpy());
+  CHECK(xp.cuda_device().is_cpu());
+  cuda::Device d = cuda::get_device_from_array(x);
+  CHECK(d.is_cpu());
+  CHECK(d.id() == -1);
+  CHECK(d.name() == "cpu");
+  d.use();          // no-ops for the CPU (Chainer's DummyDevice)
+  d.synchronize();
+  CHECK(cuda::get_device_from_id(-1).is_cpu());
+  CHECK(cuda::get_device(Device::cpu()).is_cpu());
+  cuda::DeviceGuard g(-1);
+  CHECK(cuda::to_cpu(x).is_same(x));
+}
+
+TEST_CASE("cuda: memory pool statistics and workspace limit are callable anywhere") {
+  auto pool = cuda::memory_pool();
+  CHECK(pool.total_bytes() == pool.used_bytes() + pool.free_bytes());
+  pool.free_all_blocks();
+  CHECK(pool.free_bytes() == 0);
+  (void)pool.n_free_blocks();
+  (void)pool.n_malloc_calls();
+  auto old = cuda::get_max_workspace_size();
+  CHECK(old == 8u * 1024u * 1024u);
+  cuda::set_max_workspace_size(1024);
+  CHECK(cuda::get_max_workspace_size() == 1024);
+  cuda::set_max_workspace_size(old);
+}
+
+TEST_CASE("cuda: memoize computes once per argument list; clear_memo empties it") {
+  int calls = 0;
+  auto sq = cuda::memoize([&calls](int x) {
+    ++calls;
+    return x * x;
+  });
+  CHECK(sq(3) == 9);
+  CHECK(sq(3) == 9);
+  CHECK(sq(4) == 16);
+  CHECK(calls == 2);
+  cuda::clear_memo();
+  CHECK(sq(3) == 9);
+  CHECK(calls == 3);
+}
+
+TEST_CASE("cuda: reduce kernels are not implemented yet") {
+  CHECK_THROWS_AS(cuda::reduce("T x", "T y", "x", "a + b", "y = a", "0", "sum"), NotImplementedError);
+}
+
+// --- with a GPU --------------------------------------------------------------------------------
+TEST_CASE("cuda: device properties, DeviceGuard restores the device") {
+  if (skip_without_gpu()) return;
+  cuda::Device d0(0);
+  CHECK(!d0.name().empty());
+  CHECK(d0.compute_capability().size() >= 2);
+  CHECK(d0.total_memory() > 0);
+  d0.use();
+  CHECK(cuda::Device().id() == 0);
+  {
+    cuda::DeviceGuard g(cuda::device_count() - 1);
+    CHECK(cuda::Device().id() == cuda::device_count() - 1);
+  }
+  CHECK(cuda::Device().id() == 0);
+  CHECK_THROWS_AS(cuda::DeviceGuard(cuda::device_count()), DeviceError);
+  Tensor x = array({1.0}).to_gpu();
+  CHECK(get_array_module(x).name() == "cupy");
+  CHECK(cuda::get_device_from_array(array({1.0}), x).id() == 0);
+}
+
+TEST_CASE("cuda: to_gpu / to_cpu round trip keeps values for every dtype") {
+  if (skip_without_gpu()) return;
+  for (DType dt : {float32, float64, int32, int64}) {
+    CAPTURE(dt);
+    Tensor x = arange(0, 24, 1, dt).reshape(Shape{2, 3, 4}) - 7.0;
+    Tensor g = cuda::to_gpu(x);
+    CHECK(g.device() == Device::cuda(0));
+    CHECK(cuda::to_gpu(g).is_same(g));
+    Tensor back = cuda::to_cpu(g);
+    CHECK(back.device().is_cpu());
+    CHECK(utils::array_equal(x, back));
+    CHECK(utils::array_equal(x, cuda::copy(g).to_cpu()));
+    CHECK(utils::array_equal(x.astype(float64), g.astype(float64).to_cpu()));
+  }
+}
+
+TEST_CASE("cuda: pool bytes return to baseline after 100 iterations") {
+  if (skip_without_gpu()) return;
+  auto pool = cuda::memory_pool(0);
+  std::size_t base = pool.used_bytes();
+  std::size_t mallocs_after_first = 0;
+  for (int it = 0; it < 100; ++it) {
+    Tensor a = random::randn(Shape{64, 128}, float32, Device::cuda(0));
+    Tensor b = random::randn(Shape{128, 32}, float32, Device::cuda(0));
+    Tensor c = matmul(a, b).sum(Axes{0});
+    Tensor d = exp(c) * 2.0 + c;
+    (void)d;
+    if (it == 0) mallocs_after_first = pool.n_malloc_calls();
+  }
+  cuda::Device(0).synchronize();
+  CHECK(pool.used_bytes() == base);
+  if (pool.caching()) CHECK(pool.n_malloc_calls() == mallocs_after_first);
+  pool.free_all_blocks();
+  CHECK(pool.free_bytes() == 0);
+}
+
+TEST_CASE("cuda: streams and events order work and time it") {
+  if (skip_without_gpu()) return;
+  cuda::Stream s1(true), s2(true);
+  CHECK(!s1.is_null());
+  CHECK(cuda::Stream::current().is_null());
+  Tensor x, y;
+  cuda::Event start, stop, done1;
+  {
+    cuda::StreamGuard g(s1);
+    CHECK(cuda::Stream::current() == s1);
+    start.record();
+    x = ones(Shape{1 << 20}, float32, Device::cuda(0));
+    for (int i = 0; i < 20; ++i) x = x * 1.0 + 1.0;  // 21 everywhere, in s1's order
+    done1.record();
+    stop.record();
+  }
+  CHECK(cuda::Stream::current().is_null());
+  s2.wait_event(done1);
+  {
+    cuda::StreamGuard g(s2);
+    y = x.sum();  // ordered after s1's work by the event
+    CHECK(y.item<float>() == doctest::Approx(21.0 * (1 << 20)).epsilon(1e-5));
+  }
+  stop.synchronize();
+  CHECK(stop.done());
+  CHECK(s1.done());
+  CHECK(cuda::get_elapsed_time(start, stop) >= 0.0f);
+  s1.synchronize();
+  x = Tensor();  // freed after the streams finished
+}
+
+TEST_CASE("cuda: element-wise, reduce, matmul, indexing, softmax equal the CPU") {
+  if (skip_without_gpu()) return;
+  random::seed(0);
+  for (DType dt : {float32, float64}) {
+    CAPTURE(dt);
+    Tensor a = random::randn(Shape{3, 4, 5}, dt), b = random::randn(Shape{4, 1}, dt);
+    Tensor ga = a.to_gpu(), gb = b.to_gpu();
+    check_same(a + b, ga + gb);
+    check_same(a * b - a / (b * b + 1.0), ga * gb - ga / (gb * gb + 1.0));
+    check_same(exp(a), exp(ga));
+    check_same(tanh(a), tanh(ga));
+    check_same(sigmoid(a), sigmoid(ga));
+    check_same(pow(abs(a), 1.5), pow(abs(ga), 1.5));
+    check_same(maximum(a, b), maximum(ga, gb));
+    check_same(where(greater(a, 0.0), a, b), where(greater(ga, 0.0), ga, gb));
+    check_same(a.transpose({2, 0, 1}).copy(), ga.transpose({2, 0, 1}).copy());
+    check_same(a.astype(int32), ga.astype(int32));
+    for (const Axes& ax : {Axes{}, Axes{0}, Axes{1}, Axes{2}, Axes{0, 2}}) {
+      check_same(a.sum(ax), ga.sum(ax), 1e-4, 1e-5);
+      check_same(a.max(ax), ga.max(ax));
+      check_same(a.min(ax, true), ga.min(ax, true));
+    }
+    check_same(a.argmax(1), ga.argmax(1));
+    check_same(a.argmin(), ga.argmin());
+    Tensor big = random::randn(Shape{3, 70000}, dt);  // split (two-pass) reductions
+    check_same(big.sum(Axes{1}), big.to_gpu().sum(Axes{1}), 1e-4, 1e-2);
+    check_same(big.T().copy().sum(Axes{0}), big.T().copy().to_gpu().sum(Axes{0}), 1e-4, 1e-2);
+    check_same(big.max(), big.to_gpu().max());
+    Tensor m1 = random::randn(Shape{7, 5}, dt), m2 = random::randn(Shape{5, 3}, dt);
+    check_same(matmul(m1, m2), matmul(m1.to_gpu(), m2.to_gpu()), 1e-4, 1e-5);
+    Tensor m3 = random::randn(Shape{5, 2}, dt);
+    check_same(matmul(a, m3), matmul(ga, m3.to_gpu()), 1e-4, 1e-5);
+    check_same(matmul(m1.T(), m1), matmul(m1.to_gpu().T(), m1.to_gpu()), 1e-4, 1e-5);
+    Tensor bm = random::randn(Shape{3, 5, 6}, dt);
+    check_same(matmul(a, bm), matmul(ga, bm.to_gpu()), 1e-4, 1e-5);
+    Tensor idx = array({0, 2, 2, 1}, int64);
+    check_same(a[idx], ga[idx.to_gpu()]);
+    check_same(a[{Slice(), Slice(1, 3), Slice(std::nullopt, std::nullopt, 2)}],
+               ga[{Slice(), Slice(1, 3), Slice(std::nullopt, std::nullopt, 2)}]);
+    Tensor gi = random::randn(Shape{4, 4, 5}, dt);
+    check_same(scatter_add(gi, a.shape(), {idx}), scatter_add(gi.to_gpu(), a.shape(), {idx.to_gpu()}));
+    check_same(bk_softmax(a, 3, 4, 5, false), bk_softmax(ga, 3, 4, 5, false));  // axis 1 of (3, 4, 5)
+    check_same(bk_softmax(a, 3, 4, 5, true), bk_softmax(ga, 3, 4, 5, true));
+    Tensor logits = random::randn(Shape{6, 100}, dt);
+    Tensor t = array({1, 0, 99, 3, 3, 7}, int64);
+    check_same(bk_softmax(logits, 6, 100, 1, false), bk_softmax(logits.to_gpu(), 6, 100, 1, false));
+    check_same(bk_softmax(logits, 6, 100, 1, true), bk_softmax(logits.to_gpu(), 6, 100, 1, true));
+    check_same(bk_sce(logits, t), bk_sce(logits.to_gpu(), t.to_gpu()));
+    Tensor gy = full(Shape{}, 0.5, dt);
+    check_same(bk_sce_grad(logits, t, gy), bk_sce_grad(logits.to_gpu(), t.to_gpu(), gy.to_gpu()));
+    Tensor p = random::randn(Shape{1000}, dt), g = random::randn(Shape{1000}, dt);
+    check_same(bk_adam(p, g, 3), bk_adam(p.to_gpu(), g.to_gpu(), 3));
+  }
+  for (DType dt : {int32, int64}) {
+    CAPTURE(dt);
+    Tensor a = arange(0, 12, 1, dt).reshape(Shape{3, 4}) - 5.0, b = arange(0, 8, 1, dt).reshape(Shape{4, 2});
+    check_same(a * a + a, a.to_gpu() * a.to_gpu() + a.to_gpu());
+    check_same(a.sum(Axes{0}), a.to_gpu().sum(Axes{0}));
+    check_same(matmul(a, b), matmul(a.to_gpu(), b.to_gpu()));
+  }
+}
+
+TEST_CASE("cuda: random numbers are reproducible with random::seed") {
+  if (skip_without_gpu()) return;
+  random::seed(7);
+  Tensor a = random::randn(Shape{1001}, float32, Device::cuda(0));
+  Tensor u = random::rand(Shape{1000}, float64, Device::cuda(0));
+  random::seed(7);
+  Tensor b = random::randn(Shape{1001}, float32, Device::cuda(0));
+  CHECK(utils::array_equal(a.to_cpu(), b.to_cpu()));
+  CHECK(std::abs(a.mean().item<float>()) < 0.2f);
+  CHECK(u.min().item<double>() >= 0.0);
+  CHECK(u.max().item<double>() < 1.0);
+}
+
+TEST_CASE("cuda: elementwise kernels compile with NVRTC and run") {
+  if (skip_without_gpu()) return;
+  auto k = cuda::elementwise("T x, T y, float64 c", "T z", "z = x * y + c", "dz_test_fma");
+  Tensor x = arange(0, 6, 1, float32).to_gpu(), y = full(Shape{6}, 2.0, float32).to_gpu();
+  Tensor z = k({x, y, 1.0})[0];
+  CHECK(z.dtype() == float32);
+  CHECK(utils::array_equal(z.to_cpu(), array({1.0, 3.0, 5.0, 7.0, 9.0, 11.0}, float32)));
+  auto r = cuda::raw(R"(extern "C" __global__ void dz_add1(double* p, long long n) {
+      long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (i < n) p[i] += 1.0; })",
+                     "dz_add1");
+  Tensor w = zeros(Shape{100}, float64, Device::cuda(0));
+  r({1, 1, 1}, {128, 1, 1}, {w, std::int64_t(100)});
+  CHECK(w.sum().item<double>() == 100.0);
+}
