@@ -19,38 +19,38 @@
 namespace dezero::kernels {
 
 // Precision-matched math: float uses the f-suffixed C functions, double the plain ones.
-DEZERO_HD float m_exp(float x) { return expf(x); }
-DEZERO_HD double m_exp(double x) { return exp(x); }
-DEZERO_HD float m_log(float x) { return logf(x); }
-DEZERO_HD double m_log(double x) { return log(x); }
-DEZERO_HD float m_sin(float x) { return sinf(x); }
-DEZERO_HD double m_sin(double x) { return sin(x); }
-DEZERO_HD float m_cos(float x) { return cosf(x); }
-DEZERO_HD double m_cos(double x) { return cos(x); }
-DEZERO_HD float m_tanh(float x) { return tanhf(x); }
-DEZERO_HD double m_tanh(double x) { return tanh(x); }
-DEZERO_HD float m_sqrt(float x) { return sqrtf(x); }
-DEZERO_HD double m_sqrt(double x) { return sqrt(x); }
-DEZERO_HD float m_pow(float x, float y) { return powf(x, y); }
-DEZERO_HD double m_pow(double x, double y) { return pow(x, y); }
+DEZERO_HD float m_exp(float x) { return ::expf(x); }
+DEZERO_HD double m_exp(double x) { return ::exp(x); }
+DEZERO_HD float m_log(float x) { return ::logf(x); }
+DEZERO_HD double m_log(double x) { return ::log(x); }
+DEZERO_HD float m_sin(float x) { return ::sinf(x); }
+DEZERO_HD double m_sin(double x) { return ::sin(x); }
+DEZERO_HD float m_cos(float x) { return ::cosf(x); }
+DEZERO_HD double m_cos(double x) { return ::cos(x); }
+DEZERO_HD float m_tanh(float x) { return ::tanhf(x); }
+DEZERO_HD double m_tanh(double x) { return ::tanh(x); }
+DEZERO_HD float m_sqrt(float x) { return ::sqrtf(x); }
+DEZERO_HD double m_sqrt(double x) { return ::sqrt(x); }
+DEZERO_HD float m_pow(float x, float y) { return ::powf(x, y); }
+DEZERO_HD double m_pow(double x, double y) { return ::pow(x, y); }
 // Integers go through double and back.
-DEZERO_HD std::int32_t m_exp(std::int32_t x) { return static_cast<std::int32_t>(exp(static_cast<double>(x))); }
-DEZERO_HD std::int64_t m_exp(std::int64_t x) { return static_cast<std::int64_t>(exp(static_cast<double>(x))); }
-DEZERO_HD std::int32_t m_log(std::int32_t x) { return static_cast<std::int32_t>(log(static_cast<double>(x))); }
-DEZERO_HD std::int64_t m_log(std::int64_t x) { return static_cast<std::int64_t>(log(static_cast<double>(x))); }
-DEZERO_HD std::int32_t m_sin(std::int32_t x) { return static_cast<std::int32_t>(sin(static_cast<double>(x))); }
-DEZERO_HD std::int64_t m_sin(std::int64_t x) { return static_cast<std::int64_t>(sin(static_cast<double>(x))); }
-DEZERO_HD std::int32_t m_cos(std::int32_t x) { return static_cast<std::int32_t>(cos(static_cast<double>(x))); }
-DEZERO_HD std::int64_t m_cos(std::int64_t x) { return static_cast<std::int64_t>(cos(static_cast<double>(x))); }
-DEZERO_HD std::int32_t m_tanh(std::int32_t x) { return static_cast<std::int32_t>(tanh(static_cast<double>(x))); }
-DEZERO_HD std::int64_t m_tanh(std::int64_t x) { return static_cast<std::int64_t>(tanh(static_cast<double>(x))); }
-DEZERO_HD std::int32_t m_sqrt(std::int32_t x) { return static_cast<std::int32_t>(sqrt(static_cast<double>(x))); }
-DEZERO_HD std::int64_t m_sqrt(std::int64_t x) { return static_cast<std::int64_t>(sqrt(static_cast<double>(x))); }
+DEZERO_HD std::int32_t m_exp(std::int32_t x) { return static_cast<std::int32_t>(::exp(static_cast<double>(x))); }
+DEZERO_HD std::int64_t m_exp(std::int64_t x) { return static_cast<std::int64_t>(::exp(static_cast<double>(x))); }
+DEZERO_HD std::int32_t m_log(std::int32_t x) { return static_cast<std::int32_t>(::log(static_cast<double>(x))); }
+DEZERO_HD std::int64_t m_log(std::int64_t x) { return static_cast<std::int64_t>(::log(static_cast<double>(x))); }
+DEZERO_HD std::int32_t m_sin(std::int32_t x) { return static_cast<std::int32_t>(::sin(static_cast<double>(x))); }
+DEZERO_HD std::int64_t m_sin(std::int64_t x) { return static_cast<std::int64_t>(::sin(static_cast<double>(x))); }
+DEZERO_HD std::int32_t m_cos(std::int32_t x) { return static_cast<std::int32_t>(::cos(static_cast<double>(x))); }
+DEZERO_HD std::int64_t m_cos(std::int64_t x) { return static_cast<std::int64_t>(::cos(static_cast<double>(x))); }
+DEZERO_HD std::int32_t m_tanh(std::int32_t x) { return static_cast<std::int32_t>(::tanh(static_cast<double>(x))); }
+DEZERO_HD std::int64_t m_tanh(std::int64_t x) { return static_cast<std::int64_t>(::tanh(static_cast<double>(x))); }
+DEZERO_HD std::int32_t m_sqrt(std::int32_t x) { return static_cast<std::int32_t>(::sqrt(static_cast<double>(x))); }
+DEZERO_HD std::int64_t m_sqrt(std::int64_t x) { return static_cast<std::int64_t>(::sqrt(static_cast<double>(x))); }
 DEZERO_HD std::int32_t m_pow(std::int32_t x, std::int32_t y) {
-  return static_cast<std::int32_t>(pow(static_cast<double>(x), static_cast<double>(y)));
+  return static_cast<std::int32_t>(::pow(static_cast<double>(x), static_cast<double>(y)));
 }
 DEZERO_HD std::int64_t m_pow(std::int64_t x, std::int64_t y) {
-  return static_cast<std::int64_t>(pow(static_cast<double>(x), static_cast<double>(y)));
+  return static_cast<std::int64_t>(::pow(static_cast<double>(x), static_cast<double>(y)));
 }
 
 // y = f(x; alpha) for every UnaryOp.
@@ -125,10 +125,10 @@ struct Binary {
 // One optimizer step for one element (DeZero's update rules).
 //   SGD:        p -= lr g
 //   Momentum:   v = momentum v - lr g; p += v               (s1 = v)
-//   AdaGrad:    h += g^2; p -= lr g / (sqrt(h) + eps)      (s1 = h)
+//   AdaGrad:    h += g^2; p -= lr g / (::sqrt(h) + eps)      (s1 = h)
 //   AdaDelta:   msg = rho msg + (1-rho) g^2; dx = sqrt((msdx+eps)/(msg+eps)) g;
 //               msdx = rho msdx + (1-rho) dx^2; p -= dx      (s1 = msg, s2 = msdx)
-//   Adam:       m += (1-b1)(g-m); v += (1-b2)(g^2-v); p -= lr m / (sqrt(v) + eps)
+//   Adam:       m += (1-b1)(g-m); v += (1-b2)(g^2-v); p -= lr m / (::sqrt(v) + eps)
 //               (lr already bias-corrected by the caller)  (s1 = m, s2 = v)
 template <class T>
 DEZERO_HD void update_apply(detail::UpdateRule rule, T& p, T g, T* s1, T* s2, const detail::UpdateArgs& u) {
