@@ -9,6 +9,7 @@
 #include <ostream>
 #include <queue>
 #include <typeinfo>
+#include <unordered_set>
 
 #include "dezero/functions.hpp"
 #include "tensor_impl.hpp"
@@ -127,21 +128,20 @@ void Variable::unchain() {
 
 void Variable::unchain_backward() {
   if (!node_ || !node_->creator) return;
-  std::vector<Function*> stack{node_->creator.get()};
-  std::vector<Function*> seen;
+  // Owning handles: resetting x's creator may drop the last other reference to it.
+  std::vector<std::shared_ptr<Function>> stack{node_->creator};
+  std::vector<std::shared_ptr<Function>> keep;  // every visited Function lives until we return
+  std::unordered_set<const Function*> seen;
   while (!stack.empty()) {
-    Function* f = stack.back();
+    std::shared_ptr<Function> f = std::move(stack.back());
     stack.pop_back();
     for (const Variable& x : f->inputs()) {
       if (x.node_ && x.node_->creator) {
-        Function* c = x.node_->creator.get();
-        if (std::find(seen.begin(), seen.end(), c) == seen.end()) {
-          seen.push_back(c);
-          stack.push_back(c);
-        }
-        x.node_->creator.reset();  // the Function stays alive through `f` / `stack` until we return
+        if (seen.insert(x.node_->creator.get()).second) stack.push_back(x.node_->creator);
+        x.node_->creator.reset();
       }
     }
+    keep.push_back(std::move(f));
   }
 }
 
