@@ -84,7 +84,10 @@ void Optimizer::update() {
   for (auto& hook : hooks_) hook(params_);
   for (auto& p : params_) {
     if (!p.has_grad()) continue;  // frozen by a hook
-    update_one(p, state_for(p));
+    const Tensor& g = p.node()->grad->data;
+    Tensor& w = p.node()->data;
+    if (g.dtype() == w.dtype()) update_one(w, g, state_for(p));
+    else update_one(w, g.astype(w.dtype()), state_for(p));
   }
 }
 
@@ -152,36 +155,31 @@ void Optimizer::load_state(const std::string& path) {
 }
 
 // --- update rules --------------------------------------------------------------------------------
-namespace {
-Tensor& data_of(Parameter& p) { return p.node()->data; }
-const Tensor& grad_of(const Parameter& p) { return p.node()->grad->data; }
-}  // namespace
-
-void SGD::update_one(Parameter& p, std::vector<Tensor>&) {
+void SGD::update_one(Tensor& w, const Tensor& g, std::vector<Tensor>&) {
   UpdateArgs a;
   a.lr = lr;
-  detail::optimizer_update(UpdateRule::SGD, data_of(p), grad_of(p), nullptr, nullptr, a);
+  detail::optimizer_update(UpdateRule::SGD, w, g, nullptr, nullptr, a);
 }
 
-void MomentumSGD::update_one(Parameter& p, std::vector<Tensor>& s) {
+void MomentumSGD::update_one(Tensor& w, const Tensor& g, std::vector<Tensor>& s) {
   UpdateArgs a;
   a.lr = lr;
   a.momentum = momentum;
-  detail::optimizer_update(UpdateRule::MomentumSGD, data_of(p), grad_of(p), &s[0], nullptr, a);
+  detail::optimizer_update(UpdateRule::MomentumSGD, w, g, &s[0], nullptr, a);
 }
 
-void AdaGrad::update_one(Parameter& p, std::vector<Tensor>& s) {
+void AdaGrad::update_one(Tensor& w, const Tensor& g, std::vector<Tensor>& s) {
   UpdateArgs a;
   a.lr = lr;
   a.eps = eps;
-  detail::optimizer_update(UpdateRule::AdaGrad, data_of(p), grad_of(p), &s[0], nullptr, a);
+  detail::optimizer_update(UpdateRule::AdaGrad, w, g, &s[0], nullptr, a);
 }
 
-void AdaDelta::update_one(Parameter& p, std::vector<Tensor>& s) {
+void AdaDelta::update_one(Tensor& w, const Tensor& g, std::vector<Tensor>& s) {
   UpdateArgs a;
   a.rho = rho;
   a.eps = eps;
-  detail::optimizer_update(UpdateRule::AdaDelta, data_of(p), grad_of(p), &s[0], &s[1], a);
+  detail::optimizer_update(UpdateRule::AdaDelta, w, g, &s[0], &s[1], a);
 }
 
 double Adam::lr() const {
@@ -189,13 +187,13 @@ double Adam::lr() const {
   return alpha * std::sqrt(1.0 - std::pow(beta2, t)) / (1.0 - std::pow(beta1, t));
 }
 
-void Adam::update_one(Parameter& p, std::vector<Tensor>& s) {
+void Adam::update_one(Tensor& w, const Tensor& g, std::vector<Tensor>& s) {
   UpdateArgs a;
   a.lr = lr();
   a.beta1 = beta1;
   a.beta2 = beta2;
   a.eps = eps;
-  detail::optimizer_update(UpdateRule::Adam, data_of(p), grad_of(p), &s[0], &s[1], a);
+  detail::optimizer_update(UpdateRule::Adam, w, g, &s[0], &s[1], a);
 }
 
 // --- hooks ---------------------------------------------------------------------------------------
@@ -217,7 +215,9 @@ Tensor& own_grad(Parameter& p) {
 void WeightDecay::operator()(std::vector<Parameter>& params) const {
   for (auto& p : params) {
     if (!p.has_grad()) continue;
-    detail::axpy_(own_grad(p), rate, p.data());
+    Tensor& g = own_grad(p);
+    if (g.dtype() == p.data().dtype()) detail::axpy_(g, rate, p.data());
+    else g += p.data() * rate;
   }
 }
 

@@ -63,8 +63,10 @@ class Optimizer {
   Optimizer() = default;
   // Names of the per-parameter state tensors (none for SGD).
   virtual std::vector<std::string> state_names() const { return {}; }
-  // Updates one parameter in place; state holds state_names().size() tensors.
-  virtual void update_one(Parameter& param, std::vector<Tensor>& state) = 0;
+  // Updates one parameter's data in place. grad has param's shape, dtype and device
+  // (a gradient of another dtype - float64 data through float32 weights - is cast
+  // first); state holds state_names().size() tensors like param.
+  virtual void update_one(Tensor& param, const Tensor& grad, std::vector<Tensor>& state) = 0;
 
  private:
   struct Slot {
@@ -92,7 +94,7 @@ class SGD : public Optimizer {
   double lr;
 
  protected:
-  void update_one(Parameter& param, std::vector<Tensor>& state) override;
+  void update_one(Tensor& param, const Tensor& grad, std::vector<Tensor>& state) override;
 };
 
 // v = momentum * v - lr * g; W += v
@@ -103,7 +105,7 @@ class MomentumSGD : public Optimizer {
 
  protected:
   std::vector<std::string> state_names() const override { return {"v"}; }
-  void update_one(Parameter& param, std::vector<Tensor>& state) override;
+  void update_one(Tensor& param, const Tensor& grad, std::vector<Tensor>& state) override;
 };
 
 // h += g * g; W -= lr * g / (sqrt(h) + eps)
@@ -114,7 +116,7 @@ class AdaGrad : public Optimizer {
 
  protected:
   std::vector<std::string> state_names() const override { return {"h"}; }
-  void update_one(Parameter& param, std::vector<Tensor>& state) override;
+  void update_one(Tensor& param, const Tensor& grad, std::vector<Tensor>& state) override;
 };
 
 // msg = rho msg + (1-rho) g^2; dx = sqrt((msdx+eps)/(msg+eps)) g; msdx = rho msdx + (1-rho) dx^2; W -= dx
@@ -125,7 +127,7 @@ class AdaDelta : public Optimizer {
 
  protected:
   std::vector<std::string> state_names() const override { return {"msg", "msdx"}; }
-  void update_one(Parameter& param, std::vector<Tensor>& state) override;
+  void update_one(Tensor& param, const Tensor& grad, std::vector<Tensor>& state) override;
 };
 
 // m += (1-b1)(g-m); v += (1-b2)(g^2-v); W -= lr() m / (sqrt(v) + eps),
@@ -139,7 +141,7 @@ class Adam : public Optimizer {
 
  protected:
   std::vector<std::string> state_names() const override { return {"m", "v"}; }
-  void update_one(Parameter& param, std::vector<Tensor>& state) override;
+  void update_one(Tensor& param, const Tensor& grad, std::vector<Tensor>& state) override;
 };
 
 // --- hooks --------------------------------------------------------------------------------------

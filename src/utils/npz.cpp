@@ -282,7 +282,12 @@ Tensor parse_npy(const std::string& bytes, const std::string& what) {
   const bool little = order == '<' || (order == '=' && host_little_endian()) || order == '|';
   const bool swap = little != host_little_endian();
 
-  std::int64_t n = h.shape.numel();
+  std::int64_t n = 1;
+  for (auto d : h.shape) {
+    if (d != 0 && n > std::numeric_limits<std::int64_t>::max() / 8 / d)
+      throw IOError(what + ": shape " + h.shape.str() + " is too large; the file is corrupt");
+    n *= d;
+  }
   const std::uint64_t data_off = hstart + hlen;
   auto data = [&](std::size_t itemsize) -> const char* {
     in.need(data_off, static_cast<std::uint64_t>(n) * itemsize, ".npy data");
@@ -404,6 +409,8 @@ NamedTensors parse_npz(const std::string& bytes, const std::string& what) {
       if (csize != usize) throw IOError(entry + ": stored entry with different sizes");
       raw = bytes.substr(data_off, csize);
     } else if (method == 8) {
+      // deflate expands at most ~1032:1; a larger claim is a corrupt size field
+      if (usize / 1032 > csize + 64) throw IOError(entry + ": corrupt sizes in the central directory");
       raw = inflate_raw(bytes.data() + data_off, csize, usize, entry);
     } else {
       throw IOError(entry + ": compression method " + std::to_string(method) +
