@@ -278,3 +278,21 @@ TEST_CASE("weights: saving a never-run lazy model is a clear error, and writes n
   CHECK_THROWS_WITH_AS(model.save_weights(p.string()), doctest::Contains("l0/W"), ValueError);
   CHECK_FALSE(fs::exists(p));
 }
+
+TEST_CASE("weights: a save that fails leaves the previous file intact") {
+  random::seed(5);
+  models::MLP model({2});
+  model(random::randn({1, 3}, float32));
+  const fs::path p = out_dir() / "keep.npz";
+  model.save_weights(p.string());
+  const std::string before = read_bytes(p.string());
+  const fs::path tmp = p.string() + ".tmp";
+  fs::create_directories(tmp);  // the temporary file cannot be created
+  Tensor w = model.params()[0].data();
+  w.fill_(7.0);
+  CHECK_THROWS_AS(model.save_weights(p.string()), IOError);
+  CHECK(read_bytes(p.string()) == before);
+  fs::remove(tmp);
+  model.save_weights(p.string());  // and a later save replaces it
+  CHECK(read_bytes(p.string()) != before);
+}
