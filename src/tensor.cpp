@@ -4,6 +4,7 @@
 #include "dezero/tensor.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <numeric>
@@ -132,9 +133,14 @@ std::vector<int> normalize_axes(const char* op, const Axes& axes, int ndim) {
 }  // namespace detail
 
 // --- Storage -------------------------------------------------------------------
+namespace {
+std::atomic<std::uint64_t> g_storage_allocations{0};
+}
 Storage::Storage(std::size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
   data_ = backend_for(device).allocate(nbytes);
+  g_storage_allocations.fetch_add(1, std::memory_order_relaxed);
 }
+std::uint64_t Storage::allocation_count() { return g_storage_allocations.load(std::memory_order_relaxed); }
 Storage::~Storage() {
   if (data_) {
     try {

@@ -37,6 +37,9 @@ class Storage {
   void* data() const { return data_; }
   std::size_t nbytes() const { return nbytes_; }
   const Device& device() const { return device_; }
+  // How many Storage blocks this process has allocated so far, on any device
+  // (tests use it to check that an optimizer step allocates nothing).
+  static std::uint64_t allocation_count();
 
  private:
   void* data_ = nullptr;

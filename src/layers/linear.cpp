@@ -1,0 +1,55 @@
+// layers/linear.cpp - L::Linear (step 44) and L::EmbedID.
+#include <cmath>
+
+#include "dezero/functions.hpp"
+#include "dezero/layers.hpp"
+
+namespace dezero::L {
+
+// --- Linear --------------------------------------------------------------------------------------
+Linear::Linear(std::int64_t out_size_, bool nobias, DType dtype_, std::int64_t in_size_)
+    : in_size(in_size_), out_size(out_size_), dtype(dtype_) {
+  if (out_size <= 0) throw ValueError("Linear: out_size must be positive, got " + std::to_string(out_size));
+  if (in_size < 0) throw ValueError("Linear: in_size must be positive (or 0 for lazy), got " + std::to_string(in_size));
+  if (!is_floating(dtype)) throw DtypeError(std::string("Linear: dtype must be float32 or float64, got ") + dtype_name(dtype));
+  W = register_parameter("W", Parameter(Tensor(), "W"));
+  if (in_size > 0) init_W(Device::cpu());
+  if (!nobias) b = register_parameter("b", Parameter(zeros({out_size}, dtype), "b"));
+}
+
+void Linear::init_W(Device device) {
+  // DeZero: randn(I, O).astype(dtype) * sqrt(1 / I); drawn on the host so that a
+  // seed gives the same weights on every device.
+  Tensor w = random::randn({in_size, out_size}, float64).astype(dtype) * std::sqrt(1.0 / static_cast<double>(in_size));
+  W.set_data(w.to(device));
+}
+
+// x: (N, in_size) -> (N, out_size)
+Variable Linear::forward(const Variable& x) {
+  if (!W.data().defined()) {
+    if (x.ndim() < 2)
+      throw ShapeError("Linear: input of shape " + x.shape().str() + " has no axis 1 to infer in_size from; hint: "
+                       "pass (N, in_size) batches");
+    in_size = x.shape()[1];
+    init_W(x.device());
+  }
+  return F::linear(x, W, b);
+}
+
+// --- EmbedID -------------------------------------------------------------------------------------
+EmbedID::EmbedID(std::int64_t in_size, std::int64_t out_size, DType dtype) {
+  if (in_size <= 0 || out_size <= 0)
+    throw ValueError("EmbedID: sizes must be positive, got (" + std::to_string(in_size) + ", " +
+                     std::to_string(out_size) + ")");
+  W = register_parameter("W", Parameter(random::randn({in_size, out_size}, float64).astype(dtype), "W"));
+}
+
+// ids: integer (any shape) -> (*ids.shape, out_size)
+Variable EmbedID::forward(const Variable& ids) {
+  if (!is_integer(ids.dtype()))
+    throw DtypeError(std::string("EmbedID: ids must be int32 or int64, got ") + dtype_name(ids.dtype()) +
+                     "; hint: astype(dezero::int64)");
+  return F::get_item(W, Indices{Index(ids.data())});
+}
+
+}  // namespace dezero::L

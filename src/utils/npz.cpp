@@ -1,0 +1,530 @@
+// utils/npz.cpp - .npz (a zip of .npy files) reading and writing on zlib.
+//
+// Just enough of the zip format for NumPy's files: the central directory is the
+// authority on sizes (NumPy's local headers carry zip64 placeholders, and
+// streamed entries use data descriptors), entries are stored or raw-deflated.
+// Everything is parsed from a byte string held in memory, with a bounds check
+// on every read, so a truncated or corrupt file is an IOError and never a crash.
+#include "dezero/npz.hpp"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+namespace dezero::utils {
+
+namespace {
+
+// --- bounds-checked little-endian reads ----------------------------------------------
+struct Bytes {
+  const std::string& b;
+  const std::string& what;
+
+  void need(std::uint64_t off, std::uint64_t n, const char* part) const {
+    if (off > b.size() || n > b.size() - off)
+      throw IOError(what + ": truncated or corrupt file (" + part + " at byte " + std::to_string(off) +
+                    " runs past the end of the " + std::to_string(b.size()) + "-byte file)");
+  }
+  std::uint64_t le(std::uint64_t off, int n, const char* part) const {
+    need(off, static_cast<std::uint64_t>(n), part);
+    std::uint64_t v = 0;
+    for (int i = n - 1; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(b[off + i]);
+    return v;
+  }
+  std::uint16_t u16(std::uint64_t off, const char* part) const { return static_cast<std::uint16_t>(le(off, 2, part)); }
+  std::uint32_t u32(std::uint64_t off, const char* part) const { return static_cast<std::uint32_t>(le(off, 4, part)); }
+  std::uint64_t u64(std::uint64_t off, const char* part) const { return le(off, 8, part); }
+};
+
+constexpr std::uint32_t kLocalSig = 0x04034b50, kCentralSig = 0x02014b50, kEndSig = 0x06054b50;
+constexpr std::uint32_t kZip64EndSig = 0x06064b50, kZip64LocatorSig = 0x07064b50;
+
+std::uint32_t crc32_of(const char* p, std::size_t n) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  while (n > 0) {
+    uInt chunk = static_cast<uInt>(std::min<std::size_t>(n, std::numeric_limits<uInt>::max()));
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(p), chunk);
+    p += chunk;
+    n -= chunk;
+  }
+  return static_cast<std::uint32_t>(crc);
+}
+
+std::string inflate_raw(const char* src, std::size_t n, std::uint64_t out_size, const std::string& what) {
+  std::string out(out_size, '\0');
+  z_stream zs{};
+  if (inflateInit2(&zs, -MAX_WBITS) != Z_OK) throw IOError(what + ": zlib inflateInit2 failed");
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(src));
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  std::size_t in_left = n, out_left = out.size();
+  int rc = Z_OK;
+  do {  // ends at the stream's end, or with Z_BUF_ERROR when input or output runs out
+    if (zs.avail_in == 0 && in_left > 0) {
+      zs.avail_in = static_cast<uInt>(std::min<std::size_t>(in_left, std::numeric_limits<uInt>::max()));
+      in_left -= zs.avail_in;
+    }
+    if (zs.avail_out == 0 && out_left > 0) {
+      zs.avail_out = static_cast<uInt>(std::min<std::size_t>(out_left, std::numeric_limits<uInt>::max()));
+      out_left -= zs.avail_out;
+    }
+    rc = inflate(&zs, Z_NO_FLUSH);
+  } while (rc == Z_OK);
+  const bool ok = rc == Z_STREAM_END && zs.total_out == out_size;
+  const char* msg = zs.msg;
+  inflateEnd(&zs);
+  if (!ok)
+    throw IOError(what + ": corrupt deflate data" + (msg ? std::string(" (zlib: ") + msg + ")" : std::string()) +
+                  "; hint: the file is damaged or truncated");
+  return out;
+}
+
+std::string deflate_raw(const std::string& src) {
+  z_stream zs{};
+  if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+    throw IOError("save_npz: zlib deflateInit2 failed");
+  std::string out;
+  const std::size_t chunk = 1 << 20;
+  std::size_t in_left = src.size();
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(src.data()));
+  int rc = Z_OK;
+  do {
+    if (zs.avail_in == 0 && in_left > 0) {
+      zs.avail_in = static_cast<uInt>(std::min<std::size_t>(in_left, std::numeric_limits<uInt>::max()));
+      in_left -= zs.avail_in;
+    }
+    std::size_t old = out.size();
+    out.resize(old + chunk);
+    zs.next_out = reinterpret_cast<Bytef*>(out.data() + old);
+    zs.avail_out = static_cast<uInt>(chunk);
+    rc = deflate(&zs, in_left == 0 ? Z_FINISH : Z_NO_FLUSH);
+    out.resize(old + chunk - zs.avail_out);
+  } while (rc == Z_OK || rc == Z_BUF_ERROR);
+  deflateEnd(&zs);
+  if (rc != Z_STREAM_END) throw IOError("save_npz: zlib deflate failed");
+  return out;
+}
+
+// --- the .npy header: a Python dict literal ------------------------------------------
+struct NpyHeader {
+  std::string descr;
+  bool fortran_order = false;
+  Shape shape;
+};
+
+class DictParser {
+ public:
+  DictParser(const std::string& s, const std::string& what) : s_(s), what_(what) {}
+
+  NpyHeader parse() {
+    NpyHeader h;
+    bool has_descr = false, has_order = false, has_shape = false;
+    expect('{');
+    while (true) {
+      skip();
+      if (peek() == '}') break;
+      std::string key = string_literal();
+      expect(':');
+      skip();
+      if (key == "descr") {
+        if (peek() != '\'' && peek() != '"')
+          throw DtypeError(what_ + ": structured arrays (a list descr) are not supported; hint: save plain arrays");
+        h.descr = string_literal();
+        has_descr = true;
+      } else if (key == "fortran_order") {
+        h.fortran_order = boolean();
+        has_order = true;
+      } else if (key == "shape") {
+        h.shape = tuple();
+        has_shape = true;
+      } else {
+        fail("unexpected key '" + key + "'");
+      }
+      skip();
+      if (peek() == ',') {
+        ++i_;
+        continue;
+      }
+      skip();
+      if (peek() != '}') fail("expected ',' or '}'");
+    }
+    if (!has_descr || !has_order || !has_shape) fail("'descr', 'fortran_order' and 'shape' are all required");
+    return h;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& why) const {
+    throw IOError(what_ + ": bad .npy header (" + why + " at character " + std::to_string(i_) + " of \"" + s_ + "\")");
+  }
+  void skip() {
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) ++i_;
+  }
+  char peek() const { return i_ < s_.size() ? s_[i_] : '\0'; }
+  void expect(char c) {
+    skip();
+    if (peek() != c) fail(std::string("expected '") + c + "'");
+    ++i_;
+  }
+  std::string string_literal() {
+    skip();
+    char q = peek();
+    if (q != '\'' && q != '"') fail("expected a string");
+    std::size_t end = s_.find(q, i_ + 1);
+    if (end == std::string::npos) fail("unterminated string");
+    std::string v = s_.substr(i_ + 1, end - i_ - 1);
+    i_ = end + 1;
+    return v;
+  }
+  bool boolean() {
+    if (s_.compare(i_, 4, "True") == 0) { i_ += 4; return true; }
+    if (s_.compare(i_, 5, "False") == 0) { i_ += 5; return false; }
+    fail("expected True or False");
+  }
+  Shape tuple() {
+    Shape shape;
+    expect('(');
+    while (true) {
+      skip();
+      if (peek() == ')') { ++i_; break; }
+      std::size_t start = i_;
+      std::int64_t v = 0;
+      while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') {
+        if (v > (std::numeric_limits<std::int64_t>::max() - 9) / 10) fail("extent too large");
+        v = v * 10 + (s_[i_++] - '0');
+      }
+      if (i_ == start) fail("expected a non-negative integer");
+      if (peek() == 'L') ++i_;  // Python 2's long literals
+      shape.push_back(v);
+      skip();
+      if (peek() == ',') ++i_;
+      else if (peek() != ')') fail("expected ',' or ')'");
+    }
+    return shape;
+  }
+
+  const std::string& s_;
+  const std::string& what_;
+  std::size_t i_ = 0;
+};
+
+bool host_little_endian() {
+  const std::uint16_t one = 1;
+  unsigned char c;
+  std::memcpy(&c, &one, 1);
+  return c == 1;
+}
+
+template <class Src, class Dst>
+std::vector<Dst> widen(const char* p, std::int64_t n, bool swap) {
+  std::vector<Dst> out(static_cast<std::size_t>(n));
+  char buf[sizeof(Src)];
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::memcpy(buf, p + i * sizeof(Src), sizeof(Src));
+    if (swap) std::reverse(buf, buf + sizeof(Src));
+    Src v;
+    std::memcpy(&v, buf, sizeof(Src));
+    out[static_cast<std::size_t>(i)] = static_cast<Dst>(v);
+  }
+  return out;
+}
+
+const char* npy_descr(DType dt) {
+  switch (dt) {
+    case float32: return "<f4";
+    case float64: return "<f8";
+    case int32: return "<i4";
+    case int64: return "<i8";
+  }
+  return "?";
+}
+
+void put(std::string& out, std::uint64_t v, int n) {
+  for (int i = 0; i < n; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+}  // namespace
+
+// --- .npy ----------------------------------------------------------------------------------
+Tensor parse_npy(const std::string& bytes, const std::string& what) {
+  Bytes in{bytes, what};
+  in.need(0, 10, ".npy magic");
+  if (bytes.compare(0, 6, "\x93NUMPY") != 0) throw IOError(what + ": not an .npy array (bad magic)");
+  const int major = static_cast<unsigned char>(bytes[6]);
+  std::uint64_t hlen, hstart;
+  if (major == 1) {
+    hlen = in.u16(8, ".npy header length");
+    hstart = 10;
+  } else if (major == 2 || major == 3) {
+    hlen = in.u32(8, ".npy header length");
+    hstart = 12;
+  } else {
+    throw IOError(what + ": unsupported .npy format version " + std::to_string(major) + "." +
+                  std::to_string(static_cast<unsigned char>(bytes[7])) + " (1.0, 2.0 and 3.0 are read)");
+  }
+  in.need(hstart, hlen, ".npy header");
+  const std::string header = bytes.substr(hstart, hlen);
+  NpyHeader h = DictParser(header, what).parse();
+  if (h.fortran_order)
+    throw IOError(what + ": fortran_order=True arrays are not supported; hint: save np.ascontiguousarray(a) instead");
+
+  const std::string& d = h.descr;
+  if (d.size() < 3) throw DtypeError(what + ": unsupported dtype '" + d + "'");
+  const char order = d[0];
+  const std::string code = d.substr(1);
+  if (order != '<' && order != '>' && order != '|' && order != '=')
+    throw DtypeError(what + ": unsupported dtype '" + d + "'");
+  const bool little = order == '<' || (order == '=' && host_little_endian()) || order == '|';
+  const bool swap = little != host_little_endian();
+
+  std::int64_t n = 1;
+  for (auto d : h.shape) {
+    if (d != 0 && n > std::numeric_limits<std::int64_t>::max() / 8 / d)
+      throw IOError(what + ": shape " + h.shape.str() + " is too large; the file is corrupt");
+    n *= d;
+  }
+  const std::uint64_t data_off = hstart + hlen;
+  auto data = [&](std::size_t itemsize) -> const char* {
+    in.need(data_off, static_cast<std::uint64_t>(n) * itemsize, ".npy data");
+    return bytes.data() + data_off;
+  };
+  auto direct = [&](DType dt) {
+    const std::size_t isz = dtype_size(dt);
+    const char* p = data(isz);
+    if (!swap) return from_blob(p, h.shape, dt);
+    std::string tmp(p, static_cast<std::size_t>(n) * isz);
+    for (std::int64_t i = 0; i < n; ++i) std::reverse(tmp.begin() + i * isz, tmp.begin() + (i + 1) * isz);
+    return from_blob(tmp.data(), h.shape, dt);
+  };
+  if (code == "f4") return direct(float32);
+  if (code == "f8") return direct(float64);
+  if (code == "i4") return direct(int32);
+  if (code == "i8") return direct(int64);
+  // Narrow integer and bool arrays widen losslessly.
+  if (code == "u1" || code == "b1") return array(widen<std::uint8_t, std::int32_t>(data(1), n, false), h.shape, int32);
+  if (code == "i1") return array(widen<std::int8_t, std::int32_t>(data(1), n, false), h.shape, int32);
+  if (code == "u2") return array(widen<std::uint16_t, std::int32_t>(data(2), n, swap), h.shape, int32);
+  if (code == "i2") return array(widen<std::int16_t, std::int32_t>(data(2), n, swap), h.shape, int32);
+  if (code == "u4") return array(widen<std::uint32_t, std::int64_t>(data(4), n, swap), h.shape, int64);
+  throw DtypeError(what + ": unsupported dtype '" + d +
+                   "'; dezero reads float32 ('<f4'), float64 ('<f8'), int32 ('<i4'), int64 ('<i8') and, widened, "
+                   "'|u1' '|i1' '|b1' '<u2' '<i2' (int32) and '<u4' (int64)");
+}
+
+std::string serialize_npy(const Tensor& array) {
+  if (!array.defined()) throw ValueError("save_npz: cannot write an undefined tensor");
+  std::string dict = std::string("{'descr': '") + npy_descr(array.dtype()) + "', 'fortran_order': False, 'shape': " +
+                     array.shape().str() + ", }";
+  // Pad with spaces and a final '\n' so that the data starts on a 64-byte boundary.
+  std::size_t prefix = 10;
+  std::size_t total = prefix + dict.size() + 1;
+  if (total - prefix > 65535) prefix = 12;
+  total = prefix + dict.size() + 1;
+  const std::size_t padded = (total + 63) / 64 * 64;
+  dict.append(padded - total, ' ');
+  dict.push_back('\n');
+  std::string out("\x93NUMPY", 6);
+  out.push_back(prefix == 10 ? 1 : 2);
+  out.push_back(0);
+  put(out, dict.size(), prefix == 10 ? 2 : 4);
+  out += dict;
+  Tensor h = array.to_cpu();
+  const std::size_t off = out.size();
+  out.resize(off + h.nbytes());
+  if (h.nbytes()) std::memcpy(out.data() + off, h.raw_data(), h.nbytes());
+  return out;
+}
+
+// --- .npz ------------------------------------------------------------------------------------
+NamedTensors parse_npz(const std::string& bytes, const std::string& what) {
+  Bytes in{bytes, what};
+  if (bytes.size() < 22) throw IOError(what + ": not a zip/.npz file (only " + std::to_string(bytes.size()) + " bytes)");
+  // End of central directory: the last "PK\5\6" within the final 64 KiB + 22 bytes.
+  std::uint64_t eocd = std::string::npos;
+  const std::uint64_t lowest = bytes.size() > 22 + 65535 ? bytes.size() - 22 - 65535 : 0;
+  for (std::uint64_t p = bytes.size() - 22 + 1; p-- > lowest;) {
+    if (in.u32(p, "end record") == kEndSig) {
+      eocd = p;
+      break;
+    }
+  }
+  if (eocd == std::string::npos)
+    throw IOError(what + ": not a zip/.npz file, or truncated (no end-of-central-directory record)");
+  std::uint64_t count = in.u16(eocd + 10, "end record");
+  std::uint64_t cd_size = in.u32(eocd + 12, "end record");
+  std::uint64_t cd_off = in.u32(eocd + 16, "end record");
+  if (count == 0xFFFF || cd_size == 0xFFFFFFFF || cd_off == 0xFFFFFFFF) {
+    if (eocd < 20 || in.u32(eocd - 20, "zip64 locator") != kZip64LocatorSig)
+      throw IOError(what + ": zip64 end record expected but its locator is missing");
+    std::uint64_t z = in.u64(eocd - 20 + 8, "zip64 locator");
+    if (in.u32(z, "zip64 end record") != kZip64EndSig) throw IOError(what + ": corrupt zip64 end record");
+    count = in.u64(z + 32, "zip64 end record");
+    cd_size = in.u64(z + 40, "zip64 end record");
+    cd_off = in.u64(z + 48, "zip64 end record");
+  }
+  in.need(cd_off, cd_size, "central directory");
+
+  NamedTensors out;
+  std::set<std::string> seen;
+  std::uint64_t p = cd_off;
+  for (std::uint64_t e = 0; e < count; ++e) {
+    if (in.u32(p, "central directory entry") != kCentralSig)
+      throw IOError(what + ": corrupt central directory (entry " + std::to_string(e) + ")");
+    const std::uint16_t flags = in.u16(p + 8, "central directory entry");
+    const std::uint16_t method = in.u16(p + 10, "central directory entry");
+    const std::uint32_t crc = in.u32(p + 16, "central directory entry");
+    std::uint64_t csize = in.u32(p + 20, "central directory entry");
+    std::uint64_t usize = in.u32(p + 24, "central directory entry");
+    const std::uint16_t nlen = in.u16(p + 28, "central directory entry");
+    const std::uint16_t xlen = in.u16(p + 30, "central directory entry");
+    const std::uint16_t clen = in.u16(p + 32, "central directory entry");
+    std::uint64_t local = in.u32(p + 42, "central directory entry");
+    in.need(p + 46, static_cast<std::uint64_t>(nlen) + xlen + clen, "central directory entry");
+    const std::string name = bytes.substr(p + 46, nlen);
+    // zip64 extra field: the 64-bit values of the fields saturated above, in this order.
+    for (std::uint64_t x = p + 46 + nlen; x + 4 <= p + 46 + nlen + xlen;) {
+      const std::uint16_t id = in.u16(x, "extra field"), sz = in.u16(x + 2, "extra field");
+      if (id == 0x0001) {
+        std::uint64_t q = x + 4;
+        if (usize == 0xFFFFFFFF) { usize = in.u64(q, "zip64 extra"); q += 8; }
+        if (csize == 0xFFFFFFFF) { csize = in.u64(q, "zip64 extra"); q += 8; }
+        if (local == 0xFFFFFFFF) { local = in.u64(q, "zip64 extra"); q += 8; }
+      }
+      x += 4 + sz;
+    }
+    p += 46 + nlen + xlen + clen;
+
+    const std::string entry = what + ": entry '" + name + "'";
+    if (flags & 1) throw IOError(entry + " is encrypted");
+    if (in.u32(local, "local header") != kLocalSig) throw IOError(entry + ": corrupt local header");
+    const std::uint64_t data_off = local + 30 + in.u16(local + 26, "local header") + in.u16(local + 28, "local header");
+    in.need(data_off, csize, "entry data");
+    std::string raw;
+    if (method == 0) {
+      if (csize != usize) throw IOError(entry + ": stored entry with different sizes");
+      raw = bytes.substr(data_off, csize);
+    } else if (method == 8) {
+      // deflate expands at most ~1032:1; a larger claim is a corrupt size field
+      if (usize / 1032 > csize + 64) throw IOError(entry + ": corrupt sizes in the central directory");
+      raw = inflate_raw(bytes.data() + data_off, csize, usize, entry);
+    } else {
+      throw IOError(entry + ": compression method " + std::to_string(method) +
+                    " is not supported (stored and deflate are)");
+    }
+    if (crc32_of(raw.data(), raw.size()) != crc) throw IOError(entry + ": CRC mismatch; the file is corrupt");
+
+    if (name.size() < 4 || name.compare(name.size() - 4, 4, ".npy") != 0)
+      throw IOError(entry + " is not an .npy array");
+    std::string key = name.substr(0, name.size() - 4);
+    if (!seen.insert(key).second) throw IOError(entry + " appears twice");
+    out.emplace_back(key, parse_npy(raw, entry));
+  }
+  return out;
+}
+
+std::string serialize_npz(const NamedTensors& arrays, bool compressed) {
+  std::set<std::string> seen;
+  for (const auto& [name, t] : arrays) {
+    if (name.empty()) throw ValueError("save_npz: an array has an empty name");
+    if (!seen.insert(name).second) throw ValueError("save_npz: the name '" + name + "' is used twice");
+    if (!t.defined()) throw ValueError("save_npz: array '" + name + "' is undefined");
+  }
+  if (arrays.size() >= 0xFFFF) throw IOError("save_npz: too many arrays for a zip without zip64");
+  const std::uint16_t dos_time = 0, dos_date = (0 << 9) | (1 << 5) | 1;  // 1980-01-01 00:00
+  std::string out, central;
+  for (const auto& [key, t] : arrays) {
+    const std::string name = key + ".npy";
+    const std::string npy = serialize_npy(t);
+    const std::string body = compressed ? deflate_raw(npy) : npy;
+    const std::uint32_t crc = crc32_of(npy.data(), npy.size());
+    if (npy.size() >= 0xFFFFFFFFull || out.size() + body.size() + name.size() + 30 >= 0xFFFFFFFFull)
+      throw IOError("save_npz: the file would reach 4 GiB, which needs zip64 (not written by dezero)");
+    bool utf8 = false;
+    for (char c : name) utf8 |= static_cast<unsigned char>(c) >= 0x80;
+    const std::uint16_t flags = utf8 ? 0x800 : 0, method = compressed ? 8 : 0;
+    const std::uint64_t local = out.size();
+    put(out, kLocalSig, 4);
+    put(out, 20, 2);
+    put(out, flags, 2);
+    put(out, method, 2);
+    put(out, dos_time, 2);
+    put(out, dos_date, 2);
+    put(out, crc, 4);
+    put(out, body.size(), 4);
+    put(out, npy.size(), 4);
+    put(out, name.size(), 2);
+    put(out, 0, 2);
+    out += name;
+    out += body;
+
+    put(central, kCentralSig, 4);
+    put(central, (3 << 8) | 20, 2);  // made by: Unix, zip 2.0
+    put(central, 20, 2);
+    put(central, flags, 2);
+    put(central, method, 2);
+    put(central, dos_time, 2);
+    put(central, dos_date, 2);
+    put(central, crc, 4);
+    put(central, body.size(), 4);
+    put(central, npy.size(), 4);
+    put(central, name.size(), 2);
+    put(central, 0, 2);  // extra
+    put(central, 0, 2);  // comment
+    put(central, 0, 2);  // disk
+    put(central, 0, 2);  // internal attributes
+    put(central, std::uint64_t(0100644) << 16, 4);  // external: regular file, rw-r--r--
+    put(central, local, 4);
+    central += name;
+  }
+  const std::uint64_t cd_off = out.size();
+  if (cd_off + central.size() + 22 >= 0xFFFFFFFFull)
+    throw IOError("save_npz: the file would reach 4 GiB, which needs zip64 (not written by dezero)");
+  out += central;
+  put(out, kEndSig, 4);
+  put(out, 0, 2);
+  put(out, 0, 2);
+  put(out, arrays.size(), 2);
+  put(out, arrays.size(), 2);
+  put(out, central.size(), 4);
+  put(out, cd_off, 4);
+  put(out, 0, 2);
+  return out;
+}
+
+// --- files ------------------------------------------------------------------------------------
+NamedTensors load_npz(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw IOError("load_npz: cannot open '" + path + "' for reading; hint: check the path");
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  if (f.bad()) throw IOError("load_npz: error reading '" + path + "'");
+  return parse_npz(ss.str(), "load_npz: '" + path + "'");
+}
+
+void save_npz(const std::string& path, const NamedTensors& arrays, bool compressed) {
+  const std::string bytes = serialize_npz(arrays, compressed);
+  // Write next to the destination, then rename: a crash or a full disk never
+  // leaves a half-written file under the real name.
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw IOError("save_npz: cannot open '" + tmp + "' for writing; hint: does the directory exist?");
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    f.close();
+    if (!f) {
+      std::remove(tmp.c_str());
+      throw IOError("save_npz: error writing '" + tmp + "' (disk full?)");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw IOError("save_npz: cannot rename '" + tmp + "' to '" + path + "'");
+  }
+}
+
+}  // namespace dezero::utils

@@ -1,0 +1,298 @@
+// test_npz.cpp - utils::load_npz / save_npz against NumPy's own files (fixtures made
+// by tools/make_npz_fixtures.py), and Layer::save_weights / load_weights: round trips,
+// DeZero's keys, and files that must be refused without changing the model.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "test_util.hpp"
+
+using namespace dezero;
+namespace L = dezero::L;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string data_path(const std::string& name) { return std::string(DEZERO_TEST_DATA_DIR) + "/" + name; }
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+fs::path out_dir() {
+  fs::path d = fs::temp_directory_path() / "dezero_test_npz";
+  fs::create_directories(d);
+  return d;
+}
+
+const Tensor& get(const utils::NamedTensors& a, const std::string& key) {
+  for (const auto& [k, t] : a)
+    if (k == key) return t;
+  FAIL("no key " << key);
+  throw 0;
+}
+
+// The arrays of make_npz_fixtures.py's arrays(), checked exactly.
+void check_fixture_arrays(const utils::NamedTensors& a) {
+  std::vector<std::string> keys;
+  for (const auto& [k, t] : a) keys.push_back(k);
+  CHECK(keys == std::vector<std::string>{"l0/W", "l0/b", "f8", "i4", "i8", "scalar", "u1", "b1", "empty", "be",
+                                         "cube"});
+  CHECK(get(a, "l0/W").dtype() == float32);
+  CHECK(get(a, "l0/W").shape() == Shape{2, 3});
+  CHECK(get(a, "l0/W").to_vector<float>() == std::vector<float>{0, 0.25f, 0.5f, 0.75f, 1.0f, 1.25f});
+  CHECK(get(a, "l0/b").to_vector<float>() == std::vector<float>{0.5f, -1.5f, 2.0f});
+  CHECK(get(a, "f8").dtype() == float64);
+  CHECK(get(a, "f8").to_vector<double>() == std::vector<double>{-0.5, -0.375, -0.25, -0.125, 0, 0.125, 0.25});
+  CHECK(get(a, "i4").dtype() == int32);
+  CHECK(get(a, "i4").to_vector<std::int32_t>() == std::vector<std::int32_t>{-3, 0, 2147483647});
+  CHECK(get(a, "i8").dtype() == int64);
+  CHECK(get(a, "i8").shape() == Shape{2, 2});
+  CHECK(get(a, "i8").to_vector<std::int64_t>() == std::vector<std::int64_t>{-(1LL << 40), 1, 2, 3});
+  CHECK(get(a, "scalar").shape() == Shape{});
+  CHECK(get(a, "scalar").dtype() == float64);
+  CHECK(get(a, "scalar").item<double>() == 2.5);
+  CHECK(get(a, "u1").dtype() == int32);  // '|u1' widens to int32
+  CHECK(get(a, "u1").to_vector<std::int32_t>() == std::vector<std::int32_t>{0, 1, 255});
+  CHECK(get(a, "b1").dtype() == int32);  // '|b1' too
+  CHECK(get(a, "b1").to_vector<std::int32_t>() == std::vector<std::int32_t>{1, 0, 1});
+  CHECK(get(a, "empty").shape() == Shape{0, 3});
+  CHECK(get(a, "be").dtype() == float64);  // '>f8' byte-swapped
+  CHECK(get(a, "be").to_vector<double>() == std::vector<double>{1.5, -2.0});
+  std::vector<float> cube(24);
+  for (int i = 0; i < 24; ++i) cube[i] = static_cast<float>(i);
+  CHECK(get(a, "cube").shape() == Shape{2, 3, 4});
+  CHECK(get(a, "cube").to_vector<float>() == cube);
+}
+
+// What make_npz_fixtures.py --check expects (its OURS).
+utils::NamedTensors ours() {
+  return {
+      {"a", array(std::vector<float>{0, 0.5f, 1, 1.5f, 2, 2.5f}, Shape{2, 3})},
+      {"b", array(std::vector<double>{-1, -0.75, -0.5, -0.25, 0})},
+      {"c", array(std::vector<std::int32_t>{-1, 0, 7})},
+      {"d", array(std::vector<std::int64_t>{1, -2, 3, 1LL << 40}, Shape{2, 2})},
+      {"e", array(3.25)},
+      {"l0/W", zeros({0, 3}, float32)},
+  };
+}
+
+std::vector<std::vector<double>> snapshot(const L::Layer& m) {
+  std::vector<std::vector<double>> out;
+  for (auto& p : m.params()) out.push_back(p.data().to_vector<double>());
+  return out;
+}
+
+}  // namespace
+
+// --- NumPy's files ------------------------------------------------------------------------------
+TEST_CASE("npz: np.savez fixture (stored entries, zip64 local headers) loads exactly") {
+  check_fixture_arrays(utils::load_npz(data_path("npz_savez.npz")));
+}
+
+TEST_CASE("npz: np.savez_compressed fixture (deflate) loads exactly") {
+  check_fixture_arrays(utils::load_npz(data_path("npz_savez_compressed.npz")));
+}
+
+TEST_CASE("npz: .npy format versions 1.0, 2.0, 3.0") {
+  auto a = utils::load_npz(data_path("npz_versions.npz"));
+  REQUIRE(a.size() == 3);
+  std::vector<double> want(12);
+  for (int i = 0; i < 12; ++i) want[i] = i - 5.5;
+  for (const auto& [k, t] : a) {
+    CAPTURE(k);
+    CHECK(t.shape() == Shape{3, 4});
+    CHECK(t.to_vector<double>() == want);
+  }
+}
+
+TEST_CASE("npz: zip64 end record and central-directory fields") {
+  auto a = utils::load_npz(data_path("npz_zip64.npz"));
+  CHECK(get(a, "x").to_vector<std::int64_t>() == std::vector<std::int64_t>{0, 1, 2, 3, 4});
+  CHECK(get(a, "y").shape() == Shape{1, 2});
+  CHECK(get(a, "y").to_vector<float>() == std::vector<float>{1, 2});
+}
+
+TEST_CASE("npz: fortran_order and unsupported dtypes are clear errors") {
+  CHECK_THROWS_WITH_AS(utils::load_npz(data_path("npz_fortran.npz")), doctest::Contains("fortran_order"), IOError);
+  CHECK_THROWS_WITH_AS(utils::load_npz(data_path("npz_float16.npz")), doctest::Contains("<f2"), DtypeError);
+  CHECK_THROWS_AS(utils::load_npz(data_path("no_such_file.npz")), IOError);
+}
+
+TEST_CASE("npz: every truncation of a file throws; corrupt bytes throw or load, never crash") {
+  for (const char* name : {"npz_savez.npz", "npz_savez_compressed.npz"}) {
+    const std::string bytes = read_bytes(data_path(name));
+    REQUIRE(bytes.size() > 100);
+    for (std::size_t n = 0; n < bytes.size(); ++n) {
+      CAPTURE(n);
+      CHECK_THROWS_AS(utils::parse_npz(bytes.substr(0, n)), Error);
+    }
+    int thrown = 0;
+    for (std::size_t i = 0; i < bytes.size(); ++i) {
+      std::string b = bytes;
+      b[i] = static_cast<char>(b[i] ^ 0x5a);
+      try {
+        utils::parse_npz(b);
+      } catch (const Error&) {
+        ++thrown;
+      }
+    }
+    MESSAGE(std::string(name) << ": " << thrown << " of " << bytes.size() << " single-byte corruptions rejected");
+    CHECK(thrown > static_cast<int>(bytes.size()) / 2);
+  }
+  // A flipped data byte is caught by the CRC.
+  std::string b = read_bytes(data_path("npz_savez.npz"));
+  b[150] = static_cast<char>(b[150] ^ 1);  // inside l0/W's array data
+  CHECK_THROWS_WITH_AS(utils::parse_npz(b), doctest::Contains("CRC"), IOError);
+}
+
+// --- our files ----------------------------------------------------------------------------------
+TEST_CASE("npz: save_npz round trip, stored and compressed, every dtype, 0-d and empty") {
+  for (bool compressed : {false, true}) {
+    CAPTURE(compressed);
+    const fs::path p = out_dir() / (compressed ? "dezero_written_compressed.npz" : "dezero_written.npz");
+    utils::save_npz(p.string(), ours(), compressed);
+    CHECK_FALSE(fs::exists(p.string() + ".tmp"));
+    auto back = utils::load_npz(p.string());
+    auto want = ours();
+    REQUIRE(back.size() == want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      CHECK(back[i].first == want[i].first);
+      CHECK(back[i].second.dtype() == want[i].second.dtype());
+      CHECK(back[i].second.shape() == want[i].second.shape());
+      CHECK(utils::array_equal(back[i].second, want[i].second));
+    }
+  }
+  MESSAGE("check in NumPy: /usr/bin/python3 tools/make_npz_fixtures.py --check " << (out_dir() / "dezero_written.npz").string()
+                                                                                 << " " << (out_dir() / "dezero_written_compressed.npz").string());
+}
+
+TEST_CASE("npz: our writer is deterministic and matches the committed file NumPy checked") {
+  // tests/data/dezero_written.npz was written by save_npz(ours()) and verified with
+  // make_npz_fixtures.py --check; the writer must still produce the same bytes.
+  CHECK(utils::serialize_npz(ours(), false) == read_bytes(data_path("dezero_written.npz")));
+  check_fixture_arrays(utils::parse_npz(utils::serialize_npz(utils::load_npz(data_path("npz_savez.npz")), true)));
+}
+
+TEST_CASE("npz: .npy headers are 64-byte aligned like NumPy's") {
+  std::string npy = utils::serialize_npy(ones({3, 4}, float32));
+  CHECK(npy.compare(0, 8, std::string("\x93NUMPY\x01\x00", 8)) == 0);
+  CHECK(npy.size() == 128 + 48);  // 10-byte prefix + dict + padding = 128
+  CHECK(npy[127] == '\n');
+  CHECK(npy.find("{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }") == 10);
+}
+
+TEST_CASE("npz: bad names are refused") {
+  CHECK_THROWS_AS(utils::serialize_npz({{"a", ones({1})}, {"a", ones({1})}}), ValueError);
+  CHECK_THROWS_AS(utils::serialize_npz({{"", ones({1})}}), ValueError);
+}
+
+// --- weight files ------------------------------------------------------------------------------
+TEST_CASE("weights: DeZero's keys, and NumPy's MLP weights give NumPy's output") {
+  models::MLP model({3, 2});
+  model.load_weights(data_path("mlp_weights.npz"));  // lazy parameters take the file's arrays
+  std::vector<std::string> keys;
+  for (auto& [k, p] : model.named_params()) keys.push_back(k);
+  CHECK(keys == std::vector<std::string>{"l0/W", "l0/b", "l1/W", "l1/b"});
+  auto io = utils::load_npz(data_path("mlp_io.npz"));
+  Variable y = model(get(io, "x"));
+  CHECK(y.dtype() == float32);
+  CHECK(dzt::allclose(y.data(), get(io, "y"), 1e-5, 1e-6));
+}
+
+TEST_CASE("weights: save/load round trip is bit-identical; save leaves the model on its device") {
+  dzt::on_each_device([](Device dev) {
+    random::seed(3);
+    models::MLP a({5, 3});
+    a.to(dev);
+    a(random::randn({2, 4}, float32, dev));
+    const fs::path p = out_dir() / "mlp_roundtrip.npz";
+    a.save_weights(p.string());
+    for (auto& w : a.params()) CHECK(w.data().device() == dev);  // DeZero moved it to the CPU
+    CHECK_FALSE(fs::exists(p.string() + ".tmp"));
+
+    models::MLP b({5, 3});
+    b.to(dev);
+    b(random::randn({2, 4}, float32, dev));
+    b.load_weights(p.string());
+    CHECK(snapshot(a) == snapshot(b));
+    for (auto& w : b.params()) CHECK(w.data().device() == dev);
+    // DeZero's layout: keys l0/W ... as np.savez_compressed writes them.
+    auto file = utils::load_npz(p.string());
+    CHECK(file[0].first == "l0/W");
+    CHECK(file[3].first == "l1/b");
+  });
+}
+
+TEST_CASE("weights: a bad file throws and leaves the model exactly as it was") {
+  random::seed(4);
+  models::MLP model({3, 2});
+  model(random::randn({1, 4}, float32));
+  const auto before = snapshot(model);
+  const fs::path dir = out_dir();
+  auto good = utils::load_npz(data_path("mlp_weights.npz"));
+  auto variant = [&](const std::string& name, utils::NamedTensors arrays) {
+    const std::string p = (dir / name).string();
+    utils::save_npz(p, arrays);
+    return p;
+  };
+
+  utils::NamedTensors missing(good.begin(), good.end() - 1);
+  utils::NamedTensors extra = good;
+  extra.emplace_back("l2/W", ones({2, 2}));
+  utils::NamedTensors shape = good;
+  shape[2].second = ones({2, 3});
+  utils::NamedTensors dtype = good;
+  dtype[3].second = ones({2}, float64);
+  CHECK_THROWS_WITH_AS(model.load_weights(variant("missing.npz", missing)), doctest::Contains("l1/b"), ValueError);
+  CHECK_THROWS_WITH_AS(model.load_weights(variant("extra.npz", extra)), doctest::Contains("l2/W"), ValueError);
+  CHECK_THROWS_WITH_AS(model.load_weights(variant("shape.npz", shape)), doctest::Contains("l1/W"), ShapeError);
+  CHECK_THROWS_WITH_AS(model.load_weights(variant("dtype.npz", dtype)), doctest::Contains("float64"), DtypeError);
+
+  const std::string bytes = read_bytes(data_path("mlp_weights.npz"));
+  write_bytes((dir / "truncated.npz").string(), bytes.substr(0, bytes.size() - 30));
+  CHECK_THROWS_AS(model.load_weights((dir / "truncated.npz").string()), IOError);
+  std::string corrupt = bytes;
+  corrupt[bytes.size() / 3] = static_cast<char>(corrupt[bytes.size() / 3] ^ 0xff);
+  write_bytes((dir / "corrupt.npz").string(), corrupt);
+  CHECK_THROWS_AS(model.load_weights((dir / "corrupt.npz").string()), Error);
+  CHECK_THROWS_AS(model.load_weights((dir / "does_not_exist.npz").string()), IOError);
+
+  CHECK(snapshot(model) == before);  // bit-identical
+  model.load_weights(data_path("mlp_weights.npz"));
+  CHECK(snapshot(model) != before);
+}
+
+TEST_CASE("weights: saving a never-run lazy model is a clear error, and writes nothing") {
+  models::MLP model({3});
+  const fs::path p = out_dir() / "lazy.npz";
+  fs::remove(p);
+  CHECK_THROWS_WITH_AS(model.save_weights(p.string()), doctest::Contains("l0/W"), ValueError);
+  CHECK_FALSE(fs::exists(p));
+}
+
+TEST_CASE("weights: a save that fails leaves the previous file intact") {
+  random::seed(5);
+  models::MLP model({2});
+  model(random::randn({1, 3}, float32));
+  const fs::path p = out_dir() / "keep.npz";
+  model.save_weights(p.string());
+  const std::string before = read_bytes(p.string());
+  const fs::path tmp = p.string() + ".tmp";
+  fs::create_directories(tmp);  // the temporary file cannot be created
+  Tensor w = model.params()[0].data();
+  w.fill_(7.0);
+  CHECK_THROWS_AS(model.save_weights(p.string()), IOError);
+  CHECK(read_bytes(p.string()) == before);
+  fs::remove(tmp);
+  model.save_weights(p.string());  // and a later save replaces it
+  CHECK(read_bytes(p.string()) != before);
+}

@@ -1,0 +1,333 @@
+// test_optimizers.cpp - the five update rules against hand-written float64 steps,
+// hooks (WeightDecay = L2 term in the loss, ClipGrad, FreezeParam), no allocation
+// after the first step, and state files that resume a run exactly.
+#include <cmath>
+#include <filesystem>
+
+#include "test_util.hpp"
+
+using namespace dezero;
+namespace F = dezero::F;
+namespace L = dezero::L;
+namespace O = dezero::optimizers;
+
+namespace {
+
+const std::vector<double> W0{1.0, -2.0, 3.0}, G{0.5, -1.0, 2.0};
+
+// Runs `steps` updates of a single float64 parameter W0 with the constant gradient G.
+std::vector<double> run_rule(O::Optimizer& opt, int steps, Device dev = Device::cpu()) {
+  Parameter w(array(W0, float64, dev));
+  opt.setup(std::vector<Parameter>{w});
+  for (int i = 0; i < steps; ++i) {
+    w.set_grad(Variable(array(G, float64, dev)));
+    opt.update();
+  }
+  return w.data().to_vector<double>();
+}
+
+void check_close(const std::vector<double>& a, const std::vector<double>& b, double tol = 1e-14) {
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) CHECK(a[i] == doctest::Approx(b[i]).epsilon(tol));
+}
+
+std::vector<std::vector<double>> snapshot(const L::Layer& m) {
+  std::vector<std::vector<double>> out;
+  for (auto& p : m.params()) out.push_back(p.data().to_vector<double>());
+  return out;
+}
+
+Variable loss_of(models::MLP& m, const Tensor& x, const Tensor& t) {
+  Variable d = m(x) - t;
+  return F::sum(d * d) / static_cast<double>(x.len());
+}
+
+void train(models::MLP& m, O::Optimizer& opt, const Tensor& x, const Tensor& t, int steps) {
+  for (int i = 0; i < steps; ++i) {
+    Variable loss = loss_of(m, x, t);
+    m.cleargrads();
+    loss.backward();
+    opt.update();
+  }
+}
+
+std::filesystem::path out_dir() {
+  auto d = std::filesystem::temp_directory_path() / "dezero_test_optimizers";
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+}  // namespace
+
+// --- update rules ---------------------------------------------------------------------------------
+TEST_CASE("SGD: W -= lr * g") {
+  dzt::on_each_device([](Device dev) {
+    O::SGD opt(0.1);
+    check_close(run_rule(opt, 1, dev), {0.95, -1.9, 2.8});
+  });
+}
+
+TEST_CASE("MomentumSGD: v = momentum v - lr g; W += v") {
+  dzt::on_each_device([](Device dev) {
+    O::MomentumSGD opt(0.1, 0.9);
+    // v1 = -0.1 g; v2 = 0.9 v1 - 0.1 g = -0.19 g; W2 = W0 - 0.29 g
+    check_close(run_rule(opt, 2, dev), {0.855, -1.71, 2.42});
+  });
+}
+
+TEST_CASE("AdaGrad: h += g^2; W -= lr g / (sqrt(h) + eps)") {
+  dzt::on_each_device([](Device dev) {
+    O::AdaGrad opt(0.1, 1e-8);
+    std::vector<double> want = W0;
+    double h[3] = {0, 0, 0};
+    for (int s = 0; s < 2; ++s)
+      for (int i = 0; i < 3; ++i) {
+        h[i] += G[i] * G[i];
+        want[i] -= 0.1 * G[i] / (std::sqrt(h[i]) + 1e-8);
+      }
+    check_close(run_rule(opt, 2, dev), want);
+    // step 1 moves every weight by about lr against its gradient's sign
+    O::AdaGrad one(0.1, 1e-8);
+    check_close(run_rule(one, 1, dev), {0.9, -1.9, 2.9}, 1e-7);
+  });
+}
+
+TEST_CASE("AdaDelta: DeZero's rule") {
+  dzt::on_each_device([](Device dev) {
+    O::AdaDelta opt(0.95, 1e-6);
+    std::vector<double> want = W0;
+    double msg[3] = {0, 0, 0}, msdx[3] = {0, 0, 0};
+    for (int s = 0; s < 3; ++s)
+      for (int i = 0; i < 3; ++i) {
+        msg[i] = 0.95 * msg[i] + 0.05 * G[i] * G[i];
+        double dx = std::sqrt((msdx[i] + 1e-6) / (msg[i] + 1e-6)) * G[i];
+        msdx[i] = 0.95 * msdx[i] + 0.05 * dx * dx;
+        want[i] -= dx;
+      }
+    check_close(run_rule(opt, 3, dev), want);
+  });
+}
+
+TEST_CASE("Adam: bias-corrected lr = alpha sqrt(1 - b2^t) / (1 - b1^t), eps outside") {
+  dzt::on_each_device([](Device dev) {
+    O::Adam opt(0.001, 0.9, 0.999, 1e-8);
+    std::vector<double> want = W0;
+    double m[3] = {0, 0, 0}, v[3] = {0, 0, 0};
+    for (int t = 1; t <= 3; ++t) {
+      double lr = 0.001 * std::sqrt(1 - std::pow(0.999, t)) / (1 - std::pow(0.9, t));
+      for (int i = 0; i < 3; ++i) {
+        m[i] += (1 - 0.9) * (G[i] - m[i]);
+        v[i] += (1 - 0.999) * (G[i] * G[i] - v[i]);
+        want[i] -= lr * m[i] / (std::sqrt(v[i]) + 1e-8);
+      }
+    }
+    check_close(run_rule(opt, 3, dev), want);
+    CHECK(opt.t() == 3);
+    CHECK(opt.lr() == doctest::Approx(0.001 * std::sqrt(1 - std::pow(0.999, 3)) / (1 - std::pow(0.9, 3))));
+    O::Adam one;
+    check_close(run_rule(one, 1, dev), {0.999, -1.999, 2.999}, 1e-7);  // first step ~ alpha * sign(g)
+  });
+}
+
+TEST_CASE("Optimizer: float32 weights with float64 gradients (float64 data), no target, empty hook") {
+  random::seed(0);
+  L::Linear l(2);
+  O::SGD opt(0.5);
+  opt.setup(l);
+  Variable y = l(random::rand({4, 3}));  // float64 input through float32 weights
+  F::sum(y).backward();
+  const Tensor before = l.W.data().copy();
+  opt.update();
+  CHECK(l.W.data().dtype() == float32);
+  CHECK(dzt::allclose(l.W.data(), before - l.W.grad().data().astype(float32) * 0.5));
+  O::SGD none;
+  CHECK_THROWS_AS(none.update(), ValueError);
+  CHECK_THROWS_AS(none.add_hook(O::Hook()), ValueError);
+}
+
+// --- no allocation after the first step ------------------------------------------------------------
+TEST_CASE("Optimizer: a step allocates no tensor memory after the first one") {
+  random::seed(9);
+  Tensor x = random::randn({4, 5}, float32), t = random::randn({4, 3}, float32);
+  auto check = [&](O::Optimizer& opt, const std::string& name) {
+    CAPTURE(name);
+    models::MLP m({8, 3});
+    opt.setup(m);
+    for (int step = 0; step < 3; ++step) {
+      Variable loss = loss_of(m, x, t);
+      m.cleargrads();
+      loss.backward();
+      const auto before = Storage::allocation_count();
+      opt.update();
+      const auto allocated = Storage::allocation_count() - before;
+      if (step == 0) MESSAGE(name << ": first update allocated " << allocated << " state tensors");
+      else CHECK(allocated == 0);
+    }
+  };
+  O::SGD sgd;
+  O::MomentumSGD momentum;
+  O::AdaGrad adagrad;
+  O::AdaDelta adadelta;
+  O::Adam adam;
+  O::Adam adam_wd;
+  adam_wd.add_hook(O::WeightDecay(1e-4));
+  check(sgd, "SGD");
+  check(momentum, "MomentumSGD");
+  check(adagrad, "AdaGrad");
+  check(adadelta, "AdaDelta");
+  check(adam, "Adam");
+  check(adam_wd, "Adam + WeightDecay");
+}
+
+// --- hooks ------------------------------------------------------------------------------------------
+TEST_CASE("WeightDecay: the same update as adding rate/2 * sum(W^2) to the loss (test_weight_decay.py)") {
+  // DeZero's test uses softmax_cross_entropy; any loss shows the equivalence.
+  random::seed(0);
+  const double rate = 0.4;
+  Tensor x = random::rand({10, 2});
+  L::Linear layer(3, true, float64, 2);
+  O::SGD opt;  // lr 0.01
+
+  layer.W.set_data(ones({2, 3}, float64));
+  opt.setup(layer);
+  opt.add_hook(O::WeightDecay(rate));
+  Variable y = layer(x);
+  Variable loss = F::sum(F::sin(y)) / 10.0;
+  layer.cleargrads();
+  loss.backward();
+  opt.update();
+  Tensor W0 = layer.W.data().copy();
+
+  layer.W.set_data(ones({2, 3}, float64));
+  opt.clear_hooks();
+  y = layer(x);
+  loss = F::sum(F::sin(y)) / 10.0 + rate / 2.0 * F::sum(layer.W * layer.W);
+  layer.cleargrads();
+  loss.backward();
+  opt.update();
+  CHECK(dzt::allclose(W0, layer.W.data(), 1e-12, 1e-14));
+}
+
+TEST_CASE("WeightDecay: a gradient shared by two parameters is not decayed twice") {
+  Parameter a(array({1.0, 2.0, 3.0})), b(array({-1.0, 0.5, 4.0}));
+  F::sum(a + b).backward();  // add's backward hands one gradient to both inputs
+  MESSAGE("a and b share one gradient node: " << a.grad().is_same(b.grad()));
+  O::SGD opt(1.0);
+  opt.setup(std::vector<Parameter>{a, b});
+  opt.add_hook(O::WeightDecay(0.5));
+  opt.update();
+  // W -= 1 * (1 + 0.5 W)
+  CHECK(a.data().to_vector<double>() == std::vector<double>{-0.5, -0.0, 0.5});
+  CHECK(b.data().to_vector<double>() == std::vector<double>{-1.5, -0.75, 1.0});
+}
+
+TEST_CASE("ClipGrad: scales all gradients by max_norm / (global norm + 1e-6) when that is < 1") {
+  Parameter p(array({0.0})), q(array({0.0}));
+  O::SGD opt(1.0);
+  opt.setup(std::vector<Parameter>{p, q});
+  opt.add_hook(O::ClipGrad(1.0));
+  p.set_grad(Variable(array({3.0})));
+  q.set_grad(Variable(array({4.0})));
+  opt.update();
+  const double rate = 1.0 / (5.0 + 1e-6);
+  CHECK(p.data().item<double>() == doctest::Approx(-3.0 * rate).epsilon(1e-15));
+  CHECK(q.data().item<double>() == doctest::Approx(-4.0 * rate).epsilon(1e-15));
+
+  O::SGD loose(1.0);
+  loose.setup(std::vector<Parameter>{p, q});
+  loose.add_hook(O::ClipGrad(10.0));
+  p.set_data(array({0.0}));
+  p.set_grad(Variable(array({3.0})));
+  q.set_grad(Variable(array({4.0})));
+  loose.update();
+  CHECK(p.data().item<double>() == -3.0);
+}
+
+TEST_CASE("FreezeParam: frozen layers and parameters are skipped (DeZero crashed)") {
+  random::seed(3);
+  models::MLP m({4, 2});
+  Tensor x = random::randn({3, 5}, float32), t = random::randn({3, 2}, float32);
+  loss_of(m, x, t);  // create the lazy weights
+  O::SGD opt(0.1);
+  opt.setup(m);
+  opt.add_hook(O::FreezeParam(m.layers[0], m.layers[1]->b));
+  const auto before = snapshot(m);
+  train(m, opt, x, t, 2);
+  const auto after = snapshot(m);
+  CHECK(after[0] == before[0]);  // l0/W
+  CHECK(after[1] == before[1]);  // l0/b
+  CHECK(after[2] != before[2]);  // l1/W trains
+  CHECK(after[3] == before[3]);  // l1/b
+}
+
+// --- state files --------------------------------------------------------------------------------------
+namespace {
+template <class Opt>
+void check_resume(const std::string& name) {
+  CAPTURE(name);
+  random::seed(11);
+  Tensor x = random::randn({6, 3}, float32), t = random::randn({6, 2}, float32);
+  models::MLP a({5, 2});
+  Opt oa;
+  oa.setup(a);
+  train(a, oa, x, t, 3);
+  const auto dir = out_dir();
+  const std::string wpath = (dir / "w.npz").string(), spath = (dir / "state.npz").string();
+  a.save_weights(wpath);
+  oa.save_state(spath);
+  train(a, oa, x, t, 3);
+
+  models::MLP b({5, 2});
+  b.load_weights(wpath);
+  Opt ob;
+  ob.setup(b);
+  ob.load_state(spath);
+  CHECK(ob.t() == 3);
+  train(b, ob, x, t, 3);
+  CHECK(snapshot(a) == snapshot(b));  // bit-identical
+
+  models::MLP c({5, 2});  // without the state the run differs
+  c.load_weights(wpath);
+  Opt oc;
+  oc.setup(c);
+  train(c, oc, x, t, 3);
+  CHECK(snapshot(a) != snapshot(c));
+}
+}  // namespace
+
+TEST_CASE("Optimizer state: save_state / load_state resume a run exactly") {
+  check_resume<O::MomentumSGD>("MomentumSGD");
+  check_resume<O::AdaGrad>("AdaGrad");
+  check_resume<O::AdaDelta>("AdaDelta");
+  check_resume<O::Adam>("Adam");
+}
+
+TEST_CASE("Optimizer state: a file that does not fit the target throws and changes nothing") {
+  random::seed(12);
+  Tensor x = random::randn({2, 3}, float32), t = random::randn({2, 2}, float32);
+  models::MLP small({4, 2}), big({6, 2});
+  O::Adam os, ob;
+  os.setup(small);
+  ob.setup(big);
+  train(small, os, x, t, 2);
+  train(big, ob, x, t, 1);
+  const std::string p = (out_dir() / "small_state.npz").string();
+  os.save_state(p);
+  CHECK_THROWS_AS(ob.load_state(p), ShapeError);
+  CHECK(ob.t() == 1);
+  // the untouched state still trains identically to a twin that never saw the bad file
+  const std::string wq = (out_dir() / "big_w.npz").string(), sq = (out_dir() / "big_state.npz").string();
+  big.save_weights(wq);
+  ob.save_state(sq);
+  models::MLP twin({6, 2});
+  twin.load_weights(wq);
+  O::Adam ot;
+  ot.setup(twin);
+  ot.load_state(sq);
+  train(big, ob, x, t, 2);
+  train(twin, ot, x, t, 2);
+  CHECK(snapshot(big) == snapshot(twin));
+  O::SGD sgd;
+  sgd.setup(big);
+  CHECK_THROWS_AS(sgd.load_state(p), ValueError);  // SGD has no "p0/m"
+}
