@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""bench/compare_pytorch.py - W1 and W3 in PyTorch next to dezero-cpp's benchmarks.
+
+Runs the same two workloads as bench/w1_mlp_epoch and bench/w3_overhead in
+PyTorch (when it is installed, e.g. Debian's python3-torch) and our programs,
+then prints the figures side by side with the ratio PyTorch / dezero-cpp.
+
+  python3 bench/compare_pytorch.py [--build build] [--device cpu|cuda] [--threads 2] [--only w1|w3]
+"""
+import argparse
+import re
+import subprocess
+import sys
+import time
+
+
+def torch_w1(torch, device, epochs=1):
+    N, D, B = 60000, 784, 100
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(N, D, generator=g).to(device)
+    T = torch.randint(0, 10, (N,), generator=g).to(device)
+    model = torch.nn.Sequential(torch.nn.Linear(784, 1000), torch.nn.ReLU(), torch.nn.Linear(1000, 1000),
+                                torch.nn.ReLU(), torch.nn.Linear(1000, 10)).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    lossf = torch.nn.CrossEntropyLoss()
+    secs = []
+    for _ in range(epochs):
+        t0 = time.perf_counter()
+        perm = torch.randperm(N, generator=g).to(device)
+        for i in range(N // B):
+            idx = perm[i * B:(i + 1) * B]
+            loss = lossf(model(X[idx]), T[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        loss.item()
+        secs.append(time.perf_counter() - t0)
+    return min(secs)
+
+
+def torch_w3(torch, device, steps=20000):
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(100, 2, generator=g).to(device)
+    t = (torch.sin(x[:, :1] * 6.28) + torch.rand(100, 1, generator=g).to(device))
+    model = torch.nn.Sequential(torch.nn.Linear(2, 10), torch.nn.Sigmoid(), torch.nn.Linear(10, 1)).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.2)
+
+    def step():
+        loss = ((model(x) - t) ** 2).sum() / len(x)  # DeZero's mean_squared_error
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    for _ in range(1000):
+        step()
+    times = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(steps // 5):
+            loss = step()
+        loss.item()
+        times.append((time.perf_counter() - t0) / (steps // 5) * 1e6)
+    return sorted(times)[2]
+
+
+def ours(build, prog, device):
+    out = subprocess.run([f"{build}/bench/{prog}", "--device", device], capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"{prog} failed: {out.stderr}")
+    print(out.stdout.strip())
+    return out.stdout
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--only", choices=["w1", "w3"])
+    a = ap.parse_args()
+    try:
+        import torch
+    except ImportError:
+        torch = None
+        print("PyTorch is not installed: showing dezero-cpp's figures only")
+    if torch is not None:
+        torch.set_num_threads(a.threads)
+        print(f"PyTorch {torch.__version__}, {a.threads} threads, device {a.device}")
+    dev = "cuda" if a.device == "cuda" else "cpu"
+    rows = []
+    if a.only in (None, "w1"):
+        s = ours(a.build, "w1_mlp_epoch", a.device)
+        ours_s = float(re.search(r"epoch 1: ([0-9.e+-]+) s", s).group(1))
+        theirs = torch_w1(torch, dev) if torch else None
+        rows.append(("W1 epoch (s)", ours_s, theirs))
+    if a.only in (None, "w3"):
+        s = ours(a.build, "w3_overhead", a.device)
+        ours_us = float(re.search(r"median ([0-9.e+-]+) us", s).group(1))
+        theirs = torch_w3(torch, dev) if torch else None
+        rows.append(("W3 step (us)", ours_us, theirs))
+    print(f"{'workload':<14}{'dezero-cpp':>12}{'PyTorch':>12}{'PyTorch/ours':>14}")
+    for name, o, t in rows:
+        ts = f"{t:12.3f}" if t is not None else f"{'-':>12}"
+        r = f"{t / o:14.2f}" if t is not None else f"{'-':>14}"
+        print(f"{name:<14}{o:12.3f}{ts}{r}")
+
+
+if __name__ == "__main__":
+    main()
