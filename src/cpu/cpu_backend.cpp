@@ -484,8 +484,9 @@ class CpuBackend final : public Backend {
 }  // namespace
 
 Backend& cpu_backend() {
-  static CpuBackend b;
-  return b;
+  // Never destroyed: tensors in static storage may be freed after main returns.
+  static CpuBackend* b = new CpuBackend;
+  return *b;
 }
 
 }  // namespace dezero::detail
