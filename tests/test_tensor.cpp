@@ -3,6 +3,9 @@
 // NumPy indexing and scatter_add, concatenate / stack / take, astype, printing,
 // and the seeded random stream. Reference values come from NumPy (tests/data,
 // written by tools/make_fixtures.py). Op tests run on every available device.
+#include <cmath>
+
+#include "../src/tensor_impl.hpp"  // detail::matmul_t (transpose flags)
 #include "fixtures.hpp"
 #include "test_util.hpp"
 
@@ -223,6 +226,65 @@ TEST_CASE("tensor: matmul 2-d, 1-d and batched N-d vs NumPy") {
 }
 
 // --- transpose ------------------------------------------------------------------------------
+// Products big enough to be split across threads (column or row slabs, batched), with
+// every transpose flag of the internal matmul_t, against a naive double-precision loop.
+TEST_CASE("tensor: large and batched products, every transpose flag, vs a naive loop") {
+  random::seed(3);
+  struct Case { std::int64_t batch, m, n, k; };
+  for (Case cs : {Case{1, 100, 1000, 40}, Case{1, 1000, 50, 60}, Case{3, 130, 170, 90}, Case{1, 33, 47, 2000}})
+    for (int flags = 0; flags < 8; ++flags) {
+      bool ta = flags & 1, tb = flags & 2, with_bias = flags & 4;
+      bool batched = cs.batch > 1;
+      if (batched && (ta || tb || with_bias)) continue;  // matmul_t is 2-d; batched goes through matmul
+      auto shape = [&](std::int64_t r, std::int64_t c) { return batched ? Shape{cs.batch, r, c} : Shape{r, c}; };
+      Tensor a = random::randn(ta ? shape(cs.k, cs.m) : shape(cs.m, cs.k)).astype(float32);
+      Tensor b = random::randn(tb ? shape(cs.n, cs.k) : shape(cs.k, cs.n)).astype(float32);
+      Tensor bias = random::randn({cs.n}).astype(float32);
+      Tensor c = batched ? matmul(a, b) : detail::matmul_t(a, b, ta, tb, with_bias ? bias : Tensor());
+      REQUIRE(c.shape() == shape(cs.m, cs.n));
+      std::vector<float> av = a.to_vector<float>(), bv = b.to_vector<float>(), cv = c.to_vector<float>();
+      std::vector<float> biv = bias.to_vector<float>();
+      double worst = 0;
+      for (std::int64_t q = 0; q < cs.batch; ++q)
+        for (std::int64_t i = 0; i < cs.m; ++i)
+          for (std::int64_t j = 0; j < cs.n; ++j) {
+            double acc = with_bias ? biv[j] : 0.0;
+            for (std::int64_t l = 0; l < cs.k; ++l) {
+              double x = ta ? av[(q * cs.k + l) * cs.m + i] : av[(q * cs.m + i) * cs.k + l];
+              double y = tb ? bv[(q * cs.n + j) * cs.k + l] : bv[(q * cs.k + l) * cs.n + j];
+              acc += x * y;
+            }
+            worst = std::max(worst, std::abs(acc - cv[(q * cs.m + i) * cs.n + j]));
+          }
+      INFO("batch " << cs.batch << " m " << cs.m << " n " << cs.n << " k " << cs.k << " ta " << ta << " tb " << tb
+                    << " bias " << with_bias);
+      CHECK(worst < 1e-3 * std::sqrt(double(cs.k)));
+    }
+}
+
+// float32 exp / log / tanh / sigmoid take a SIMD path on the host: they stay within a
+// few float32 ulp of the float64 (libm) values, over the whole range and at the ends.
+TEST_CASE("tensor: float32 transcendental functions match float64 to float32 precision") {
+  std::vector<double> xs;
+  for (int i = 0; i <= 4000; ++i) xs.push_back(-40.0 + 80.0 * i / 4000.0);
+  Tensor x64 = array(xs), x32 = x64.astype(float32);
+  Tensor pos64 = abs(x64) + 1e-3, pos32 = pos64.astype(float32);
+  struct Op { const char* name; Tensor y32, y64; };
+  for (const Op& op : {Op{"exp", exp(x32 * 0.5f), exp(x32.astype(float64) * 0.5)},
+                       Op{"tanh", tanh(x32), tanh(x32.astype(float64))},
+                       Op{"sigmoid", sigmoid(x32), sigmoid(x32.astype(float64))},
+                       Op{"log", log(pos32), log(pos32.astype(float64))}}) {
+    CHECK(op.y32.dtype() == float32);
+    std::vector<float> a = op.y32.to_vector<float>();
+    std::vector<double> b = op.y64.to_vector<double>();
+    double worst = 0;
+    for (std::size_t i = 0; i < a.size(); ++i)
+      worst = std::max(worst, std::abs(a[i] - b[i]) / (std::abs(b[i]) * 1.2e-7 + 1e-7));
+    INFO(op.name << ": worst error " << worst << " (units of 1.2e-7 relative + 1e-7 absolute)");
+    CHECK(worst <= 8.0);
+  }
+}
+
 TEST_CASE("tensor: transpose with and without axes") {
   dzt::on_each_device([](Device dev) {
     Tensor t = T_("tr_x", dev);

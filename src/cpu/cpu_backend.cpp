@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 #include <omp.h>
+#include <type_traits>
 
 #include "backend.hpp"
 #include "kernels/ops.hpp"
@@ -23,8 +24,18 @@ namespace {
 
 constexpr std::int64_t kParallelMin = 1 << 15;  // elements below which we stay single-threaded
 
-#define DZ_PRAGMA(x) _Pragma(#x)
-#define DZ_OMP_FOR(n) DZ_PRAGMA(omp parallel for schedule(static) if ((n) >= kParallelMin))
+// body(i) for i in [0, n): on OpenMP threads when `work` is large, else on the calling
+// thread without entering the OpenMP runtime at all (an `omp parallel if(false)`
+// region still costs a futex wake-up per call: a third of W3's step time).
+template <class Body>
+inline void par_for(std::int64_t work, std::int64_t n, Body&& body) {
+  if (work >= kParallelMin && n > 1 && !omp_in_parallel()) {
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) body(i);
+  } else {
+    for (std::int64_t i = 0; i < n; ++i) body(i);
+  }
+}
 
 // --- strided iteration: all views share the shape of v[0]; the last axis is the inner loop
 template <int NV, class Inner>
@@ -61,12 +72,39 @@ void for_each_row(const Strided* v[NV], Inner inner) {
 
 template <class T, class F>
 void unary_loop(const T* x, T* y, std::int64_t n, T a, F f) {
-  DZ_OMP_FOR(n)
-  for (std::int64_t i = 0; i < n; ++i) y[i] = f(x[i], a);
+  par_for(n, n, [&](std::int64_t i) { y[i] = f(x[i], a); });
+}
+
+// float32 exp / log / tanh / sigmoid through Eigen's SIMD versions (1-3 ulp from libm's):
+// a scalar tanhf call per element was a quarter of W3's step. float64 keeps libm, so
+// the book's float64 values stay exactly NumPy's.
+bool unary_simd(UnaryOp op, const float* x, float* y, std::int64_t n) {
+  constexpr std::int64_t kChunk = 4096;
+  auto run = [&](auto f) {
+    std::int64_t chunks = (n + kChunk - 1) / kChunk;
+    par_for(n, chunks, [&](std::int64_t c) {
+      std::int64_t lo = c * kChunk, len = std::min(kChunk, n - lo);
+      Eigen::Map<const Eigen::ArrayXf> xs(x + lo, len);
+      Eigen::Map<Eigen::ArrayXf> ys(y + lo, len);
+      f(xs, ys);
+    });
+  };
+  switch (op) {
+    case UnaryOp::Exp: run([](const auto& xs, auto& ys) { ys = xs.exp(); }); return true;
+    case UnaryOp::Log: run([](const auto& xs, auto& ys) { ys = xs.log(); }); return true;
+    case UnaryOp::Tanh: run([](const auto& xs, auto& ys) { ys = xs.tanh(); }); return true;
+    case UnaryOp::Sigmoid:  // DeZero's form: 0.5 tanh(0.5 x) + 0.5
+      run([](const auto& xs, auto& ys) { ys = (xs * 0.5f).tanh() * 0.5f + 0.5f; });
+      return true;
+    default: return false;
+  }
 }
 
 template <class T>
 void unary_typed(UnaryOp op, const T* x, T* y, std::int64_t n, T a) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (n >= 16 && unary_simd(op, x, y, n)) return;
+  }
   switch (op) {
 #define DZ_CASE(OP) case UnaryOp::OP: unary_loop(x, y, n, a, kernels::Unary<UnaryOp::OP>{}); break;
     DZ_CASE(Neg) DZ_CASE(Exp) DZ_CASE(Log) DZ_CASE(Sin) DZ_CASE(Cos) DZ_CASE(Tanh) DZ_CASE(Sqrt) DZ_CASE(Abs)
@@ -85,20 +123,17 @@ void binary_loop(const T* a, const Strided& sa, const T* b, const Strided& sb, T
   bool ca = nd == 1 && sa.strides[0] == 1, cb = nd == 1 && sb.strides[0] == 1;
   bool za = nd == 1 && sa.strides[0] == 0, zb = nd == 1 && sb.strides[0] == 0;
   if (nd <= 1 && ca && cb) {
-    DZ_OMP_FOR(n)
-    for (std::int64_t i = 0; i < n; ++i) y[i] = f(a[i], b[i]);
+    par_for(n, n, [&](std::int64_t i) { y[i] = f(a[i], b[i]); });
     return;
   }
   if (nd <= 1 && ca && zb) {
     T bv = b[0];
-    DZ_OMP_FOR(n)
-    for (std::int64_t i = 0; i < n; ++i) y[i] = f(a[i], bv);
+    par_for(n, n, [&](std::int64_t i) { y[i] = f(a[i], bv); });
     return;
   }
   if (nd <= 1 && za && cb) {
     T av = a[0];
-    DZ_OMP_FOR(n)
-    for (std::int64_t i = 0; i < n; ++i) y[i] = f(av, b[i]);
+    par_for(n, n, [&](std::int64_t i) { y[i] = f(av, b[i]); });
     return;
   }
   const Strided* v[3] = {&so, &sa, &sb};
@@ -211,26 +246,64 @@ using ConstMap = Eigen::Map<const RowMat<T>, 0, Eigen::OuterStride<>>;
 template <class T>
 using MutMap = Eigen::Map<RowMat<T>, 0, Eigen::OuterStride<>>;
 
+// One GEMM on the calling thread: C = alpha op(A) op(B) + beta C, row-major views.
+template <class T>
+void gemm_one(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a, std::int64_t lda,
+              const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc) {
+  ConstMap<T> A(a, ta ? k : m, ta ? m : k, Eigen::OuterStride<>(lda));
+  ConstMap<T> B(b, tb ? n : k, tb ? k : n, Eigen::OuterStride<>(ldb));
+  MutMap<T> C(c, m, n, Eigen::OuterStride<>(ldc));
+  if (beta == T(0)) {
+    if (!ta && !tb) C.noalias() = alpha * (A * B);
+    else if (ta && !tb) C.noalias() = alpha * (A.transpose() * B);
+    else if (!ta && tb) C.noalias() = alpha * (A * B.transpose());
+    else C.noalias() = alpha * (A.transpose() * B.transpose());
+  } else {
+    if (beta != T(1)) C *= beta;
+    if (!ta && !tb) C.noalias() += alpha * (A * B);
+    else if (ta && !tb) C.noalias() += alpha * (A.transpose() * B);
+    else if (!ta && tb) C.noalias() += alpha * (A * B.transpose());
+    else C.noalias() += alpha * (A.transpose() * B.transpose());
+  }
+}
+
+// Threads split C into independent slabs (columns when n >= m, else rows), each
+// computed by a single-threaded Eigen GEMM. Eigen's own parallel GEMM shares packed
+// panels between threads and spins on them; on the skinny products of a training
+// step (batch 100: (100, 784) x (784, 1000) and friends) the slabs are faster and
+// degrade gracefully when the cores are shared. Inside an OpenMP region Eigen runs
+// single-threaded by itself.
+constexpr double kGemmParallelFlops = 1 << 21;
+
 template <class T>
 void gemm_typed(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a,
                 std::int64_t lda, std::int64_t sa, const T* b, std::int64_t ldb, std::int64_t sb, T beta, T* c,
                 std::int64_t ldc, std::int64_t sc, std::int64_t batch) {
-  for (std::int64_t i = 0; i < batch; ++i) {
-    ConstMap<T> A(a + i * sa, ta ? k : m, ta ? m : k, Eigen::OuterStride<>(lda));
-    ConstMap<T> B(b + i * sb, tb ? n : k, tb ? k : n, Eigen::OuterStride<>(ldb));
-    MutMap<T> C(c + i * sc, m, n, Eigen::OuterStride<>(ldc));
-    if (beta == T(0)) {
-      if (!ta && !tb) C.noalias() = alpha * (A * B);
-      else if (ta && !tb) C.noalias() = alpha * (A.transpose() * B);
-      else if (!ta && tb) C.noalias() = alpha * (A * B.transpose());
-      else C.noalias() = alpha * (A.transpose() * B.transpose());
-    } else {
-      if (beta != T(1)) C *= beta;
-      if (!ta && !tb) C.noalias() += alpha * (A * B);
-      else if (ta && !tb) C.noalias() += alpha * (A.transpose() * B);
-      else if (!ta && tb) C.noalias() += alpha * (A * B.transpose());
-      else C.noalias() += alpha * (A.transpose() * B.transpose());
-    }
+  int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  double flops = 2.0 * double(m) * double(n) * double(k);
+  if (threads <= 1 || flops < kGemmParallelFlops) {
+    for (std::int64_t i = 0; i < batch; ++i)
+      gemm_one<T>(ta, tb, m, n, k, alpha, a + i * sa, lda, b + i * sb, ldb, beta, c + i * sc, ldc);
+    return;
+  }
+  // Work items: batch x slabs, slab edges aligned to 16 elements (a SIMD register of floats).
+  bool by_cols = n >= m;
+  std::int64_t len = by_cols ? n : m;
+  std::int64_t slabs = std::max<std::int64_t>(1, std::min<std::int64_t>(threads, len / 16));
+  if (batch >= threads) slabs = 1;
+  std::int64_t items = batch * slabs;
+#pragma omp parallel for schedule(static) num_threads(static_cast<int>(std::min<std::int64_t>(threads, items)))
+  for (std::int64_t it = 0; it < items; ++it) {
+    std::int64_t i = it / slabs, s = it % slabs;
+    std::int64_t lo = (len * s / slabs) / 16 * 16, hi = s == slabs - 1 ? len : (len * (s + 1) / slabs) / 16 * 16;
+    if (hi <= lo) continue;
+    const T* ai = a + i * sa;
+    const T* bi = b + i * sb;
+    T* ci = c + i * sc;
+    if (by_cols)  // C[:, lo:hi] = op(A) op(B)[:, lo:hi]
+      gemm_one<T>(ta, tb, m, hi - lo, k, alpha, ai, lda, tb ? bi + lo * ldb : bi + lo, ldb, beta, ci + lo, ldc);
+    else  // C[lo:hi, :] = op(A)[lo:hi, :] op(B)
+      gemm_one<T>(ta, tb, hi - lo, n, k, alpha, ta ? ai + lo : ai + lo * lda, lda, bi, ldb, beta, ci + lo * ldc, ldc);
   }
 }
 
@@ -321,8 +394,7 @@ class CpuBackend final : public Backend {
     DEZERO_DISPATCH(dt, T, {
       T* p = static_cast<T*>(dst);
       T v = static_cast<T>(value);
-      DZ_OMP_FOR(n)
-      for (std::int64_t i = 0; i < n; ++i) p[i] = v;
+      par_for(n, n, [&](std::int64_t i) { p[i] = v; });
     })
   }
   void synchronize() override {}
@@ -332,8 +404,7 @@ class CpuBackend final : public Backend {
       DEZERO_DISPATCH(to, D, {
         const S* s = static_cast<const S*>(x);
         D* d = static_cast<D*>(y);
-        DZ_OMP_FOR(n)
-        for (std::int64_t i = 0; i < n; ++i) d[i] = static_cast<D>(s[i]);
+        par_for(n, n, [&](std::int64_t i) { d[i] = static_cast<D>(s[i]); });
       })
     })
   }
@@ -410,8 +481,7 @@ class CpuBackend final : public Backend {
     DEZERO_DISPATCH(dt, T, {
       const T* s = static_cast<const T*>(src);
       T* d = static_cast<T*>(dst);
-      DZ_OMP_FOR(n)
-      for (std::int64_t i = 0; i < n; ++i) d[i] = s[off[i]];
+      par_for(n, n, [&](std::int64_t i) { d[i] = s[off[i]]; });
     })
   }
   void scatter_add(DType dt, const void* src, const std::int64_t* off, void* dst, std::int64_t n) override {
@@ -427,8 +497,7 @@ class CpuBackend final : public Backend {
     const char* s = static_cast<const char*>(src);
     char* d = static_cast<char*>(dst);
     // memory-bound: threads only pay off for large gathers
-    DZ_OMP_FOR(rows * cols / 32)
-    for (std::int64_t i = 0; i < rows; ++i) std::memcpy(d + i * row_bytes, s + idx[i] * row_bytes, row_bytes);
+    par_for(rows * cols / 32, rows, [&](std::int64_t i) { std::memcpy(d + i * row_bytes, s + idx[i] * row_bytes, row_bytes); });
   }
 
   void softmax(DType dt, const void* x, void* y, std::int64_t outer, std::int64_t c, std::int64_t inner,
@@ -452,9 +521,7 @@ class CpuBackend final : public Backend {
   void optimizer_update(UpdateRule rule, DType dt, void* param, const void* grad, void* s1, void* s2,
                         std::int64_t n, const UpdateArgs& args) override {
     auto run = [&](auto* p, const auto* g, auto* a, auto* b) {
-      DZ_OMP_FOR(n)
-      for (std::int64_t i = 0; i < n; ++i)
-        kernels::update_apply(rule, p[i], g[i], a ? a + i : nullptr, b ? b + i : nullptr, args);
+      par_for(n, n, [&](std::int64_t i) { kernels::update_apply(rule, p[i], g[i], a ? a + i : nullptr, b ? b + i : nullptr, args); });
     };
     if (dt == float32)
       run(static_cast<float*>(param), static_cast<const float*>(grad), static_cast<float*>(s1), static_cast<float*>(s2));
