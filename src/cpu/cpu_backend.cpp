@@ -22,6 +22,7 @@ namespace dezero::detail {
 namespace {
 
 constexpr std::int64_t kParallelMin = 1 << 15;  // elements below which we stay single-threaded
+constexpr std::int64_t kGemmParallelMin = 1 << 21;  // multiply-adds below which a GEMM stays single-threaded
 
 #define DZ_PRAGMA(x) _Pragma(#x)
 #define DZ_OMP_FOR(n) DZ_PRAGMA(omp parallel for schedule(static) if ((n) >= kParallelMin))
@@ -215,6 +216,13 @@ template <class T>
 void gemm_typed(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a,
                 std::int64_t lda, std::int64_t sa, const T* b, std::int64_t ldb, std::int64_t sb, T beta, T* c,
                 std::int64_t ldc, std::int64_t sc, std::int64_t batch) {
+  // Eigen splits any product above ~50k multiply-adds across the OpenMP threads;
+  // for small ones (an RNN step: (30, 100) @ (100, 100)) the fork/join costs more
+  // than it saves, and on a loaded machine far more. Eigen reads this thread's
+  // omp_get_max_threads(), so lower it for the call only.
+  const bool serial = m * n * k < kGemmParallelMin && omp_get_max_threads() > 1;
+  const int threads = omp_get_max_threads();
+  if (serial) omp_set_num_threads(1);
   for (std::int64_t i = 0; i < batch; ++i) {
     ConstMap<T> A(a + i * sa, ta ? k : m, ta ? m : k, Eigen::OuterStride<>(lda));
     ConstMap<T> B(b + i * sb, tb ? n : k, tb ? k : n, Eigen::OuterStride<>(ldb));
@@ -232,6 +240,7 @@ void gemm_typed(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k
       else C.noalias() += alpha * (A.transpose() * B.transpose());
     }
   }
+  if (serial) omp_set_num_threads(threads);
 }
 
 template <class T>
