@@ -86,8 +86,22 @@ void Optimizer::update() {
     if (!p.has_grad()) continue;  // frozen by a hook
     const Tensor& g = p.node()->grad->data;
     Tensor& w = p.node()->data;
-    if (g.dtype() == w.dtype()) update_one(w, g, state_for(p));
-    else update_one(w, g.astype(w.dtype()), state_for(p));
+    if (g.dtype() == w.dtype()) {
+      update_one(w, g, state_for(p));
+    } else if (promote_types(w.dtype(), g.dtype()) == g.dtype()) {
+      // A wider gradient (float64 data through float32 weights): NumPy's
+      // `W -= lr * g` computes in float64 and rounds the result once, so update
+      // a float64 copy of the weights (and state) and round it back.
+      std::vector<Tensor>& state = state_for(p);
+      Tensor wide = w.astype(g.dtype());
+      std::vector<Tensor> wide_state;
+      for (const Tensor& s : state) wide_state.push_back(s.astype(g.dtype()));
+      update_one(wide, g, wide_state);
+      copyto(w, wide);
+      for (std::size_t k = 0; k < state.size(); ++k) copyto(state[k], wide_state[k]);
+    } else {
+      update_one(w, g.astype(w.dtype()), state_for(p));
+    }
   }
 }
 

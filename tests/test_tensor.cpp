@@ -3,6 +3,7 @@
 // NumPy indexing and scatter_add, concatenate / stack / take, astype, printing,
 // and the seeded random stream. Reference values come from NumPy (tests/data,
 // written by tools/make_fixtures.py). Op tests run on every available device.
+#include <array>
 #include <cmath>
 
 #include "../src/tensor_impl.hpp"  // detail::matmul_t (transpose flags)
@@ -223,6 +224,27 @@ TEST_CASE("tensor: matmul 2-d, 1-d and batched N-d vs NumPy") {
     CHECK(matmul(zeros({2, 0}, float64, dev), zeros({0, 3}, float64, dev)).to_vector<double>() ==
           std::vector<double>(6, 0.0));
   });
+}
+
+// The host GEMM runs single-threaded below 2^21 multiply-adds and threaded above
+// (cpu_backend.cpp); both sides of that line, and a small product after a large
+// one, give the naive product.
+TEST_CASE("tensor: matmul below and above the host GEMM threading threshold") {
+  random::seed(3);
+  auto naive = [](const Tensor& a, const Tensor& b) {
+    const std::int64_t m = a.shape()[0], k = a.shape()[1], n = b.shape()[1];
+    std::vector<double> av = a.to_vector<double>(), bv = b.to_vector<double>(), c(m * n, 0.0);
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t p = 0; p < k; ++p)
+        for (std::int64_t j = 0; j < n; ++j) c[i * n + j] += av[i * k + p] * bv[p * n + j];
+    return array(c, Shape{m, n});
+  };
+  for (auto [m, k, n] : {std::array<std::int64_t, 3>{30, 100, 100}, {160, 128, 128}, {30, 100, 100}}) {
+    CAPTURE(m * k * n);
+    Tensor a = random::randn({m, k}), b = random::randn({k, n});
+    CHECK(utils::array_allclose(matmul(a, b), naive(a, b), 1e-12, 1e-12));
+    CHECK(utils::array_allclose(matmul(b.T(), a.T()), naive(a, b).T(), 1e-12, 1e-12));
+  }
 }
 
 // --- transpose ------------------------------------------------------------------------------

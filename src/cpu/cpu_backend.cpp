@@ -271,8 +271,10 @@ void gemm_one(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, 
 // computed by a single-threaded Eigen GEMM. Eigen's own parallel GEMM shares packed
 // panels between threads and spins on them; on the skinny products of a training
 // step (batch 100: (100, 784) x (784, 1000) and friends) the slabs are faster and
-// degrade gracefully when the cores are shared. Inside an OpenMP region Eigen runs
-// single-threaded by itself.
+// degrade gracefully when the cores are shared. Eigen itself never threads (see
+// CpuBackend's constructor). Below 2^21 flops a product stays on the calling thread:
+// for an RNN step ((30, 100) x (100, 100)) the fork/join cost more than it saved,
+// 15x more on a loaded 2-core machine.
 constexpr double kGemmParallelFlops = 1 << 21;
 
 template <class T>
@@ -376,6 +378,7 @@ void sce_grad_typed(const T* x, const std::int64_t* t, T gy, T* gx, std::int64_t
 
 class CpuBackend final : public Backend {
  public:
+  CpuBackend() { Eigen::setNbThreads(1); }  // gemm_typed does the threading
   Device device() const override { return Device::cpu(); }
 
   void* allocate(std::size_t nbytes) override {
