@@ -140,10 +140,6 @@ TEST_CASE("cuda: memoize computes once per argument list; clear_memo empties it"
   CHECK(calls == 3);
 }
 
-TEST_CASE("cuda: reduce kernels are not implemented yet") {
-  CHECK_THROWS_AS(cuda::reduce("T x", "T y", "x", "a + b", "y = a", "0", "sum"), NotImplementedError);
-}
-
 // --- with a GPU --------------------------------------------------------------------------------
 TEST_CASE("cuda: device properties, DeviceGuard restores the device") {
   if (skip_without_gpu()) return;

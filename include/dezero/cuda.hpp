@@ -1,5 +1,6 @@
 // dezero/cuda.hpp - dezero::cuda: Chainer's chainer.backends.cuda utilities in C++
-// (devices, streams and events, the memory pool, transfers, runtime-compiled kernels).
+// (devices, streams and events, the memory pool, transfers, and the runtime-compiled
+// user kernels elementwise / reduce / raw: CuPy's Elementwise-, Reduction- and RawKernel).
 //
 // Always available to include: nothing here needs CUDA headers. On a build without
 // CUDA, or a machine without a GPU, is_available() is false and everything that
@@ -313,10 +314,39 @@ class RawKernel {
 };
 RawKernel raw(const std::string& code, const std::string& name, const std::vector<std::string>& options = {});
 
-// cupy.ReductionKernel is not implemented yet: reduce(...) throws NotImplementedError.
-void reduce(const std::string& in_params, const std::string& out_params, const std::string& map_expr,
-            const std::string& reduce_expr, const std::string& post_map_expr, const std::string& identity,
-            const std::string& name);
+// cupy.ReductionKernel: y = post_map(reduce over axes of map(x...)). Parameters as for
+// elementwise (no raw arrays). For each output element, every input index along the
+// reduced axes is mapped with `map_expr` (over the input names), the values are
+// combined with `reduce_expr` (over `a` and `b`) starting from `identity` (a C++
+// expression; "" = none: reducing an empty axis is then an error), and `post_map_expr`
+// stores the result `a` into the outputs. The reduction type is `reduce_type` (a
+// dtype name or placeholder; "" = the type of the first output). `_in_ind.size()` and
+// `_out_ind.size()` are the input and output sizes (CuPy's names, for means).
+// One block per output element, a shared-memory tree reduction; compiled with NVRTC
+// per (device, dtypes) on first use, cached like elementwise.
+//   auto ssq = cuda::reduce("T x", "T y", "x * x", "a + b", "y = a", "0", "ssq");
+//   Tensor y = ssq({x}, Axes(1))[0];               // x: (N, D) -> y: (N,)
+class ReductionKernel {
+ public:
+  ReductionKernel(std::string in_params, std::string out_params, std::string map_expr, std::string reduce_expr,
+                  std::string post_map_expr, std::string identity, std::string name, std::string reduce_type = "",
+                  std::string preamble = "");
+  // axes: Axes() = all (the default), Axes(1), Axes({0, 2}); Axes(std::vector<int>{}) reduces
+  // nothing. keepdims keeps reduced axes as length 1. Outputs not given are allocated on
+  // the inputs' device with the reduced shape; given ones must have it.
+  std::vector<Tensor> operator()(const std::vector<KernelArg>& inputs, const Axes& axes = Axes(),
+                                 bool keepdims = false, std::vector<Tensor> outputs = {}) const;
+  const std::string& name() const;
+
+  struct Impl;
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+ReductionKernel reduce(const std::string& in_params, const std::string& out_params, const std::string& map_expr,
+                       const std::string& reduce_expr, const std::string& post_map_expr, const std::string& identity,
+                       const std::string& name, const std::string& reduce_type = "",
+                       const std::string& preamble = "");
 
 }  // namespace dezero::cuda
 

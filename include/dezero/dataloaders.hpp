@@ -9,10 +9,17 @@
 // range-for that runs to the end is one epoch. A loop left early resumes where it
 // stopped; reset() starts the epoch over. A loader holds a reference to its dataset,
 // which must outlive it.
+//
+// to_gpu() with a dataset in host memory: each batch is gathered on the host into
+// pinned memory and copied to the device on a side stream, one batch ahead, so the
+// copy of batch k+1 overlaps the computation on batch k (see dataloaders.cpp for
+// the stream ordering). With a dataset already on the GPU (Dataset::to_gpu) batches
+// are gathered on the device and nothing goes through the host.
 #pragma once
 
 #include <cstdint>
 #include <iterator>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -77,7 +84,7 @@ class DataLoader {
 
   // Batches are produced on this device (the dataset stays where it is).
   Device device() const { return device_; }
-  void to_cpu() { device_ = Device::cpu(); }
+  void to_cpu();
   void to_gpu(int id = 0);
 
  protected:
@@ -93,6 +100,20 @@ class DataLoader {
   std::int64_t iteration_ = 0;
   std::vector<std::int64_t> index_;
   Device device_;
+
+ private:
+  // The host -> device pipeline of to_gpu() (pinned buffers, side stream, the batch in
+  // flight). Created on first use; a copied loader starts without one.
+  struct Prefetcher;
+  struct PrefetcherHandle {
+    std::unique_ptr<Prefetcher> p;
+    PrefetcherHandle();
+    PrefetcherHandle(const PrefetcherHandle&);             // a copy starts empty
+    PrefetcherHandle& operator=(const PrefetcherHandle&);  // keeps its own
+    ~PrefetcherHandle();
+  };
+  PrefetcherHandle prefetcher_;
+  std::optional<Batch> next_from_host_to_gpu();
 };
 
 // Step 60: batch_size parallel streams through the data in order (for truncated BPTT):

@@ -169,10 +169,22 @@ RawKernel raw(const std::string& code, const std::string& name, const std::vecto
   return RawKernel(code, name, options);
 }
 
-void reduce(const std::string&, const std::string&, const std::string&, const std::string&, const std::string&,
-            const std::string&, const std::string& name) {
-  throw NotImplementedError("cuda::reduce('" + name + "'): ReductionKernel is not implemented in dezero yet; hint: "
-                            "use Tensor reductions (sum/max/min) or cuda::raw with your own kernel");
+struct ReductionKernel::Impl {
+  std::string name;
+};
+ReductionKernel::ReductionKernel(std::string, std::string, std::string, std::string, std::string, std::string,
+                                 std::string name, std::string, std::string)
+    : impl_(std::make_shared<Impl>(Impl{std::move(name)})) {}
+std::vector<Tensor> ReductionKernel::operator()(const std::vector<KernelArg>&, const Axes&, bool,
+                                                 std::vector<Tensor>) const {
+  no_cuda("ReductionKernel '" + impl_->name + "'");
+}
+const std::string& ReductionKernel::name() const { return impl_->name; }
+ReductionKernel reduce(const std::string& in_params, const std::string& out_params, const std::string& map_expr,
+                       const std::string& reduce_expr, const std::string& post_map_expr, const std::string& identity,
+                       const std::string& name, const std::string& reduce_type, const std::string& preamble) {
+  return ReductionKernel(in_params, out_params, map_expr, reduce_expr, post_map_expr, identity, name, reduce_type,
+                         preamble);
 }
 
 }  // namespace dezero::cuda
