@@ -69,6 +69,14 @@ VariableNode::~VariableNode() {
 }
 
 // --- Variable ---------------------------------------------------------------------------
+void detail::on_last_handle(VariableNode& node) noexcept {
+  // See NodeHandle: a gradient with a graph behind it can lead back to this node.
+  // Leaves only: the gradients of intermediate variables are still being read and
+  // accumulated while backward runs (through short-lived handles), and backward
+  // itself drops them afterwards unless retain_grad asks to keep them.
+  if (!node.creator && node.grad && node.grad->creator) node.grad.reset();
+}
+
 Variable::Variable(Tensor data, std::string name) : node_(std::make_shared<VariableNode>()) {
   node_->data = std::move(data);
   node_->name = std::move(name);
@@ -289,13 +297,14 @@ VariableList Function::apply(const VariableList& inputs) {
     for (auto& x : inputs) gen = std::max(gen, x.generation());
     generation_ = gen;
     inputs_ = inputs;
+    for (auto& x : inputs_) x.node_.make_graph_ref();
     outputs_.clear();
     output_shapes_.clear();
     output_dtypes_.clear();
     for (auto& o : outputs) {
       o.node_->creator = self;
       o.node_->generation = gen + 1;
-      outputs_.push_back(o.node_);
+      outputs_.push_back(o.node_.ptr());
       output_shapes_.push_back(o.shape());
       output_dtypes_.push_back(o.dtype());
     }

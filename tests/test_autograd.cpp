@@ -388,3 +388,32 @@ TEST_CASE("autograd: Variable prints like DeZero's repr") {
   Variable n(array(1.0), "x");
   CHECK(n.name() == "x");
 }
+
+// create_graph leaves a gradient whose graph leads back to its leaf (x.grad -> Mul ->
+// x): a reference cycle. Dropping the last handle to the leaf frees the whole graph.
+TEST_CASE("autograd: a create_graph gradient does not keep its leaf alive (no cycle)") {
+  std::weak_ptr<VariableNode> leaf, grad;
+  std::weak_ptr<Function> grad_creator;
+  {
+    Variable x(array(2.0));
+    Variable y = x * x * x;
+    y.backward(false, true);
+    REQUIRE(x.grad().creator());
+    leaf = x.node();
+    grad = x.grad().node();
+    grad_creator = x.grad().creator();
+    Variable gx = x.grad();
+    CHECK(v0(gx) == 12.0);
+  }
+  CHECK(leaf.expired());
+  CHECK(grad.expired());
+  CHECK(grad_creator.expired());
+  // While a handle lives, its gradient stays readable (and differentiable again).
+  Variable x(array(2.0));
+  Variable y = x * x * x;
+  y.backward(false, true);
+  Variable gx = x.grad();
+  x.cleargrad();
+  gx.backward();
+  CHECK(v0(x.grad()) == 12.0);  // d2y/dx2 = 6x
+}

@@ -29,8 +29,6 @@ echo "== tests under AddressSanitizer + UBSan (host backend)"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDEZERO_SANITIZE=ON -DDEZERO_CUDA=OFF \
   -DDEZERO_BUILD_EXAMPLES=OFF -DDEZERO_BUILD_BENCH=OFF >/dev/null
 cmake --build build-asan -j"$JOBS"
-# Leak detection is off for now: LeakSanitizer reports leaks in test_autograd and
-# test_functions_nn that are still to be investigated (see the issue notes).
-ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j"$JOBS"
 echo "== all done"

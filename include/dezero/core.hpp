@@ -12,6 +12,7 @@
 // never have its gradient read, so none is computed for it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
@@ -52,6 +53,64 @@ class ConfigGuard {
 [[nodiscard]] ConfigGuard test_mode();  // step 54
 
 // --- Variable -------------------------------------------------------------------
+struct VariableNode;
+
+namespace detail {
+// The handle inside a Variable. It counts the Variables that refer to a node from
+// outside the graph (a Function's stored inputs do not count). When the last one of
+// a leaf goes, a gradient that carries a graph (made with create_graph) is dropped:
+// that graph leads back to the leaf itself, a reference cycle that nothing could
+// read any more and shared_ptr would never free (Python's GC collects it in DeZero).
+class NodeHandle {
+ public:
+  NodeHandle() = default;
+  NodeHandle(std::shared_ptr<VariableNode> p) : p_(std::move(p)) { acquire(); }  // NOLINT implicit
+  NodeHandle(const NodeHandle& o) : p_(o.p_) { acquire(); }
+  NodeHandle(NodeHandle&& o) noexcept : p_(std::move(o.p_)), counted_(o.counted_) { o.counted_ = true; }
+  NodeHandle& operator=(const NodeHandle& o) {
+    if (this != &o) {
+      NodeHandle tmp(o);
+      swap(tmp);
+    }
+    return *this;
+  }
+  NodeHandle& operator=(NodeHandle&& o) noexcept {
+    if (this != &o) {
+      NodeHandle tmp(std::move(o));
+      swap(tmp);
+    }
+    return *this;
+  }
+  ~NodeHandle() { release(); }
+
+  const std::shared_ptr<VariableNode>& ptr() const { return p_; }
+  operator const std::shared_ptr<VariableNode>&() const { return p_; }  // NOLINT implicit
+  VariableNode* operator->() const { return p_.get(); }
+  VariableNode& operator*() const { return *p_; }
+  explicit operator bool() const { return p_ != nullptr; }
+  bool operator==(const NodeHandle& o) const { return p_ == o.p_; }
+  bool operator!=(const NodeHandle& o) const { return p_ != o.p_; }
+  bool operator==(std::nullptr_t) const { return p_ == nullptr; }
+  bool operator!=(std::nullptr_t) const { return p_ != nullptr; }
+  // A reference held by the graph (a Function's input): stops counting.
+  void make_graph_ref() {
+    release();
+    counted_ = false;
+  }
+
+ private:
+  void swap(NodeHandle& o) noexcept {
+    std::swap(p_, o.p_);
+    std::swap(counted_, o.counted_);
+  }
+  inline void acquire();
+  inline void release() noexcept;
+  std::shared_ptr<VariableNode> p_;
+  bool counted_ = true;
+};
+void on_last_handle(VariableNode& node) noexcept;
+}  // namespace detail
+
 class Variable {
  public:
   Variable() = default;  // holds no data
@@ -108,14 +167,14 @@ class Variable {
 
   // Two handles to the same node.
   bool is_same(const Variable& o) const { return node_ == o.node_; }
-  const std::shared_ptr<VariableNode>& node() const { return node_; }
+  const std::shared_ptr<VariableNode>& node() const { return node_.ptr(); }
   explicit Variable(std::shared_ptr<VariableNode> node) : node_(std::move(node)) {}
 
   std::string str() const;  // "variable([1. 2.])"
 
  protected:
   friend class Function;
-  std::shared_ptr<VariableNode> node_;
+  detail::NodeHandle node_;
 };
 
 std::ostream& operator<<(std::ostream& os, const Variable& v);
@@ -184,8 +243,16 @@ struct VariableNode {
   int generation = 0;
   bool requires_grad = true;  // false: never compute a gradient for this variable
   bool is_parameter = false;
+  std::atomic<int> handles{0};  // Variables outside the graph that refer to this node
   ~VariableNode();  // destroys long chains iteratively (no stack overflow)
 };
+
+inline void detail::NodeHandle::acquire() {
+  if (p_) p_->handles.fetch_add(1, std::memory_order_relaxed);
+}
+inline void detail::NodeHandle::release() noexcept {
+  if (p_ && counted_ && p_->handles.fetch_sub(1, std::memory_order_acq_rel) == 1) on_last_handle(*p_);
+}
 
 // --- operators (step 20-22): Variable, Tensor (converted) or double on either side;
 // a double takes the Variable's dtype. ---------------------------------------------
