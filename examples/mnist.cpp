@@ -25,6 +25,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <unistd.h>  // isatty
 
 #include "common/png_plot.hpp"
 
@@ -91,6 +92,9 @@ std::pair<std::unique_ptr<datasets::Dataset>, std::unique_ptr<datasets::Dataset>
 }
 
 void progress(std::int64_t done, std::int64_t total, double loss, double secs) {
+  static const bool tty = isatty(fileno(stderr)) != 0;
+  if (!tty) return;  // a log file gets the per-epoch lines only
+  std::cout.flush();
   const int width = 30;
   int filled = static_cast<int>(width * done / std::max<std::int64_t>(total, 1));
   std::fprintf(stderr, "\r  [%s%s] %lld/%lld  loss %.4f  %.1fs", std::string(filled, '#').c_str(),
