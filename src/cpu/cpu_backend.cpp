@@ -602,8 +602,23 @@ class CpuBackend final : public Backend {
 
   void optimizer_update(UpdateRule rule, DType dt, void* param, const void* grad, void* s1, void* s2,
                         std::int64_t n, const UpdateArgs& args) override {
+    // The rule is a compile-time constant inside each loop, so the switch in
+    // update_apply folds away and the loop vectorises (SGD over W1's 1.8M weights
+    // was 13% of the epoch with the switch inside).
     auto run = [&](auto* p, const auto* g, auto* a, auto* b) {
-      par_for(n, n, [&](std::int64_t i) { kernels::update_apply(rule, p[i], g[i], a ? a + i : nullptr, b ? b + i : nullptr, args); });
+      auto loop = [&](auto rule_c) {
+        constexpr UpdateRule R = decltype(rule_c)::value;
+        par_for(n, n, [&](std::int64_t i) {
+          kernels::update_apply(R, p[i], g[i], a ? a + i : nullptr, b ? b + i : nullptr, args);
+        });
+      };
+      switch (rule) {
+        case UpdateRule::SGD: loop(std::integral_constant<UpdateRule, UpdateRule::SGD>{}); break;
+        case UpdateRule::MomentumSGD: loop(std::integral_constant<UpdateRule, UpdateRule::MomentumSGD>{}); break;
+        case UpdateRule::AdaGrad: loop(std::integral_constant<UpdateRule, UpdateRule::AdaGrad>{}); break;
+        case UpdateRule::AdaDelta: loop(std::integral_constant<UpdateRule, UpdateRule::AdaDelta>{}); break;
+        case UpdateRule::Adam: loop(std::integral_constant<UpdateRule, UpdateRule::Adam>{}); break;
+      }
     };
     if (dt == float32)
       run(static_cast<float*>(param), static_cast<const float*>(grad), static_cast<float*>(s1), static_cast<float*>(s2));
