@@ -8,6 +8,7 @@ then prints the figures side by side with the ratio PyTorch / dezero-cpp.
   python3 bench/compare_pytorch.py [--build build] [--device cpu|cuda] [--threads 2] [--only w1|w3]
 """
 import argparse
+import os
 import re
 import subprocess
 import sys
@@ -87,6 +88,10 @@ def main():
     if torch is not None:
         torch.set_num_threads(a.threads)
         print(f"PyTorch {torch.__version__}, {a.threads} threads, device {a.device}")
+        # Debian's PyTorch calls whatever BLAS libblas.so.3 points to: netlib's reference
+        # BLAS (~10x slower on W1) unless OpenBLAS is installed (libopenblas0).
+        blas = os.path.realpath("/usr/lib/x86_64-linux-gnu/libblas.so.3")
+        print(f"libblas.so.3 -> {blas}")
     dev = "cuda" if a.device == "cuda" else "cpu"
     rows = []
     if a.only in (None, "w1"):
