@@ -15,11 +15,7 @@ using namespace dezero;
 
 namespace {
 
-bool skip_without_gpu() {
-  if (cuda::is_available()) return false;
-  MESSAGE("skipped: no CUDA device");
-  return true;
-}
+using dzt::skip_without_gpu;
 
 std::string what_of(const std::function<void()>& f) {
   try {

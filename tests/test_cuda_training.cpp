@@ -17,11 +17,7 @@ using namespace dezero;
 
 namespace {
 
-bool skip_without_gpu() {
-  if (cuda::is_available()) return false;
-  MESSAGE("skipped: no CUDA device");
-  return true;
-}
+using dzt::skip_without_gpu;
 
 void check_same(const Tensor& cpu_result, const Tensor& gpu_result, double rtol = 1e-5, double atol = 1e-6) {
   REQUIRE(gpu_result.device() == Device::cuda(0));

@@ -23,6 +23,13 @@ inline void on_each_device(const std::function<void(dezero::Device)>& body) {
   }
 }
 
+// GPU-only test cases start with `if (dzt::skip_without_gpu()) return;`.
+inline bool skip_without_gpu() {
+  if (dezero::cuda::is_available()) return false;
+  MESSAGE("skipped: no CUDA device");
+  return true;
+}
+
 // Host values of a tensor or variable, as doubles.
 inline std::vector<double> vals(const dezero::Tensor& t) { return t.to_vector<double>(); }
 inline std::vector<double> vals(const dezero::Variable& v) { return v.data().to_vector<double>(); }

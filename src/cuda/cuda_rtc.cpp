@@ -187,6 +187,32 @@ void set_scalar(Slot* s, const KernelArg& a, DType type) {
   }
 }
 
+// A tensor argument of a user kernel: on one CUDA device with the others, of its fixed
+// dtype, or binding its type placeholder (T, ...) consistently. Shared by elementwise
+// and reduce.
+void bind_tensor_arg(const std::string& op, const Param& p, const Tensor& t, int& device,
+                     std::map<std::string, DType>& bound) {
+  if (!t.defined()) throw ValueError(op + ": argument '" + p.name + "' is an undefined tensor");
+  if (!t.device().is_cuda())
+    throw DeviceError(op + ": argument '" + p.name + "' lives on " + t.device().str() +
+                      "; hint: move it with to_gpu()");
+  if (device < 0) device = t.device().index();
+  else if (device != t.device().index())
+    throw DeviceError(op + ": arguments are on cuda:" + std::to_string(device) + " and " + t.device().str());
+  DType fixed;
+  if (dtype_from_name(p.type, &fixed)) {
+    if (fixed != t.dtype())
+      throw DtypeError(op + ": argument '" + p.name + "' must be " + dtype_name(fixed) + ", got " +
+                       dtype_name(t.dtype()));
+  } else {
+    auto it = bound.find(p.type);
+    if (it == bound.end()) bound[p.type] = t.dtype();
+    else if (it->second != t.dtype())
+      throw DtypeError(op + ": type " + p.type + " is bound to " + dtype_name(it->second) + " but argument '" +
+                       p.name + "' is " + dtype_name(t.dtype()));
+  }
+}
+
 }  // namespace
 
 // --- ElementwiseKernel -----------------------------------------------------------------------
@@ -228,25 +254,7 @@ std::vector<Tensor> ElementwiseKernel::operator()(const std::vector<KernelArg>& 
   Shape shape;
   std::int64_t size = -1;
   auto bind = [&](const Param& p, const Tensor& t) {
-    if (!t.defined()) throw ValueError(op + ": argument '" + p.name + "' is an undefined tensor");
-    if (!t.device().is_cuda())
-      throw DeviceError(op + ": argument '" + p.name + "' lives on " + t.device().str() +
-                        "; hint: move it with to_gpu()");
-    if (device < 0) device = t.device().index();
-    else if (device != t.device().index())
-      throw DeviceError(op + ": arguments are on cuda:" + std::to_string(device) + " and " + t.device().str());
-    DType fixed;
-    if (dtype_from_name(p.type, &fixed)) {
-      if (fixed != t.dtype())
-        throw DtypeError(op + ": argument '" + p.name + "' must be " + dtype_name(fixed) + ", got " +
-                         dtype_name(t.dtype()));
-    } else {
-      auto it = bound.find(p.type);
-      if (it == bound.end()) bound[p.type] = t.dtype();
-      else if (it->second != t.dtype())
-        throw DtypeError(op + ": type " + p.type + " is bound to " + dtype_name(it->second) + " but argument '" +
-                         p.name + "' is " + dtype_name(t.dtype()));
-    }
+    bind_tensor_arg(op, p, t, device, bound);
     if (!p.raw && t.size() > size) {
       size = t.size();
       shape = t.shape();
@@ -568,25 +576,7 @@ std::vector<Tensor> ReductionKernel::operator()(const std::vector<KernelArg>& in
   Shape shape;
   std::int64_t size = -1;
   auto bind = [&](const Param& p, const Tensor& t, bool is_input) {
-    if (!t.defined()) throw ValueError(op + ": argument '" + p.name + "' is an undefined tensor");
-    if (!t.device().is_cuda())
-      throw DeviceError(op + ": argument '" + p.name + "' lives on " + t.device().str() +
-                        "; hint: move it with to_gpu()");
-    if (device < 0) device = t.device().index();
-    else if (device != t.device().index())
-      throw DeviceError(op + ": arguments are on cuda:" + std::to_string(device) + " and " + t.device().str());
-    DType fixed;
-    if (dtype_from_name(p.type, &fixed)) {
-      if (fixed != t.dtype())
-        throw DtypeError(op + ": argument '" + p.name + "' must be " + dtype_name(fixed) + ", got " +
-                         dtype_name(t.dtype()));
-    } else {
-      auto it = bound.find(p.type);
-      if (it == bound.end()) bound[p.type] = t.dtype();
-      else if (it->second != t.dtype())
-        throw DtypeError(op + ": type " + p.type + " is bound to " + dtype_name(it->second) + " but argument '" +
-                         p.name + "' is " + dtype_name(t.dtype()));
-    }
+    bind_tensor_arg(op, p, t, device, bound);
     if (is_input && t.size() > size) {
       size = t.size();
       shape = t.shape();
