@@ -6,8 +6,8 @@
 # Two steps, because the GPU machine may have no compiler, no packages and no network:
 #   bash tools/gpu-check.sh --build      # here: portable build into build-gpu/ + Fashion-MNIST copy
 #   bash tools/gpu-check.sh              # there (with build-gpu/ carried along): the checks
-# The CUDA runtime is linked statically; cuBLAS, cuRAND, NVRTC and cuDNN are found
-# at run time in the usual CUDA library folders (listed below), or via LD_LIBRARY_PATH.
+# The CUDA runtime is linked statically; cuBLAS, cuRAND, NVRTC and cuDNN are loaded
+# on first use from the usual CUDA library folders (listed below), or LD_LIBRARY_PATH.
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
@@ -40,6 +40,17 @@ step "device"
 nvidia-smi -L 2>/dev/null || echo "(nvidia-smi not found)"
 missing=$(ldd "$B/libdezero.so" | grep "not found")
 [ -n "$missing" ] && { echo "missing libraries:"; echo "$missing"; status=1; }
+# libdezero loads these on first use (src/cuda/cuda_libs.cpp): say where they are.
+for lib in libcublas libcublasLt libcurand libnvrtc libcudnn; do
+  found=""
+  for d in ${LD_LIBRARY_PATH//:/ }; do
+    f=$(ls "$d/$lib".so.[0-9]* 2>/dev/null | head -1)
+    [ -n "$f" ] && { found=$f; break; }
+  done
+  [ -z "$found" ] && found=$(ldconfig -p 2>/dev/null | grep -o "/.*/$lib\.so\.[0-9]*" | head -1)
+  echo "$lib: ${found:-NOT FOUND}"
+  [ -z "$found" ] && status=1
+done
 
 step "test suite (CPU and CUDA subcases)"
 timeout 180 "$B/tests/dezero_tests" --no-intro || status=1
