@@ -312,3 +312,17 @@ TEST_CASE("cuda: elementwise kernels compile with NVRTC and run") {
   r({1, 1, 1}, {128, 1, 1}, {w, std::int64_t(100)});
   CHECK(w.sum().item<double>() == 100.0);
 }
+
+#ifdef DEZERO_WITH_CUDA
+#include "../src/cuda/cuda_libs.hpp"
+
+// cuBLAS, cuRAND, NVRTC and cuDNN are dlopen()ed on first use: every entry point the
+// backend forwards to must exist in the installed libraries. Needs no GPU.
+TEST_CASE("cuda: the run-time-loaded GPU libraries have every entry point dezero calls") {
+  std::vector<std::string> problems = cuda::detail::check_gpu_libraries();
+  std::string all;
+  for (const auto& p : problems) all += p + "\n";
+  INFO(all);
+  CHECK(problems.empty());
+}
+#endif

@@ -20,7 +20,9 @@
 
 #include <mutex>
 #include <string>
+#include <vector>
 
+#include "cuda/cuda_libs.hpp"
 #include "dezero/error.hpp"
 
 namespace {
@@ -69,7 +71,34 @@ void* symbol(Lib lib, const char* name) {
   return f;
 }
 
+// Every forwarded entry point, for check_gpu_libraries().
+struct Entry {
+  Lib lib;
+  const char* name;
+};
+std::vector<Entry>& registry() {
+  static std::vector<Entry> r;
+  return r;
+}
+struct Register {
+  Register(Lib lib, const char* name) { registry().push_back({lib, name}); }
+};
+
 }  // namespace
+
+namespace dezero::cuda::detail {
+std::vector<std::string> check_gpu_libraries() {
+  std::vector<std::string> problems;
+  for (const Entry& e : registry()) {
+    try {
+      symbol(e.lib, e.name);
+    } catch (const std::exception& ex) {
+      problems.push_back(ex.what());
+    }
+  }
+  return problems;
+}
+}  // namespace dezero::cuda::detail
 
 // NAME PARAMS forwards to the same function in LIB; the declaration in the library's
 // header must match exactly (the compiler checks it).
@@ -78,7 +107,8 @@ void* symbol(Lib lib, const char* name) {
     using Fn = RET(*) PARAMS;                                                              \
     static Fn fn = reinterpret_cast<Fn>(symbol(LIB, #NAME));                               \
     return fn ARGS;                                                                        \
-  }
+  }                                                                                        \
+  static const Register dz_register_##NAME(LIB, #NAME);
 
 // --- cuBLAS (cublas_v2.h maps cublasCreate / cublasSetStream to the _v2 symbols) ----------
 DZ_FORWARD(kCublas, cublasStatus_t, cublasCreate_v2, (cublasHandle_t * handle), (handle))
