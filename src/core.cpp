@@ -193,12 +193,12 @@ void Variable::backward(bool retain_grad, bool create_graph) {
     funcs.pop();
     gys.clear();
     for (std::size_t i = 0; i < f->outputs_.size(); ++i) {
-      auto o = f->outputs_[i].lock();
+      auto o = f->outputs_[i].node.lock();
       if (o && o->grad) {
         gys.emplace_back(o->grad);
       } else {  // an output that got no gradient (or died) contributes zeros
         Device dev = f->inputs_.empty() ? Device::cpu() : f->inputs_[0].data().device();
-        gys.emplace_back(zeros(f->output_shapes_[i], f->output_dtypes_[i], dev));
+        gys.emplace_back(zeros(f->outputs_[i].shape, f->outputs_[i].dtype, dev));
       }
     }
     VariableList gxs;
@@ -225,8 +225,8 @@ void Variable::backward(bool retain_grad, bool create_graph) {
       if (x.node_->creator) add_func(x.node_->creator);
     }
     if (!retain_grad) {
-      for (auto& w : f->outputs_)
-        if (auto o = w.lock()) o->grad.reset();
+      for (auto& out : f->outputs_)
+        if (auto o = out.node.lock()) o->grad.reset();
     }
   }
 }
@@ -277,7 +277,9 @@ std::string Function::name() const {
   return n;
 }
 
-VariableList Function::apply(const VariableList& inputs) {
+VariableList Function::apply(const VariableList& inputs) { return apply(VariableList(inputs)); }
+
+VariableList Function::apply(VariableList&& inputs) {
   TensorList xs;
   xs.reserve(inputs.size());
   for (std::size_t i = 0; i < inputs.size(); ++i) {
@@ -296,32 +298,31 @@ VariableList Function::apply(const VariableList& inputs) {
     int gen = 0;
     for (auto& x : inputs) gen = std::max(gen, x.generation());
     generation_ = gen;
-    inputs_ = inputs;
+    inputs_ = std::move(inputs);
     for (auto& x : inputs_) x.node_.make_graph_ref();
     outputs_.clear();
-    output_shapes_.clear();
-    output_dtypes_.clear();
+    outputs_.reserve(outputs.size());
     for (auto& o : outputs) {
       o.node_->creator = self;
       o.node_->generation = gen + 1;
-      outputs_.push_back(o.node_.ptr());
-      output_shapes_.push_back(o.shape());
-      output_dtypes_.push_back(o.dtype());
+      outputs_.push_back(OutputRef{o.node_.ptr(), o.shape(), o.dtype()});
     }
   }
   return outputs;
 }
 
-Variable Function::operator()(const Variable& x) { return apply({x}).at(0); }
-Variable Function::operator()(const Variable& a, const Variable& b) { return apply({a, b}).at(0); }
-Variable Function::operator()(const Variable& a, const Variable& b, const Variable& c) { return apply({a, b, c}).at(0); }
+Variable Function::operator()(const Variable& x) { return std::move(apply(VariableList{x}).at(0)); }
+Variable Function::operator()(const Variable& a, const Variable& b) { return std::move(apply(VariableList{a, b}).at(0)); }
+Variable Function::operator()(const Variable& a, const Variable& b, const Variable& c) {
+  return std::move(apply(VariableList{a, b, c}).at(0));
+}
 
 VariableList Function::outputs() const {
   VariableList out;
-  for (auto& w : outputs_) out.push_back(Variable(w.lock()));
+  for (auto& o : outputs_) out.push_back(Variable(o.node.lock()));
   return out;
 }
-Variable Function::output(std::size_t i) const { return Variable(outputs_.at(i).lock()); }
+Variable Function::output(std::size_t i) const { return Variable(outputs_.at(i).node.lock()); }
 
 bool Function::needs_input_grad(std::size_t i) const {
   const auto& n = inputs_.at(i).node();

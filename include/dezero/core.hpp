@@ -211,6 +211,7 @@ class Function : public std::enable_shared_from_this<Function> {
   virtual std::string name() const;  // shown in graphs; defaults to the class name
 
   VariableList apply(const VariableList& inputs);
+  VariableList apply(VariableList&& inputs);  // keeps the list as the graph's inputs
   Variable operator()(const Variable& x);
   Variable operator()(const Variable& a, const Variable& b);
   Variable operator()(const Variable& a, const Variable& b, const Variable& c);
@@ -226,10 +227,13 @@ class Function : public std::enable_shared_from_this<Function> {
 
  private:
   friend class Variable;
+  struct OutputRef {  // outputs are held weakly; shape and dtype make zeros for a missing gradient
+    std::weak_ptr<VariableNode> node;
+    Shape shape;
+    DType dtype;
+  };
   VariableList inputs_;
-  std::vector<std::weak_ptr<VariableNode>> outputs_;
-  std::vector<Shape> output_shapes_;
-  std::vector<DType> output_dtypes_;
+  std::vector<OutputRef> outputs_;
   int generation_ = 0;
   std::uint64_t visit_mark_ = 0;
 };

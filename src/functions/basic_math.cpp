@@ -128,8 +128,8 @@ class RDivConst : public Function {  // c / x
 };
 
 template <class Fn, class... Args>
-Variable call(const VariableList& xs, Args... args) {
-  return std::make_shared<Fn>(args...)->apply(xs)[0];
+Variable call(VariableList xs, Args... args) {
+  return std::move(std::make_shared<Fn>(args...)->apply(std::move(xs))[0]);
 }
 
 }  // namespace
