@@ -5,6 +5,7 @@
 // written by tools/make_fixtures.py). Op tests run on every available device.
 #include <array>
 #include <cmath>
+#include <stdexcept>
 
 #include "../src/tensor_impl.hpp"  // detail::matmul_t (transpose flags)
 #include "fixtures.hpp"
@@ -16,6 +17,51 @@ using dzt::close;
 namespace {
 Tensor T_(const std::string& name, Device dev = Device::cpu()) { return dzt::fx("tensor.txt", name).to(dev); }
 }  // namespace
+
+// --- Shape: a vector with 6 extents inside the object, more on the heap ------------------
+TEST_CASE("shape: vector operations inline and past the inline capacity") {
+  Shape s{2, 3};
+  CHECK(s.size() == 2);
+  CHECK(s.str() == "(2, 3)");
+  for (std::int64_t d = 4; d <= 10; ++d) s.push_back(d);  // grows onto the heap at the 7th
+  CHECK(s.size() == 9);
+  CHECK(s == Shape{2, 3, 4, 5, 6, 7, 8, 9, 10});
+  CHECK(s.numel() == 2 * 3 * 4 * 5 * 6 * 7 * 8 * 9 * 10);
+  Shape copy = s;  // heap copy
+  Shape moved = std::move(copy);
+  CHECK(moved == s);
+  CHECK(copy.empty());
+  s.erase(s.begin() + 1, s.begin() + 8);
+  CHECK(s == Shape{2, 10});
+  s.insert(s.begin() + 1, 7);
+  CHECK(s == Shape{2, 7, 10});
+  s.insert(s.end(), s.begin(), s.end());  // from itself
+  CHECK(s == Shape{2, 7, 10, 2, 7, 10});
+  s.insert(s.begin(), s.begin(), s.begin() + 3);  // from itself, past the inline capacity
+  CHECK(s == Shape{2, 7, 10, 2, 7, 10, 2, 7, 10});
+  Shape small{1, 2};
+  small = s;  // heap into inline
+  CHECK(small == s);
+  Shape inl{4, 5};
+  Shape m2 = std::move(inl);  // inline move
+  CHECK(m2 == Shape{4, 5});
+  m2 = Shape{};
+  CHECK(m2.empty());
+  CHECK(m2.str() == "()");
+  m2.resize(3, 1);
+  CHECK(m2 == Shape{1, 1, 1});
+  std::vector<std::int64_t> v = Shape{3, 4};
+  CHECK(v == std::vector<std::int64_t>{3, 4});
+  CHECK(Shape(v) == Shape{3, 4});
+  CHECK(Shape(3, 2) == Shape{2, 2, 2});
+  CHECK(Shape{1, 2} < Shape{1, 3});
+  CHECK(Shape{5}.str() == "(5,)");
+  CHECK_THROWS_AS(Shape{1}.at(1), std::out_of_range);
+  std::vector<Shape> many(50, Shape{1, 2, 3, 4, 5, 6, 7});  // vector growth moves heap shapes
+  many.push_back(Shape{9});
+  CHECK(many.front() == Shape{1, 2, 3, 4, 5, 6, 7});
+  CHECK(many.back() == Shape{9});
+}
 
 // --- creation -----------------------------------------------------------------------
 TEST_CASE("tensor: creation defaults follow NumPy") {
