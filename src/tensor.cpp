@@ -39,11 +39,12 @@ Strided make_contiguous(const Shape& shape) {
 
 Strided make_broadcast(const Shape& in, const Shape& out) {
   Strided v = make_contiguous(out);
-  auto st = contiguous_strides(in);
   int lead = out.ndim() - in.ndim();
-  for (int i = 0; i < out.ndim(); ++i) {
+  std::int64_t stride = 1;  // in's contiguous stride of axis j, walking from the last axis
+  for (int i = out.ndim() - 1; i >= 0; --i) {
     int j = i - lead;
-    v.strides[i] = (j < 0 || in[j] == 1) ? 0 : st[j];
+    v.strides[i] = (j < 0 || in[j] == 1) ? 0 : stride;
+    if (j >= 0) stride *= in[j];
   }
   return v;
 }
