@@ -129,6 +129,10 @@ class RDivConst : public Function {  // c / x
 
 template <class Fn, class... Args>
 Variable call(VariableList xs, Args... args) {
+  if (!Config::enable_backprop) {  // no graph (a backward pass without create_graph): no heap object
+    Fn f(args...);
+    return std::move(f.apply(std::move(xs))[0]);
+  }
   return std::move(std::make_shared<Fn>(args...)->apply(std::move(xs))[0]);
 }
 
