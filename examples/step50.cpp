@@ -55,16 +55,14 @@
 #include <dezero/dezero.hpp>
 
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
+
+#include "common/example_util.hpp"
 
 namespace F = dezero::F;
 using dezero::Variable;
 
 int main(int argc, char** argv) {
-  int max_epoch = 300;
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::strcmp(argv[i], "--epochs") == 0) max_epoch = std::atoi(argv[i + 1]);
+  int max_epoch = example::int_arg(argc, argv, "--epochs", 300);
   const std::int64_t batch_size = 30;
   const std::int64_t hidden_size = 10;
   const double lr = 1.0;

@@ -68,11 +68,10 @@
 
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <fstream>
 #include <memory>
 #include <vector>
+
+#include "common/example_util.hpp"
 
 namespace F = dezero::F;
 namespace L = dezero::L;
@@ -96,9 +95,7 @@ class SimpleRNN : public dezero::Model {
 };
 
 int main(int argc, char** argv) {
-  int max_epoch = 100;
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::strcmp(argv[i], "--epochs") == 0) max_epoch = std::atoi(argv[i + 1]);
+  int max_epoch = example::int_arg(argc, argv, "--epochs", 100);
   const std::int64_t hidden_size = 100;
   const int bptt_length = 30;
 
@@ -149,15 +146,6 @@ int main(int argc, char** argv) {
       pred_list.push_back(y.data().item<double>());
     }
   }
-  std::ofstream csv("step59.csv");
-  csv << "i,cos,pred\n";
-  std::vector<double> xv = xs.to_vector<double>();
-  for (std::size_t i = 0; i < xv.size(); ++i) csv << i << "," << xv[i] << "," << pred_list[i] << "\n";
-  std::printf("wrote %zu predictions to step59.csv\n", pred_list.size());
-
-  double ratio = first_loss / last_loss;
-  bool ok = ratio >= 10.0;
-  std::printf("loss fell by %.1fx\n", ratio);
-  std::printf("loss fell >= 10x: %s\n", ok ? "yes" : "no");
-  return ok ? 0 : 1;
+  example::write_prediction_csv("step59.csv", xs.to_vector<double>(), pred_list);
+  return example::report_loss_fall(first_loss, last_loss);
 }

@@ -20,6 +20,8 @@ namespace fs = std::filesystem;
 namespace T = dezero::transforms;
 
 namespace {
+using dzt::ScopedEnv;
+using dzt::TempDir;
 
 const std::string kData = DEZERO_TEST_DATA_DIR;
 
@@ -38,49 +40,11 @@ std::map<std::string, std::vector<double>> read_fixture(const std::string& path)
   return m;
 }
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "dezero_test_XXXXXX").string();
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string str() const { return path.string(); }
-};
-
-// Sets an environment variable for one scope.
-struct ScopedEnv {
-  std::string name;
-  std::optional<std::string> old;
-  ScopedEnv(const std::string& n, const std::string& value) : name(n) {
-    if (const char* o = std::getenv(n.c_str())) old = o;
-    setenv(n.c_str(), value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old) setenv(name.c_str(), old->c_str(), 1);
-    else unsetenv(name.c_str());
-  }
-};
-
 void copy_mnist_fixtures(const fs::path& to) {
   fs::create_directories(to);
   for (auto& e : fs::directory_iterator(kData + "/mnist")) fs::copy_file(e.path(), to / e.path().filename());
 }
 
-std::string bytes_of(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-void write_bytes(const fs::path& p, const std::string& b) {
-  std::ofstream out(p, std::ios::binary);
-  out << b;
-}
 
 template <class Fn>
 std::string error_of(Fn fn) {
@@ -285,34 +249,34 @@ TEST_CASE("read_idx: bad magic, short data, truncated and corrupt gzip name the 
   CHECK(e.find("truncated") != std::string::npos);
 
   TempDir tmp;
-  std::string good = bytes_of(kData + "/mnist/train-images-idx3-ubyte.gz");
+  std::string good = dzt::read_bytes(kData + "/mnist/train-images-idx3-ubyte.gz");
   fs::path cut = tmp.path / "cut-idx3-ubyte.gz";
-  write_bytes(cut, good.substr(0, good.size() / 2));
+  dzt::write_bytes(cut, good.substr(0, good.size() / 2));
   e = error_of([&] { datasets::read_idx(cut.string()); });
   CHECK(e.find(cut.string()) != std::string::npos);
 
   fs::path flipped = tmp.path / "flipped-idx3-ubyte.gz";
   std::string bad = good;
   for (std::size_t k = 20; k < 60; ++k) bad[k] = static_cast<char>(bad[k] ^ 0x5a);
-  write_bytes(flipped, bad);
+  dzt::write_bytes(flipped, bad);
   e = error_of([&] { datasets::read_idx(flipped.string()); });
   CHECK(e.find(flipped.string()) != std::string::npos);
 
   fs::path crc = tmp.path / "crc-idx3-ubyte.gz";  // gzip trailer (CRC32) damaged
   std::string bad_crc = good;
   bad_crc[bad_crc.size() - 6] = static_cast<char>(bad_crc[bad_crc.size() - 6] ^ 1);
-  write_bytes(crc, bad_crc);
+  dzt::write_bytes(crc, bad_crc);
   e = error_of([&] { datasets::read_idx(crc.string()); });
   CHECK(e.find(crc.string()) != std::string::npos);
 
   fs::path huge = tmp.path / "huge-idx3-ubyte";  // plain (not gzipped) IDX with an absurd header
-  write_bytes(huge, std::string("\x00\x00\x08\x03", 4) + std::string(12, '\xff') + "abc");
+  dzt::write_bytes(huge, std::string("\x00\x00\x08\x03", 4) + std::string(12, '\xff') + "abc");
   e = error_of([&] { datasets::read_idx(huge.string()); });
   CHECK(e.find(huge.string()) != std::string::npos);
   CHECK(e.find("implausible") != std::string::npos);
 
   fs::path plain = tmp.path / "plain-idx1-ubyte";  // uncompressed files are read as well
-  write_bytes(plain, std::string("\x00\x00\x08\x01\x00\x00\x00\x02\x07\x09", 10));
+  dzt::write_bytes(plain, std::string("\x00\x00\x08\x01\x00\x00\x00\x02\x07\x09", 10));
   CHECK(dzt::vals(datasets::read_idx(plain.string())) == std::vector<double>{7, 9});
 
   std::string missing = (tmp.path / "nope.gz").string();
@@ -362,8 +326,8 @@ TEST_CASE("MNIST: damaged or mismatched files are errors naming the files") {
   CHECK(e.find((tmp.path / "train-labels-idx1-ubyte.gz").string()) != std::string::npos);
   CHECK(e.find("12 images") != std::string::npos);
 
-  std::string good = bytes_of(tmp.path / "t10k-images-idx3-ubyte.gz");
-  write_bytes(tmp.path / "t10k-images-idx3-ubyte.gz", good.substr(0, good.size() - 100));
+  std::string good = dzt::read_bytes(tmp.path / "t10k-images-idx3-ubyte.gz");
+  dzt::write_bytes(tmp.path / "t10k-images-idx3-ubyte.gz", good.substr(0, good.size() - 100));
   e = error_of([&] { datasets::MNIST(false, datasets::MNIST::default_transform(), {}, tmp.str()); });
   CHECK(e.find((tmp.path / "t10k-images-idx3-ubyte.gz").string()) != std::string::npos);
 }

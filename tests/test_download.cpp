@@ -24,6 +24,8 @@ using namespace dezero;
 namespace fs = std::filesystem;
 
 namespace {
+using dzt::ScopedEnv;
+using dzt::TempDir;
 
 const std::string kData = DEZERO_TEST_DATA_DIR;
 
@@ -93,10 +95,7 @@ class HttpServer {
       send_all(c, "HTTP/1.0 404 Not Found\r\nContent-Type: text/plain\r\nContent-Length: 9\r\n\r\nnot found");
       return;
     }
-    std::ifstream in(file, std::ios::binary);
-    std::ostringstream body;
-    body << in.rdbuf();
-    std::string b = body.str();
+    std::string b = dzt::read_bytes(file);
     send_all(c, "HTTP/1.0 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: " +
                     std::to_string(b.size()) + "\r\n\r\n");
     send_all(c, short_body ? b.substr(0, b.size() / 2) : b);
@@ -108,34 +107,6 @@ class HttpServer {
   std::atomic<bool> stop_{false};
   std::atomic<int> requests_{0};
   std::thread thread_;
-};
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "dezero_dl_XXXXXX").string();
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string str() const { return path.string(); }
-  std::size_t entries() const { return static_cast<std::size_t>(std::distance(fs::directory_iterator(path), {})); }
-};
-
-struct ScopedEnv {
-  std::string name;
-  std::optional<std::string> old;
-  ScopedEnv(const std::string& n, const std::string& value) : name(n) {
-    if (const char* o = std::getenv(n.c_str())) old = o;
-    setenv(n.c_str(), value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old) setenv(name.c_str(), old->c_str(), 1);
-    else unsetenv(name.c_str());
-  }
 };
 
 // a proxy in the environment must not capture 127.0.0.1

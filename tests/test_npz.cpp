@@ -16,16 +16,6 @@ namespace {
 
 std::string data_path(const std::string& name) { return std::string(DEZERO_TEST_DATA_DIR) + "/" + name; }
 
-std::string read_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream f(path, std::ios::binary);
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
 
 fs::path out_dir() {
   fs::path d = fs::temp_directory_path() / "dezero_test_npz";
@@ -129,7 +119,7 @@ TEST_CASE("npz: fortran_order and unsupported dtypes are clear errors") {
 
 TEST_CASE("npz: every truncation of a file throws; corrupt bytes throw or load, never crash") {
   for (const char* name : {"npz_savez.npz", "npz_savez_compressed.npz"}) {
-    const std::string bytes = read_bytes(data_path(name));
+    const std::string bytes = dzt::read_bytes(data_path(name));
     REQUIRE(bytes.size() > 100);
     for (std::size_t n = 0; n < bytes.size(); ++n) {
       CAPTURE(n);
@@ -149,7 +139,7 @@ TEST_CASE("npz: every truncation of a file throws; corrupt bytes throw or load, 
     CHECK(thrown > static_cast<int>(bytes.size()) / 2);
   }
   // A flipped data byte is caught by the CRC.
-  std::string b = read_bytes(data_path("npz_savez.npz"));
+  std::string b = dzt::read_bytes(data_path("npz_savez.npz"));
   b[150] = static_cast<char>(b[150] ^ 1);  // inside l0/W's array data
   CHECK_THROWS_WITH_AS(utils::parse_npz(b), doctest::Contains("CRC"), IOError);
 }
@@ -178,7 +168,7 @@ TEST_CASE("npz: save_npz round trip, stored and compressed, every dtype, 0-d and
 TEST_CASE("npz: our writer is deterministic and matches the committed file NumPy checked") {
   // tests/data/dezero_written.npz was written by save_npz(ours()) and verified with
   // make_npz_fixtures.py --check; the writer must still produce the same bytes.
-  CHECK(utils::serialize_npz(ours(), false) == read_bytes(data_path("dezero_written.npz")));
+  CHECK(utils::serialize_npz(ours(), false) == dzt::read_bytes(data_path("dezero_written.npz")));
   check_fixture_arrays(utils::parse_npz(utils::serialize_npz(utils::load_npz(data_path("npz_savez.npz")), true)));
 }
 
@@ -257,12 +247,12 @@ TEST_CASE("weights: a bad file throws and leaves the model exactly as it was") {
   CHECK_THROWS_WITH_AS(model.load_weights(variant("shape.npz", shape)), doctest::Contains("l1/W"), ShapeError);
   CHECK_THROWS_WITH_AS(model.load_weights(variant("dtype.npz", dtype)), doctest::Contains("float64"), DtypeError);
 
-  const std::string bytes = read_bytes(data_path("mlp_weights.npz"));
-  write_bytes((dir / "truncated.npz").string(), bytes.substr(0, bytes.size() - 30));
+  const std::string bytes = dzt::read_bytes(data_path("mlp_weights.npz"));
+  dzt::write_bytes((dir / "truncated.npz").string(), bytes.substr(0, bytes.size() - 30));
   CHECK_THROWS_AS(model.load_weights((dir / "truncated.npz").string()), IOError);
   std::string corrupt = bytes;
   corrupt[bytes.size() / 3] = static_cast<char>(corrupt[bytes.size() / 3] ^ 0xff);
-  write_bytes((dir / "corrupt.npz").string(), corrupt);
+  dzt::write_bytes((dir / "corrupt.npz").string(), corrupt);
   CHECK_THROWS_AS(model.load_weights((dir / "corrupt.npz").string()), Error);
   CHECK_THROWS_AS(model.load_weights((dir / "does_not_exist.npz").string()), IOError);
 
@@ -285,14 +275,14 @@ TEST_CASE("weights: a save that fails leaves the previous file intact") {
   model(random::randn({1, 3}, float32));
   const fs::path p = out_dir() / "keep.npz";
   model.save_weights(p.string());
-  const std::string before = read_bytes(p.string());
+  const std::string before = dzt::read_bytes(p.string());
   const fs::path tmp = p.string() + ".tmp";
   fs::create_directories(tmp);  // the temporary file cannot be created
   Tensor w = model.params()[0].data();
   w.fill_(7.0);
   CHECK_THROWS_AS(model.save_weights(p.string()), IOError);
-  CHECK(read_bytes(p.string()) == before);
+  CHECK(dzt::read_bytes(p.string()) == before);
   fs::remove(tmp);
   model.save_weights(p.string());  // and a later save replaces it
-  CHECK(read_bytes(p.string()) != before);
+  CHECK(dzt::read_bytes(p.string()) != before);
 }

@@ -7,8 +7,15 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <dezero/dezero.hpp>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
+#include <optional>
+#include <sstream>
+#include <string>
 
 namespace dzt {
 
@@ -36,6 +43,54 @@ inline std::vector<double> vals(const dezero::Variable& v) { return v.data().to_
 
 inline bool allclose(const dezero::Tensor& a, const dezero::Tensor& b, double rtol = 1e-4, double atol = 1e-5) {
   return dezero::utils::array_allclose(a, b, rtol, atol);
+}
+
+// --- files and the environment ---------------------------------------------------------------
+// A fresh directory under the system's temporary folder, removed with everything in it.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "dezero_test_XXXXXX").string();
+    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+    path = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string str() const { return path.string(); }
+  std::size_t entries() const {
+    return static_cast<std::size_t>(std::distance(std::filesystem::directory_iterator(path), {}));
+  }
+};
+
+// Sets an environment variable for one scope, then restores (or unsets) it.
+struct ScopedEnv {
+  std::string name;
+  std::optional<std::string> old;
+  ScopedEnv(const std::string& n, const std::string& value) : name(n) {
+    if (const char* o = std::getenv(n.c_str())) old = o;
+    setenv(n.c_str(), value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old) setenv(name.c_str(), old->c_str(), 1);
+    else unsetenv(name.c_str());
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+};
+
+inline std::string read_bytes(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+inline void write_bytes(const std::filesystem::path& p, const std::string& bytes) {
+  std::ofstream out(p, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 }  // namespace dzt

@@ -187,6 +187,15 @@ void set_scalar(Slot* s, const KernelArg& a, DType type) {
   }
 }
 
+// A kernel call gives every input, and either no outputs (they are allocated) or all.
+void check_arg_counts(const std::string& op, std::size_t want_in, std::size_t got_in, std::size_t want_out,
+                      std::size_t got_out) {
+  if (got_in != want_in)
+    throw ValueError(op + ": takes " + std::to_string(want_in) + " inputs, got " + std::to_string(got_in));
+  if (got_out != 0 && got_out != want_out)
+    throw ValueError(op + ": takes " + std::to_string(want_out) + " outputs, got " + std::to_string(got_out));
+}
+
 // A tensor argument of a user kernel: on one CUDA device with the others, of its fixed
 // dtype, or binding its type placeholder (T, ...) consistently. Shared by elementwise
 // and reduce.
@@ -242,11 +251,7 @@ std::vector<Tensor> ElementwiseKernel::operator()(const std::vector<KernelArg>& 
   check_cuda_available();
   const Impl& k = *impl_;
   const std::string op = "elementwise '" + k.name + "'";
-  if (inputs.size() != k.in.size())
-    throw ValueError(op + ": takes " + std::to_string(k.in.size()) + " inputs, got " + std::to_string(inputs.size()));
-  if (!outputs.empty() && outputs.size() != k.out.size())
-    throw ValueError(op + ": takes " + std::to_string(k.out.size()) + " outputs, got " +
-                     std::to_string(outputs.size()));
+  check_arg_counts(op, k.in.size(), inputs.size(), k.out.size(), outputs.size());
 
   // Bind placeholder types from tensors; find the device and the iteration shape.
   std::map<std::string, DType> bound;
@@ -564,11 +569,7 @@ std::vector<Tensor> ReductionKernel::operator()(const std::vector<KernelArg>& in
   check_cuda_available();
   const Impl& k = *impl_;
   const std::string op = "reduce '" + k.name + "'";
-  if (inputs.size() != k.in.size())
-    throw ValueError(op + ": takes " + std::to_string(k.in.size()) + " inputs, got " + std::to_string(inputs.size()));
-  if (!outputs.empty() && outputs.size() != k.out.size())
-    throw ValueError(op + ": takes " + std::to_string(k.out.size()) + " outputs, got " +
-                     std::to_string(outputs.size()));
+  check_arg_counts(op, k.in.size(), inputs.size(), k.out.size(), outputs.size());
 
   // Bind placeholder types from the input tensors; the largest one gives the iteration shape.
   std::map<std::string, DType> bound;

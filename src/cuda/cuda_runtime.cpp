@@ -206,13 +206,7 @@ Device get_device_from_id(int id) {
   check_device_id("get_device_from_id", id);
   return Device(id);
 }
-Device get_device_from_array(const Tensor& x) {
-  if (x.defined() && x.device().is_cuda()) return Device(x.device().index());
-  return Device::cpu();
-}
-Device get_device(int id) { return get_device_from_id(id); }
-Device get_device(const dezero::Device& d) { return d.is_cpu() ? Device::cpu() : get_device_from_id(d.index()); }
-Device get_device(const Tensor& x) { return get_device_from_array(x); }
+// get_device_from_array and get_device: cuda_host.cpp.
 
 DeviceGuard::DeviceGuard(int id) {
   if (id < 0) return;
@@ -370,31 +364,8 @@ Tensor copy(const Tensor& x, int device) {
   return y;
 }
 
-// --- workspace limit, memo registry ------------------------------------------------------
-namespace {
-std::atomic<std::size_t> g_workspace{8u * 1024u * 1024u};
-std::mutex g_memo_mu;
-std::vector<std::function<void()>>& memo_clearers() {
-  static auto* v = new std::vector<std::function<void()>>();
-  return *v;
-}
-}  // namespace
-void set_max_workspace_size(std::size_t bytes) { g_workspace = bytes; }
-std::size_t get_max_workspace_size() { return g_workspace; }
-
-void detail::register_memo(std::function<void()> clear) {
-  std::lock_guard<std::mutex> lock(g_memo_mu);
-  memo_clearers().push_back(std::move(clear));
-}
+// --- memo key (the workspace limit and the memo registry are in cuda_host.cpp) ---------------
 int detail::memo_device_id() { return runtime_available() ? current_device() : -1; }
-void clear_memo() {
-  std::vector<std::function<void()>> v;
-  {
-    std::lock_guard<std::mutex> lock(g_memo_mu);
-    v = memo_clearers();
-  }
-  for (auto& f : v) f();
-}
 
 }  // namespace dezero::cuda
 

@@ -54,13 +54,7 @@ Device get_device_from_id(int id) {
   if (id < 0) return Device::cpu();
   no_cuda("get_device_from_id(" + std::to_string(id) + ")");
 }
-Device get_device_from_array(const Tensor& x) {
-  if (x.defined() && x.device().is_cuda()) return Device(x.device().index());
-  return Device::cpu();
-}
-Device get_device(int id) { return get_device_from_id(id); }
-Device get_device(const dezero::Device& d) { return d.is_cpu() ? Device::cpu() : get_device_from_id(d.index()); }
-Device get_device(const Tensor& x) { return get_device_from_array(x); }
+// get_device_from_array and get_device: cuda_host.cpp.
 
 DeviceGuard::DeviceGuard(int id) {
   if (id >= 0) no_cuda("DeviceGuard(" + std::to_string(id) + ")");
@@ -118,29 +112,8 @@ PinnedMemory alloc_pinned_memory(std::size_t) { no_cuda("alloc_pinned_memory"); 
 PinnedPoolStats pinned_memory_pool_stats() { return {}; }
 void free_all_pinned_blocks() {}
 
-namespace {
-std::atomic<std::size_t> g_workspace{8u * 1024u * 1024u};
-std::mutex g_memo_mu;
-std::vector<std::function<void()>>& memo_clearers() {
-  static auto* v = new std::vector<std::function<void()>>();
-  return *v;
-}
-}  // namespace
-void set_max_workspace_size(std::size_t bytes) { g_workspace = bytes; }
-std::size_t get_max_workspace_size() { return g_workspace; }
-void detail::register_memo(std::function<void()> clear) {
-  std::lock_guard<std::mutex> lock(g_memo_mu);
-  memo_clearers().push_back(std::move(clear));
-}
+// The workspace limit and the memo registry are in cuda_host.cpp.
 int detail::memo_device_id() { return -1; }
-void clear_memo() {
-  std::vector<std::function<void()>> v;
-  {
-    std::lock_guard<std::mutex> lock(g_memo_mu);
-    v = memo_clearers();
-  }
-  for (auto& f : v) f();
-}
 
 struct ElementwiseKernel::Impl {
   std::string name;

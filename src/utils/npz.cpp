@@ -447,33 +447,29 @@ std::string serialize_npz(const NamedTensors& arrays, bool compressed) {
     bool utf8 = false;
     for (char c : name) utf8 |= static_cast<unsigned char>(c) >= 0x80;
     const std::uint16_t flags = utf8 ? 0x800 : 0, method = compressed ? 8 : 0;
+    // The fields the local header and the central directory entry share, from
+    // "version needed" (zip 2.0) to "extra field length" (none).
+    auto put_entry = [&](std::string& to) {
+      put(to, 20, 2);
+      put(to, flags, 2);
+      put(to, method, 2);
+      put(to, dos_time, 2);
+      put(to, dos_date, 2);
+      put(to, crc, 4);
+      put(to, body.size(), 4);
+      put(to, npy.size(), 4);
+      put(to, name.size(), 2);
+      put(to, 0, 2);
+    };
     const std::uint64_t local = out.size();
     put(out, kLocalSig, 4);
-    put(out, 20, 2);
-    put(out, flags, 2);
-    put(out, method, 2);
-    put(out, dos_time, 2);
-    put(out, dos_date, 2);
-    put(out, crc, 4);
-    put(out, body.size(), 4);
-    put(out, npy.size(), 4);
-    put(out, name.size(), 2);
-    put(out, 0, 2);
+    put_entry(out);
     out += name;
     out += body;
 
     put(central, kCentralSig, 4);
     put(central, (3 << 8) | 20, 2);  // made by: Unix, zip 2.0
-    put(central, 20, 2);
-    put(central, flags, 2);
-    put(central, method, 2);
-    put(central, dos_time, 2);
-    put(central, dos_date, 2);
-    put(central, crc, 4);
-    put(central, body.size(), 4);
-    put(central, npy.size(), 4);
-    put(central, name.size(), 2);
-    put(central, 0, 2);  // extra
+    put_entry(central);
     put(central, 0, 2);  // comment
     put(central, 0, 2);  // disk
     put(central, 0, 2);  // internal attributes

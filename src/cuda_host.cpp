@@ -1,0 +1,49 @@
+// cuda_host.cpp - the parts of dezero::cuda that need no GPU and are the same with and
+// without the CUDA backend: get_device_from_array / get_device (on top of each backend's
+// get_device_from_id), the cuDNN workspace limit, and the registry of memoised functions
+// (cuda::memoize) that clear_memo() empties. memo_device_id() lives with each backend
+// (cuda/cuda_runtime.cpp, cuda_stub/cuda_stub.cpp).
+#include <atomic>
+#include <functional>
+#include <mutex>
+#include <vector>
+
+#include "dezero/cuda.hpp"
+
+namespace dezero::cuda {
+
+namespace {
+std::atomic<std::size_t> g_workspace{8u * 1024u * 1024u};
+std::mutex g_memo_mu;
+std::vector<std::function<void()>>& memo_clearers() {
+  static auto* v = new std::vector<std::function<void()>>();  // leaked on purpose: used at exit
+  return *v;
+}
+}  // namespace
+
+Device get_device_from_array(const Tensor& x) {
+  if (x.defined() && x.device().is_cuda()) return Device(x.device().index());
+  return Device::cpu();
+}
+Device get_device(int id) { return get_device_from_id(id); }
+Device get_device(const dezero::Device& d) { return d.is_cpu() ? Device::cpu() : get_device_from_id(d.index()); }
+Device get_device(const Tensor& x) { return get_device_from_array(x); }
+
+void set_max_workspace_size(std::size_t bytes) { g_workspace = bytes; }
+std::size_t get_max_workspace_size() { return g_workspace; }
+
+void detail::register_memo(std::function<void()> clear) {
+  std::lock_guard<std::mutex> lock(g_memo_mu);
+  memo_clearers().push_back(std::move(clear));
+}
+
+void clear_memo() {
+  std::vector<std::function<void()>> v;
+  {
+    std::lock_guard<std::mutex> lock(g_memo_mu);
+    v = memo_clearers();
+  }
+  for (auto& f : v) f();
+}
+
+}  // namespace dezero::cuda
