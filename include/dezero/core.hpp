@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "dezero/tensor.hpp"
+#include "dezero/small_vector.hpp"
 
 namespace dezero {
 
@@ -186,8 +187,9 @@ class Parameter : public Variable {
   explicit Parameter(Tensor data, std::string name = "");
 };
 
-using VariableList = std::vector<Variable>;
-using TensorList = std::vector<Tensor>;
+// Small vectors (small_vector.hpp): std::vector's interface, three elements inside.
+using VariableList = SmallVector<Variable, 3>;
+using TensorList = SmallVector<Tensor, 3>;
 
 // --- Function -------------------------------------------------------------------
 // Subclass it: forward() works on Tensors, backward() on Variables (so that the
@@ -233,7 +235,7 @@ class Function : public std::enable_shared_from_this<Function> {
     DType dtype;
   };
   VariableList inputs_;
-  std::vector<OutputRef> outputs_;
+  SmallVector<OutputRef, 1> outputs_;
   int generation_ = 0;
   std::uint64_t visit_mark_ = 0;
 };
