@@ -294,39 +294,62 @@ TEST_CASE("tensor: matmul below and above the host GEMM threading threshold") {
 }
 
 // --- transpose ------------------------------------------------------------------------------
+// One product of the internal matmul_t (transpose flags, optional bias) or, batched,
+// of matmul, in float32 against a naive double-precision loop.
+struct GemmCase { std::int64_t batch, m, n, k; };
+void check_float_product(GemmCase cs, bool ta, bool tb, bool with_bias) {
+  bool batched = cs.batch > 1;
+  auto shape = [&](std::int64_t r, std::int64_t c) { return batched ? Shape{cs.batch, r, c} : Shape{r, c}; };
+  Tensor a = random::randn(ta ? shape(cs.k, cs.m) : shape(cs.m, cs.k)).astype(float32);
+  Tensor b = random::randn(tb ? shape(cs.n, cs.k) : shape(cs.k, cs.n)).astype(float32);
+  Tensor bias = random::randn({cs.n}).astype(float32);
+  Tensor c = batched ? matmul(a, b) : detail::matmul_t(a, b, ta, tb, with_bias ? bias : Tensor());
+  REQUIRE(c.shape() == shape(cs.m, cs.n));
+  std::vector<float> av = a.to_vector<float>(), bv = b.to_vector<float>(), cv = c.to_vector<float>();
+  std::vector<float> biv = bias.to_vector<float>();
+  double worst = 0;
+  for (std::int64_t q = 0; q < cs.batch; ++q)
+    for (std::int64_t i = 0; i < cs.m; ++i)
+      for (std::int64_t j = 0; j < cs.n; ++j) {
+        double acc = with_bias ? biv[j] : 0.0;
+        for (std::int64_t l = 0; l < cs.k; ++l) {
+          double x = ta ? av[(q * cs.k + l) * cs.m + i] : av[(q * cs.m + i) * cs.k + l];
+          double y = tb ? bv[(q * cs.n + j) * cs.k + l] : bv[(q * cs.k + l) * cs.n + j];
+          acc += x * y;
+        }
+        worst = std::max(worst, std::abs(acc - cv[(q * cs.m + i) * cs.n + j]));
+      }
+  INFO("batch " << cs.batch << " m " << cs.m << " n " << cs.n << " k " << cs.k << " ta " << ta << " tb " << tb
+                << " bias " << with_bias);
+  CHECK(worst < 1e-3 * std::sqrt(double(cs.k)));
+}
+
 // Products big enough to be split across threads (column or row slabs, batched), with
-// every transpose flag of the internal matmul_t, against a naive double-precision loop.
+// every transpose flag of the internal matmul_t.
 TEST_CASE("tensor: large and batched products, every transpose flag, vs a naive loop") {
   random::seed(3);
-  struct Case { std::int64_t batch, m, n, k; };
-  for (Case cs : {Case{1, 100, 1000, 40}, Case{1, 1000, 50, 60}, Case{3, 130, 170, 90}, Case{1, 33, 47, 2000}})
+  for (GemmCase cs :
+       {GemmCase{1, 100, 1000, 40}, GemmCase{1, 1000, 50, 60}, GemmCase{3, 130, 170, 90}, GemmCase{1, 33, 47, 2000}})
     for (int flags = 0; flags < 8; ++flags) {
       bool ta = flags & 1, tb = flags & 2, with_bias = flags & 4;
-      bool batched = cs.batch > 1;
-      if (batched && (ta || tb || with_bias)) continue;  // matmul_t is 2-d; batched goes through matmul
-      auto shape = [&](std::int64_t r, std::int64_t c) { return batched ? Shape{cs.batch, r, c} : Shape{r, c}; };
-      Tensor a = random::randn(ta ? shape(cs.k, cs.m) : shape(cs.m, cs.k)).astype(float32);
-      Tensor b = random::randn(tb ? shape(cs.n, cs.k) : shape(cs.k, cs.n)).astype(float32);
-      Tensor bias = random::randn({cs.n}).astype(float32);
-      Tensor c = batched ? matmul(a, b) : detail::matmul_t(a, b, ta, tb, with_bias ? bias : Tensor());
-      REQUIRE(c.shape() == shape(cs.m, cs.n));
-      std::vector<float> av = a.to_vector<float>(), bv = b.to_vector<float>(), cv = c.to_vector<float>();
-      std::vector<float> biv = bias.to_vector<float>();
-      double worst = 0;
-      for (std::int64_t q = 0; q < cs.batch; ++q)
-        for (std::int64_t i = 0; i < cs.m; ++i)
-          for (std::int64_t j = 0; j < cs.n; ++j) {
-            double acc = with_bias ? biv[j] : 0.0;
-            for (std::int64_t l = 0; l < cs.k; ++l) {
-              double x = ta ? av[(q * cs.k + l) * cs.m + i] : av[(q * cs.m + i) * cs.k + l];
-              double y = tb ? bv[(q * cs.n + j) * cs.k + l] : bv[(q * cs.k + l) * cs.n + j];
-              acc += x * y;
-            }
-            worst = std::max(worst, std::abs(acc - cv[(q * cs.m + i) * cs.n + j]));
-          }
-      INFO("batch " << cs.batch << " m " << cs.m << " n " << cs.n << " k " << cs.k << " ta " << ta << " tb " << tb
-                    << " bias " << with_bias);
-      CHECK(worst < 1e-3 * std::sqrt(double(cs.k)));
+      if (cs.batch > 1 && (ta || tb || with_bias)) continue;  // matmul_t is 2-d; batched goes through matmul
+      check_float_product(cs, ta, tb, with_bias);
+    }
+}
+
+// Tiny float32 products take their own kernel on the host (cpu/gemm_small.cpp: 16-lane
+// rows masked at the edge, a packed B^T, dot products for one output column): W3's
+// shapes, extents of 1, 15-17 and 33 around the lane count, and shapes just past it.
+TEST_CASE("tensor: tiny products (every transpose flag, single rows and columns) vs a naive loop") {
+  random::seed(4);
+  for (GemmCase cs : {GemmCase{1, 100, 10, 2}, GemmCase{1, 100, 1, 10}, GemmCase{1, 100, 10, 1},
+                      GemmCase{1, 10, 1, 100}, GemmCase{1, 2, 10, 100}, GemmCase{1, 1, 1, 1}, GemmCase{1, 1, 17, 5},
+                      GemmCase{1, 17, 1, 33}, GemmCase{1, 9, 16, 15}, GemmCase{1, 33, 3, 40}, GemmCase{1, 3, 40, 37},
+                      GemmCase{1, 8, 33, 17}, GemmCase{1, 16, 32, 32}, GemmCase{1, 17, 31, 31}, GemmCase{2, 7, 5, 3}})
+    for (int flags = 0; flags < 8; ++flags) {
+      bool ta = flags & 1, tb = flags & 2, with_bias = flags & 4;
+      if (cs.batch > 1 && (ta || tb || with_bias)) continue;
+      check_float_product(cs, ta, tb, with_bias);
     }
 }
 

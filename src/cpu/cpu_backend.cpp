@@ -17,6 +17,7 @@
 #include <omp.h>
 #include <type_traits>
 
+#include "cpu/gemm_small.hpp"
 #include "backend.hpp"
 #include "kernels/ops.hpp"
 #include "random_impl.hpp"
@@ -254,6 +255,8 @@ using MutMap = Eigen::Map<RowMat<T>, 0, Eigen::OuterStride<>>;
 template <class T>
 void gemm_one(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a, std::int64_t lda,
               const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc) {
+  if constexpr (std::is_same_v<T, float>)
+    if (sgemm_small(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
   ConstMap<T> A(a, ta ? k : m, ta ? m : k, Eigen::OuterStride<>(lda));
   ConstMap<T> B(b, tb ? n : k, tb ? k : n, Eigen::OuterStride<>(ldb));
   MutMap<T> C(c, m, n, Eigen::OuterStride<>(ldc));
@@ -401,10 +404,16 @@ class HostBlockCache {
     std::size_t n = rounded(nbytes);
     if (enabled_) {
       std::lock_guard<std::mutex> lock(mu_);
-      auto it = free_.find(n);
-      if (it != free_.end() && !it->second.empty()) {
-        void* p = it->second.back();
-        it->second.pop_back();
+      std::vector<void*>* list = nullptr;
+      if (n <= kSmallBlock) {
+        list = &small_[n / 64 - 1];
+      } else {
+        auto it = free_.find(n);
+        if (it != free_.end()) list = &it->second;
+      }
+      if (list && !list->empty()) {
+        void* p = list->back();
+        list->pop_back();
         cached_ -= n;
         return p;
       }
@@ -424,7 +433,7 @@ class HostBlockCache {
       try {
         std::lock_guard<std::mutex> lock(mu_);
         if (cached_ + n <= kMaxCached) {
-          free_[n].push_back(p);
+          (n <= kSmallBlock ? small_[n / 64 - 1] : free_[n]).push_back(p);
           cached_ += n;
           return;
         }
@@ -439,12 +448,17 @@ class HostBlockCache {
     for (auto& [size, blocks] : free_)
       for (void* p : blocks) std::free(p);
     free_.clear();
+    for (auto& blocks : small_) {
+      for (void* p : blocks) std::free(p);
+      blocks.clear();
+    }
     cached_ = 0;
   }
 
  private:
   static constexpr std::size_t kMaxBlock = std::size_t(64) << 20;
   static constexpr std::size_t kMaxCached = std::size_t(256) << 20;
+  static constexpr std::size_t kSmallBlock = 4096;  // up to here sizes are multiples of 64: one list each
 
   static std::size_t rounded(std::size_t nbytes) {
     std::size_t n = std::max<std::size_t>(nbytes, 1);
@@ -456,6 +470,7 @@ class HostBlockCache {
 
   bool enabled_ = true;
   std::mutex mu_;
+  std::vector<void*> small_[kSmallBlock / 64];  // small_[n / 64 - 1]: free blocks of n bytes
   std::unordered_map<std::size_t, std::vector<void*>> free_;
   std::size_t cached_ = 0;
 };

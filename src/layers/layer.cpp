@@ -127,8 +127,11 @@ std::shared_ptr<Layer> Layer::layer(const std::string& key) const {
   throw ValueError("Layer: no sub-layer '" + key + "'");
 }
 
-void Layer::cleargrads() {
-  for (auto& p : params()) p.cleargrad();
+void Layer::cleargrads() {  // walks the tree in place: no list of parameters per step
+  for (auto& e : entries_) {
+    if (e.layer) e.layer->cleargrads();
+    else e.param.cleargrad();
+  }
 }
 
 // --- devices -------------------------------------------------------------------------------------
