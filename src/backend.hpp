@@ -105,6 +105,16 @@ class Backend {
                     std::int64_t stride_b, double beta, void* c, std::int64_t ldc, std::int64_t stride_c,
                     std::int64_t batch) = 0;
 
+  // C = op(A) @ op(B) + bias, the row `bias` (n) added to each of C's m rows, in one
+  // pass where the backend has one (the host's small float32 products); false, with
+  // nothing done, where it has not: the caller copies the bias into C and calls gemm
+  // with beta = 1.
+  virtual bool gemm_bias(DType /*dt*/, bool /*ta*/, bool /*tb*/, std::int64_t /*m*/, std::int64_t /*n*/,
+                         std::int64_t /*k*/, const void* /*a*/, std::int64_t /*lda*/, const void* /*b*/,
+                         std::int64_t /*ldb*/, const void* /*bias*/, void* /*c*/, std::int64_t /*ldc*/) {
+    return false;
+  }
+
   // --- indexing: element offsets as int64 on this device ----------------------------
   virtual void gather(DType dt, const void* src, const std::int64_t* offsets, void* dst, std::int64_t n) = 0;
   virtual void scatter_add(DType dt, const void* src, const std::int64_t* offsets, void* dst,

@@ -857,6 +857,12 @@ Tensor matmul_t(const Tensor& a0, const Tensor& b0, bool ta, bool tb, const Tens
   if (bias.defined()) {
     check_same_device("linear", a0, bias);
     Tensor bb = bias.dtype() == dt ? bias : bias.astype(dt);
+    if (bb.ndim() == 1 && bb.size() == n && k > 0 && m > 0) {  // a row per output feature: fused if possible
+      y = Tensor::empty(Shape{m, n}, dt, a.device());
+      if (backend_of(a).gemm_bias(dt, ta, tb, m, n, k, a.raw_data(), a.shape()[1], b.raw_data(), b.shape()[1],
+                                  bb.raw_data(), y.raw_data(), n))
+        return y;
+    }
     y = broadcast_to(bb, Shape{m, n});
     if (y.is_same(bb)) y = y.copy();
     beta = 1.0;

@@ -565,6 +565,14 @@ class CpuBackend final : public Backend {
     DEZERO_DISPATCH(dt, T, arg_reduce_typed<T>(op, static_cast<const T*>(x), y, outer, r, inner))
   }
 
+  bool gemm_bias(DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const void* a,
+                 std::int64_t lda, const void* b, std::int64_t ldb, const void* bias, void* c,
+                 std::int64_t ldc) override {
+    return dt == DType::Float32 && sgemm_small(ta, tb, m, n, k, 1.f, static_cast<const float*>(a), lda,
+                                               static_cast<const float*>(b), ldb, 0.f, static_cast<float*>(c),
+                                               ldc, static_cast<const float*>(bias));
+  }
+
   void gemm(DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, double alpha, const void* a,
             std::int64_t lda, std::int64_t stride_a, const void* b, std::int64_t ldb, std::int64_t stride_b,
             double beta, void* c, std::int64_t ldc, std::int64_t stride_c, std::int64_t batch) override {

@@ -19,10 +19,11 @@
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
-// GCC 12's _mm512_reduce_add_ps reads an intentionally undefined register
-// (GCC bug 105593): a false -Wmaybe-uninitialized in the header.
+// GCC 12's AVX-512 intrinsics read intentionally undefined registers (GCC bug
+// 105593): false (maybe-)uninitialized warnings inside the header.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 #endif
 
@@ -50,16 +51,19 @@ __m512 axpy_sum(std::int64_t k, __mmask16 mk, Scalar s, Row row) {
 #endif
 
 bool sgemm_small(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
-                 std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
+                 std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc,
+                 const float* bias) {
 #if defined(__AVX512F__)
   if (m * n * k > kGemmSmallMacs) return false;
   // Packing a transposed B costs k * n scalar moves; it pays only over several rows.
   if (tb && n > 1 && m < 8) return false;
   const std::int64_t ai = ta ? 1 : lda, ap = ta ? lda : 1;  // A(i, p) = a[i*ai + p*ap]
   const __m512 valpha = _mm512_set1_ps(alpha), vbeta = _mm512_set1_ps(beta);
-  auto store = [&](float* cp, __mmask16 mk, __m512 acc) {
+  // cp[0:16) = alpha acc + beta cp + bias_lanes, masked to mk.
+  auto store = [&](float* cp, __mmask16 mk, __m512 acc, __m512 bias_lanes) {
     __m512 r = _mm512_mul_ps(acc, valpha);
     if (beta != 0.f) r = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mk, cp), vbeta, r);
+    if (bias) r = _mm512_add_ps(r, bias_lanes);
     _mm512_mask_storeu_ps(cp, mk, r);
   };
   thread_local std::vector<float> pack;
@@ -79,7 +83,8 @@ bool sgemm_small(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t 
           acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mk, a + i * lda + p), _mm512_maskz_loadu_ps(mk, bcol + p), acc);
         }
         float v = alpha * _mm512_reduce_add_ps(acc);
-        c[i * ldc] = beta == 0.f ? v : v + beta * c[i * ldc];
+        if (beta != 0.f) v += beta * c[i * ldc];
+        c[i * ldc] = bias ? v + bias[0] : v;
       }
       return true;
     }
@@ -87,8 +92,8 @@ bool sgemm_small(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t 
       for (std::int64_t x = 0; x < m; x += 16) {
         __mmask16 mk = lanes(m - x);
         store(c + x, mk,
-              axpy_sum(k, mk, [&](std::int64_t p) { return b[p * bs]; },
-                       [&](std::int64_t p) { return a + p * lda + x; }));
+              axpy_sum(k, mk, [&](std::int64_t p) { return b[p * bs]; }, [&](std::int64_t p) { return a + p * lda + x; }),
+              bias ? _mm512_set1_ps(bias[0]) : _mm512_setzero_ps());
       }
       return true;
     }
@@ -108,13 +113,14 @@ bool sgemm_small(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t 
       __mmask16 mk = lanes(n - x);
       store(c + i * ldc + x, mk,
             axpy_sum(k, mk, [&](std::int64_t p) { return arow[p * ap]; },
-                     [&](std::int64_t p) { return brows + p * ldbr + x; }));
+                     [&](std::int64_t p) { return brows + p * ldbr + x; }),
+            bias ? _mm512_maskz_loadu_ps(mk, bias + x) : _mm512_setzero_ps());
     }
   }
   return true;
 #else
   (void)ta, (void)tb, (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda, (void)b, (void)ldb, (void)beta;
-  (void)c, (void)ldc;
+  (void)c, (void)ldc, (void)bias;
   return false;
 #endif
 }
