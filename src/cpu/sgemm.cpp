@@ -27,11 +27,14 @@ namespace {
 // --- blocking ----------------------------------------------------------------
 // Register tile: MR rows of C x NR = 16 NV columns, vectorised along n (C's
 // contiguous dimension). Each step of k loads NV vectors of packed B, broadcasts
-// MR scalars of packed A (folded into the FMA as {1to16} memory operands) and issues
-// MR x NV FMAs into MR x NV accumulators. Zen 4 retires one 512-bit FMA per cycle
-// (two 256-bit pipes) with 4 cycles latency, so anything above ~8 independent
+// MR scalars of packed A (vbroadcastss from memory, each shared by NV FMAs) and
+// issues MR x NV FMAs into MR x NV accumulators. Zen 4 retires one 512-bit FMA per
+// cycle (two 256-bit pipes) with 4 cycles latency, so anything above ~8 independent
 // accumulators keeps the pipes busy; 14 x 2 uses 28 of the 32 zmm registers (+2
-// for B) and needs 16 loads per 28 FMAs, well inside the two load ports.
+// for B, +1 broadcast) and needs 16 loads per 28 FMAs, well inside the load ports.
+// 8 x 3 and 6 x 4 measured the same within the noise of this machine; 14 x 2 has
+// the narrowest NR, which wastes least on W1's n-slabs of ~500 columns.
+// (The DEZERO_SGEMM_* macros exist for such tuning runs: -DDEZERO_SGEMM_MR=8 ...)
 #ifndef DEZERO_SGEMM_MR
 #define DEZERO_SGEMM_MR 14
 #endif
