@@ -17,8 +17,9 @@
 #include <omp.h>
 #include <type_traits>
 
-#include "cpu/gemm_small.hpp"
 #include "backend.hpp"
+#include "cpu/gemm_small.hpp"
+#include "cpu/sgemm.hpp"
 #include "kernels/ops.hpp"
 #include "random_impl.hpp"
 #include "tensor_impl.hpp"
@@ -252,11 +253,17 @@ template <class T>
 using MutMap = Eigen::Map<RowMat<T>, 0, Eigen::OuterStride<>>;
 
 // One GEMM on the calling thread: C = alpha op(A) op(B) + beta C, row-major views.
+// float32: tiny products (at most kGemmSmallMacs multiply-adds) take gemm_small.cpp;
+// larger ones go to our AVX-512 sgemm (sgemm.cpp) unless C is narrower than its 32-column
+// register tile or shorter than 8 rows: there Eigen's smaller tiles win (measured with
+// bench/sgemm_shapes: n = 16 runs at half Eigen's speed, n >= 32 at 1.2-1.5x).
 template <class T>
 void gemm_one(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a, std::int64_t lda,
               const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc) {
-  if constexpr (std::is_same_v<T, float>)
+  if constexpr (std::is_same_v<T, float>) {
     if (sgemm_small(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
+    if (m >= 8 && n >= 32 && sgemm_available()) return sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  }
   ConstMap<T> A(a, ta ? k : m, ta ? m : k, Eigen::OuterStride<>(lda));
   ConstMap<T> B(b, tb ? n : k, tb ? k : n, Eigen::OuterStride<>(ldb));
   MutMap<T> C(c, m, n, Eigen::OuterStride<>(ldc));

@@ -1,0 +1,134 @@
+// tests/test_sgemm.cpp - the host AVX-512 float32 GEMM (src/cpu/sgemm.cpp) against a
+// naive double-accumulating reference: all transpose combinations, beta 0 (C full of
+// NaN, never read) / 1 / other, alpha != 1, edge tiles, padded leading dimensions
+// (the padding must stay untouched), several cache blocks, and the MNIST MLP shapes.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <dezero/dezero.hpp>
+#include <limits>
+#include <vector>
+
+#include "../src/cpu/sgemm.hpp"
+
+using dezero::detail::sgemm;
+
+namespace {
+
+struct Lcg {
+  std::uint64_t s;
+  float next() {  // uniform in [-1, 1)
+    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+    return float((s >> 40) & 0xFFFFFF) / float(1 << 23) - 1.0f;
+  }
+};
+
+// Runs sgemm on padded buffers and checks every element of C (and that the padding is untouched).
+void check(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, float beta,
+           std::int64_t pad) {
+  CAPTURE(ta);
+  CAPTURE(tb);
+  CAPTURE(m);
+  CAPTURE(n);
+  CAPTURE(k);
+  CAPTURE(alpha);
+  CAPTURE(beta);
+  CAPTURE(pad);
+  const std::int64_t ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+  const std::int64_t lda = ac + pad, ldb = bc + 2 * pad, ldc = n + pad;
+  Lcg g{std::uint64_t(m * 1000003 + n * 1009 + k * 7 + pad)};
+  std::vector<float> a(ar * lda), b(br * ldb), c(m * ldc);
+  for (float& x : a) x = g.next();
+  for (float& x : b) x = g.next();
+  const float sentinel = 12345.0f, nan = std::numeric_limits<float>::quiet_NaN();
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < ldc; ++j) c[i * ldc + j] = j >= n ? sentinel : beta == 0.0f ? nan : g.next();
+  const std::vector<float> c0 = c;
+  sgemm(ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
+  std::int64_t bad = 0;
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      double sum = 0, abs_sum = 0;
+      for (std::int64_t p = 0; p < k; ++p) {
+        const double x = ta ? a[p * lda + i] : a[i * lda + p];
+        const double y = tb ? b[j * ldb + p] : b[p * ldb + j];
+        sum += x * y;
+        abs_sum += std::fabs(x * y);
+      }
+      double want = double(alpha) * sum, scale = std::fabs(alpha) * abs_sum;
+      if (beta != 0.0f) {
+        want += double(beta) * c0[i * ldc + j];
+        scale += std::fabs(beta * c0[i * ldc + j]);
+      }
+      const double got = c[i * ldc + j];
+      // float32 rounding grows ~sqrt(k) in practice, k eps at worst; 1e-5 of the absolute sum
+      // is well above both for k <= 1000 and far below one missing or doubled product.
+      if (!(std::fabs(got - want) <= 1e-5 * scale + 1e-6) && bad++ < 3)
+        FAIL_CHECK("C[" << i << ", " << j << "] = " << got << ", want " << want);
+    }
+    for (std::int64_t j = n; j < ldc; ++j)
+      if (c[i * ldc + j] != sentinel && bad++ < 3) FAIL_CHECK("padding C[" << i << ", " << j << "] was written");
+  }
+  CHECK(bad == 0);
+}
+
+}  // namespace
+
+TEST_CASE("sgemm: all transposes, edge sizes, alpha/beta, padded leading dimensions") {
+  if (!dezero::detail::sgemm_available()) {
+    MESSAGE("skipped: this build has no AVX-512 sgemm");
+    return;
+  }
+  const std::int64_t sizes[] = {1, 7, 17, 33, 100};
+  const float alphas[] = {1.0f, 0.75f, -2.0f};
+  const float betas[] = {0.0f, 1.0f, -0.5f};
+  const std::int64_t pads[] = {0, 3, 16};
+  int variant = 0;
+  for (int t = 0; t < 4; ++t)
+    for (std::int64_t m : sizes)
+      for (std::int64_t n : sizes)
+        for (std::int64_t k : sizes) {
+          ++variant;
+          check(t & 1, t & 2, m, n, k, alphas[variant % 3], betas[(variant / 3) % 3], pads[(variant / 9) % 3]);
+        }
+}
+
+TEST_CASE("sgemm: sizes across cache blocks (257, k > KC, n > NC, m > MC)") {
+  if (!dezero::detail::sgemm_available()) return;
+  for (int t = 0; t < 4; ++t) {
+    const bool ta = t & 1, tb = t & 2;
+    check(ta, tb, 257, 257, 33, 1.0f, 0.0f, 0);
+    check(ta, tb, 33, 257, 257, 0.5f, 1.0f, 5);
+    check(ta, tb, 257, 17, 257, 1.0f, -0.5f, 16);
+    check(ta, tb, 7, 600, 530, -1.0f, 0.0f, 1);  // two NC blocks, three KC blocks
+    check(ta, tb, 1100, 40, 20, 1.0f, 1.0f, 0);  // two MC blocks
+  }
+}
+
+TEST_CASE("sgemm: alpha == 0 only scales C") {
+  if (!dezero::detail::sgemm_available()) return;
+  check(false, false, 9, 40, 5, 0.0f, 0.0f, 2);
+  check(false, true, 9, 40, 5, 0.0f, -0.5f, 2);
+}
+
+TEST_CASE("sgemm: the MNIST MLP training-step shapes (batch 100)") {
+  if (!dezero::detail::sgemm_available()) return;
+  check(false, false, 100, 1000, 784, 1.0f, 0.0f, 0);   // x W1
+  check(false, false, 100, 1000, 1000, 1.0f, 0.0f, 0);  // h W2
+  check(false, false, 100, 10, 1000, 1.0f, 0.0f, 0);    // h W3
+  check(false, true, 100, 784, 1000, 1.0f, 0.0f, 0);    // gy W1^T
+  check(false, true, 100, 1000, 10, 1.0f, 0.0f, 0);     // gy W3^T
+  check(true, false, 784, 1000, 100, 1.0f, 1.0f, 0);    // x^T gy, accumulated
+  check(true, false, 1000, 10, 100, 1.0f, 0.0f, 0);     // h^T gy (W3)
+}
+
+TEST_CASE("sgemm: float32 matmul through the backend matches float64 (threaded slabs)") {
+  using namespace dezero;
+  random::seed(3);
+  Tensor a = random::randn({100, 784}), b = random::randn({784, 1000});
+  Tensor want = matmul(a, b);
+  Tensor got = matmul(a.astype(float32), b.astype(float32)).astype(float64);
+  Tensor err = max(abs(got - want));
+  CHECK(err.item<double>() < 1e-3);
+}
