@@ -38,6 +38,12 @@ class MeanSquaredError : public Function {
     return {sum(square(diff)) / static_cast<double>(n)};
   }
   VariableList backward(const VariableList& gys) override {
+    if (!Config::enable_backprop) {  // no graph to record: the same arithmetic, in the same order, on Tensors
+      Tensor diff = input(0).data() - input(1).data();
+      Tensor g = gys[0].data() * diff * (2.0 / static_cast<double>(diff.shape()[0]));
+      return {needs_input_grad(0) ? Variable(sum_to(g, input(0).shape())) : Variable(),
+              needs_input_grad(1) ? Variable(sum_to(-g, input(1).shape())) : Variable()};
+    }
     Variable diff = input(0) - input(1);
     Variable gx0 = gys[0] * diff * (2.0 / static_cast<double>(diff.shape()[0]));
     return {needs_input_grad(0) ? F::sum_to(gx0, input(0).shape()) : Variable(),
