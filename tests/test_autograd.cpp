@@ -418,22 +418,26 @@ TEST_CASE("autograd: a create_graph gradient does not keep its leaf alive (no cy
   CHECK(v0(x.grad()) == 12.0);  // d2y/dx2 = 6x
 }
 
-// Sigmoid and mean_squared_error compute their gradient on Tensors when no graph is
-// recorded (backward without create_graph) and with Functions otherwise: the two
-// paths must give the same bits, broadcast inputs included.
-TEST_CASE("autograd: sigmoid and MSE gradients are identical with and without create_graph") {
+// Sigmoid, ReLU, linear, matmul and mean_squared_error compute their gradients on
+// Tensors when no graph is recorded (backward without create_graph) and with
+// Functions otherwise: the two paths must give the same bits, broadcasts included.
+TEST_CASE("autograd: gradients are identical with and without create_graph (sigmoid, relu, linear, matmul, MSE)") {
   random::seed(5);
   for (DType dt : {float32, float64}) {
-    Tensor a = random::randn({5, 3}).astype(dt), b = random::randn({1, 3}).astype(dt);
+    Tensor a = random::randn({5, 4}).astype(dt), w = random::randn({4, 3}).astype(dt);
+    Tensor bias = random::randn({3}).astype(dt), w2 = random::randn({3, 3}).astype(dt);
+    Tensor target = random::randn({1, 3}).astype(dt);
     auto grads = [&](bool create_graph) {
-      Variable x(a), t(b);
-      Variable loss = F::mean_squared_error(F::sigmoid(x), t);
+      Variable x(a), W(w), b(bias), W2(w2), t(target);
+      Variable h = F::matmul(F::sigmoid(F::linear(F::relu(x), W, b)), W2);
+      Variable loss = F::mean_squared_error(h, t);
       loss.backward(false, create_graph);
-      return std::make_pair(x.grad().data().to_vector<double>(), t.grad().data().to_vector<double>());
+      std::vector<std::vector<double>> out;
+      for (const Variable& v : {x, W, b, W2, t}) out.push_back(v.grad().data().to_vector<double>());
+      return out;
     };
     auto plain = grads(false), recorded = grads(true);
-    CHECK(plain.first == recorded.first);
-    CHECK(plain.second == recorded.second);
-    CHECK(plain.second.size() == 3);  // t's gradient summed back to its (1, 3) shape
+    CHECK(plain == recorded);
+    CHECK(plain[4].size() == 3);  // t's gradient summed back to its (1, 3) shape
   }
 }

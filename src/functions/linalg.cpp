@@ -32,6 +32,14 @@ VariableList MatMul::backward(const VariableList& gys) {
   const Variable& a = input(0);
   const Variable& b = input(1);
   Variable ga, gb;
+  if (!Config::enable_backprop) {  // no graph to record: the same products on Tensors
+    const Tensor &g = gy.data(), &ad = a.data(), &bd = b.data();
+    if (needs_input_grad(0))
+      ga = Variable(ta_ ? detail::matmul_t(bd, g, tb_, true) : detail::matmul_t(g, bd, false, !tb_));
+    if (needs_input_grad(1))
+      gb = Variable(tb_ ? detail::matmul_t(g, ad, true, ta_) : detail::matmul_t(ad, g, !ta_, false));
+    return {ga, gb};
+  }
   if (needs_input_grad(0)) ga = ta_ ? mm(b, gy, tb_, true) : mm(gy, b, false, !tb_);
   if (needs_input_grad(1)) gb = tb_ ? mm(gy, a, true, ta_) : mm(a, gy, !ta_, false);
   return {ga, gb};
@@ -46,6 +54,13 @@ class Linear : public Function {
   VariableList backward(const VariableList& gys) override {
     const Variable& gy = gys[0];
     VariableList g(inputs().size());
+    if (!Config::enable_backprop) {  // no graph to record: the same products on Tensors
+      const Tensor& t = gy.data();
+      if (needs_input_grad(0)) g[0] = Variable(detail::matmul_t(t, input(1).data(), false, true));
+      if (needs_input_grad(1)) g[1] = Variable(detail::matmul_t(input(0).data(), t, true, false));
+      if (inputs().size() > 2 && needs_input_grad(2)) g[2] = Variable(sum_to(t, input(2).shape()));
+      return g;
+    }
     if (needs_input_grad(0)) g[0] = mm(gy, input(1), false, true);
     if (needs_input_grad(1)) g[1] = mm(input(0), gy, true, false);
     if (inputs().size() > 2 && needs_input_grad(2)) g[2] = F::sum_to(gy, input(2).shape());
