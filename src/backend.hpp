@@ -42,6 +42,7 @@ enum class UnaryOp : int {
   MulScalar,   // x * alpha
   RSubScalar,  // alpha - x
   RDivScalar,  // alpha / x
+  DivScalar,   // x / alpha (not x * (1 / alpha): the same rounding as NumPy's x / alpha)
   MaxScalar,   // max(x, alpha)
   MinScalar,   // min(x, alpha)
   GtScalar,    // x > alpha ? 1 : 0

@@ -568,7 +568,7 @@ Tensor operator*(const Tensor& a, double b) { return scalar_op(UnaryOp::MulScala
 Tensor operator/(const Tensor& a, double b) {
   detail::check_defined("div", a);
   if (is_integer(a.dtype())) return a.astype(float64) * (1.0 / b);
-  return binary_op(BinaryOp::Div, a, array(b, a.dtype(), a.device()));
+  return scalar_op(UnaryOp::DivScalar, a, b, "div");
 }
 Tensor operator+(double a, const Tensor& b) { return b + a; }
 Tensor operator-(double a, const Tensor& b) { return scalar_op(UnaryOp::RSubScalar, b, a, "sub"); }

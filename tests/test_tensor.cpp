@@ -513,3 +513,21 @@ TEST_CASE("array: a column literal is 2-d") {
   CHECK(dezero::array({1, 2, 3}).dtype() == dezero::int64);
   CHECK(dezero::array({1.5, 2.0}).dtype() == dezero::float64);
 }
+
+// x / scalar divides by the scalar in x's dtype (not x * (1 / scalar)): the same bits
+// as dividing by a tensor of that value, as NumPy does.
+TEST_CASE("tensor: division by a scalar rounds like division by a tensor") {
+  random::seed(6);
+  for (DType dt : {float32, float64}) {
+    Tensor x = random::randn({1000}).astype(dt);
+    for (double s : {3.0, 0.1, 7.0, -1e-3}) {
+      CAPTURE(s);
+      Tensor by_scalar = x / s, by_tensor = x / full({1000}, s, dt);
+      CHECK(by_scalar.dtype() == dt);
+      CHECK(by_scalar.to_vector<double>() == by_tensor.to_vector<double>());
+    }
+  }
+  Tensor ints = arange(5).astype(int64);
+  CHECK((ints / 2.0).dtype() == float64);
+  CHECK((ints / 2.0).to_vector<double>() == std::vector<double>{0.0, 0.5, 1.0, 1.5, 2.0});
+}

@@ -115,7 +115,7 @@ void unary_typed(UnaryOp op, const T* x, T* y, std::int64_t n, T a) {
 #define DZ_CASE(OP) case UnaryOp::OP: unary_loop(x, y, n, a, kernels::Unary<UnaryOp::OP>{}); break;
     DZ_CASE(Neg) DZ_CASE(Exp) DZ_CASE(Log) DZ_CASE(Sin) DZ_CASE(Cos) DZ_CASE(Tanh) DZ_CASE(Sqrt) DZ_CASE(Abs)
     DZ_CASE(Sign) DZ_CASE(Square) DZ_CASE(Reciprocal) DZ_CASE(Sigmoid) DZ_CASE(Relu) DZ_CASE(PowScalar)
-    DZ_CASE(AddScalar) DZ_CASE(MulScalar) DZ_CASE(RSubScalar) DZ_CASE(RDivScalar) DZ_CASE(MaxScalar)
+    DZ_CASE(AddScalar) DZ_CASE(MulScalar) DZ_CASE(RSubScalar) DZ_CASE(RDivScalar) DZ_CASE(DivScalar) DZ_CASE(MaxScalar)
     DZ_CASE(MinScalar) DZ_CASE(GtScalar) DZ_CASE(GeScalar) DZ_CASE(LtScalar) DZ_CASE(LeScalar)
     DZ_CASE(LeakyRelu) DZ_CASE(LeakyMask)
 #undef DZ_CASE

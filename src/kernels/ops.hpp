@@ -76,6 +76,7 @@ DEZERO_HD T unary_apply(detail::UnaryOp op, T x, T a) {
     case UnaryOp::MulScalar: return x * a;
     case UnaryOp::RSubScalar: return a - x;
     case UnaryOp::RDivScalar: return a / x;
+    case UnaryOp::DivScalar: return x / a;
     case UnaryOp::MaxScalar: return x > a ? x : a;
     case UnaryOp::MinScalar: return x < a ? x : a;
     case UnaryOp::GtScalar: return x > a ? T(1) : T(0);
