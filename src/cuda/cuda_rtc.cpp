@@ -196,31 +196,56 @@ void check_arg_counts(const std::string& op, std::size_t want_in, std::size_t go
     throw ValueError(op + ": takes " + std::to_string(want_out) + " outputs, got " + std::to_string(got_out));
 }
 
-// A tensor argument of a user kernel: on one CUDA device with the others, of its fixed
-// dtype, or binding its type placeholder (T, ...) consistently. Shared by elementwise
-// and reduce.
-void bind_tensor_arg(const std::string& op, const Param& p, const Tensor& t, int& device,
-                     std::map<std::string, DType>& bound) {
-  if (!t.defined()) throw ValueError(op + ": argument '" + p.name + "' is an undefined tensor");
-  if (!t.device().is_cuda())
-    throw DeviceError(op + ": argument '" + p.name + "' lives on " + t.device().str() +
-                      "; hint: move it with to_gpu()");
-  if (device < 0) device = t.device().index();
-  else if (device != t.device().index())
-    throw DeviceError(op + ": arguments are on cuda:" + std::to_string(device) + " and " + t.device().str());
-  DType fixed;
-  if (dtype_from_name(p.type, &fixed)) {
-    if (fixed != t.dtype())
-      throw DtypeError(op + ": argument '" + p.name + "' must be " + dtype_name(fixed) + ", got " +
-                       dtype_name(t.dtype()));
-  } else {
-    auto it = bound.find(p.type);
-    if (it == bound.end()) bound[p.type] = t.dtype();
-    else if (it->second != t.dtype())
-      throw DtypeError(op + ": type " + p.type + " is bound to " + dtype_name(it->second) + " but argument '" +
-                       p.name + "' is " + dtype_name(t.dtype()));
+// The tensor arguments of one call of a user kernel (elementwise or reduce): each must
+// be on the same CUDA device as the others and have its parameter's concrete dtype or
+// bind its type placeholder (T, ...) consistently. The largest tensor that counts
+// toward the shape gives the shape the kernel runs over.
+struct Binding {
+  explicit Binding(std::string op_name) : op(std::move(op_name)) {}
+  std::string op;
+  std::map<std::string, DType> bound;  // placeholder -> dtype
+  int device = -1;
+  Shape shape;
+  std::int64_t size = -1;
+
+  void bind(const Param& p, const Tensor& t, bool sets_shape) {
+    if (!t.defined()) throw ValueError(op + ": argument '" + p.name + "' is an undefined tensor");
+    if (!t.device().is_cuda())
+      throw DeviceError(op + ": argument '" + p.name + "' lives on " + t.device().str() +
+                        "; hint: move it with to_gpu()");
+    if (device < 0) device = t.device().index();
+    else if (device != t.device().index())
+      throw DeviceError(op + ": arguments are on cuda:" + std::to_string(device) + " and " + t.device().str());
+    DType fixed;
+    if (dtype_from_name(p.type, &fixed)) {
+      if (fixed != t.dtype())
+        throw DtypeError(op + ": argument '" + p.name + "' must be " + dtype_name(fixed) + ", got " +
+                         dtype_name(t.dtype()));
+    } else {
+      auto it = bound.find(p.type);
+      if (it == bound.end()) bound[p.type] = t.dtype();
+      else if (it->second != t.dtype())
+        throw DtypeError(op + ": type " + p.type + " is bound to " + dtype_name(it->second) + " but argument '" +
+                         p.name + "' is " + dtype_name(t.dtype()));
+    }
+    if (sets_shape && t.size() > size) {
+      size = t.size();
+      shape = t.shape();
+    }
   }
-}
+
+  // The dtype of `type` (a concrete name or a bound placeholder) for `what` (in errors).
+  DType type_of(const std::string& type, const std::string& what) const {
+    DType t;
+    if (dtype_from_name(type, &t)) return t;
+    auto it = bound.find(type);
+    if (it == bound.end())
+      throw DtypeError(op + ": cannot tell the type " + type + " of " + what +
+                       " (no tensor argument uses it); hint: give an output tensor or use a concrete type");
+    return it->second;
+  }
+  DType type_of(const Param& p) const { return type_of(p.type, "'" + p.name + "'"); }
+};
 
 }  // namespace
 
@@ -253,32 +278,18 @@ std::vector<Tensor> ElementwiseKernel::operator()(const std::vector<KernelArg>& 
   const std::string op = "elementwise '" + k.name + "'";
   check_arg_counts(op, k.in.size(), inputs.size(), k.out.size(), outputs.size());
 
-  // Bind placeholder types from tensors; find the device and the iteration shape.
-  std::map<std::string, DType> bound;
-  int device = -1;
-  Shape shape;
-  std::int64_t size = -1;
-  auto bind = [&](const Param& p, const Tensor& t) {
-    bind_tensor_arg(op, p, t, device, bound);
-    if (!p.raw && t.size() > size) {
-      size = t.size();
-      shape = t.shape();
-    }
-  };
+  // Bind placeholder types from tensors; find the device and the iteration shape (non-raw arguments).
+  Binding b(op);
   for (std::size_t i = 0; i < inputs.size(); ++i)
-    if (auto* t = std::get_if<Tensor>(&inputs[i])) bind(k.in[i], *t);
-  for (std::size_t i = 0; i < outputs.size(); ++i) bind(k.out[i], outputs[i]);
-  if (device < 0) device = current_device();
-  if (size < 0) throw ValueError(op + ": needs at least one non-raw tensor argument to define the size");
-  auto type_of = [&](const Param& p) -> DType {
-    DType t;
-    if (dtype_from_name(p.type, &t)) return t;
-    auto it = bound.find(p.type);
-    if (it == bound.end())
-      throw DtypeError(op + ": cannot tell the type " + p.type + " of '" + p.name +
-                       "' (no tensor argument uses it); hint: give an output tensor or use a concrete type");
-    return it->second;
-  };
+    if (auto* t = std::get_if<Tensor>(&inputs[i])) b.bind(k.in[i], *t, !k.in[i].raw);
+  for (std::size_t i = 0; i < outputs.size(); ++i) b.bind(k.out[i], outputs[i], !k.out[i].raw);
+  if (b.device < 0) b.device = current_device();
+  if (b.size < 0) throw ValueError(op + ": needs at least one non-raw tensor argument to define the size");
+  const int device = b.device;
+  const Shape& shape = b.shape;
+  const std::int64_t size = b.size;
+  const std::map<std::string, DType>& bound = b.bound;
+  auto type_of = [&](const Param& p) { return b.type_of(p); };
   if (outputs.empty())
     for (auto& p : k.out) outputs.push_back(Tensor::empty(shape, type_of(p), dezero::Device::cuda(device)));
 
@@ -571,33 +582,17 @@ std::vector<Tensor> ReductionKernel::operator()(const std::vector<KernelArg>& in
   const std::string op = "reduce '" + k.name + "'";
   check_arg_counts(op, k.in.size(), inputs.size(), k.out.size(), outputs.size());
 
-  // Bind placeholder types from the input tensors; the largest one gives the iteration shape.
-  std::map<std::string, DType> bound;
-  int device = -1;
-  Shape shape;
-  std::int64_t size = -1;
-  auto bind = [&](const Param& p, const Tensor& t, bool is_input) {
-    bind_tensor_arg(op, p, t, device, bound);
-    if (is_input && t.size() > size) {
-      size = t.size();
-      shape = t.shape();
-    }
-  };
+  // Bind placeholder types from the tensors; the largest input gives the shape to reduce.
+  Binding b(op);
   for (std::size_t i = 0; i < inputs.size(); ++i)
-    if (auto* t = std::get_if<Tensor>(&inputs[i])) bind(k.in[i], *t, true);
-  if (size < 0) throw ValueError(op + ": needs at least one tensor input to define the shape to reduce");
-  for (std::size_t i = 0; i < outputs.size(); ++i) bind(k.out[i], outputs[i], false);
-  auto type_of_name = [&](const std::string& type, const std::string& what) -> DType {
-    DType t;
-    if (dtype_from_name(type, &t)) return t;
-    auto it = bound.find(type);
-    if (it == bound.end())
-      throw DtypeError(op + ": cannot tell the type " + type + " of " + what +
-                       " (no tensor argument uses it); hint: give an output tensor or use a concrete type");
-    return it->second;
-  };
-  auto type_of = [&](const Param& p) { return type_of_name(p.type, "'" + p.name + "'"); };
-  DType reduce_dt = type_of_name(k.reduce_type, "the reduction");
+    if (auto* t = std::get_if<Tensor>(&inputs[i])) b.bind(k.in[i], *t, true);
+  if (b.size < 0) throw ValueError(op + ": needs at least one tensor input to define the shape to reduce");
+  for (std::size_t i = 0; i < outputs.size(); ++i) b.bind(k.out[i], outputs[i], false);
+  const int device = b.device;
+  const Shape& shape = b.shape;
+  const std::map<std::string, DType>& bound = b.bound;
+  auto type_of = [&](const Param& p) { return b.type_of(p); };
+  DType reduce_dt = b.type_of(k.reduce_type, "the reduction");
 
   // Reduced axes -> output shape; inputs are the full shape or one element.
   RedPlan plan = plan_reduction(op, shape, axes, keepdims);
