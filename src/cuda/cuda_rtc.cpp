@@ -9,6 +9,7 @@
 #include <nvrtc.h>
 
 #include <cctype>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -201,7 +202,18 @@ void check_arg_counts(const std::string& op, std::size_t want_in, std::size_t go
 // bind its type placeholder (T, ...) consistently. The largest tensor that counts
 // toward the shape gives the shape the kernel runs over.
 struct Binding {
-  explicit Binding(std::string op_name) : op(std::move(op_name)) {}
+  // Checks the argument counts and binds every tensor argument. Outputs count toward
+  // the shape only when `outputs_set_shape` (elementwise; a reduction's shape is its
+  // inputs'); raw arguments never do.
+  Binding(std::string op_name, const std::vector<Param>& in_params, const std::vector<KernelArg>& inputs,
+          const std::vector<Param>& out_params, const std::vector<Tensor>& outputs, bool outputs_set_shape)
+      : op(std::move(op_name)) {
+    check_arg_counts(op, in_params.size(), inputs.size(), out_params.size(), outputs.size());
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+      if (auto* t = std::get_if<Tensor>(&inputs[i])) bind(in_params[i], *t, !in_params[i].raw);
+    for (std::size_t i = 0; i < outputs.size(); ++i)
+      bind(out_params[i], outputs[i], outputs_set_shape && !out_params[i].raw);
+  }
   std::string op;
   std::map<std::string, DType> bound;  // placeholder -> dtype
   int device = -1;
@@ -247,6 +259,39 @@ struct Binding {
   DType type_of(const Param& p) const { return type_of(p.type, "'" + p.name + "'"); }
 };
 
+// cudaLaunchKernel's argument list in parameter order: a device pointer per tensor
+// input, a scalar input converted to its parameter's type, then the outputs. The
+// values live in `slots` (sized here, so the pointers stay valid); the caller
+// appends its own trailing arguments (sizes, dims).
+std::vector<void*> kernel_args(const std::vector<KernelArg>& inputs, const std::vector<Param>& in_params,
+                               const std::vector<Tensor>& outputs, const Binding& b, std::vector<Slot>& slots) {
+  slots.assign(inputs.size() + outputs.size(), Slot{});
+  std::vector<void*> args;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    Slot& s = slots[i];
+    if (auto* t = std::get_if<Tensor>(&inputs[i])) s.ptr = t->raw_data();
+    else set_scalar(&s, inputs[i], b.type_of(in_params[i]));
+    args.push_back(&s);
+  }
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    slots[inputs.size() + i].ptr = outputs[i].raw_data();
+    args.push_back(&slots[inputs.size() + i]);
+  }
+  return args;
+}
+
+
+// The kernel for `key` (device, bound types, argument kinds) from a user kernel's cache,
+// or compiled from make_source() and cached; under the lock, so NVRTC runs once a key.
+Compiled cached_kernel(std::mutex& mu, std::map<std::string, Compiled>& cache, const std::string& key,
+                       const std::string& name, int device, const std::function<std::string()>& make_source) {
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  Compiled compiled = compile(make_source(), name, device, {});
+  cache[key] = compiled;
+  return compiled;
+}
 }  // namespace
 
 // --- ElementwiseKernel -----------------------------------------------------------------------
@@ -276,13 +321,7 @@ std::vector<Tensor> ElementwiseKernel::operator()(const std::vector<KernelArg>& 
   check_cuda_available();
   const Impl& k = *impl_;
   const std::string op = "elementwise '" + k.name + "'";
-  check_arg_counts(op, k.in.size(), inputs.size(), k.out.size(), outputs.size());
-
-  // Bind placeholder types from tensors; find the device and the iteration shape (non-raw arguments).
-  Binding b(op);
-  for (std::size_t i = 0; i < inputs.size(); ++i)
-    if (auto* t = std::get_if<Tensor>(&inputs[i])) b.bind(k.in[i], *t, !k.in[i].raw);
-  for (std::size_t i = 0; i < outputs.size(); ++i) b.bind(k.out[i], outputs[i], !k.out[i].raw);
+  Binding b(op, k.in, inputs, k.out, outputs, /*outputs_set_shape=*/true);
   if (b.device < 0) b.device = current_device();
   if (b.size < 0) throw ValueError(op + ": needs at least one non-raw tensor argument to define the size");
   const int device = b.device;
@@ -315,67 +354,48 @@ std::vector<Tensor> ElementwiseKernel::operator()(const std::vector<KernelArg>& 
   }
 
   // Source: placeholders become typedefs; non-raw arrays are bound by value (inputs) or reference (outputs).
-  Compiled compiled;
-  {
-    std::lock_guard<std::mutex> lock(impl_->mu);
-    auto it = impl_->cache.find(key);
-    if (it != impl_->cache.end()) {
-      compiled = it->second;
-    } else {
-      std::ostringstream src;
-      src << k.preamble << "\n";
-      for (auto& kv : bound) src << "typedef " << c_type(kv.second) << " " << kv.first << ";\n";
-      src << "typedef float float32;\ntypedef double float64;\ntypedef int int32;\ntypedef long long int64;\n";
-      src << "extern \"C\" __global__ void " << k.name << "(";
-      bool first = true;
-      auto sep = [&] {
-        if (!first) src << ", ";
-        first = false;
-      };
-      for (std::size_t i = 0; i < inputs.size(); ++i) {
-        sep();
-        const Param& p = k.in[i];
-        const char* ct = c_type(type_of(p));
-        if (std::holds_alternative<Tensor>(inputs[i]))
-          src << "const " << ct << "* __restrict__ " << (p.raw ? p.name : "_p_" + p.name);
-        else
-          src << ct << " " << p.name;
-      }
-      for (auto& p : k.out) {
-        sep();
-        src << c_type(type_of(p)) << "* " << (p.raw ? p.name : "_p_" + p.name);
-      }
+  Compiled compiled = cached_kernel(impl_->mu, impl_->cache, key, k.name, device, [&] {
+    std::ostringstream src;
+    src << k.preamble << "\n";
+    for (auto& kv : bound) src << "typedef " << c_type(kv.second) << " " << kv.first << ";\n";
+    src << "typedef float float32;\ntypedef double float64;\ntypedef int int32;\ntypedef long long int64;\n";
+    src << "extern \"C\" __global__ void " << k.name << "(";
+    bool first = true;
+    auto sep = [&] {
+      if (!first) src << ", ";
+      first = false;
+    };
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
       sep();
-      src << "long long _n) {\n"
-          << "  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < _n;"
-          << " i += (long long)blockDim.x * gridDim.x) {\n";
-      for (std::size_t i = 0; i < inputs.size(); ++i) {
-        const Param& p = k.in[i];
-        if (p.raw || !std::holds_alternative<Tensor>(inputs[i])) continue;
-        src << "    const " << c_type(type_of(p)) << " " << p.name << " = _p_" << p.name << (bcast_in[i] ? "[0]" : "[i]")
-            << ";\n";
-      }
-      for (auto& p : k.out)
-        if (!p.raw) src << "    " << c_type(type_of(p)) << "& " << p.name << " = _p_" << p.name << "[i];\n";
-      src << "    " << k.operation << ";\n  }\n}\n";
-      compiled = compile(src.str(), k.name, device, {});
-      impl_->cache[key] = compiled;
+      const Param& p = k.in[i];
+      const char* ct = c_type(type_of(p));
+      if (std::holds_alternative<Tensor>(inputs[i]))
+        src << "const " << ct << "* __restrict__ " << (p.raw ? p.name : "_p_" + p.name);
+      else
+        src << ct << " " << p.name;
     }
-  }
+    for (auto& p : k.out) {
+      sep();
+      src << c_type(type_of(p)) << "* " << (p.raw ? p.name : "_p_" + p.name);
+    }
+    sep();
+    src << "long long _n) {\n"
+        << "  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < _n;"
+        << " i += (long long)blockDim.x * gridDim.x) {\n";
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const Param& p = k.in[i];
+      if (p.raw || !std::holds_alternative<Tensor>(inputs[i])) continue;
+      src << "    const " << c_type(type_of(p)) << " " << p.name << " = _p_" << p.name << (bcast_in[i] ? "[0]" : "[i]")
+          << ";\n";
+    }
+    for (auto& p : k.out)
+      if (!p.raw) src << "    " << c_type(type_of(p)) << "& " << p.name << " = _p_" << p.name << "[i];\n";
+    src << "    " << k.operation << ";\n  }\n}\n";
+    return src.str();
+  });
 
-  // Arguments: pointers for tensors, scalars converted to the parameter's type.
-  std::vector<Slot> slots(inputs.size() + outputs.size() + 1);
-  std::vector<void*> args;
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    Slot& s = slots[i];
-    if (auto* t = std::get_if<Tensor>(&inputs[i])) s.ptr = t->raw_data();
-    else set_scalar(&s, inputs[i], type_of(k.in[i]));
-    args.push_back(&s);
-  }
-  for (std::size_t i = 0; i < outputs.size(); ++i) {
-    slots[inputs.size() + i].ptr = outputs[i].raw_data();
-    args.push_back(&slots[inputs.size() + i]);
-  }
+  std::vector<Slot> slots;
+  std::vector<void*> args = kernel_args(inputs, k.in, outputs, b, slots);
   long long n = size;
   args.push_back(&n);
   if (n > 0) {
@@ -580,14 +600,8 @@ std::vector<Tensor> ReductionKernel::operator()(const std::vector<KernelArg>& in
   check_cuda_available();
   const Impl& k = *impl_;
   const std::string op = "reduce '" + k.name + "'";
-  check_arg_counts(op, k.in.size(), inputs.size(), k.out.size(), outputs.size());
-
-  // Bind placeholder types from the tensors; the largest input gives the shape to reduce.
-  Binding b(op);
-  for (std::size_t i = 0; i < inputs.size(); ++i)
-    if (auto* t = std::get_if<Tensor>(&inputs[i])) b.bind(k.in[i], *t, true);
+  Binding b(op, k.in, inputs, k.out, outputs, /*outputs_set_shape=*/false);  // the largest input's shape
   if (b.size < 0) throw ValueError(op + ": needs at least one tensor input to define the shape to reduce");
-  for (std::size_t i = 0; i < outputs.size(); ++i) b.bind(k.out[i], outputs[i], false);
   const int device = b.device;
   const Shape& shape = b.shape;
   const std::map<std::string, DType>& bound = b.bound;
@@ -627,39 +641,20 @@ std::vector<Tensor> ReductionKernel::operator()(const std::vector<KernelArg>& in
   }
   for (auto& p : k.out) key += std::string(";") + dtype_name(type_of(p));
 
-  Compiled compiled;
-  {
-    std::lock_guard<std::mutex> lock(impl_->mu);
-    auto it = impl_->cache.find(key);
-    if (it != impl_->cache.end()) {
-      compiled = it->second;
-    } else {
-      std::vector<DType> in_types, out_types;
-      std::vector<char> in_tensor;
-      for (std::size_t i = 0; i < inputs.size(); ++i) {
-        in_types.push_back(type_of(k.in[i]));
-        in_tensor.push_back(std::holds_alternative<Tensor>(inputs[i]) ? 1 : 0);
-      }
-      for (auto& p : k.out) out_types.push_back(type_of(p));
-      std::string src = reduction_source(k, bound, reduce_dt, in_types, in_tensor, bcast, out_types);
-      compiled = compile(src, k.name, device, {});
-      impl_->cache[key] = compiled;
+  Compiled compiled = cached_kernel(impl_->mu, impl_->cache, key, k.name, device, [&] {
+    std::vector<DType> in_types, out_types;
+    std::vector<char> in_tensor;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      in_types.push_back(type_of(k.in[i]));
+      in_tensor.push_back(std::holds_alternative<Tensor>(inputs[i]) ? 1 : 0);
     }
-  }
+    for (auto& p : k.out) out_types.push_back(type_of(p));
+    return reduction_source(k, bound, reduce_dt, in_types, in_tensor, bcast, out_types);
+  });
 
   RedDims dims = plan.dims;
-  std::vector<Slot> slots(inputs.size() + outputs.size());
-  std::vector<void*> args;
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    Slot& s = slots[i];
-    if (auto* t = std::get_if<Tensor>(&inputs[i])) s.ptr = t->raw_data();
-    else set_scalar(&s, inputs[i], type_of(k.in[i]));
-    args.push_back(&s);
-  }
-  for (std::size_t i = 0; i < outputs.size(); ++i) {
-    slots[inputs.size() + i].ptr = outputs[i].raw_data();
-    args.push_back(&slots[inputs.size() + i]);
-  }
+  std::vector<Slot> slots;
+  std::vector<void*> args = kernel_args(inputs, k.in, outputs, b, slots);
   long long n_out_arg = n_out, r_arg = r;
   args.push_back(&dims);
   args.push_back(&n_out_arg);
