@@ -134,17 +134,8 @@ int main(int argc, char** argv) {
     last_loss = avg_loss;
   }
 
-  // Predict a cos wave (one step ahead) with the trained model.
-  Tensor xs = dezero::cos(dezero::linspace(0, 4 * M_PI, 1000));
-  model.reset_state();
-  std::vector<double> xv = xs.to_vector<double>(), pred_list;
-  {
-    auto guard = dezero::no_grad();
-    for (double x : xv) {
-      Variable y = model(dezero::array(x).reshape({1, 1}));
-      pred_list.push_back(y.data().item<double>());
-    }
-  }
-  example::write_prediction_csv("step60.csv", xv, pred_list);
+  // Predict a cos wave (one step ahead) with the trained model: reset_state(), then
+  // model(x) for each x under no_grad() (example_util.hpp), written to step60.csv.
+  example::write_cos_prediction(model, "step60.csv");
   return example::report_loss_fall(first_loss, last_loss);
 }

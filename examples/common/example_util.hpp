@@ -1,8 +1,11 @@
 // examples/common/example_util.hpp - what the book's programs need around them to be
 // checked by CTest: an --epochs option, a CSV instead of a plot, and a loss target.
-// (The book's code itself stays in each step's file.)
+// (The book's model and training code stay in each step's file.)
 #pragma once
 
+#include <dezero/dezero.hpp>
+
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -19,12 +22,19 @@ inline int int_arg(int argc, char** argv, const char* flag, int fallback) {
   return fallback;
 }
 
-// Steps 59-60 plot the cos wave and the model's one-step-ahead prediction; we write them.
-inline void write_prediction_csv(const std::string& path, const std::vector<double>& xs,
-                                 const std::vector<double>& preds) {
+// Steps 59-60 end by predicting a cos wave one step ahead with the trained recurrent
+// model and plotting it; we write (index, cos, prediction) to a CSV instead.
+template <class RecurrentModel>
+void write_cos_prediction(RecurrentModel& model, const std::string& path) {
+  std::vector<double> xs = dezero::cos(dezero::linspace(0, 4 * M_PI, 1000)).to_vector<double>(), preds;
+  model.reset_state();
+  {
+    auto guard = dezero::no_grad();
+    for (double x : xs) preds.push_back(model(dezero::array(x).reshape({1, 1})).data().template item<double>());
+  }
   std::ofstream csv(path);
   csv << "i,cos,pred\n";
-  for (std::size_t i = 0; i < xs.size() && i < preds.size(); ++i) csv << i << "," << xs[i] << "," << preds[i] << "\n";
+  for (std::size_t i = 0; i < xs.size(); ++i) csv << i << "," << xs[i] << "," << preds[i] << "\n";
   std::printf("wrote %zu predictions to %s\n", preds.size(), path.c_str());
 }
 
