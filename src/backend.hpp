@@ -52,7 +52,8 @@ enum class UnaryOp : int {
 };
 
 // y = f(a, b) with broadcasting; comparisons give 1 or 0 in the same dtype.
-enum class BinaryOp : int { Add, Sub, Mul, Div, Pow, Maximum, Minimum, Eq, Ne, Gt, Ge, Lt, Le };
+// SigmoidGrad: a * b * (1 - b), the sigmoid's backward with a = gy and b = y.
+enum class BinaryOp : int { Add, Sub, Mul, Div, Pow, Maximum, Minimum, Eq, Ne, Gt, Ge, Lt, Le, SigmoidGrad };
 
 enum class ReduceOp : int { Sum, Max, Min };
 enum class ArgReduceOp : int { ArgMax, ArgMin };

@@ -501,6 +501,7 @@ const char* binary_name(BinaryOp op) {
     case BinaryOp::Ge: return "greater_equal";
     case BinaryOp::Lt: return "less";
     case BinaryOp::Le: return "less_equal";
+    case BinaryOp::SigmoidGrad: return "sigmoid_grad";
   }
   return "binary";
 }
@@ -682,28 +683,6 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape) {
   Strided* views[] = {&dst, &src};
   detail::coalesce(views, 2);
   backend_of(x).copy_strided(x.dtype(), x.raw_data(), src, y.raw_data(), dst, false);
-  return y;
-}
-
-Tensor sum_to(const Tensor& x, const Shape& shape) {
-  detail::check_defined("sum_to", x);
-  if (x.shape() == shape) return x;
-  // DeZero's utils.sum_to: sum the leading extra axes, then the axes where shape has 1.
-  int ndim = shape.ndim();
-  int lead = x.ndim() - ndim;
-  if (lead < 0)
-    throw ShapeError("sum_to: cannot sum an array of shape " + x.shape().str() + " to a shape with more axes " +
-                     shape.str());
-  std::vector<int> axes;
-  for (int i = 0; i < lead; ++i) axes.push_back(i);
-  for (int i = 0; i < ndim; ++i) {
-    if (shape[i] == 1 && x.shape()[i + lead] != 1) axes.push_back(i + lead);
-    else if (shape[i] != x.shape()[i + lead])
-      throw ShapeError("sum_to: cannot sum an array of shape " + x.shape().str() + " to shape " + shape.str() +
-                       "; hint: the target must be a shape that broadcasts to the input");
-  }
-  Tensor y = axes.empty() ? x : sum(x, Axes(axes), true);
-  if (lead > 0) y = y.reshape(shape);
   return y;
 }
 

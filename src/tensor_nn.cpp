@@ -41,6 +41,20 @@ Tensor leaky(UnaryOp opc, const char* op, const Tensor& x0, double slope) {
 Tensor leaky_relu(const Tensor& x, double slope) { return leaky(UnaryOp::LeakyRelu, "leaky_relu", x, slope); }
 Tensor leaky_relu_mask(const Tensor& x, double slope) { return leaky(UnaryOp::LeakyMask, "leaky_relu", x, slope); }
 
+// --- sigmoid backward (step 43's network) ---------------------------------------------
+Tensor sigmoid_grad(const Tensor& gy, const Tensor& y) {
+  check_defined("sigmoid_grad", gy);
+  check_defined("sigmoid_grad", y);
+  if (gy.shape() != y.shape() || gy.dtype() != y.dtype()) return gy * y * (1.0 - y);
+  check_same_device("sigmoid_grad", gy, y);
+  Tensor gx = Tensor::empty(y.shape(), y.dtype(), y.device());
+  if (gx.size()) {
+    Strided s = make_contiguous(Shape{y.size()});  // one flat run: the contiguous fast path
+    backend_of(y).binary(BinaryOp::SigmoidGrad, y.dtype(), gy.raw_data(), s, y.raw_data(), s, gx.raw_data(), s);
+  }
+  return gx;
+}
+
 // --- softmax cross entropy -------------------------------------------------------------
 namespace {
 void check_logits(const char* op, const Tensor& x) {

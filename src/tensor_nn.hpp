@@ -17,6 +17,11 @@ Tensor softmax(const Tensor& x, int axis, bool log = false);
 Tensor leaky_relu(const Tensor& x, double slope);
 Tensor leaky_relu_mask(const Tensor& x, double slope);
 
+// The sigmoid's backward, gy * y * (1 - y), as one kernel when gy and y have the same
+// shape and dtype (three kernels and two temporaries otherwise); the same arithmetic
+// in the same order either way, so the bits match the unfused expression.
+Tensor sigmoid_grad(const Tensor& gy, const Tensor& y);
+
 // Labels for the softmax cross entropy: t holds N int32/int64 class ids (any
 // shape with N elements), returned as a contiguous int64 (N,) tensor on x's
 // device. On the CPU every label is checked against [0, C).

@@ -91,6 +91,38 @@ Tensor mean(const Tensor& x, const Axes& axes, bool keepdims) {
   std::int64_t n = s.size() ? x.size() / s.size() : 0;
   return s * (1.0 / static_cast<double>(n));
 }
+// DeZero's utils.sum_to: sum the leading extra axes, then the axes where shape has 1.
+// Summed axes that form one block (a bias gradient: (N, C) -> (C,), or (N, 1) -> (1,))
+// go straight to the backend as (outer, r, inner) with the result already in `shape`.
+Tensor sum_to(const Tensor& x, const Shape& shape) {
+  detail::check_defined("sum_to", x);
+  if (x.shape() == shape) return x;
+  const int ndim = shape.ndim(), lead = x.ndim() - ndim;
+  if (lead < 0)
+    throw ShapeError("sum_to: cannot sum an array of shape " + x.shape().str() + " to a shape with more axes " +
+                     shape.str());
+  std::vector<int> axes;
+  for (int i = 0; i < lead; ++i) axes.push_back(i);
+  for (int i = 0; i < ndim; ++i) {
+    if (shape[i] == 1 && x.shape()[i + lead] != 1) axes.push_back(i + lead);
+    else if (shape[i] != x.shape()[i + lead])
+      throw ShapeError("sum_to: cannot sum an array of shape " + x.shape().str() + " to shape " + shape.str() +
+                       "; hint: the target must be a shape that broadcasts to the input");
+  }
+  if (axes.empty()) return x.reshape(shape);
+  if (axes.back() - axes.front() + 1 == static_cast<int>(axes.size())) {
+    std::int64_t outer = 1, r = 1, inner = 1;
+    for (int i = 0; i < axes.front(); ++i) outer *= x.shape()[i];
+    for (int a : axes) r *= x.shape()[a];
+    for (int i = axes.back() + 1; i < x.ndim(); ++i) inner *= x.shape()[i];
+    Tensor y = Tensor::empty(shape, x.dtype(), x.device());
+    if (y.size()) backend_of(x).reduce(detail::ReduceOp::Sum, x.dtype(), x.raw_data(), y.raw_data(), outer, r, inner);
+    return y;
+  }
+  Tensor y = sum(x, Axes(axes), true);
+  return lead > 0 ? y.reshape(shape) : y;
+}
+
 Tensor Tensor::argmax(std::optional<int> axis) const { return arg_reduce(detail::ArgReduceOp::ArgMax, "argmax", *this, axis); }
 Tensor Tensor::argmin(std::optional<int> axis) const { return arg_reduce(detail::ArgReduceOp::ArgMin, "argmin", *this, axis); }
 

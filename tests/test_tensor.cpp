@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "../src/tensor_impl.hpp"  // detail::matmul_t (transpose flags)
+#include "../src/tensor_nn.hpp"    // detail::sigmoid_grad
 #include "fixtures.hpp"
 #include "test_util.hpp"
 
@@ -345,12 +346,99 @@ TEST_CASE("tensor: tiny products (every transpose flag, single rows and columns)
   for (GemmCase cs : {GemmCase{1, 100, 10, 2}, GemmCase{1, 100, 1, 10}, GemmCase{1, 100, 10, 1},
                       GemmCase{1, 10, 1, 100}, GemmCase{1, 2, 10, 100}, GemmCase{1, 1, 1, 1}, GemmCase{1, 1, 17, 5},
                       GemmCase{1, 17, 1, 33}, GemmCase{1, 9, 16, 15}, GemmCase{1, 33, 3, 40}, GemmCase{1, 3, 40, 37},
-                      GemmCase{1, 8, 33, 17}, GemmCase{1, 16, 32, 32}, GemmCase{1, 17, 31, 31}, GemmCase{2, 7, 5, 3}})
+                      GemmCase{1, 8, 33, 17}, GemmCase{1, 16, 32, 32}, GemmCase{1, 17, 31, 31}, GemmCase{2, 7, 5, 3},
+                      // depths 1-8 keep op(B)'s rows in registers, one 16-column chunk at a time
+                      GemmCase{1, 12, 18, 4}, GemmCase{1, 9, 7, 6}, GemmCase{1, 30, 17, 7}, GemmCase{1, 20, 40, 8},
+                      GemmCase{1, 50, 33, 1}, GemmCase{1, 64, 16, 9}})
     for (int flags = 0; flags < 8; ++flags) {
       bool ta = flags & 1, tb = flags & 2, with_bias = flags & 4;
       if (cs.batch > 1 && (ta || tb || with_bias)) continue;
       check_float_product(cs, ta, tb, with_bias);
     }
+}
+
+// Reductions over a leading block of axes fold each column in row order, a few
+// columns at a time in registers (the last group overlapping the one before): every
+// width from 2 to 130 columns (one column is a vectorised sum, checked for closeness), and a block large enough to stream rows instead. The
+// result is compared bit for bit with the same fold written as a plain loop.
+TEST_CASE("tensor: sum / max / min over axis 0 for every column count match a row-order loop bit for bit") {
+  random::seed(11);
+  std::vector<std::int64_t> widths;
+  for (std::int64_t w = 1; w <= 130; ++w) widths.push_back(w);
+  widths.push_back(1000);  // (300, 1000): 1.2 MB, streamed row by row
+  for (std::int64_t inner : widths) {
+    const std::int64_t rows = inner == 1000 ? 300 : 37;
+    Tensor x32 = random::randn({rows, inner}).astype(float32);
+    std::vector<float> xv = x32.to_vector<float>();
+    std::vector<float> s(inner, 0.f), mx(inner, -INFINITY), mn(inner, INFINITY);
+    for (std::int64_t i = 0; i < rows; ++i)
+      for (std::int64_t j = 0; j < inner; ++j) {
+        float v = xv[i * inner + j];
+        s[j] = s[j] + v;
+        mx[j] = v > mx[j] ? v : mx[j];
+        mn[j] = v < mn[j] ? v : mn[j];
+      }
+    INFO("shape (" << rows << ", " << inner << ")");
+    if (inner == 1) {  // one column is a vectorised dot-style sum: close, not the same order
+      CHECK(sum(x32, Axes(0)).item<double>() == doctest::Approx(s[0]).epsilon(1e-5));
+      CHECK(max(x32, Axes(0)).to_vector<float>() == mx);
+      continue;
+    }
+    CHECK(sum(x32, Axes(0)).to_vector<float>() == s);
+    CHECK(max(x32, Axes(0)).to_vector<float>() == mx);
+    CHECK(min(x32, Axes(0)).to_vector<float>() == mn);
+    CHECK(sum_to(x32, Shape{inner}).to_vector<float>() == s);
+    CHECK(sum_to(x32, Shape{1, inner}).shape() == Shape{1, inner});
+    CHECK(sum_to(x32, Shape{1, inner}).to_vector<float>() == s);
+  }
+  // A middle block with an outer axis: (3, 5, 7) summed over axis 1.
+  Tensor x = random::randn({3, 5, 7});
+  std::vector<double> xv = x.to_vector<double>(), want(21, 0.0);
+  for (int o = 0; o < 3; ++o)
+    for (int i = 0; i < 5; ++i)
+      for (int j = 0; j < 7; ++j) want[o * 7 + j] += xv[(o * 5 + i) * 7 + j];
+  CHECK(sum(x, Axes(1)).to_vector<double>() == want);
+}
+
+// The sigmoid's backward is one kernel, gy * y * (1 - y) in that order: the same bits
+// as the three-kernel expression, on every device, and a broadcast gy still works.
+TEST_CASE("tensor: fused sigmoid gradient matches gy * y * (1 - y) bit for bit") {
+  dzt::on_each_device([](Device dev) {
+    random::seed(12);
+    for (DType dt : {float32, float64}) {
+      Tensor y = sigmoid(random::randn({37, 29})).astype(dt).to(dev), gy = random::randn({37, 29}).astype(dt).to(dev);
+      Tensor fused = detail::sigmoid_grad(gy, y);
+      CHECK(fused.dtype() == dt);
+      CHECK(fused.device() == dev);
+      CHECK(fused.to_vector<double>() == (gy * y * (1.0 - y)).to_vector<double>());
+      Tensor g1 = random::randn({1, 29}).astype(dt).to(dev);
+      Tensor bcast = detail::sigmoid_grad(g1, y);
+      CHECK(bcast.shape() == Shape{37, 29});
+      CHECK(bcast.to_vector<double>() == (g1 * y * (1.0 - y)).to_vector<double>());
+    }
+  });
+}
+
+// sum_to takes one backend call when the summed axes form a block, and the general
+// path otherwise; both give DeZero's shapes and NumPy's sums.
+TEST_CASE("tensor: sum_to with blocks of summed axes and with scattered ones") {
+  dzt::on_each_device([](Device dev) {
+    Tensor x = arange(0, 24).reshape({2, 3, 4}).astype(float64).to(dev);
+    struct Case { Shape to; std::vector<double> want; };
+    for (const Case& c : {Case{{4}, {60, 66, 72, 78}}, Case{{1, 4}, {60, 66, 72, 78}},
+                          Case{{3, 4}, {12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 32, 34}},
+                          Case{{1}, {276}}, Case{{1, 1, 1}, {276}}, Case{{2, 1, 1}, {66, 210}},
+                          Case{{3, 1}, {60, 92, 124}}, Case{{2, 1, 4}, {12, 15, 18, 21, 48, 51, 54, 57}}}) {
+      Tensor y = sum_to(x, c.to);
+      INFO("to " << c.to.str());
+      CHECK(y.shape() == c.to);
+      CHECK(y.device() == dev);
+      CHECK(y.to_vector<double>() == c.want);
+    }
+    CHECK(sum_to(x, Shape{2, 3, 4}).to_vector<double>() == x.to_vector<double>());
+    CHECK_THROWS_AS(sum_to(x, Shape{5}), ShapeError);
+    CHECK_THROWS_AS(sum_to(x, Shape{1, 2, 3, 4}), ShapeError);
+  });
 }
 
 // float32 exp / log / tanh / sigmoid take a SIMD path on the host: they stay within a

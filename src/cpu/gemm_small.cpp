@@ -15,7 +15,8 @@
 // 10x1x100 (A^T) 250 -> 59, 2x10x100 (A^T) 593 -> 136.
 #include "gemm_small.hpp"
 
-#include <vector>
+#include <array>
+#include <utility>
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
@@ -32,20 +33,65 @@ namespace dezero::detail {
 #if defined(__AVX512F__)
 namespace {
 
+// Transposed B operands are packed on the stack: k * n <= kGemmSmallMacs / 8 floats
+// (a transposed B needs m >= 8), the same bound for a strided single column.
+constexpr std::int64_t kPackMax = kGemmSmallMacs / 8;
+// Up to this depth the k rows of op(B) for a 16-column chunk stay in registers for
+// all the rows of C (x W1 in W3: k = 2; the outer product gy W2^T: k = 1).
+constexpr int kHoistMax = 8;
+
 __mmask16 lanes(std::int64_t w) { return w >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << w) - 1); }
 
-// acc0 + acc1 = sum_p s(p) * row(p)[0:16) over p < k, masked to mk.
+// acc0 + acc1 = sum_p s(p) * row(p) over p < k, even p into acc0 and odd p into acc1,
+// so that consecutive multiply-adds need not wait on each other. row(p) is a vector.
 template <class Scalar, class Row>
-__m512 axpy_sum(std::int64_t k, __mmask16 mk, Scalar s, Row row) {
+inline __m512 axpy_sum(std::int64_t k, Scalar s, Row row) {
   __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
   std::int64_t p = 0;
+#pragma GCC unroll 8
   for (; p + 2 <= k; p += 2) {
-    acc0 = _mm512_fmadd_ps(_mm512_set1_ps(s(p)), _mm512_maskz_loadu_ps(mk, row(p)), acc0);
-    acc1 = _mm512_fmadd_ps(_mm512_set1_ps(s(p + 1)), _mm512_maskz_loadu_ps(mk, row(p + 1)), acc1);
+    acc0 = _mm512_fmadd_ps(_mm512_set1_ps(s(p)), row(p), acc0);
+    acc1 = _mm512_fmadd_ps(_mm512_set1_ps(s(p + 1)), row(p + 1), acc1);
   }
-  if (p < k) acc0 = _mm512_fmadd_ps(_mm512_set1_ps(s(p)), _mm512_maskz_loadu_ps(mk, row(p)), acc0);
+  if (p < k) acc0 = _mm512_fmadd_ps(_mm512_set1_ps(s(p)), row(p), acc0);
   return _mm512_add_ps(acc0, acc1);
 }
+
+// cp[0:16) = alpha acc + beta cp + bias_lanes, masked to mk (alpha == 1 skips the
+// multiply: the same bits).
+struct Store {
+  float alpha, beta;
+  bool bias;
+  void operator()(float* cp, __mmask16 mk, __m512 acc, __m512 bias_lanes) const {
+    __m512 r = alpha == 1.f ? acc : _mm512_mul_ps(acc, _mm512_set1_ps(alpha));
+    if (beta != 0.f) r = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mk, cp), _mm512_set1_ps(beta), r);
+    if (bias) r = _mm512_add_ps(r, bias_lanes);
+    _mm512_mask_storeu_ps(cp, mk, r);
+  }
+};
+
+// Columns [x, x + 16) of every row of C, with the K rows of op(B) (and the bias) for
+// that chunk loaded once: per row of C, K broadcasts, K multiply-adds and a store.
+template <int K>
+void rows_hoisted(std::int64_t m, const float* a, std::int64_t ai, std::int64_t ap, const float* brows,
+                  std::int64_t ldbr, std::int64_t x, __mmask16 mk, const float* bias, float* c, std::int64_t ldc,
+                  const Store& store) {
+  __m512 bk[K];
+#pragma GCC unroll 8
+  for (int p = 0; p < K; ++p) bk[p] = _mm512_maskz_loadu_ps(mk, brows + p * ldbr + x);
+  const __m512 bl = bias ? _mm512_maskz_loadu_ps(mk, bias + x) : _mm512_setzero_ps();
+  for (std::int64_t i = 0; i < m; ++i) {
+    const float* arow = a + i * ai;
+    store(c + i * ldc + x, mk,
+          axpy_sum(K, [&](std::int64_t p) { return arow[p * ap]; }, [&](std::int64_t p) { return bk[p]; }), bl);
+  }
+}
+
+template <std::size_t... K>
+constexpr auto make_hoisted(std::index_sequence<K...>) {
+  return std::array<decltype(&rows_hoisted<1>), sizeof...(K)>{&rows_hoisted<int(K) + 1>...};
+}
+constexpr auto kRowsHoisted = make_hoisted(std::make_index_sequence<kHoistMax>());  // [k - 1]
 
 }  // namespace
 #endif
@@ -57,23 +103,16 @@ bool sgemm_small(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t 
   if (m * n * k > kGemmSmallMacs) return false;
   // Packing a transposed B costs k * n scalar moves; it pays only over several rows.
   if (tb && n > 1 && m < 8) return false;
+  const std::int64_t bs = tb ? 1 : ldb;  // B(p, 0) = b[p * bs] (single-column case)
+  if (n == 1 && bs != 1 && !ta && k > kPackMax) return false;
   const std::int64_t ai = ta ? 1 : lda, ap = ta ? lda : 1;  // A(i, p) = a[i*ai + p*ap]
-  const __m512 valpha = _mm512_set1_ps(alpha), vbeta = _mm512_set1_ps(beta);
-  // cp[0:16) = alpha acc + beta cp + bias_lanes, masked to mk.
-  auto store = [&](float* cp, __mmask16 mk, __m512 acc, __m512 bias_lanes) {
-    __m512 r = _mm512_mul_ps(acc, valpha);
-    if (beta != 0.f) r = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mk, cp), vbeta, r);
-    if (bias) r = _mm512_add_ps(r, bias_lanes);
-    _mm512_mask_storeu_ps(cp, mk, r);
-  };
-  thread_local std::vector<float> pack;
+  const Store store{alpha, beta, bias != nullptr};
+  alignas(64) float pack[kPackMax];
   if (n == 1) {
-    const std::int64_t bs = tb ? 1 : ldb;  // B(p, 0) = b[p * bs]
     const float* bcol = b;
     if (bs != 1 && !ta) {
-      pack.resize(static_cast<std::size_t>(k));
       for (std::int64_t p = 0; p < k; ++p) pack[p] = b[p * bs];
-      bcol = pack.data();
+      bcol = pack;
     }
     if (!ta) {  // C[i] = A[i, :] . B[:, 0]
       for (std::int64_t i = 0; i < m; ++i) {
@@ -89,11 +128,14 @@ bool sgemm_small(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t 
       return true;
     }
     if (ldc == 1) {  // C^T (1, m) = B^T A^T: row p of A^T is a[p*lda : p*lda + m]
+      const __m512 bl = bias ? _mm512_set1_ps(bias[0]) : _mm512_setzero_ps();
       for (std::int64_t x = 0; x < m; x += 16) {
         __mmask16 mk = lanes(m - x);
         store(c + x, mk,
-              axpy_sum(k, mk, [&](std::int64_t p) { return b[p * bs]; }, [&](std::int64_t p) { return a + p * lda + x; }),
-              bias ? _mm512_set1_ps(bias[0]) : _mm512_setzero_ps());
+              axpy_sum(
+                  k, [&](std::int64_t p) { return b[p * bs]; },
+                  [&](std::int64_t p) { return _mm512_maskz_loadu_ps(mk, a + p * lda + x); }),
+              bl);
       }
       return true;
     }
@@ -101,20 +143,25 @@ bool sgemm_small(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t 
   const float* brows = b;  // op(B)[p, :] = brows[p*ldbr : p*ldbr + n]
   std::int64_t ldbr = ldb;
   if (tb) {
-    pack.resize(static_cast<std::size_t>(k * n));
     for (std::int64_t j = 0; j < n; ++j)
       for (std::int64_t p = 0; p < k; ++p) pack[p * n + j] = b[j * ldb + p];
-    brows = pack.data();
+    brows = pack;
     ldbr = n;
   }
-  for (std::int64_t i = 0; i < m; ++i) {
-    const float* arow = a + i * ai;
-    for (std::int64_t x = 0; x < n; x += 16) {
-      __mmask16 mk = lanes(n - x);
+  for (std::int64_t x = 0; x < n; x += 16) {
+    __mmask16 mk = lanes(n - x);
+    if (k >= 1 && k <= kHoistMax) {
+      kRowsHoisted[k - 1](m, a, ai, ap, brows, ldbr, x, mk, bias, c, ldc, store);
+      continue;
+    }
+    const __m512 bl = bias ? _mm512_maskz_loadu_ps(mk, bias + x) : _mm512_setzero_ps();
+    for (std::int64_t i = 0; i < m; ++i) {
+      const float* arow = a + i * ai;
       store(c + i * ldc + x, mk,
-            axpy_sum(k, mk, [&](std::int64_t p) { return arow[p * ap]; },
-                     [&](std::int64_t p) { return brows + p * ldbr + x; }),
-            bias ? _mm512_maskz_loadu_ps(mk, bias + x) : _mm512_setzero_ps());
+            axpy_sum(
+                k, [&](std::int64_t p) { return arow[p * ap]; },
+                [&](std::int64_t p) { return _mm512_maskz_loadu_ps(mk, brows + p * ldbr + x); }),
+            bl);
     }
   }
   return true;

@@ -15,8 +15,7 @@ class Sigmoid : public Function {
     Variable y = output(0);
     if (!y.defined()) y = F::sigmoid(input(0));
     if (!Config::enable_backprop) {  // no graph to record: the same arithmetic, in the same order, on Tensors
-      const Tensor& t = y.data();
-      return {Variable(gys[0].data() * t * (1.0 - t))};
+      return {Variable(detail::sigmoid_grad(gys[0].data(), y.data()))};
     }
     return {gys[0] * y * F::rsub(y, 1.0)};
   }

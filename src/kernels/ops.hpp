@@ -106,6 +106,7 @@ DEZERO_HD T binary_apply(detail::BinaryOp op, T a, T b) {
     case BinaryOp::Ge: return a >= b ? T(1) : T(0);
     case BinaryOp::Lt: return a < b ? T(1) : T(0);
     case BinaryOp::Le: return a <= b ? T(1) : T(0);
+    case BinaryOp::SigmoidGrad: return a * b * (T(1) - b);  // gy * y * (1 - y), in that order
   }
   return a;
 }
