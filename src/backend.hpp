@@ -53,7 +53,8 @@ enum class UnaryOp : int {
 
 // y = f(a, b) with broadcasting; comparisons give 1 or 0 in the same dtype.
 // SigmoidGrad: a * b * (1 - b), the sigmoid's backward with a = gy and b = y.
-enum class BinaryOp : int { Add, Sub, Mul, Div, Pow, Maximum, Minimum, Eq, Ne, Gt, Ge, Lt, Le, SigmoidGrad };
+// ReluGrad: a * (b > 0 ? 1 : 0), the relu's backward with a = gy and b = x.
+enum class BinaryOp : int { Add, Sub, Mul, Div, Pow, Maximum, Minimum, Eq, Ne, Gt, Ge, Lt, Le, SigmoidGrad, ReluGrad };
 
 enum class ReduceOp : int { Sum, Max, Min };
 enum class ArgReduceOp : int { ArgMax, ArgMin };

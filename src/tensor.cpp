@@ -502,6 +502,7 @@ const char* binary_name(BinaryOp op) {
     case BinaryOp::Lt: return "less";
     case BinaryOp::Le: return "less_equal";
     case BinaryOp::SigmoidGrad: return "sigmoid_grad";
+    case BinaryOp::ReluGrad: return "relu_grad";
   }
   return "binary";
 }

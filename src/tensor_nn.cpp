@@ -41,18 +41,31 @@ Tensor leaky(UnaryOp opc, const char* op, const Tensor& x0, double slope) {
 Tensor leaky_relu(const Tensor& x, double slope) { return leaky(UnaryOp::LeakyRelu, "leaky_relu", x, slope); }
 Tensor leaky_relu_mask(const Tensor& x, double slope) { return leaky(UnaryOp::LeakyMask, "leaky_relu", x, slope); }
 
-// --- sigmoid backward (step 43's network) ---------------------------------------------
-Tensor sigmoid_grad(const Tensor& gy, const Tensor& y) {
-  check_defined("sigmoid_grad", gy);
-  check_defined("sigmoid_grad", y);
-  if (gy.shape() != y.shape() || gy.dtype() != y.dtype()) return gy * y * (1.0 - y);
-  check_same_device("sigmoid_grad", gy, y);
+// --- sigmoid and relu backward (steps 43 and 47's networks) -----------------------------
+namespace {
+// gy (op) y element by element when both have the same shape and dtype; else nothing.
+Tensor fused_grad(BinaryOp op, const char* name, const Tensor& gy, const Tensor& y) {
+  check_defined(name, gy);
+  check_defined(name, y);
+  if (gy.shape() != y.shape() || gy.dtype() != y.dtype()) return Tensor();
+  check_same_device(name, gy, y);
   Tensor gx = Tensor::empty(y.shape(), y.dtype(), y.device());
   if (gx.size()) {
     Strided s = make_contiguous(Shape{y.size()});  // one flat run: the contiguous fast path
-    backend_of(y).binary(BinaryOp::SigmoidGrad, y.dtype(), gy.raw_data(), s, y.raw_data(), s, gx.raw_data(), s);
+    backend_of(y).binary(op, y.dtype(), gy.raw_data(), s, y.raw_data(), s, gx.raw_data(), s);
   }
   return gx;
+}
+}  // namespace
+
+Tensor sigmoid_grad(const Tensor& gy, const Tensor& y) {
+  Tensor gx = fused_grad(BinaryOp::SigmoidGrad, "sigmoid_grad", gy, y);
+  return gx.defined() ? gx : gy * y * (1.0 - y);
+}
+
+Tensor relu_grad(const Tensor& gy, const Tensor& x) {
+  Tensor gx = fused_grad(BinaryOp::ReluGrad, "relu_grad", gy, x);
+  return gx.defined() ? gx : gy * greater(x, 0.0);
 }
 
 // --- softmax cross entropy -------------------------------------------------------------

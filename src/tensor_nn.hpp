@@ -21,6 +21,8 @@ Tensor leaky_relu_mask(const Tensor& x, double slope);
 // shape and dtype (three kernels and two temporaries otherwise); the same arithmetic
 // in the same order either way, so the bits match the unfused expression.
 Tensor sigmoid_grad(const Tensor& gy, const Tensor& y);
+// The relu's backward, gy * (x > 0), likewise one kernel instead of a mask and a product.
+Tensor relu_grad(const Tensor& gy, const Tensor& x);
 
 // Labels for the softmax cross entropy: t holds N int32/int64 class ids (any
 // shape with N elements), returned as a contiguous int64 (N,) tensor on x's

@@ -400,9 +400,10 @@ TEST_CASE("tensor: sum / max / min over axis 0 for every column count match a ro
   CHECK(sum(x, Axes(1)).to_vector<double>() == want);
 }
 
-// The sigmoid's backward is one kernel, gy * y * (1 - y) in that order: the same bits
-// as the three-kernel expression, on every device, and a broadcast gy still works.
-TEST_CASE("tensor: fused sigmoid gradient matches gy * y * (1 - y) bit for bit") {
+// The sigmoid's and relu's backwards are one kernel each, gy * y * (1 - y) and
+// gy * (x > 0) in that order: the same bits as the unfused expressions, on every
+// device (zeros, -0 and NaN included), and a broadcast gy still works.
+TEST_CASE("tensor: fused sigmoid and relu gradients match the unfused expressions bit for bit") {
   dzt::on_each_device([](Device dev) {
     random::seed(12);
     for (DType dt : {float32, float64}) {
@@ -415,6 +416,21 @@ TEST_CASE("tensor: fused sigmoid gradient matches gy * y * (1 - y) bit for bit")
       Tensor bcast = detail::sigmoid_grad(g1, y);
       CHECK(bcast.shape() == Shape{37, 29});
       CHECK(bcast.to_vector<double>() == (g1 * y * (1.0 - y)).to_vector<double>());
+
+      std::vector<double> xv = random::randn({37, 29}).to_vector<double>(), gv = gy.to_vector<double>();
+      for (std::size_t i = 0; i < xv.size(); i += 5) xv[i] = 0.0;  // x == 0 gives a zero gradient, like x < 0
+      xv[1] = 0.5, xv[2] = -0.5, xv[3] = 0.5;
+      gv[1] = std::nan(""), gv[2] = std::nan(""), gv[3] = -0.0;
+      Tensor x = array(xv, Shape{37, 29}, dt, dev), g = array(gv, Shape{37, 29}, dt, dev);
+      auto bits = [](const Tensor& t) {  // NaN != NaN: compare the printed values instead of ==
+        std::vector<std::string> out;
+        for (double v : t.to_vector<double>()) out.push_back(std::to_string(v) + (std::signbit(v) ? "-" : "+"));
+        return out;
+      };
+      Tensor relu_fused = detail::relu_grad(g, x);
+      CHECK(relu_fused.dtype() == dt);
+      CHECK(bits(relu_fused) == bits(g * greater(x, 0.0)));
+      CHECK(bits(detail::relu_grad(g1, x)) == bits(g1 * greater(x, 0.0)));
     }
   });
 }

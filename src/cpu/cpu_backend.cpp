@@ -169,6 +169,7 @@ void binary_typed(BinaryOp op, const T* a, const Strided& sa, const T* b, const 
 #define DZ_CASE(OP) case BinaryOp::OP: binary_loop(a, sa, b, sb, y, so, kernels::Binary<BinaryOp::OP>{}); break;
     DZ_CASE(Add) DZ_CASE(Sub) DZ_CASE(Mul) DZ_CASE(Div) DZ_CASE(Pow) DZ_CASE(Maximum) DZ_CASE(Minimum)
     DZ_CASE(Eq) DZ_CASE(Ne) DZ_CASE(Gt) DZ_CASE(Ge) DZ_CASE(Lt) DZ_CASE(Le) DZ_CASE(SigmoidGrad)
+    DZ_CASE(ReluGrad)
 #undef DZ_CASE
   }
 }

@@ -25,9 +25,8 @@ class ReLU : public Function {
  public:
   TensorList forward(const TensorList& xs) override { return {dezero::relu(xs[0])}; }
   VariableList backward(const VariableList& gys) override {
-    Tensor mask = greater(input(0).data(), 0.0);
-    if (!Config::enable_backprop) return {Variable(gys[0].data() * mask)};  // no graph to record
-    return {gys[0] * Variable(std::move(mask))};
+    if (!Config::enable_backprop) return {Variable(detail::relu_grad(gys[0].data(), input(0).data()))};  // no graph
+    return {gys[0] * Variable(greater(input(0).data(), 0.0))};
   }
 };
 

@@ -107,6 +107,7 @@ DEZERO_HD T binary_apply(detail::BinaryOp op, T a, T b) {
     case BinaryOp::Lt: return a < b ? T(1) : T(0);
     case BinaryOp::Le: return a <= b ? T(1) : T(0);
     case BinaryOp::SigmoidGrad: return a * b * (T(1) - b);  // gy * y * (1 - y), in that order
+    case BinaryOp::ReluGrad: return a * (b > T(0) ? T(1) : T(0));  // gy * (x > 0): NaN and -0 as the product gives
   }
   return a;
 }
