@@ -8,11 +8,14 @@
 // edge) as a sum over k of A(i, p) * B[p, chunk], with two accumulators so that
 // consecutive multiply-adds need not wait on each other:
 //   - op(B)'s rows must be contiguous; a transposed B is first packed (k x n);
-//   - a single output column (n == 1) is a dot product per row when A's rows are
-//     contiguous, else the transposed problem C^T = B^T A^T, whose rows are A's.
-// Measured on this machine's Zen 4 (2 cores), ns per product, Eigen -> here:
-// 100x10x2 1053 -> ~790, 100x1x10 617 -> 207, 100x10x1 (B^T) 1021 -> 349,
-// 10x1x100 (A^T) 250 -> 59, 2x10x100 (A^T) 593 -> 136.
+//   - up to depth 8 the k rows of op(B) for a chunk stay in registers for all rows;
+//   - a single output column (n == 1) takes 16 rows at a time when A's rows are
+//     contiguous (16 dot products, one shuffle tree for their sums), else the
+//     transposed problem C^T = B^T A^T, whose rows are A's.
+// Measured on this machine's Zen 4 (2 cores), ns per product, Eigen -> first
+// version -> now: 100x10x2 (+ bias) 1053 -> 325 -> 150, 100x1x10 (+ bias) 617 -> 230
+// -> 165, 100x10x1 (B^T) 1021 -> 348 -> 135, 10x1x100 (A^T) 250 -> 88 -> 77,
+// 2x10x100 (A^T) 593 -> 148 -> 140 (tight loops of 100,000 calls; medians).
 #include "gemm_small.hpp"
 
 #include <array>
