@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "bench_common.hpp"
-#include "cpu/sgemm.hpp"
+#include "dezero/cpu/sgemm.hpp"
 
 namespace {
 

@@ -8,8 +8,8 @@
 #include <dezero/dezero.hpp>
 #include <string>
 
-#include "../src/backend.hpp"  // the fused softmax / loss / optimizer primitives, compared CPU vs GPU
-#include "test_util.hpp"
+#include "dezero/backend/backend.hpp"  // the fused softmax / loss / optimizer primitives, compared CPU vs GPU
+#include "support/test_util.hpp"
 
 using namespace dezero;
 
@@ -314,7 +314,7 @@ TEST_CASE("cuda: elementwise kernels compile with NVRTC and run") {
 }
 
 #ifdef DEZERO_WITH_CUDA
-#include "../src/cuda/cuda_libs.hpp"
+#include "dezero/cuda/detail/libs.hpp"
 
 // cuBLAS, cuRAND, NVRTC and cuDNN are dlopen()ed on first use: every entry point the
 // backend forwards to must exist in the installed libraries. Needs no GPU.

@@ -7,7 +7,7 @@
 
 #include <dezero/dataloaders.hpp>
 
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dezero;
 namespace T = dezero::transforms;

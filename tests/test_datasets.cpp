@@ -13,7 +13,7 @@
 #include <dezero/download.hpp>
 #include <dezero/transforms.hpp>
 
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dezero;
 namespace fs = std::filesystem;

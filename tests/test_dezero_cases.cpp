@@ -4,7 +4,7 @@
 // instead of DeZero's unseeded global RNG (only shapes and distributions matter).
 // Where DeZero relied on a bug the validated behaviour is asserted instead, and a
 // comment says so.
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dezero;
 using utils::array_allclose;

@@ -18,7 +18,7 @@
 #include <dezero/datasets.hpp>
 #include <dezero/download.hpp>
 
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dezero;
 namespace fs = std::filesystem;

@@ -2,7 +2,7 @@
 // message names the operation and the operands (shapes, dtypes, devices) with a
 // hint where one helps (issue 2, item 9). Backward on an empty Variable or with a
 // gradient of the wrong shape is an error, never a crash.
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dezero;
 

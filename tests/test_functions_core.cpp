@@ -6,8 +6,8 @@
 // Shapes are small on purpose: (3, 4) and (2, 3, 4) keep the whole file fast.
 #include <cmath>
 
-#include "fixtures.hpp"
-#include "test_util.hpp"
+#include "support/fixtures.hpp"
+#include "support/test_util.hpp"
 
 using namespace dezero;
 using dzt::close;

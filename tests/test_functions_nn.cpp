@@ -5,7 +5,7 @@
 #include <cmath>
 #include <vector>
 
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dezero;
 using dezero::utils::gradient_check;

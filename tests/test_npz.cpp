@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dezero;
 namespace L = dezero::L;

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <filesystem>
 
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dezero;
 namespace F = dezero::F;

@@ -1,5 +1,5 @@
-// tests/test_sgemm.cpp - the host AVX-512 float32 GEMMs (src/cpu/sgemm.cpp, and the
-// tiny-product one in src/cpu/gemm_small.cpp) against a naive double-accumulating
+// tests/test_sgemm.cpp - the host AVX-512 float32 GEMMs (dezero/cpu/sgemm.cpp, and the
+// tiny-product one in dezero/cpu/gemm_small.cpp) against a naive double-accumulating
 // reference: all transpose combinations, beta 0 (C full of NaN, never read) / 1 /
 // other, alpha != 1, edge tiles, padded leading dimensions (the padding must stay
 // untouched), several cache blocks, and the MNIST MLP shapes.
@@ -11,8 +11,8 @@
 #include <limits>
 #include <vector>
 
-#include "../src/cpu/gemm_small.hpp"
-#include "../src/cpu/sgemm.hpp"
+#include "dezero/cpu/gemm_small.hpp"
+#include "dezero/cpu/sgemm.hpp"
 
 using dezero::detail::sgemm;
 

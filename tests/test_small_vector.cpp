@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using dezero::SmallVector;
 using SV = SmallVector<std::string, 3>;

@@ -7,10 +7,10 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "../src/tensor_impl.hpp"  // detail::matmul_t (transpose flags)
-#include "../src/tensor_nn.hpp"    // detail::sigmoid_grad
-#include "fixtures.hpp"
-#include "test_util.hpp"
+#include "dezero/tensor/strided.hpp"  // detail::matmul_t (transpose flags)
+#include "dezero/tensor/fused.hpp"    // detail::sigmoid_grad
+#include "support/fixtures.hpp"
+#include "support/test_util.hpp"
 
 using namespace dezero;
 using dzt::close;

@@ -40,7 +40,7 @@ step "device"
 nvidia-smi -L 2>/dev/null || echo "(nvidia-smi not found)"
 missing=$(ldd "$B/libdezero.so" | grep "not found")
 [ -n "$missing" ] && { echo "missing libraries:"; echo "$missing"; status=1; }
-# libdezero loads these on first use (src/cuda/cuda_libs.cpp): say where they are.
+# libdezero loads these on first use (dezero/cuda/libs.cpp): say where they are.
 for lib in libcublas libcublasLt libcurand libnvrtc libcudnn; do
   found=""
   for d in ${LD_LIBRARY_PATH//:/ }; do

@@ -1,0 +1,286 @@
+// cpu/sgemm.cpp - single-threaded AVX-512 float32 GEMM in the GotoBLAS/BLIS style:
+// op(A) and op(B) are copied ("packed") block by block into contiguous, zero-padded
+// panels laid out in the order the micro-kernel reads them, and a register-blocked
+// micro-kernel computes one MR x NR tile of C per call. Transposes are absorbed by
+// the packing, so one kernel serves NN, NT, TN and TT. Without __AVX512F__ only the
+// stubs at the bottom are compiled and the backend stays on Eigen.
+#include "dezero/cpu/sgemm.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <new>
+#include <utility>
+
+#include "dezero/error.hpp"
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+namespace dezero::detail {
+
+#if defined(__AVX512F__)
+
+namespace {
+
+// --- blocking ----------------------------------------------------------------
+// Register tile: MR rows of C x NR = 16 NV columns, vectorised along n (C's
+// contiguous dimension). Each step of k loads NV vectors of packed B, broadcasts
+// MR scalars of packed A (vbroadcastss from memory, each shared by NV FMAs) and
+// issues MR x NV FMAs into MR x NV accumulators. Zen 4 retires one 512-bit FMA per
+// cycle (two 256-bit pipes) with 4 cycles latency, so anything above ~8 independent
+// accumulators keeps the pipes busy; 14 x 2 uses 28 of the 32 zmm registers (+2
+// for B, +1 broadcast) and needs 16 loads per 28 FMAs, well inside the load ports.
+// 8 x 3 and 6 x 4 measured the same within the noise of this machine; 14 x 2 has
+// the narrowest NR, which wastes least on W1's n-slabs of ~500 columns.
+// (The DEZERO_SGEMM_* macros exist for such tuning runs: -DDEZERO_SGEMM_MR=8 ...)
+#ifndef DEZERO_SGEMM_MR
+#define DEZERO_SGEMM_MR 14
+#endif
+#ifndef DEZERO_SGEMM_NV
+#define DEZERO_SGEMM_NV 2
+#endif
+#ifndef DEZERO_SGEMM_KC
+#define DEZERO_SGEMM_KC 256
+#endif
+#ifndef DEZERO_SGEMM_NC
+#define DEZERO_SGEMM_NC 512
+#endif
+constexpr int kMR = DEZERO_SGEMM_MR;
+constexpr int kNV = DEZERO_SGEMM_NV;
+constexpr int kNR = 16 * kNV;
+static_assert(kMR >= 1 && kMR <= 16 && kMR * kNV + kNV <= 32, "register tile must fit 32 zmm registers");
+
+// Cache blocks. Loop order (outer to inner): jc over NC columns, pc over KC depth
+// (pack a KC x NC block of B), ic over MC rows (pack an MC x KC block of A), ir over
+// MR panels of A, jr over NR panels of B. The MR x KC micro-panel of A (14 KB at
+// KC = 256) stays in L1 for the whole jr sweep while the packed B block (KC x NC =
+// 512 KB) streams from L2 (1 MB), read at ~4 bytes per FMA cycle. MC only bounds
+// the A buffer: A micro-panels are used once per block, so A need not fit L2.
+constexpr std::int64_t kKC = DEZERO_SGEMM_KC;
+constexpr std::int64_t kNC = (DEZERO_SGEMM_NC + kNR - 1) / kNR * kNR;
+constexpr std::int64_t kMC = (1024 + kMR - 1) / kMR * kMR;
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// Splits len into ceil(len / max_block) near-equal blocks, each rounded up to a multiple of unit.
+std::int64_t balanced_block(std::int64_t len, std::int64_t max_block, std::int64_t unit) {
+  std::int64_t blocks = ceil_div(len, max_block);
+  return std::min(max_block, ceil_div(ceil_div(len, blocks), unit) * unit);
+}
+
+__mmask16 lanes(std::int64_t n) { return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1); }
+
+// --- packing buffers: one pair per thread, allocated on first use, 64-byte aligned ---
+struct Buffers {
+  float* a;  // MC x KC: MC / MR micro-panels of KC x MR
+  float* b;  // KC x NC: NC / NR micro-panels of KC x NR
+  Buffers()
+      : a(static_cast<float*>(std::aligned_alloc(64, sizeof(float) * kMC * kKC))),
+        b(static_cast<float*>(std::aligned_alloc(64, sizeof(float) * kKC * kNC))) {
+    if (!a || !b) {
+      std::free(a);
+      std::free(b);
+      throw std::bad_alloc();
+    }
+  }
+  ~Buffers() {
+    std::free(a);
+    std::free(b);
+  }
+  Buffers(const Buffers&) = delete;
+  Buffers& operator=(const Buffers&) = delete;
+};
+
+Buffers& buffers() {
+  thread_local Buffers buf;
+  return buf;
+}
+
+// --- packing -----------------------------------------------------------------
+// Transposes a rows x cols block (rows, cols <= 16) of a row-major source with row
+// stride ld: dst[q * dst_ld + i] = src[i * ld + q] for q < cols, i < width; lanes
+// i >= rows are written as zeros (the panel padding). In registers: 16 loads, a
+// 4-stage 16 x 16 shuffle network, `cols` stores.
+// (GCC 12 flags the _mm512_undefined_ps() inside these shuffle intrinsics as uninitialised.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+void transpose_block(const float* src, std::int64_t ld, std::int64_t rows, std::int64_t cols, float* dst,
+                     std::int64_t dst_ld, int width) {
+  __m512 r[16], t[16];
+  const __mmask16 cm = lanes(cols);
+  for (int i = 0; i < 16; ++i) r[i] = i < rows ? _mm512_maskz_loadu_ps(cm, src + i * ld) : _mm512_setzero_ps();
+  for (int i = 0; i < 16; i += 2) {  // t[2g], t[2g+1]: rows 2g, 2g+1 interleaved per 128-bit lane
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int g = 0; g < 16; g += 4) {  // r[g + c], lane l: rows g..g+3 of column 4l + c
+    r[g + 0] = _mm512_shuffle_ps(t[g + 0], t[g + 2], 0x44);
+    r[g + 1] = _mm512_shuffle_ps(t[g + 0], t[g + 2], 0xEE);
+    r[g + 2] = _mm512_shuffle_ps(t[g + 1], t[g + 3], 0x44);
+    r[g + 3] = _mm512_shuffle_ps(t[g + 1], t[g + 3], 0xEE);
+  }
+  for (int c = 0; c < 4; ++c) {  // lanes 0/2 and 1/3 of rows 0-7 and 8-15
+    t[c] = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x88);
+    t[4 + c] = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xDD);
+    t[8 + c] = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x88);
+    t[12 + c] = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xDD);
+  }
+  for (int c = 0; c < 4; ++c) {  // r[4l + c]: column 4l + c, all 16 rows
+    r[c] = _mm512_shuffle_f32x4(t[c], t[8 + c], 0x88);
+    r[8 + c] = _mm512_shuffle_f32x4(t[c], t[8 + c], 0xDD);
+    r[4 + c] = _mm512_shuffle_f32x4(t[4 + c], t[12 + c], 0x88);
+    r[12 + c] = _mm512_shuffle_f32x4(t[4 + c], t[12 + c], 0xDD);
+  }
+  const __mmask16 wm = lanes(width);
+  for (int q = 0; q < cols; ++q) _mm512_mask_storeu_ps(dst + q * dst_ld, wm, r[q]);
+}
+#pragma GCC diagnostic pop
+
+// Packs op(A)[i0 : i0 + mc, p0 : p0 + kc] into MR-row micro-panels: panel s holds
+// op(A)[s MR + i, p] at dst[s MR kc + p MR + i], rows past mc zero.
+void pack_a(bool ta, const float* a, std::int64_t lda, std::int64_t mc, std::int64_t kc, float* dst) {
+  for (std::int64_t s = 0; s < mc; s += kMR, dst += kMR * kc) {
+    const std::int64_t rows = std::min<std::int64_t>(kMR, mc - s);
+    if (ta) {  // op(A)[i, p] = a[p lda + i]: each k step is a contiguous run of rows
+      const __mmask16 rm = lanes(rows), wm = lanes(kMR);
+      for (std::int64_t p = 0; p < kc; ++p)
+        _mm512_mask_storeu_ps(dst + p * kMR, wm, _mm512_maskz_loadu_ps(rm, a + p * lda + s));
+    } else {  // op(A)[i, p] = a[i lda + p]: transpose 16-wide strips of the panel's rows
+      for (std::int64_t p = 0; p < kc; p += 16)
+        transpose_block(a + s * lda + p, lda, rows, std::min<std::int64_t>(16, kc - p), dst + p * kMR, kMR, kMR);
+    }
+  }
+}
+
+// Packs op(B)[p0 : p0 + kc, j0 : j0 + nc] into NR-column micro-panels: panel s holds
+// op(B)[p, s NR + j] at dst[s NR kc + p NR + j], columns past nc zero.
+void pack_b(bool tb, const float* b, std::int64_t ldb, std::int64_t nc, std::int64_t kc, float* dst) {
+  if (!tb) {  // op(B)[p, j] = b[p ldb + j]: rows are contiguous; read each once, front to back
+    const std::int64_t full = nc / kNR * kNR;
+    for (std::int64_t p = 0; p < kc; ++p) {
+      const float* src = b + p * ldb;
+      float* d = dst + p * kNR;
+      for (std::int64_t s = 0; s < full; s += kNR, d += kNR * kc)
+        for (int v = 0; v < kNV; ++v) _mm512_store_ps(d + 16 * v, _mm512_loadu_ps(src + s + 16 * v));
+      if (full < nc)
+        for (int v = 0; v < kNV; ++v)
+          _mm512_store_ps(d + 16 * v, _mm512_maskz_loadu_ps(lanes(nc - full - 16 * v), src + full + 16 * v));
+    }
+    return;
+  }
+  // op(B)[p, j] = b[j ldb + p]: transpose 16 x 16 blocks
+  for (std::int64_t s = 0; s < nc; s += kNR, dst += kNR * kc)
+    for (int v = 0; v < kNV; ++v) {
+      const std::int64_t cols = std::max<std::int64_t>(0, std::min<std::int64_t>(16, nc - s - 16 * v));
+      for (std::int64_t p = 0; p < kc; p += 16)
+        transpose_block(b + (s + 16 * v) * ldb + p, ldb, cols, std::min<std::int64_t>(16, kc - p),
+                        dst + p * kNR + 16 * v, kNR, 16);
+    }
+}
+
+// --- micro-kernel --------------------------------------------------------------
+// C[0:R, 0:nr] = alpha * (packed A panel)(R x kc) (packed B panel)(kc x NR) + beta C.
+// R = MR except for the last panel of a block, which gets its own instantiation
+// instead of computing padded rows. beta == 0 never reads C.
+template <int R>
+void kernel(std::int64_t kc, const float* __restrict pa, const float* __restrict pb, float* c, std::int64_t ldc,
+            std::int64_t nr, float alpha, float beta) {
+  __m512 acc[R][kNV];
+#pragma GCC unroll 16
+  for (int i = 0; i < R; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < kNV; ++v) acc[i][v] = _mm512_setzero_ps();
+  for (int i = 0; i < R; ++i) _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
+  for (std::int64_t p = 0; p < kc; ++p, pa += kMR, pb += kNR) {
+    __m512 bv[kNV];
+#pragma GCC unroll 4
+    for (int v = 0; v < kNV; ++v) bv[v] = _mm512_load_ps(pb + 16 * v);
+#pragma GCC unroll 16
+    for (int i = 0; i < R; ++i) {
+      const __m512 av = _mm512_set1_ps(pa[i]);
+#pragma GCC unroll 4
+      for (int v = 0; v < kNV; ++v) acc[i][v] = _mm512_fmadd_ps(av, bv[v], acc[i][v]);
+    }
+  }
+  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+  __mmask16 mk[kNV];
+  for (int v = 0; v < kNV; ++v) mk[v] = lanes(nr - 16 * v);
+#pragma GCC unroll 16
+  for (int i = 0; i < R; ++i) {
+    float* cr = c + i * ldc;
+#pragma GCC unroll 4
+    for (int v = 0; v < kNV; ++v) {
+      __m512 x = acc[i][v];
+      if (beta == 0.0f) {
+        x = _mm512_mul_ps(x, va);
+      } else {
+        const __m512 old = _mm512_maskz_loadu_ps(mk[v], cr + 16 * v);
+        x = beta == 1.0f ? _mm512_fmadd_ps(x, va, old) : _mm512_fmadd_ps(x, va, _mm512_mul_ps(old, vb));
+      }
+      _mm512_mask_storeu_ps(cr + 16 * v, mk[v], x);
+    }
+  }
+}
+
+using KernelFn = void (*)(std::int64_t, const float*, const float*, float*, std::int64_t, std::int64_t, float, float);
+
+template <std::size_t... R>
+constexpr std::array<KernelFn, sizeof...(R)> make_kernels(std::index_sequence<R...>) {
+  return {&kernel<int(R) + 1>...};
+}
+constexpr auto kKernels = make_kernels(std::make_index_sequence<kMR>());  // kKernels[r - 1]: r rows
+
+// C = beta C (the k == 0 / alpha == 0 cases); beta == 0 writes zeros without reading.
+void scale_c(std::int64_t m, std::int64_t n, float beta, float* c, std::int64_t ldc) {
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+}
+
+}  // namespace
+
+bool sgemm_available() { return true; }
+
+void sgemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
+           std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0 || alpha == 0.0f) return scale_c(m, n, beta, c, ldc);
+  Buffers& buf = buffers();
+  const std::int64_t nc_max = balanced_block(n, kNC, kNR);
+  const std::int64_t kc_max = balanced_block(k, kKC, 16);
+  const std::int64_t mc_max = balanced_block(m, kMC, kMR);
+  for (std::int64_t jc = 0; jc < n; jc += nc_max) {
+    const std::int64_t nc = std::min(nc_max, n - jc);
+    for (std::int64_t pc = 0; pc < k; pc += kc_max) {
+      const std::int64_t kc = std::min(kc_max, k - pc);
+      pack_b(tb, tb ? b + jc * ldb + pc : b + pc * ldb + jc, ldb, nc, kc, buf.b);
+      const float beta_pc = pc == 0 ? beta : 1.0f;  // later depth blocks accumulate
+      for (std::int64_t ic = 0; ic < m; ic += mc_max) {
+        const std::int64_t mc = std::min(mc_max, m - ic);
+        pack_a(ta, ta ? a + pc * lda + ic : a + ic * lda + pc, lda, mc, kc, buf.a);
+        for (std::int64_t ir = 0; ir < mc; ir += kMR) {
+          const std::int64_t mr = std::min<std::int64_t>(kMR, mc - ir);
+          const KernelFn kern = kKernels[mr - 1];
+          for (std::int64_t jr = 0; jr < nc; jr += kNR)
+            kern(kc, buf.a + ir * kc, buf.b + jr * kc, c + (ic + ir) * ldc + jc + jr, ldc,
+                 std::min<std::int64_t>(kNR, nc - jr), alpha, beta_pc);
+        }
+      }
+    }
+  }
+}
+
+#else  // no AVX-512: the backend keeps float32 on Eigen
+
+bool sgemm_available() { return false; }
+
+void sgemm(bool, bool, std::int64_t, std::int64_t, std::int64_t, float, const float*, std::int64_t, const float*,
+           std::int64_t, float, float*, std::int64_t) {
+  throw Error("sgemm: this build has no AVX-512 kernel (compiled without __AVX512F__); use the Eigen path");
+}
+
+#endif
+
+}  // namespace dezero::detail

@@ -1,0 +1,18 @@
+// cuda/cuda_cudnn.hpp - the per-device cuDNN handle and its check macro (not installed).
+#pragma once
+
+#include <cudnn.h>
+
+#include "dezero/cuda/detail/common.hpp"
+
+#define DZ_CUDNN_CHECK(call)                                                                                  \
+  do {                                                                                                        \
+    cudnnStatus_t dz_s_ = (call);                                                                             \
+    if (dz_s_ != CUDNN_STATUS_SUCCESS)                                                                        \
+      ::dezero::cuda::detail::throw_error("cuDNN", cudnnGetErrorString(dz_s_), #call, __FILE__, __LINE__);    \
+  } while (0)
+
+namespace dezero::cuda::detail {
+// Created on first use; bound to `stream` (hold library_mutex(device) while using it).
+cudnnHandle_t cudnn_handle(int device, cudaStream_t stream);
+}  // namespace dezero::cuda::detail

@@ -1,0 +1,149 @@
+// functions/loss.cpp - mean_squared_error, softmax_cross_entropy,
+// sigmoid_cross_entropy, binary_cross_entropy (DeZero functions.py §3.6;
+// steps 42, 43, 47). Losses are 0-d Variables in the logits' dtype.
+#include <string>
+
+#include "dezero/functions.hpp"
+#include "dezero/functions_nn.hpp"
+#include "dezero/tensor/strided.hpp"
+#include "dezero/tensor/fused.hpp"
+
+namespace dezero {
+namespace {
+
+std::int64_t first_axis_len(const char* op, const Tensor& t) {
+  if (t.ndim() == 0)
+    throw ShapeError(std::string(op) + ": expected at least a 1-d array (the loss divides by its first axis), got " +
+                     detail::describe(t));
+  return t.shape()[0];
+}
+
+// A float copy of t in x's dtype and shape (labels / targets of a loss).
+Variable targets_like(const char* op, const Variable& x, const Variable& t0) {
+  Variable t = t0;
+  if (t.dtype() != x.dtype()) t = Variable(t.data().astype(x.dtype()));
+  if (t.shape() == x.shape()) return t;
+  if (t.size() != x.size())
+    throw ShapeError(std::string(op) + ": targets " + detail::describe(t.data()) + " do not match the input " +
+                     detail::describe(x.data()));
+  return F::reshape(t, x.shape());
+}
+
+// --- mean squared error (step 42) -------------------------------------------------------
+class MeanSquaredError : public Function {
+ public:
+  TensorList forward(const TensorList& xs) override {
+    Tensor diff = xs[0] - xs[1];
+    std::int64_t n = first_axis_len("mean_squared_error", diff);
+    return {sum(square(diff)) / static_cast<double>(n)};
+  }
+  VariableList backward(const VariableList& gys) override {
+    if (!Config::enable_backprop) {  // no graph to record: the same arithmetic, in the same order, on Tensors
+      Tensor diff = input(0).data() - input(1).data();
+      Tensor g = gys[0].data() * diff * (2.0 / static_cast<double>(diff.shape()[0]));
+      return {needs_input_grad(0) ? Variable(sum_to(g, input(0).shape())) : Variable(),
+              needs_input_grad(1) ? Variable(sum_to(-g, input(1).shape())) : Variable()};
+    }
+    Variable diff = input(0) - input(1);
+    Variable gx0 = gys[0] * diff * (2.0 / static_cast<double>(diff.shape()[0]));
+    return {needs_input_grad(0) ? F::sum_to(gx0, input(0).shape()) : Variable(),
+            needs_input_grad(1) ? F::sum_to(-gx0, input(1).shape()) : Variable()};
+  }
+};
+
+// --- softmax cross entropy (step 47) -----------------------------------------------------
+// Forward and backward are one fused kernel each. The backward is itself a
+// Function (SoftmaxCrossEntropyGrad) whose backward uses differentiable ops.
+// Inputs: x (N, C), t (N,) int64 checked by detail::sce_labels.
+class SoftmaxCrossEntropy : public Function {
+ public:
+  TensorList forward(const TensorList& xs) override { return {detail::softmax_cross_entropy(xs[0], xs[1])}; }
+  VariableList backward(const VariableList& gys) override;
+};
+
+// gx = (softmax(x) - onehot(t)) * gy / N; inputs x (N, C), t (N,), gy (one element).
+class SoftmaxCrossEntropyGrad : public Function {
+ public:
+  TensorList forward(const TensorList& xs) override {
+    return {detail::softmax_cross_entropy_grad(xs[0], xs[1], xs[2])};
+  }
+  VariableList backward(const VariableList& ggxs) override {
+    const Variable& x = input(0);
+    const Variable& gy = input(2);
+    const Variable& ggx = ggxs[0];
+    const double n = static_cast<double>(x.shape()[0]);
+    Variable s = F::softmax(x, 1);
+    Variable g_x, g_gy;
+    if (needs_input_grad(0)) {
+      Variable sg = s * ggx;
+      g_x = (sg - s * F::sum(sg, Axes{1}, true)) * (gy / n);
+    }
+    if (needs_input_grad(2)) {
+      const Tensor& t = input(1).data();
+      std::int64_t c = x.shape()[1];
+      Tensor classes = arange(0.0, static_cast<double>(c), 1.0, int64, x.device()).reshape(Shape{1, c});
+      Tensor onehot = equal(classes, t.reshape(Shape{t.size(), 1})).astype(x.dtype());
+      g_gy = F::reshape(F::sum(ggx * (s - Variable(onehot))) / n, gy.shape());
+    }
+    return {g_x, Variable(), g_gy};
+  }
+};
+
+VariableList SoftmaxCrossEntropy::backward(const VariableList& gys) {
+  Variable gx = (*std::make_shared<SoftmaxCrossEntropyGrad>())(input(0), input(1), gys[0]);
+  return {gx, Variable()};
+}
+
+// --- sigmoid cross entropy ----------------------------------------------------------------
+// loss = sum(max(x, 0) - x t + log(1 + exp(-|x|))) / N, the stable form of
+// -sum(t log p + (1 - t) log(1 - p)) / N with p = sigmoid(x).
+class SigmoidCrossEntropy : public Function {
+ public:
+  TensorList forward(const TensorList& xs) override {
+    const Tensor &x = xs[0], &t = xs[1];
+    std::int64_t n = first_axis_len("sigmoid_cross_entropy", x);
+    Tensor l = maximum(x, 0.0) - x * t + log(1.0 + exp(-abs(x)));
+    return {sum(l) / static_cast<double>(n)};
+  }
+  VariableList backward(const VariableList& gys) override {
+    const Variable &x = input(0), &t = input(1);
+    Variable g = gys[0] / static_cast<double>(x.shape()[0]);
+    return {needs_input_grad(0) ? (F::sigmoid(x) - t) * g : Variable(),
+            needs_input_grad(1) ? -x * g : Variable()};
+  }
+};
+
+}  // namespace
+
+namespace F {
+
+Variable mean_squared_error(const Variable& x0, const Variable& x1) {
+  return (*std::make_shared<MeanSquaredError>())(x0, x1);
+}
+
+Variable softmax_cross_entropy(const Variable& x, const Variable& t) {
+  Tensor t64 = detail::sce_labels("softmax_cross_entropy", x.data(), t.data());
+  return (*std::make_shared<SoftmaxCrossEntropy>())(x, Variable(t64));
+}
+
+Variable sigmoid_cross_entropy(const Variable& x, const Variable& t) {
+  if (!is_floating(x.dtype()))
+    throw DtypeError("sigmoid_cross_entropy: logits must be float32 or float64, got " + detail::describe(x.data()));
+  first_axis_len("sigmoid_cross_entropy", x.data());
+  Variable tt = targets_like("sigmoid_cross_entropy", x, t);
+  return (*std::make_shared<SigmoidCrossEntropy>())(x, tt);
+}
+
+Variable binary_cross_entropy(const Variable& p0, const Variable& t0) {
+  if (!is_floating(p0.dtype()))
+    throw DtypeError("binary_cross_entropy: probabilities must be float32 or float64, got " +
+                     detail::describe(p0.data()));
+  Variable t = targets_like("binary_cross_entropy", p0, t0);
+  double n = static_cast<double>(first_axis_len("binary_cross_entropy", t.data()));
+  Variable p = clip(p0, 1e-15, 0.999);
+  Variable tlog_p = t * log(p) + rsub(t, 1.0) * log(rsub(p, 1.0));
+  return -sum(tlog_p) / n;
+}
+
+}  // namespace F
+}  // namespace dezero

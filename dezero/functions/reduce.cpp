@@ -1,0 +1,126 @@
+// functions/reduce.cpp - sum, sum_to, broadcast_to, average/mean, max, min, clip
+// (DeZero functions.py §3.3; steps 39-40).
+#include <algorithm>
+
+#include "dezero/functions.hpp"
+#include "dezero/tensor/strided.hpp"
+
+namespace dezero {
+namespace {
+
+// x's shape with the reduced axes set to 1 (DeZero's reshape_sum_backward /
+// max_backward_shape, with negative axes normalised).
+Shape keepdims_shape(const Shape& in, const Axes& axes) {
+  Shape s = in;
+  for (int a : detail::normalize_axes("sum", axes, in.ndim())) s[a] = 1;
+  return s;
+}
+
+class Sum : public Function {
+ public:
+  Sum(Axes axes, bool keepdims) : axes_(std::move(axes)), keepdims_(keepdims) {}
+  TensorList forward(const TensorList& xs) override { return {dezero::sum(xs[0], axes_, keepdims_)}; }
+  VariableList backward(const VariableList& gys) override {
+    const Shape& xs = input(0).shape();
+    Variable gy = F::reshape(gys[0], keepdims_shape(xs, axes_));
+    return {F::broadcast_to(gy, xs)};
+  }
+
+ private:
+  Axes axes_;
+  bool keepdims_;
+};
+
+class SumTo : public Function {
+ public:
+  explicit SumTo(Shape shape) : shape_(std::move(shape)) {}
+  TensorList forward(const TensorList& xs) override { return {dezero::sum_to(xs[0], shape_)}; }
+  VariableList backward(const VariableList& gys) override { return {F::broadcast_to(gys[0], input(0).shape())}; }
+
+ private:
+  Shape shape_;
+};
+
+class BroadcastTo : public Function {
+ public:
+  explicit BroadcastTo(Shape shape) : shape_(std::move(shape)) {}
+  TensorList forward(const TensorList& xs) override { return {dezero::broadcast_to(xs[0], shape_)}; }
+  VariableList backward(const VariableList& gys) override { return {F::sum_to(gys[0], input(0).shape())}; }
+
+ private:
+  Shape shape_;
+};
+
+// Max and Min: every element equal to the result gets the full gradient (DeZero).
+class MaxMin : public Function {
+ public:
+  MaxMin(Axes axes, bool keepdims, bool is_max) : axes_(std::move(axes)), keepdims_(keepdims), max_(is_max) {}
+  TensorList forward(const TensorList& xs) override {
+    y_ = max_ ? dezero::max(xs[0], axes_, keepdims_) : dezero::min(xs[0], axes_, keepdims_);
+    return {y_};
+  }
+  VariableList backward(const VariableList& gys) override {
+    const Tensor& x = input(0).data();
+    Shape ks = keepdims_shape(x.shape(), axes_);
+    Tensor cond = equal(x, y_.reshape(ks));
+    Variable gy = F::reshape(gys[0], ks);
+    return {F::broadcast_to(gy, x.shape()) * Variable(cond)};
+  }
+  std::string name() const override { return max_ ? "Max" : "Min"; }
+
+ private:
+  Axes axes_;
+  bool keepdims_, max_;
+  Tensor y_;
+};
+
+class Clip : public Function {
+ public:
+  Clip(double lo, double hi) : lo_(lo), hi_(hi) {}
+  TensorList forward(const TensorList& xs) override { return {dezero::clip(xs[0], lo_, hi_)}; }
+  VariableList backward(const VariableList& gys) override {
+    const Tensor& x = input(0).data();
+    Tensor mask = greater_equal(x, lo_) * less_equal(x, hi_);
+    return {gys[0] * Variable(mask)};
+  }
+
+ private:
+  double lo_, hi_;
+};
+
+}  // namespace
+
+namespace F {
+
+Variable sum(const Variable& x, const Axes& axes, bool keepdims) {
+  detail::normalize_axes("sum", axes, x.ndim());  // validate before recording
+  return (*std::make_shared<Sum>(axes, keepdims))(x);
+}
+Variable sum_to(const Variable& x, const Shape& shape) {
+  if (x.shape() == shape) return x;
+  return (*std::make_shared<SumTo>(shape))(x);
+}
+Variable broadcast_to(const Variable& x, const Shape& shape) {
+  if (x.shape() == shape) return x;
+  return (*std::make_shared<BroadcastTo>(shape))(x);
+}
+Variable average(const Variable& x, const Axes& axes, bool keepdims) {
+  Variable y = sum(x, axes, keepdims);
+  if (is_integer(x.dtype())) y = Variable(y.data().astype(float64));
+  return y * (static_cast<double>(y.size()) / static_cast<double>(x.size()));
+}
+Variable mean(const Variable& x, const Axes& axes, bool keepdims) { return average(x, axes, keepdims); }
+Variable max(const Variable& x, const Axes& axes, bool keepdims) {
+  return (*std::make_shared<MaxMin>(axes, keepdims, true))(x);
+}
+Variable min(const Variable& x, const Axes& axes, bool keepdims) {
+  return (*std::make_shared<MaxMin>(axes, keepdims, false))(x);
+}
+Variable clip(const Variable& x, double x_min, double x_max) {
+  if (x_min > x_max)
+    throw ValueError("clip: x_min (" + std::to_string(x_min) + ") must not exceed x_max (" + std::to_string(x_max) + ")");
+  return (*std::make_shared<Clip>(x_min, x_max))(x);
+}
+
+}  // namespace F
+}  // namespace dezero

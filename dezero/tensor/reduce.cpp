@@ -1,0 +1,129 @@
+// tensor_reduce.cpp - sum / mean / max / min / argmax over any set of axes.
+//
+// A reduction over a contiguous block of axes views the input as (outer, r, inner)
+// and reduces the middle; any other set of axes is first moved to the end with one
+// transposing copy. keepdims re-inserts the reduced axes as 1.
+#include <algorithm>
+
+#include "dezero/tensor/strided.hpp"
+
+namespace dezero {
+
+using detail::backend_of;
+
+namespace {
+
+struct Plan {
+  Tensor x;  // possibly transposed so that the reduced axes form one block
+  std::int64_t outer = 1, r = 1, inner = 1;
+  Shape out_keep;  // result with keepdims
+  Shape out;       // result without
+};
+
+Plan plan_reduction(const char* op, const Tensor& x, const Axes& axes) {
+  detail::check_defined(op, x);
+  std::vector<int> ax = detail::normalize_axes(op, axes, x.ndim());
+  Plan p;
+  p.x = x;
+  const Shape& s = x.shape();
+  std::vector<bool> red(x.ndim(), false);
+  for (int a : ax) red[a] = true;
+  for (int i = 0; i < x.ndim(); ++i) {
+    p.out_keep.push_back(red[i] ? 1 : s[i]);
+    if (!red[i]) p.out.push_back(s[i]);
+  }
+  if (ax.empty()) {
+    p.outer = x.size();
+    return p;
+  }
+  bool block = (ax.back() - ax.front() + 1) == static_cast<int>(ax.size());
+  if (block) {
+    for (int i = 0; i < ax.front(); ++i) p.outer *= s[i];
+    for (int a : ax) p.r *= s[a];
+    for (int i = ax.back() + 1; i < x.ndim(); ++i) p.inner *= s[i];
+  } else {
+    std::vector<int> perm;
+    for (int i = 0; i < x.ndim(); ++i)
+      if (!red[i]) { perm.push_back(i); p.outer *= s[i]; }
+    for (int a : ax) { perm.push_back(a); p.r *= s[a]; }
+    p.x = x.transpose(perm);
+  }
+  return p;
+}
+
+Tensor reduce(detail::ReduceOp op, const char* name, const Tensor& x, const Axes& axes, bool keepdims) {
+  Plan p = plan_reduction(name, x, axes);
+  if (op != detail::ReduceOp::Sum && p.r == 0)
+    throw ValueError(std::string(name) + ": zero-size array to reduction operation which has no identity (shape " +
+                     x.shape().str() + ")");
+  Tensor y = Tensor::empty(keepdims ? p.out_keep : p.out, x.dtype(), x.device());
+  if (y.size()) backend_of(x).reduce(op, x.dtype(), p.x.raw_data(), y.raw_data(), p.outer, p.r, p.inner);
+  return y;
+}
+
+Tensor arg_reduce(detail::ArgReduceOp op, const char* name, const Tensor& x, std::optional<int> axis) {
+  detail::check_defined(name, x);
+  Tensor src = axis ? x : x.reshape(Shape{x.size()});
+  int a = detail::normalize_axis(name, axis ? *axis : 0, src.ndim());
+  if (src.shape()[a] == 0) throw ValueError(std::string(name) + ": attempt to get " + name + " of an empty sequence");
+  Plan p = plan_reduction(name, src, Axes(a));
+  Tensor y = Tensor::empty(p.out, int64, x.device());
+  if (y.size())
+    backend_of(x).arg_reduce(op, x.dtype(), p.x.raw_data(), static_cast<std::int64_t*>(y.raw_data()), p.outer, p.r,
+                             p.inner);
+  return y;
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& x, const Axes& axes, bool keepdims) {
+  return reduce(detail::ReduceOp::Sum, "sum", x, axes, keepdims);
+}
+Tensor max(const Tensor& x, const Axes& axes, bool keepdims) {
+  return reduce(detail::ReduceOp::Max, "max", x, axes, keepdims);
+}
+Tensor min(const Tensor& x, const Axes& axes, bool keepdims) {
+  return reduce(detail::ReduceOp::Min, "min", x, axes, keepdims);
+}
+Tensor mean(const Tensor& x, const Axes& axes, bool keepdims) {
+  Tensor xf = is_integer(x.dtype()) ? x.astype(float64) : x;  // NumPy: mean of ints is float64
+  Tensor s = sum(xf, axes, keepdims);
+  std::int64_t n = s.size() ? x.size() / s.size() : 0;
+  return s * (1.0 / static_cast<double>(n));
+}
+// DeZero's utils.sum_to: sum the leading extra axes, then the axes where shape has 1.
+// Summed axes that form one block (a bias gradient: (N, C) -> (C,), or (N, 1) -> (1,))
+// go straight to the backend as (outer, r, inner) with the result already in `shape`.
+Tensor sum_to(const Tensor& x, const Shape& shape) {
+  detail::check_defined("sum_to", x);
+  if (x.shape() == shape) return x;
+  const int ndim = shape.ndim(), lead = x.ndim() - ndim;
+  if (lead < 0)
+    throw ShapeError("sum_to: cannot sum an array of shape " + x.shape().str() + " to a shape with more axes " +
+                     shape.str());
+  std::vector<int> axes;
+  for (int i = 0; i < lead; ++i) axes.push_back(i);
+  for (int i = 0; i < ndim; ++i) {
+    if (shape[i] == 1 && x.shape()[i + lead] != 1) axes.push_back(i + lead);
+    else if (shape[i] != x.shape()[i + lead])
+      throw ShapeError("sum_to: cannot sum an array of shape " + x.shape().str() + " to shape " + shape.str() +
+                       "; hint: the target must be a shape that broadcasts to the input");
+  }
+  if (axes.empty()) return x.reshape(shape);
+  if (axes.back() - axes.front() + 1 == static_cast<int>(axes.size())) {
+    std::int64_t outer = 1, r = 1, inner = 1;
+    for (int i = 0; i < axes.front(); ++i) outer *= x.shape()[i];
+    for (int a : axes) r *= x.shape()[a];
+    for (int i = axes.back() + 1; i < x.ndim(); ++i) inner *= x.shape()[i];
+    Tensor y = Tensor::empty(shape, x.dtype(), x.device());
+    if (y.size()) backend_of(x).reduce(detail::ReduceOp::Sum, x.dtype(), x.raw_data(), y.raw_data(), outer, r, inner);
+    return y;
+  }
+  Tensor y = sum(x, Axes(axes), true);
+  return lead > 0 ? y.reshape(shape) : y;
+}
+
+Tensor Tensor::argmax(std::optional<int> axis) const { return arg_reduce(detail::ArgReduceOp::ArgMax, "argmax", *this, axis); }
+Tensor Tensor::argmin(std::optional<int> axis) const { return arg_reduce(detail::ArgReduceOp::ArgMin, "argmin", *this, axis); }
+
+}  // namespace dezero
