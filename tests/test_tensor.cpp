@@ -7,7 +7,6 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "dezero/tensor/strided.hpp"  // detail::matmul_t (transpose flags)
 #include "dezero/tensor/fused.hpp"    // detail::sigmoid_grad
 #include "support/fixtures.hpp"
 #include "support/test_util.hpp"

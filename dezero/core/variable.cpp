@@ -12,7 +12,7 @@
 #include <unordered_set>
 
 #include "dezero/functions.hpp"
-#include "dezero/tensor/strided.hpp"
+#include "dezero/tensor/checks.hpp"
 
 namespace dezero {
 

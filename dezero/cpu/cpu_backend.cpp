@@ -22,7 +22,8 @@
 #include "dezero/cpu/sgemm.hpp"
 #include "dezero/backend/ops.hpp"
 #include "dezero/backend/generator.hpp"
-#include "dezero/tensor/strided.hpp"
+#include "dezero/backend/dispatch.hpp"
+#include "dezero/error.hpp"
 
 namespace dezero::detail {
 

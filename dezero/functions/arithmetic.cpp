@@ -6,7 +6,6 @@
 // own shape (sum_to). Operations with a double keep the double out of the graph
 // (a constant), and the result keeps the Variable's dtype.
 #include "dezero/functions.hpp"
-#include "dezero/tensor/strided.hpp"
 
 namespace dezero {
 

@@ -7,7 +7,8 @@
 // which are themselves MatMul nodes, so double backprop works. N-d operands are
 // batches of matrices (np.matmul) and go through the general path.
 #include "dezero/functions.hpp"
-#include "dezero/tensor/strided.hpp"
+#include "dezero/tensor/checks.hpp"
+#include "dezero/tensor/fused.hpp"
 
 namespace dezero {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "dezero/functions.hpp"
 #include "dezero/functions_nn.hpp"
-#include "dezero/tensor/strided.hpp"
+#include "dezero/tensor/checks.hpp"
 
 namespace dezero {
 namespace {

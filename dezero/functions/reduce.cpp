@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "dezero/functions.hpp"
-#include "dezero/tensor/strided.hpp"
+#include "dezero/tensor/checks.hpp"
 
 namespace dezero {
 namespace {

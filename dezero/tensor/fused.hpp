@@ -36,4 +36,8 @@ Tensor softmax_cross_entropy(const Tensor& x, const Tensor& t);
 // gx = (softmax(x) - onehot(t)) * gy / N, gy: one element read on x's device.
 Tensor softmax_cross_entropy_grad(const Tensor& x, const Tensor& t, const Tensor& gy);
 
+// 2-D matmul with transpose flags: op(a) @ op(b), op = transpose when the flag is set.
+// If bias is defined, y = op(a) @ op(b) + bias (bias broadcast over rows).
+Tensor matmul_t(const Tensor& a, const Tensor& b, bool ta, bool tb, const Tensor& bias = Tensor());
+
 }  // namespace dezero::detail

@@ -1,12 +1,13 @@
-// tensor_impl.hpp - helpers shared by the tensor*.cpp files (not installed).
+// dezero/tensor/strided.hpp - strided views of contiguous tensors and the backend of a
+// tensor: what the tensor/*.cpp files use to dispatch (internal; only tensor/ and the
+// CUDA kernel binding include it). Layers above see tensor/checks.hpp instead.
 #pragma once
 
-#include <sstream>
-#include <string>
 #include <vector>
 
 #include "dezero/backend/backend.hpp"
 #include "dezero/tensor.hpp"
+#include "dezero/tensor/checks.hpp"
 
 namespace dezero::detail {
 
@@ -29,33 +30,4 @@ void coalesce(Strided* views[], int nviews);
 
 inline Backend& backend_of(const Tensor& t) { return backend_for(t.device()); }
 
-// "(2, 3) float32" for messages.
-inline std::string describe(const Tensor& t) {
-  if (!t.defined()) return "<undefined tensor>";
-  std::string s = t.shape().str() + " " + dtype_name(t.dtype());
-  if (!t.device().is_cpu()) s += " on " + t.device().str();
-  return s;
-}
-
-void check_defined(const char* op, const Tensor& t);
-void check_same_device(const char* op, const Tensor& a, const Tensor& b);
-// Normalises an axis against ndim (negative counts from the end); IndexError naming `op`.
-int normalize_axis(const char* op, int axis, int ndim);
-std::vector<int> normalize_axes(const char* op, const Axes& axes, int ndim);
-
-// Element-type dispatch for host code.
-#define DEZERO_DISPATCH(DT, T, ...)                       \
-  switch (DT) {                                           \
-    case ::dezero::DType::Float32: { using T = float; __VA_ARGS__; break; }          \
-    case ::dezero::DType::Float64: { using T = double; __VA_ARGS__; break; }         \
-    case ::dezero::DType::Int32: { using T = std::int32_t; __VA_ARGS__; break; }     \
-    case ::dezero::DType::Int64: { using T = std::int64_t; __VA_ARGS__; break; }     \
-  }
-
-}  // namespace dezero::detail
-
-namespace dezero::detail {
-// 2-D matmul with transpose flags: op(a) @ op(b), op = transpose when the flag is set.
-// If bias is defined, y = op(a) @ op(b) + bias (bias broadcast over rows).
-Tensor matmul_t(const Tensor& a, const Tensor& b, bool ta, bool tb, const Tensor& bias = Tensor());
 }  // namespace dezero::detail

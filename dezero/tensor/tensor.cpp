@@ -9,6 +9,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "dezero/tensor/fused.hpp"
 #include "dezero/tensor/strided.hpp"
 
 namespace dezero {

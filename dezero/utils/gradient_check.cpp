@@ -4,7 +4,7 @@
 #include <iostream>
 
 #include "dezero/utils.hpp"
-#include "dezero/tensor/strided.hpp"
+#include "dezero/tensor/checks.hpp"
 
 namespace dezero::utils {
 
