@@ -18,6 +18,8 @@
 #include <iosfwd>
 #include <memory>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "dezero/tensor.hpp"
@@ -54,63 +56,12 @@ class ConfigGuard {
 [[nodiscard]] ConfigGuard test_mode();  // step 54
 
 // --- Variable -------------------------------------------------------------------
-struct VariableNode;
+}  // namespace dezero
 
-namespace detail {
-// The handle inside a Variable. It counts the Variables that refer to a node from
-// outside the graph (a Function's stored inputs do not count). When the last one of
-// a leaf goes, a gradient that carries a graph (made with create_graph) is dropped:
-// that graph leads back to the leaf itself, a reference cycle that nothing could
-// read any more and shared_ptr would never free (Python's GC collects it in DeZero).
-class NodeHandle {
- public:
-  NodeHandle() = default;
-  NodeHandle(std::shared_ptr<VariableNode> p) : p_(std::move(p)) { acquire(); }  // NOLINT implicit
-  NodeHandle(const NodeHandle& o) : p_(o.p_) { acquire(); }
-  NodeHandle(NodeHandle&& o) noexcept : p_(std::move(o.p_)), counted_(o.counted_) { o.counted_ = true; }
-  NodeHandle& operator=(const NodeHandle& o) {
-    if (this != &o) {
-      NodeHandle tmp(o);
-      swap(tmp);
-    }
-    return *this;
-  }
-  NodeHandle& operator=(NodeHandle&& o) noexcept {
-    if (this != &o) {
-      NodeHandle tmp(std::move(o));
-      swap(tmp);
-    }
-    return *this;
-  }
-  ~NodeHandle() { release(); }
+#include "dezero/core/node_handle.hpp"  // detail::NodeHandle, the reference count inside a Variable
 
-  const std::shared_ptr<VariableNode>& ptr() const { return p_; }
-  operator const std::shared_ptr<VariableNode>&() const { return p_; }  // NOLINT implicit
-  VariableNode* operator->() const { return p_.get(); }
-  VariableNode& operator*() const { return *p_; }
-  explicit operator bool() const { return p_ != nullptr; }
-  bool operator==(const NodeHandle& o) const { return p_ == o.p_; }
-  bool operator!=(const NodeHandle& o) const { return p_ != o.p_; }
-  bool operator==(std::nullptr_t) const { return p_ == nullptr; }
-  bool operator!=(std::nullptr_t) const { return p_ != nullptr; }
-  // A reference held by the graph (a Function's input): stops counting.
-  void make_graph_ref() {
-    release();
-    counted_ = false;
-  }
+namespace dezero {
 
- private:
-  void swap(NodeHandle& o) noexcept {
-    std::swap(p_, o.p_);
-    std::swap(counted_, o.counted_);
-  }
-  inline void acquire();
-  inline void release() noexcept;
-  std::shared_ptr<VariableNode> p_;
-  bool counted_ = true;
-};
-void on_last_handle(VariableNode& node) noexcept;
-}  // namespace detail
 
 class Variable {
  public:
@@ -193,16 +144,19 @@ using TensorList = SmallVector<Tensor, 3>;
 
 // --- Function -------------------------------------------------------------------
 // Subclass it: forward() works on Tensors, backward() on Variables (so that the
-// backward pass can itself be differentiated). Create instances with
-// std::make_shared and call them; a Function object is used once.
+// backward pass can itself be differentiated). Call it with dezero::call (below);
+// a Function object is used once.
 //
-//   class Square : public dezero::Function {
+//   class Square : public dezero::Function {                       // step 2
 //     dezero::TensorList forward(const dezero::TensorList& xs) override { return {xs[0] * xs[0]}; }
 //     dezero::VariableList backward(const dezero::VariableList& gys) override {
 //       return {2.0 * input(0) * gys[0]};
 //     }
 //   };
-//   Variable y = (*std::make_shared<Square>())(x);
+//   Variable y = dezero::call<Square>({x});
+//
+// (The book's spelling, a shared instance called directly, works too:
+// `Variable y = (*std::make_shared<Square>())(x);`.)
 class Function : public std::enable_shared_from_this<Function> {
  public:
   virtual ~Function();
@@ -258,6 +212,33 @@ inline void detail::NodeHandle::acquire() {
 }
 inline void detail::NodeHandle::release() noexcept {
   if (p_ && counted_ && p_->handles.fetch_sub(1, std::memory_order_acq_rel) == 1) on_last_handle(*p_);
+}
+
+// --- calling a Function ------------------------------------------------------------
+// y = Fn(args...)(inputs), the first output: the one way the library calls its own
+// Functions, and the way to call yours. While a graph is recorded the Function is
+// made with std::make_shared and becomes y's creator. Without one (under no_grad(),
+// or inside a backward pass without create_graph) it lives on the stack for the
+// call: no Function object is allocated.
+template <class Fn, class... Args>
+Variable call(VariableList inputs, Args&&... args) {
+  static_assert(std::is_base_of_v<Function, Fn>, "dezero::call: Fn must derive from dezero::Function");
+  if (!Config::enable_backprop) {
+    Fn f(std::forward<Args>(args)...);
+    return std::move(f.apply(std::move(inputs))[0]);
+  }
+  return std::move(std::make_shared<Fn>(std::forward<Args>(args)...)->apply(std::move(inputs))[0]);
+}
+
+// The same, returning every output (Functions with more than one).
+template <class Fn, class... Args>
+VariableList call_all(VariableList inputs, Args&&... args) {
+  static_assert(std::is_base_of_v<Function, Fn>, "dezero::call_all: Fn must derive from dezero::Function");
+  if (!Config::enable_backprop) {
+    Fn f(std::forward<Args>(args)...);
+    return f.apply(std::move(inputs));
+  }
+  return std::make_shared<Fn>(std::forward<Args>(args)...)->apply(std::move(inputs));
 }
 
 // --- operators (step 20-22): Variable, Tensor (converted) or double on either side;

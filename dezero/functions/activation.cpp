@@ -1,32 +1,34 @@
-// functions/activation.cpp - sigmoid, relu, leaky_relu, softmax, log_softmax
-// (DeZero functions.py §3.5; steps 43, 47). Forwards are single fused kernels;
+// dezero/functions/activation.cpp - sigmoid, relu, leaky_relu, softmax, log_softmax
+// (DeZero functions.py; steps 43, 47). Forwards are single fused kernels;
 // backwards are written with Variables so that they can be differentiated again.
+#include "dezero/functions/activation.hpp"
+
 #include "dezero/functions.hpp"
-#include "dezero/functions_nn.hpp"
+#include "dezero/functions/dual.hpp"
 #include "dezero/tensor/fused.hpp"
 
 namespace dezero {
 namespace {
 
-class Sigmoid : public Function {
+// y = sigmoid(x); gx = gy * y * (1 - y), from the output (recomputed if it was dropped).
+class Sigmoid : public detail::DualFunction<Sigmoid> {
  public:
   TensorList forward(const TensorList& xs) override { return {dezero::sigmoid(xs[0])}; }
-  VariableList backward(const VariableList& gys) override {
+  template <class V>
+  detail::GradList<V> grads(const V& gy) const {
     Variable y = output(0);
     if (!y.defined()) y = F::sigmoid(input(0));
-    if (!Config::enable_backprop) {  // no graph to record: the same arithmetic, in the same order, on Tensors
-      return {Variable(detail::sigmoid_grad(gys[0].data(), y.data()))};
-    }
-    return {gys[0] * y * F::rsub(y, 1.0)};
+    return {detail::sigmoid_grad(gy, detail::as<V>(y))};
   }
 };
 
-class ReLU : public Function {
+// y = max(x, 0); gx = gy * (x > 0), so the gradient at 0 is 0.
+class ReLU : public detail::DualFunction<ReLU> {
  public:
   TensorList forward(const TensorList& xs) override { return {dezero::relu(xs[0])}; }
-  VariableList backward(const VariableList& gys) override {
-    if (!Config::enable_backprop) return {Variable(detail::relu_grad(gys[0].data(), input(0).data()))};  // no graph
-    return {gys[0] * Variable(greater(input(0).data(), 0.0))};
+  template <class V>
+  detail::GradList<V> grads(const V& gy) const {
+    return {detail::relu_grad(gy, detail::as<V>(input(0)))};
   }
 };
 
@@ -76,10 +78,10 @@ class LogSoftmax : public Function {
 }  // namespace
 
 namespace F {
-Variable sigmoid(const Variable& x) { return (*std::make_shared<Sigmoid>())(x); }
-Variable relu(const Variable& x) { return (*std::make_shared<ReLU>())(x); }
-Variable leaky_relu(const Variable& x, double slope) { return (*std::make_shared<LeakyReLU>(slope))(x); }
-Variable softmax(const Variable& x, int axis) { return (*std::make_shared<Softmax>(axis))(x); }
-Variable log_softmax(const Variable& x, int axis) { return (*std::make_shared<LogSoftmax>(axis))(x); }
+Variable sigmoid(const Variable& x) { return call<Sigmoid>({x}); }
+Variable relu(const Variable& x) { return call<ReLU>({x}); }
+Variable leaky_relu(const Variable& x, double slope) { return call<LeakyReLU>({x}, slope); }
+Variable softmax(const Variable& x, int axis) { return call<Softmax>({x}, axis); }
+Variable log_softmax(const Variable& x, int axis) { return call<LogSoftmax>({x}, axis); }
 }  // namespace F
 }  // namespace dezero

@@ -1,10 +1,12 @@
-// functions/basic_math.cpp - add, sub, mul, div, neg, pow and the Variable
+// dezero/functions/arithmetic.cpp - add, sub, mul, div, neg, pow and the Variable
 // operators (DeZero core.py, steps 20-22; broadcasting-aware backward, step 40).
 //
 // Each backward is written with Variables so that it can be differentiated again.
 // An operand that was broadcast in forward gets its gradient summed back to its
 // own shape (sum_to). Operations with a double keep the double out of the graph
 // (a constant), and the result keeps the Variable's dtype.
+#include "dezero/functions/arithmetic.hpp"
+
 #include "dezero/functions.hpp"
 
 namespace dezero {
@@ -125,15 +127,6 @@ class RDivConst : public Function {  // c / x
  private:
   double c_;
 };
-
-template <class Fn, class... Args>
-Variable call(VariableList xs, Args... args) {
-  if (!Config::enable_backprop) {  // no graph (a backward pass without create_graph): no heap object
-    Fn f(args...);
-    return std::move(f.apply(std::move(xs))[0]);
-  }
-  return std::move(std::make_shared<Fn>(args...)->apply(std::move(xs))[0]);
-}
 
 }  // namespace
 

@@ -1,4 +1,4 @@
-// functions/linalg.cpp - matmul and linear (DeZero functions.py §3.4; steps 41, 43).
+// dezero/functions/linalg.cpp - matmul and linear (DeZero functions.py; steps 41, 43).
 //
 // 2-D products run as one GEMM with transpose flags, forward and backward, so no
 // transposed copy of a weight matrix is ever made: for y = op(a) op(b),
@@ -6,68 +6,60 @@
 //   gb = op(a)^T gy  (or gy^T op(a) when b was transposed)
 // which are themselves MatMul nodes, so double backprop works. N-d operands are
 // batches of matrices (np.matmul) and go through the general path.
+#include "dezero/functions/linalg.hpp"
+
 #include "dezero/functions.hpp"
+#include "dezero/functions/dual.hpp"
 #include "dezero/tensor/checks.hpp"
 #include "dezero/tensor/fused.hpp"
 
 namespace dezero {
 namespace {
 
-class MatMul : public Function {
+class MatMul : public detail::DualFunction<MatMul> {
  public:
   MatMul(bool ta, bool tb) : ta_(ta), tb_(tb) {}
   TensorList forward(const TensorList& xs) override { return {detail::matmul_t(xs[0], xs[1], ta_, tb_)}; }
-  VariableList backward(const VariableList& gys) override;
   std::string name() const override { return "MatMul"; }
+
+  // y = op(a) op(b): ga = gy op(b)^T (op(b) gy^T when a was transposed),
+  // gb = op(a)^T gy (gy^T op(a) when b was transposed).
+  template <class V>
+  detail::GradList<V> grads(const V& gy) const {
+    const V& a = detail::as<V>(input(0));
+    const V& b = detail::as<V>(input(1));
+    V ga, gb;
+    if (needs_input_grad(0)) ga = ta_ ? detail::mm(b, gy, tb_, true) : detail::mm(gy, b, false, !tb_);
+    if (needs_input_grad(1)) gb = tb_ ? detail::mm(gy, a, true, ta_) : detail::mm(a, gy, !ta_, false);
+    return {ga, gb};
+  }
 
  private:
   bool ta_, tb_;
 };
 
-Variable mm(const Variable& a, const Variable& b, bool ta, bool tb) {
-  return (*std::make_shared<MatMul>(ta, tb))(a, b);
-}
-
-VariableList MatMul::backward(const VariableList& gys) {
-  const Variable& gy = gys[0];
-  const Variable& a = input(0);
-  const Variable& b = input(1);
-  Variable ga, gb;
-  if (!Config::enable_backprop) {  // no graph to record: the same products on Tensors
-    const Tensor &g = gy.data(), &ad = a.data(), &bd = b.data();
-    if (needs_input_grad(0))
-      ga = Variable(ta_ ? detail::matmul_t(bd, g, tb_, true) : detail::matmul_t(g, bd, false, !tb_));
-    if (needs_input_grad(1))
-      gb = Variable(tb_ ? detail::matmul_t(g, ad, true, ta_) : detail::matmul_t(ad, g, !ta_, false));
-    return {ga, gb};
-  }
-  if (needs_input_grad(0)) ga = ta_ ? mm(b, gy, tb_, true) : mm(gy, b, false, !tb_);
-  if (needs_input_grad(1)) gb = tb_ ? mm(gy, a, true, ta_) : mm(a, gy, !ta_, false);
-  return {ga, gb};
-}
-
 // y = x W + b in one node: GEMM onto the broadcast bias.
-class Linear : public Function {
+// x: (N, in), W: (in, out), b: (out,) or anything that broadcasts to (N, out).
+class Linear : public detail::DualFunction<Linear> {
  public:
   TensorList forward(const TensorList& xs) override {
     return {detail::matmul_t(xs[0], xs[1], false, false, xs.size() > 2 ? xs[2] : Tensor())};
   }
-  VariableList backward(const VariableList& gys) override {
-    const Variable& gy = gys[0];
-    VariableList g(inputs().size());
-    if (!Config::enable_backprop) {  // no graph to record: the same products on Tensors
-      const Tensor& t = gy.data();
-      if (needs_input_grad(0)) g[0] = Variable(detail::matmul_t(t, input(1).data(), false, true));
-      if (needs_input_grad(1)) g[1] = Variable(detail::matmul_t(input(0).data(), t, true, false));
-      if (inputs().size() > 2 && needs_input_grad(2)) g[2] = Variable(sum_to(t, input(2).shape()));
-      return g;
-    }
-    if (needs_input_grad(0)) g[0] = mm(gy, input(1), false, true);
-    if (needs_input_grad(1)) g[1] = mm(input(0), gy, true, false);
-    if (inputs().size() > 2 && needs_input_grad(2)) g[2] = F::sum_to(gy, input(2).shape());
+  template <class V>
+  detail::GradList<V> grads(const V& gy) const {
+    detail::GradList<V> g(inputs().size());
+    if (needs_input_grad(0)) g[0] = detail::mm(gy, detail::as<V>(input(1)), false, true);
+    if (needs_input_grad(1)) g[1] = detail::mm(detail::as<V>(input(0)), gy, true, false);
+    if (inputs().size() > 2 && needs_input_grad(2)) g[2] = detail::sum_to(gy, input(2).shape());
     return g;
   }
 };
+
+}  // namespace
+
+Variable detail::mm(const Variable& a, const Variable& b, bool ta, bool tb) { return call<MatMul>({a, b}, ta, tb); }
+
+namespace {
 
 // Batched (N-d) matmul: gradients through swapped last axes, summed over broadcast batches.
 class BatchedMatMul : public Function {
@@ -102,7 +94,7 @@ namespace F {
 
 Variable matmul(const Variable& x, const Variable& W) {
   check_matmul("matmul", x, W);
-  if (x.ndim() == 2 && W.ndim() == 2) return mm(x, W, false, false);
+  if (x.ndim() == 2 && W.ndim() == 2) return detail::mm(x, W, false, false);
   if (x.ndim() == 1 || W.ndim() == 1) {  // np.dot's 1-d rules through 2-d products
     Variable a = x.ndim() == 1 ? reshape(x, Shape{1, x.shape()[0]}) : x;
     Variable b = W.ndim() == 1 ? reshape(W, Shape{W.shape()[0], 1}) : W;
@@ -112,7 +104,7 @@ Variable matmul(const Variable& x, const Variable& W) {
     if (W.ndim() == 1) out.erase(out.end() - 1);
     return reshape(y, out);
   }
-  return (*std::make_shared<BatchedMatMul>())(x, W);
+  return call<BatchedMatMul>({x, W});
 }
 
 Variable linear(const Variable& x, const Variable& W, const Variable& b) {
@@ -123,12 +115,11 @@ Variable linear(const Variable& x, const Variable& W, const Variable& b) {
     throw ShapeError("linear: shapes " + x.shape().str() + " and " + W.shape().str() + " are not aligned: " +
                      std::to_string(x.shape()[1]) + " != " + std::to_string(W.shape()[0]) +
                      "; hint: W is (in_size, out_size) as in DeZero");
-  auto f = std::make_shared<Linear>();
   if (b.defined() && b.data().defined()) {
     broadcast_shapes(b.shape(), Shape{x.shape()[0], W.shape()[1]}, "linear");
-    return f->apply({x, W, b})[0];
+    return call<Linear>({x, W, b});
   }
-  return f->apply({x, W})[0];
+  return call<Linear>({x, W});
 }
 
 }  // namespace F

@@ -1,10 +1,12 @@
-// functions/loss.cpp - mean_squared_error, softmax_cross_entropy,
-// sigmoid_cross_entropy, binary_cross_entropy (DeZero functions.py §3.6;
+// dezero/functions/loss.cpp - mean_squared_error, softmax_cross_entropy,
+// sigmoid_cross_entropy, binary_cross_entropy (DeZero functions.py;
 // steps 42, 43, 47). Losses are 0-d Variables in the logits' dtype.
 #include <string>
 
+#include "dezero/functions/loss.hpp"
+
 #include "dezero/functions.hpp"
-#include "dezero/functions_nn.hpp"
+#include "dezero/functions/dual.hpp"
 #include "dezero/tensor/checks.hpp"
 #include "dezero/tensor/fused.hpp"
 
@@ -30,24 +32,20 @@ Variable targets_like(const char* op, const Variable& x, const Variable& t0) {
 }
 
 // --- mean squared error (step 42) -------------------------------------------------------
-class MeanSquaredError : public Function {
+// gx0 = gy * (x0 - x1) * 2 / N, summed back to x0's shape; gx1 = -gx0 likewise.
+class MeanSquaredError : public detail::DualFunction<MeanSquaredError> {
  public:
   TensorList forward(const TensorList& xs) override {
     Tensor diff = xs[0] - xs[1];
     std::int64_t n = first_axis_len("mean_squared_error", diff);
     return {sum(square(diff)) / static_cast<double>(n)};
   }
-  VariableList backward(const VariableList& gys) override {
-    if (!Config::enable_backprop) {  // no graph to record: the same arithmetic, in the same order, on Tensors
-      Tensor diff = input(0).data() - input(1).data();
-      Tensor g = gys[0].data() * diff * (2.0 / static_cast<double>(diff.shape()[0]));
-      return {needs_input_grad(0) ? Variable(sum_to(g, input(0).shape())) : Variable(),
-              needs_input_grad(1) ? Variable(sum_to(-g, input(1).shape())) : Variable()};
-    }
-    Variable diff = input(0) - input(1);
-    Variable gx0 = gys[0] * diff * (2.0 / static_cast<double>(diff.shape()[0]));
-    return {needs_input_grad(0) ? F::sum_to(gx0, input(0).shape()) : Variable(),
-            needs_input_grad(1) ? F::sum_to(-gx0, input(1).shape()) : Variable()};
+  template <class V>
+  detail::GradList<V> grads(const V& gy) const {
+    V diff = detail::as<V>(input(0)) - detail::as<V>(input(1));
+    V g = gy * diff * (2.0 / static_cast<double>(diff.shape()[0]));
+    return {needs_input_grad(0) ? detail::sum_to(g, input(0).shape()) : V(),
+            needs_input_grad(1) ? detail::sum_to(-g, input(1).shape()) : V()};
   }
 };
 
@@ -90,7 +88,7 @@ class SoftmaxCrossEntropyGrad : public Function {
 };
 
 VariableList SoftmaxCrossEntropy::backward(const VariableList& gys) {
-  Variable gx = (*std::make_shared<SoftmaxCrossEntropyGrad>())(input(0), input(1), gys[0]);
+  Variable gx = call<SoftmaxCrossEntropyGrad>({input(0), input(1), gys[0]});
   return {gx, Variable()};
 }
 
@@ -118,12 +116,12 @@ class SigmoidCrossEntropy : public Function {
 namespace F {
 
 Variable mean_squared_error(const Variable& x0, const Variable& x1) {
-  return (*std::make_shared<MeanSquaredError>())(x0, x1);
+  return call<MeanSquaredError>({x0, x1});
 }
 
 Variable softmax_cross_entropy(const Variable& x, const Variable& t) {
   Tensor t64 = detail::sce_labels("softmax_cross_entropy", x.data(), t.data());
-  return (*std::make_shared<SoftmaxCrossEntropy>())(x, Variable(t64));
+  return call<SoftmaxCrossEntropy>({x, Variable(t64)});
 }
 
 Variable sigmoid_cross_entropy(const Variable& x, const Variable& t) {
@@ -131,7 +129,7 @@ Variable sigmoid_cross_entropy(const Variable& x, const Variable& t) {
     throw DtypeError("sigmoid_cross_entropy: logits must be float32 or float64, got " + detail::describe(x.data()));
   first_axis_len("sigmoid_cross_entropy", x.data());
   Variable tt = targets_like("sigmoid_cross_entropy", x, t);
-  return (*std::make_shared<SigmoidCrossEntropy>())(x, tt);
+  return call<SigmoidCrossEntropy>({x, tt});
 }
 
 Variable binary_cross_entropy(const Variable& p0, const Variable& t0) {

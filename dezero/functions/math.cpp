@@ -1,5 +1,7 @@
-// functions/math.cpp - sin, cos, tanh, exp, log (DeZero functions.py §3.1;
+// dezero/functions/math.cpp - sin, cos, tanh, exp, log (DeZero functions.py;
 // steps 27, 34, 35). tanh and exp differentiate through their own output y.
+#include "dezero/functions/math.hpp"
+
 #include "dezero/functions.hpp"
 
 namespace dezero {
@@ -43,18 +45,13 @@ class Log : public Function {
   VariableList backward(const VariableList& gys) override { return {gys[0] / input(0)}; }
 };
 
-template <class Fn>
-Variable call1(const Variable& x) {
-  return (*std::make_shared<Fn>())(x);
-}
-
 }  // namespace
 
 namespace F {
-Variable sin(const Variable& x) { return call1<Sin>(x); }
-Variable cos(const Variable& x) { return call1<Cos>(x); }
-Variable tanh(const Variable& x) { return call1<Tanh>(x); }
-Variable exp(const Variable& x) { return call1<Exp>(x); }
-Variable log(const Variable& x) { return call1<Log>(x); }
+Variable sin(const Variable& x) { return call<Sin>({x}); }
+Variable cos(const Variable& x) { return call<Cos>({x}); }
+Variable tanh(const Variable& x) { return call<Tanh>({x}); }
+Variable exp(const Variable& x) { return call<Exp>({x}); }
+Variable log(const Variable& x) { return call<Log>({x}); }
 }  // namespace F
 }  // namespace dezero

@@ -1,6 +1,8 @@
-// functions/reduce.cpp - sum, sum_to, broadcast_to, average/mean, max, min, clip
-// (DeZero functions.py §3.3; steps 39-40).
+// dezero/functions/reduce.cpp - sum, sum_to, broadcast_to, average/mean, max, min, clip
+// (DeZero functions.py; steps 39-40).
 #include <algorithm>
+
+#include "dezero/functions/reduce.hpp"
 
 #include "dezero/functions.hpp"
 #include "dezero/tensor/checks.hpp"
@@ -94,15 +96,15 @@ namespace F {
 
 Variable sum(const Variable& x, const Axes& axes, bool keepdims) {
   detail::normalize_axes("sum", axes, x.ndim());  // validate before recording
-  return (*std::make_shared<Sum>(axes, keepdims))(x);
+  return call<Sum>({x}, axes, keepdims);
 }
 Variable sum_to(const Variable& x, const Shape& shape) {
   if (x.shape() == shape) return x;
-  return (*std::make_shared<SumTo>(shape))(x);
+  return call<SumTo>({x}, shape);
 }
 Variable broadcast_to(const Variable& x, const Shape& shape) {
   if (x.shape() == shape) return x;
-  return (*std::make_shared<BroadcastTo>(shape))(x);
+  return call<BroadcastTo>({x}, shape);
 }
 Variable average(const Variable& x, const Axes& axes, bool keepdims) {
   Variable y = sum(x, axes, keepdims);
@@ -111,15 +113,15 @@ Variable average(const Variable& x, const Axes& axes, bool keepdims) {
 }
 Variable mean(const Variable& x, const Axes& axes, bool keepdims) { return average(x, axes, keepdims); }
 Variable max(const Variable& x, const Axes& axes, bool keepdims) {
-  return (*std::make_shared<MaxMin>(axes, keepdims, true))(x);
+  return call<MaxMin>({x}, axes, keepdims, true);
 }
 Variable min(const Variable& x, const Axes& axes, bool keepdims) {
-  return (*std::make_shared<MaxMin>(axes, keepdims, false))(x);
+  return call<MaxMin>({x}, axes, keepdims, false);
 }
 Variable clip(const Variable& x, double x_min, double x_max) {
   if (x_min > x_max)
     throw ValueError("clip: x_min (" + std::to_string(x_min) + ") must not exceed x_max (" + std::to_string(x_max) + ")");
-  return (*std::make_shared<Clip>(x_min, x_max))(x);
+  return call<Clip>({x}, x_min, x_max);
 }
 
 }  // namespace F

@@ -1,6 +1,8 @@
-// functions/shape.cpp - reshape, transpose, expand_dims, flatten, get_item
-// (DeZero functions.py §3.2; steps 38, 47).
+// dezero/functions/shape.cpp - reshape, transpose, expand_dims, flatten, get_item
+// (DeZero functions.py; steps 38, 47).
 #include <numeric>
+
+#include "dezero/functions/shape.hpp"
 
 #include "dezero/functions.hpp"
 #include "dezero/tensor/checks.hpp"
@@ -59,7 +61,7 @@ class GetItemGrad : public Function {
 };
 
 VariableList GetItem::backward(const VariableList& gys) {
-  return {(*std::make_shared<GetItemGrad>(ix_, input(0).shape()))(gys[0])};
+  return {call<GetItemGrad>({gys[0]}, ix_, input(0).shape())};
 }
 
 }  // namespace
@@ -68,11 +70,11 @@ namespace F {
 
 Variable reshape(const Variable& x, const Shape& shape) {
   if (x.shape() == shape) return x;
-  return (*std::make_shared<Reshape>(shape))(x);
+  return call<Reshape>({x}, shape);
 }
 
 Variable transpose(const Variable& x, const std::vector<int>& axes) {
-  return (*std::make_shared<Transpose>(axes))(x);
+  return call<Transpose>({x}, axes);
 }
 
 Variable expand_dims(const Variable& x, int axis) {
@@ -88,7 +90,7 @@ Variable flatten(const Variable& x) {
 }
 
 Variable get_item(const Variable& x, const Indices& indices) {
-  return (*std::make_shared<GetItem>(indices))(x);
+  return call<GetItem>({x}, indices);
 }
 
 }  // namespace F

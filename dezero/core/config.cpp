@@ -1,0 +1,30 @@
+// dezero/core/config.cpp - Config and its RAII guards: no_grad (step 18), test_mode (step 54),
+// using_config. The flags are thread_local: each thread records graphs or not on its own.
+#include <string>
+
+#include "dezero/core.hpp"
+
+namespace dezero {
+
+// --- Config (step 18) -------------------------------------------------------------
+thread_local bool Config::enable_backprop = true;
+thread_local bool Config::train = true;
+
+namespace {
+bool* config_flag(const std::string& name) {
+  if (name == "enable_backprop") return &Config::enable_backprop;
+  if (name == "train") return &Config::train;
+  throw ValueError("using_config: unknown configuration '" + name + "'; hint: the names are \"enable_backprop\" and \"train\"");
+}
+}  // namespace
+
+ConfigGuard::ConfigGuard(const std::string& name, bool value) : flag_(config_flag(name)), old_(*flag_) { *flag_ = value; }
+ConfigGuard::ConfigGuard(ConfigGuard&& o) noexcept : flag_(o.flag_), old_(o.old_) { o.flag_ = nullptr; }
+ConfigGuard::~ConfigGuard() {
+  if (flag_) *flag_ = old_;
+}
+ConfigGuard using_config(const std::string& name, bool value) { return ConfigGuard(name, value); }
+ConfigGuard no_grad() { return ConfigGuard("enable_backprop", false); }
+ConfigGuard test_mode() { return ConfigGuard("train", false); }
+
+}  // namespace dezero

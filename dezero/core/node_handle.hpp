@@ -1,0 +1,71 @@
+// dezero/core/node_handle.hpp - detail::NodeHandle, the handle inside a Variable (public
+// because Variable holds one by value; included by dezero/core.hpp, not meant to be used
+// on its own).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <utility>
+
+namespace dezero {
+
+struct VariableNode;
+
+namespace detail {
+// The handle inside a Variable. It counts the Variables that refer to a node from
+// outside the graph (a Function's stored inputs do not count). When the last one of
+// a leaf goes, a gradient that carries a graph (made with create_graph) is dropped:
+// that graph leads back to the leaf itself, a reference cycle that nothing could
+// read any more and shared_ptr would never free (Python's GC collects it in DeZero).
+class NodeHandle {
+ public:
+  NodeHandle() = default;
+  NodeHandle(std::shared_ptr<VariableNode> p) : p_(std::move(p)) { acquire(); }  // NOLINT implicit
+  NodeHandle(const NodeHandle& o) : p_(o.p_) { acquire(); }
+  NodeHandle(NodeHandle&& o) noexcept : p_(std::move(o.p_)), counted_(o.counted_) { o.counted_ = true; }
+  NodeHandle& operator=(const NodeHandle& o) {
+    if (this != &o) {
+      NodeHandle tmp(o);
+      swap(tmp);
+    }
+    return *this;
+  }
+  NodeHandle& operator=(NodeHandle&& o) noexcept {
+    if (this != &o) {
+      NodeHandle tmp(std::move(o));
+      swap(tmp);
+    }
+    return *this;
+  }
+  ~NodeHandle() { release(); }
+
+  const std::shared_ptr<VariableNode>& ptr() const { return p_; }
+  operator const std::shared_ptr<VariableNode>&() const { return p_; }  // NOLINT implicit
+  VariableNode* operator->() const { return p_.get(); }
+  VariableNode& operator*() const { return *p_; }
+  explicit operator bool() const { return p_ != nullptr; }
+  bool operator==(const NodeHandle& o) const { return p_ == o.p_; }
+  bool operator!=(const NodeHandle& o) const { return p_ != o.p_; }
+  bool operator==(std::nullptr_t) const { return p_ == nullptr; }
+  bool operator!=(std::nullptr_t) const { return p_ != nullptr; }
+  // A reference held by the graph (a Function's input): stops counting.
+  void make_graph_ref() {
+    release();
+    counted_ = false;
+  }
+
+ private:
+  void swap(NodeHandle& o) noexcept {
+    std::swap(p_, o.p_);
+    std::swap(counted_, o.counted_);
+  }
+  inline void acquire();
+  inline void release() noexcept;
+  std::shared_ptr<VariableNode> p_;
+  bool counted_ = true;
+};
+void on_last_handle(VariableNode& node) noexcept;
+}  // namespace detail
+
+}  // namespace dezero

@@ -1,0 +1,17 @@
+// dezero/functions/nn.hpp - accuracy, dropout, embed_id (steps 50, 54; DeZero functions.py).
+#pragma once
+
+#include "dezero/core.hpp"
+
+namespace dezero::F {
+
+// Fraction of rows whose argmax over axis 1 equals t: a float64 0-d Variable outside the graph.
+Variable accuracy(const Variable& y, const Variable& t);
+// Inverted dropout (step 54): x * (rand(x.shape) > ratio) / (1 - ratio) in train
+// mode; x itself under test_mode(). The mask comes from dezero::random (seedable).
+Variable dropout(const Variable& x, double dropout_ratio = 0.5);
+// W[x]: rows of W (V, D) picked by the int32/int64 ids in x (any shape) -> x.shape + (D,).
+// The gradient scatter-adds (repeated ids accumulate); x gets none.
+Variable embed_id(const Variable& x, const Variable& W);
+
+}  // namespace dezero::F

@@ -1,0 +1,20 @@
+// dezero/functions/normalization.hpp - batch_norm (DeZero functions.py's BatchNorm).
+#pragma once
+
+#include "dezero/core.hpp"
+
+namespace dezero::F {
+
+// Batch normalisation; x: (N, C) or (N, C, H, W), gamma/beta: (C,).
+// Train mode normalises with the batch mean and biased variance over every axis
+// but C, and updates running_mean/running_var in place:
+//   mean <- decay mean + (1 - decay) mu,  var <- decay var + (1 - decay) m/max(m-1,1) sigma^2
+// (m = N or N*H*W). Test mode normalises with running_mean/running_var. Undefined
+// running statistics are created (zeros / ones of (C,), x's dtype and device).
+Variable batch_norm(const Variable& x, const Variable& gamma, const Variable& beta, Tensor& running_mean,
+                    Tensor& running_var, double decay = 0.9, double eps = 2e-5);
+// DeZero's (misspelt) name for batch_norm.
+Variable batch_nrom(const Variable& x, const Variable& gamma, const Variable& beta, Tensor& running_mean,
+                    Tensor& running_var, double decay = 0.9, double eps = 2e-5);
+
+}  // namespace dezero::F

@@ -1,0 +1,16 @@
+// dezero/functions/shape.hpp - reshape, transpose, expand_dims, flatten, get_item (steps 38-40, 52).
+#pragma once
+
+#include <vector>
+
+#include "dezero/core.hpp"
+
+namespace dezero::F {
+
+Variable reshape(const Variable& x, const Shape& shape);  // no node when the shape is unchanged
+Variable transpose(const Variable& x, const std::vector<int>& axes = {});  // {} reverses the axes
+Variable expand_dims(const Variable& x, int axis);
+Variable flatten(const Variable& x);  // (N, ...) -> (N, -1)
+Variable get_item(const Variable& x, const Indices& indices);  // backward: scatter-add
+
+}  // namespace dezero::F
