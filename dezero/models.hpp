@@ -69,7 +69,7 @@ class MLP : public Model {
   explicit MLP(const std::vector<std::int64_t>& fc_output_sizes, Activation activation = F::sigmoid);
   Variable forward(const Variable& x) override;
 
-  std::vector<std::shared_ptr<L::Linear>> layers;
+  std::vector<L::LayerRef<L::Linear>> layers;
   Activation activation;
 };
 

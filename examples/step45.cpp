@@ -53,11 +53,11 @@ class TwoLayerNet : public dezero::Model {
     l2 = register_layer("l2", std::make_shared<L::Linear>(out_size));
   }
   Variable forward(const Variable& x) override {
-    Variable y = F::sigmoid((*l1)(x));
-    y = (*l2)(y);
+    Variable y = F::sigmoid(l1(x));
+    y = l2(y);
     return y;
   }
-  std::shared_ptr<L::Linear> l1, l2;
+  L::LayerRef<L::Linear> l1, l2;
 };
 
 int main() {

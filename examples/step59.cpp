@@ -86,12 +86,12 @@ class SimpleRNN : public dezero::Model {
   }
   void reset_state() { rnn->reset_state(); }
   Variable forward(const Variable& x) override {
-    Variable h = (*rnn)(x);
-    Variable y = (*fc)(h);
+    Variable h = rnn(x);
+    Variable y = fc(h);
     return y;
   }
-  std::shared_ptr<L::RNN> rnn;
-  std::shared_ptr<L::Linear> fc;
+  L::LayerRef<L::RNN> rnn;
+  L::LayerRef<L::Linear> fc;
 };
 
 int main(int argc, char** argv) {

@@ -85,12 +85,12 @@ class BetterRNN : public dezero::Model {
   }
   void reset_state() { rnn->reset_state(); }
   Variable forward(const Variable& x) override {
-    Variable y = (*rnn)(x);
-    y = (*fc)(y);
+    Variable y = rnn(x);
+    y = fc(y);
     return y;
   }
-  std::shared_ptr<L::LSTM> rnn;
-  std::shared_ptr<L::Linear> fc;
+  L::LayerRef<L::LSTM> rnn;
+  L::LayerRef<L::Linear> fc;
 };
 
 int main(int argc, char** argv) {

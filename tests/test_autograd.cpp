@@ -238,6 +238,51 @@ class Probe : public Function {
 };
 }  // namespace
 
+// A Function with a constructor argument, for dezero::call.
+class Scale : public Function {
+ public:
+  explicit Scale(double c) : c_(c) {}
+  TensorList forward(const TensorList& xs) override { return {xs[0] * c_}; }
+  VariableList backward(const VariableList& gys) override { return {gys[0] * c_}; }
+
+ private:
+  double c_;
+};
+
+TEST_CASE("autograd: dezero::call makes a graph node, or none under no_grad") {
+  dzt::on_each_device([](Device dev) {
+    Variable x(array({1.0, -2.0}, std::nullopt, dev));
+    Variable y = dezero::call<Scale>({x}, 3.0);
+    CHECK(y.data().to_vector<double>() == std::vector<double>{3.0, -6.0});
+    REQUIRE(y.creator() != nullptr);
+    CHECK(y.creator()->name() == "Scale");
+    CHECK(y.creator()->input(0).is_same(x));
+    y.backward();
+    CHECK(x.grad().data().to_vector<double>() == std::vector<double>{3.0, 3.0});
+    // the book's spelling still works and gives the same node
+    Variable y2 = (*std::make_shared<Scale>(3.0))(x);
+    CHECK(utils::array_equal(y2.data(), y.data()));
+    CHECK(y2.creator() != nullptr);
+    {
+      auto g = no_grad();
+      Variable z = dezero::call<Scale>({x}, 3.0);
+      CHECK(z.creator() == nullptr);  // no graph: the Function lived on the stack
+      CHECK(utils::array_equal(z.data(), y.data()));
+      VariableList zs = dezero::call_all<Scale>({x}, 0.5);
+      REQUIRE(zs.size() == 1);
+      CHECK(zs[0].data().to_vector<double>() == std::vector<double>{0.5, -1.0});
+    }
+    // gradients of a user Function called through call<> are differentiable again
+    x.cleargrad();
+    Variable s = dezero::call<Square>({x});
+    s.backward(false, true);
+    Variable gx = x.grad();
+    x.cleargrad();
+    gx.backward();
+    CHECK(x.grad().data().to_vector<double>() == std::vector<double>{2.0, 2.0});
+  });
+}
+
 TEST_CASE("autograd: a user-defined Function subclass") {
   dzt::on_each_device([](Device dev) {
     Variable x(array(3.0, std::nullopt, dev));

@@ -70,6 +70,36 @@ TEST_CASE("Layer: parameters and sub-layers in registration order") {
   CHECK(keys(net) == std::vector<std::string>{"l1/W", "l1/b", "l2/W", "l2/b"});
 }
 
+// The same model written with LayerRef members, called as l1(x).
+class TwoLayerNetRef : public Model {
+ public:
+  TwoLayerNetRef(std::int64_t hidden_size, std::int64_t out_size) {
+    l1 = register_layer("l1", std::make_shared<L::Linear>(hidden_size));
+    l2 = register_layer("l2", std::make_shared<L::Linear>(out_size));
+  }
+  Variable forward(const Variable& x) override { return l2(F::sigmoid(l1(x))); }
+  L::LayerRef<L::Linear> l1, l2;
+};
+
+TEST_CASE("Layer: register_layer's handle is called like the layer; shared_ptr members still work") {
+  Variable x(random::randn({3, 2}, float64));
+  TwoLayerNet a(4, 1);
+  TwoLayerNetRef b(4, 1);
+  random::seed(0);  // the weights are drawn on the first call
+  Variable ya = a(x);
+  random::seed(0);
+  Variable yb = b(x);
+  CHECK(utils::array_equal(ya.data(), yb.data()));
+  CHECK(b.l1->W.data().defined());
+  std::shared_ptr<L::Linear> as_shared = b.l1;  // a LayerRef is a shared_ptr
+  CHECK(as_shared.get() == b.l1.get());
+  CHECK(b.params().size() == 4);
+  L::LayerRef<L::Layer> base = b.l2;  // converts to a handle of a base class
+  CHECK(utils::array_equal(base(F::sigmoid(b.l1(x))).data(), yb.data()));
+  L::LayerRef<L::Linear> empty;
+  CHECK_THROWS_AS(empty(x), ValueError);
+}
+
 TEST_CASE("Layer: bad and duplicate names are refused") {
   struct Bad : L::Layer {
     void dup() {

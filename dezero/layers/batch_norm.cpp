@@ -1,9 +1,9 @@
-// layers/batchnorm.cpp - L::BatchNorm (examples/spiral.py, gan.py, ResNet).
+// dezero/layers/batch_norm.cpp - L::BatchNorm (examples/spiral.py, gan.py, ResNet).
 //
 // Forward is F::batch_norm (train: batch statistics and an in-place update of the
 // running ones; test mode: the running statistics).
 #include "dezero/functions.hpp"
-#include "dezero/layers.hpp"
+#include "dezero/layers/batch_norm.hpp"
 
 namespace dezero::L {
 

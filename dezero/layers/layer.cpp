@@ -1,9 +1,9 @@
-// layers/layer.cpp - L::Layer: the registry of parameters and sub-layers, calls,
+// dezero/layers/layer.cpp - L::Layer: the registry of parameters and sub-layers, calls,
 // device moves and weight files (DeZero layers.py, Layer).
 #include <map>
 
 #include "dezero/cuda.hpp"
-#include "dezero/layers.hpp"
+#include "dezero/layers/layer.hpp"
 #include "dezero/npz.hpp"
 
 namespace dezero::L {

@@ -1,8 +1,10 @@
-// layers/linear.cpp - L::Linear (step 44) and L::EmbedID.
+// dezero/layers/linear.cpp - L::Linear (step 44): y = x W + b, W drawn lazily from x.shape[1].
+#include "dezero/layers/linear.hpp"
+
 #include <cmath>
+#include <string>
 
 #include "dezero/functions.hpp"
-#include "dezero/layers.hpp"
 
 namespace dezero::L {
 
@@ -34,22 +36,6 @@ Variable Linear::forward(const Variable& x) {
     init_W(x.device());
   }
   return F::linear(x, W, b);
-}
-
-// --- EmbedID -------------------------------------------------------------------------------------
-EmbedID::EmbedID(std::int64_t in_size, std::int64_t out_size, DType dtype) {
-  if (in_size <= 0 || out_size <= 0)
-    throw ValueError("EmbedID: sizes must be positive, got (" + std::to_string(in_size) + ", " +
-                     std::to_string(out_size) + ")");
-  W = register_parameter("W", Parameter(random::randn({in_size, out_size}, float64).astype(dtype), "W"));
-}
-
-// ids: integer (any shape) -> (*ids.shape, out_size)
-Variable EmbedID::forward(const Variable& ids) {
-  if (!is_integer(ids.dtype()))
-    throw DtypeError(std::string("EmbedID: ids must be int32 or int64, got ") + dtype_name(ids.dtype()) +
-                     "; hint: astype(dezero::int64)");
-  return F::get_item(W, Indices{Index(ids.data())});
 }
 
 }  // namespace dezero::L

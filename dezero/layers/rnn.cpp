@@ -1,7 +1,8 @@
-// layers/rnn.cpp - L::RNN (step 59) and L::LSTM (step 60): recurrent layers that
+// dezero/layers/rnn.cpp - L::RNN (step 59) and L::LSTM (step 60): recurrent layers that
 // keep their state between calls; reset_state() starts a new sequence.
+#include "dezero/layers/rnn.hpp"
+
 #include "dezero/functions.hpp"
-#include "dezero/layers.hpp"
 
 namespace dezero::L {
 
@@ -18,7 +19,7 @@ void RNN::reset_state() { h = Variable(); }
 
 // x: (N, in_size) -> h: (N, hidden_size)
 Variable RNN::forward(const Variable& x) {
-  Variable h_new = h.defined() ? F::tanh((*x2h)(x) + (*h2h)(h)) : F::tanh((*x2h)(x));
+  Variable h_new = h.defined() ? F::tanh(x2h(x) + h2h(h)) : F::tanh(x2h(x));
   h = h_new;
   return h_new;
 }
@@ -45,15 +46,15 @@ void LSTM::reset_state() {
 Variable LSTM::forward(const Variable& x) {
   Variable f, i, o, u;
   if (!h.defined()) {
-    f = F::sigmoid((*x2f)(x));
-    i = F::sigmoid((*x2i)(x));
-    o = F::sigmoid((*x2o)(x));
-    u = F::tanh((*x2u)(x));
+    f = F::sigmoid(x2f(x));
+    i = F::sigmoid(x2i(x));
+    o = F::sigmoid(x2o(x));
+    u = F::tanh(x2u(x));
   } else {
-    f = F::sigmoid((*x2f)(x) + (*h2f)(h));
-    i = F::sigmoid((*x2i)(x) + (*h2i)(h));
-    o = F::sigmoid((*x2o)(x) + (*h2o)(h));
-    u = F::tanh((*x2u)(x) + (*h2u)(h));
+    f = F::sigmoid(x2f(x) + h2f(h));
+    i = F::sigmoid(x2i(x) + h2i(h));
+    o = F::sigmoid(x2o(x) + h2o(h));
+    u = F::tanh(x2u(x) + h2u(h));
   }
   Variable c_new = c.defined() ? f * c + i * u : i * u;
   Variable h_new = o * F::tanh(c_new);
