@@ -19,7 +19,7 @@ namespace dezero {
 // Vector-like (size, [], iterators, push_back, insert, erase, resize, conversion to
 // and from std::vector<int64_t>), with room for 6 extents inside the object: every
 // tensor and every op carries shapes, and keeping them off the heap saves a
-// malloc/free per shape copy (W3: ~40 per training step).
+// malloc/free per shape copy (about 40 per training step of bench/w3_overhead.cpp).
 class Shape {
  public:
   using value_type = std::int64_t;

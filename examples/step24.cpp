@@ -1,4 +1,4 @@
-// step24.cpp - Step 24: differentiating complex functions. With operator
+// examples/step24.cpp - Step 24: differentiating complex functions. With operator
 // overloading, optimisation test functions (sphere, matyas, Goldstein-Price)
 // are written as formulas and differentiated by backward().
 //

@@ -1,4 +1,4 @@
-// step28.cpp - Step 28: function optimisation. Gradient descent on the
+// examples/step28.cpp - Step 28: function optimisation. Gradient descent on the
 // Rosenbrock function from (0, 2), lr 0.001, 1000 iterations: the first use of
 // gradients to minimise something. Prints (x0, x1) before each update, like the
 // book (1000 lines; the minimum is at (1, 1), which 1000 steps do not reach).

@@ -1,4 +1,4 @@
-// step29.cpp - Step 29: Newton's method for f(x) = x^4 - 2x^2, with the second
+// examples/step29.cpp - Step 29: Newton's method for f(x) = x^4 - 2x^2, with the second
 // derivative written by hand (f''(x) = 12x^2 - 4). Converges to the minimum at
 // x = 1 in about 7 iterations, where gradient descent needs thousands.
 //

@@ -1,4 +1,4 @@
-// step33.cpp - Step 33: Newton's method with the second derivative computed by
+// examples/step33.cpp - Step 33: Newton's method with the second derivative computed by
 // double backprop. backward(create_graph=true) records the backward pass, so the
 // gradient gx is itself a Variable that can be differentiated again. Gives the
 // same sequence as step 29's hand-written f''; f'(2) = 24, f''(2) = 44.

@@ -1,4 +1,4 @@
-// step34.cpp - Step 34: higher-order derivatives of sin. Repeating
+// examples/step34.cpp - Step 34: higher-order derivatives of sin. Repeating
 // "gx = x.grad; x.cleargrad(); gx.backward(create_graph=True)" differentiates
 // again each time: sin -> cos -> -sin -> -cos.
 //

@@ -1,4 +1,4 @@
-// step35.cpp - Step 35: the computational graph of higher-order derivatives.
+// examples/step35.cpp - Step 35: the computational graph of higher-order derivatives.
 // Differentiating tanh (y' = 1 - y^2) again and again builds ever larger graphs;
 // the graph of the (iters+1)-th derivative is written with plot_dot_graph
 // (tanh.dot, and tanh.png when Graphviz is installed). The book uses iters = 1

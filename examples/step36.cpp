@@ -1,4 +1,4 @@
-// step36.cpp - Step 36: uses of double backprop beyond Newton's method. The
+// examples/step36.cpp - Step 36: uses of double backprop beyond Newton's method. The
 // gradient gx = dy/dx = 2x is a Variable, so it can appear in a new expression
 // z = gx^3 + y whose derivative dz/dx = 24x^2 + 2x is 100 at x = 2.
 //

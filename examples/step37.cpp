@@ -1,4 +1,4 @@
-// step37.cpp - Step 37: tensors. The functions built for scalars work element by
+// examples/step37.cpp - Step 37: tensors. The functions built for scalars work element by
 // element on arrays; F::sum reduces to a scalar, and every gradient is an array
 // of ones of its variable's shape (retain_grad keeps the intermediate t.grad).
 //

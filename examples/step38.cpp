@@ -1,4 +1,4 @@
-// step38.cpp - Step 38: functions that change shapes. reshape and transpose move
+// examples/step38.cpp - Step 38: functions that change shapes. reshape and transpose move
 // elements without computing; their backward passes reshape / transpose the
 // gradient back to the input's shape.
 //

@@ -1,4 +1,4 @@
-// step39.cpp - Step 39: the sum function. Summing (all axes, one axis, or with
+// examples/step39.cpp - Step 39: the sum function. Summing (all axes, one axis, or with
 // keepdims) and its backward, which broadcasts the gradient back to the input's
 // shape.
 //

@@ -1,4 +1,4 @@
-// step40.cpp - Step 40: broadcasting. Arithmetic between different shapes
+// examples/step40.cpp - Step 40: broadcasting. Arithmetic between different shapes
 // broadcasts like NumPy, and the backward pass sums the gradient back to each
 // input's shape (sum_to), so x1 of shape (1,) gets grad [3].
 //

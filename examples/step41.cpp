@@ -1,4 +1,4 @@
-// step41.cpp - Step 41: matrix products. F::matmul and its backward
+// examples/step41.cpp - Step 41: matrix products. F::matmul and its backward
 // (gx = gy W^T, gW = x^T gy): each gradient has its variable's shape.
 //
 // The DeZero Python it mirrors (steps/step41.py; the file in the repository

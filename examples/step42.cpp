@@ -1,4 +1,4 @@
-// step42.cpp - Step 42: linear regression on a toy data set, with a hand-written
+// examples/step42.cpp - Step 42: linear regression on a toy data set, with a hand-written
 // mean squared error and plain gradient descent on W and b.
 //
 // The DeZero Python it mirrors (steps/step42.py; the plot is left out):

@@ -1,4 +1,4 @@
-// step43.cpp - Step 43: a two-layer neural network written by hand (F::linear,
+// examples/step43.cpp - Step 43: a two-layer neural network written by hand (F::linear,
 // F::sigmoid) fitting a noisy sine; gradient descent on W1, b1, W2, b2.
 //
 // The DeZero Python it mirrors (steps/step43.py; the plot is left out):

@@ -1,4 +1,4 @@
-// step44.cpp - Step 44: Parameter and Layer. L::Linear creates its weight lazily
+// examples/step44.cpp - Step 44: Parameter and Layer. L::Linear creates its weight lazily
 // (in_size from the first input) and owns it; params() and cleargrads() walk the
 // layer's parameters. The same network as step 43.
 //

@@ -1,4 +1,4 @@
-// step45.cpp - Step 45: layers inside layers. A Model (TwoLayerNet) registers
+// examples/step45.cpp - Step 45: layers inside layers. A Model (TwoLayerNet) registers
 // its Linear layers, so model.params() and model.cleargrads() reach every
 // parameter; Model::plot writes the graph. The same training as step 44.
 //

@@ -1,4 +1,4 @@
-// step46.cpp - Step 46: the Optimizer class. optimizers::SGD(lr).setup(model)
+// examples/step46.cpp - Step 46: the Optimizer class. optimizers::SGD(lr).setup(model)
 // and optimizer.update() replace the hand-written update loop; MLP replaces
 // TwoLayerNet. The same loss trace as step 44.
 //

@@ -1,4 +1,4 @@
-// step47.cpp - Step 47: softmax and cross entropy. A 1-D softmax built from
+// examples/step47.cpp - Step 47: softmax and cross entropy. A 1-D softmax built from
 // exp and sum, the book's softmax_simple and softmax_cross_entropy_simple
 // (written with F::clip, F::log and get_item), and the library's F::softmax /
 // F::softmax_cross_entropy, on the outputs of an MLP((10, 3)).

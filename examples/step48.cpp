@@ -1,4 +1,4 @@
-// step48.cpp - Step 48: multi-class classification of the spiral data set with
+// examples/step48.cpp - Step 48: multi-class classification of the spiral data set with
 // shuffled mini-batches (MLP((10, 3)), softmax cross entropy, SGD lr 1.0).
 //
 // The DeZero Python it mirrors (steps/step48.py; the decision-boundary plot is

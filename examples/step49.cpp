@@ -1,4 +1,4 @@
-// step49.cpp - Step 49: the Dataset class. datasets::Spiral serves (x, t)
+// examples/step49.cpp - Step 49: the Dataset class. datasets::Spiral serves (x, t)
 // samples by index; a mini-batch is assembled from train_set.get(i) like the
 // book's list comprehension. The same training (and trace) as step 48.
 //

@@ -1,4 +1,4 @@
-// step50.cpp - Step 50: DataLoader and accuracy. Trains MLP((10, 3)) on the
+// examples/step50.cpp - Step 50: DataLoader and accuracy. Trains MLP((10, 3)) on the
 // spiral training set and evaluates on the test set under no_grad() after every
 // epoch.
 //

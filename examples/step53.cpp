@@ -1,4 +1,4 @@
-// step53.cpp - Step 53: saving and loading weights. The model's parameters are
+// examples/step53.cpp - Step 53: saving and loading weights. The model's parameters are
 // written to my_mlp.npz (NumPy's .npz, DeZero's keys l0/W, l0/b, ...) after
 // training; a later run that finds the file loads it first and resumes from there.
 //

@@ -1,4 +1,4 @@
-// step54.cpp - Step 54: dropout and test mode. In training F::dropout zeroes
+// examples/step54.cpp - Step 54: dropout and test mode. In training F::dropout zeroes
 // each element with probability 0.5 and scales the survivors by 1 / (1 - 0.5);
 // under test_mode() it passes x through unchanged.
 //

@@ -1,4 +1,4 @@
-// step59.cpp - Step 59: a recurrent network (L::RNN + Linear) learns to predict
+// examples/step59.cpp - Step 59: a recurrent network (L::RNN + Linear) learns to predict
 // the next value of a noisy sine wave, one sample at a time, with truncated
 // backpropagation through time: every 30 steps the accumulated loss is
 // back-propagated and unchain_backward() cuts the graph behind it.

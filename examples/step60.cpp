@@ -1,4 +1,4 @@
-// step60.cpp - Step 60: an LSTM (BetterRNN: L::LSTM + Linear) on the sine wave,
+// examples/step60.cpp - Step 60: an LSTM (BetterRNN: L::LSTM + Linear) on the sine wave,
 // fed by SeqDataLoader: 30 parallel streams through the series, one step of each
 // per batch; truncated BPTT every 30 batches as in step 59.
 //
@@ -58,7 +58,7 @@
 //   # (plots xs and pred_list)
 //
 // As in DeZero, an epoch is 34 batches, so `count == seqlen` (999) never holds and
-// the last 4 batches of each epoch are not back-propagated (inventory §14.20).
+// the last 4 batches of each epoch are not back-propagated.
 // step60.py does not seed; this program seeds with 0 so that runs repeat.
 // `--epochs N` trains for N epochs. The cos-wave prediction goes to step60.csv.
 // The program ends with "loss fell by <r>x" and "loss fell >= 10x: yes" and exits

@@ -1,8 +1,8 @@
-// test_autograd.cpp - the define-by-run core (DeZero core.py): backward order by
+// tests/test_autograd.cpp - the define-by-run core (DeZero core.py): backward order by
 // generation, gradient accumulation, retain_grad, configuration guards,
 // create_graph / higher-order derivatives, user-defined Functions, unchain, and
 // memory behaviour (weak outputs, million-node chains, needs_input_grad).
-// Literal values are the book's (dezero-testcases.md §24), within 1e-12.
+// Literal values are the book's (the book's steps), within 1e-12.
 #include <cmath>
 #include <sstream>
 

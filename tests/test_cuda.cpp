@@ -1,4 +1,4 @@
-// test_cuda.cpp - dezero::cuda (Chainer's chainer.backends.cuda) and the CUDA backend.
+// tests/test_cuda.cpp - dezero::cuda (Chainer's chainer.backends.cuda) and the CUDA backend.
 //
 // The first cases run everywhere (no GPU: is_available() is false and every device
 // request is a clear DeviceError). The GPU cases print "skipped: no CUDA device"

@@ -1,5 +1,5 @@
-// test_cuda_training.cpp - the CUDA pieces a training loop uses together: a model, an
-// optimizer with state and a DataLoader moved to the GPU and back (DESIGN.md §3.5),
+// tests/test_cuda_training.cpp - the CUDA pieces a training loop uses together: a model, an
+// optimizer with state and a DataLoader moved to the GPU and back,
 // DataLoader::to_gpu's pinned, prefetching pipeline, cuda::reduce (CuPy's
 // ReductionKernel) and the memory pool over a training run.
 //

@@ -1,4 +1,4 @@
-// test_dataloader.cpp - DataLoader / SeqDataLoader: batch counts and shapes (DeZero's
+// tests/test_dataloader.cpp - DataLoader / SeqDataLoader: batch counts and shapes (DeZero's
 // figures), epochs and reshuffling, DeZero's RNG order, the per-sample path, devices.
 #include <algorithm>
 #include <fstream>

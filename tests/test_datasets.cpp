@@ -1,4 +1,4 @@
-// test_datasets.cpp - transforms, Dataset, Spiral / SinCurve (against NumPy's numbers in
+// tests/test_datasets.cpp - transforms, Dataset, Spiral / SinCurve (against NumPy's numbers in
 // tests/data/spiral.txt, made by tools/make_spiral_fixture.py), the IDX reader and
 // MNIST / Fashion-MNIST read from the fixtures of tools/make_idx_fixtures.py.
 #include <cmath>

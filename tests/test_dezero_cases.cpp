@@ -1,5 +1,5 @@
-// test_dezero_cases.cpp - DeZero's own unit tests, ported case by case
-// (dezero-testcases.md §0-1, 3, 7, 11, 12, 19, 20): basic_math, broadcast, getitem,
+// tests/test_dezero_cases.cpp - DeZero's own unit tests, ported case by case
+// (DeZero's tests/*.py): basic_math, broadcast, getitem,
 // matmul, max, sum / sum_to, transpose. Random inputs come from a fixed seed
 // instead of DeZero's unseeded global RNG (only shapes and distributions matter).
 // Where DeZero relied on a bug the validated behaviour is asserted instead, and a
@@ -16,7 +16,7 @@ Tensor randn(const Shape& s, Device dev) { return random::randn(s, float64, dev)
 Tensor rand(const Shape& s, Device dev) { return random::rand(s, float64, dev); }
 }  // namespace
 
-// --- §1 test_basic_math.py ---------------------------------------------------------------------
+// --- DeZero test_basic_math.py ---------------------------------------------------------------------
 TEST_CASE("dezero basic_math: TestAdd") {
   dzt::on_each_device([](Device dev) {
     random::seed(0);
@@ -120,7 +120,7 @@ TEST_CASE("dezero: gradient_check detects a wrong backward") {
   CHECK_FALSE(gradient_check([](const Variable& x) { return (*std::make_shared<Wrong>())(x); }, array({1.0, 2.0})));
 }
 
-// --- §3 test_broadcast.py -----------------------------------------------------------------------------
+// --- DeZero test_broadcast.py -----------------------------------------------------------------------------
 TEST_CASE("dezero broadcast: test_shape_check") {
   dzt::on_each_device([](Device dev) {
     random::seed(0);
@@ -133,7 +133,7 @@ TEST_CASE("dezero broadcast: test_shape_check") {
   });
 }
 
-// --- §7 test_getitem.py -------------------------------------------------------------------------------
+// --- DeZero test_getitem.py -------------------------------------------------------------------------------
 TEST_CASE("dezero getitem") {
   dzt::on_each_device([](Device dev) {
     Tensor x_data = arange(12, float64, dev).reshape({2, 2, 3});
@@ -181,7 +181,7 @@ TEST_CASE("dezero getitem") {
   });
 }
 
-// --- §11 test_matmul.py ---------------------------------------------------------------------------------
+// --- DeZero test_matmul.py ---------------------------------------------------------------------------------
 TEST_CASE("dezero matmul") {
   dzt::on_each_device([](Device dev) {
     random::seed(0);
@@ -202,7 +202,7 @@ TEST_CASE("dezero matmul") {
   });
 }
 
-// --- §12 test_max.py ---------------------------------------------------------------------------------------
+// --- DeZero test_max.py ---------------------------------------------------------------------------------------
 TEST_CASE("dezero max") {
   dzt::on_each_device([](Device dev) {
     random::seed(0);
@@ -249,7 +249,7 @@ TEST_CASE("dezero max") {
   });
 }
 
-// --- §19 test_sum.py -------------------------------------------------------------------------------------------
+// --- DeZero test_sum.py -------------------------------------------------------------------------------------------
 TEST_CASE("dezero sum: TestSum") {
   dzt::on_each_device([](Device dev) {
     random::seed(0);
@@ -317,7 +317,7 @@ TEST_CASE("dezero sum: TestSumTo") {
   });
 }
 
-// --- §20 test_transpose.py ---------------------------------------------------------------------------------------
+// --- DeZero test_transpose.py ---------------------------------------------------------------------------------------
 TEST_CASE("dezero transpose") {
   dzt::on_each_device([](Device dev) {
     random::seed(0);

@@ -1,4 +1,4 @@
-// test_download.cpp - utils::get_file and MNIST's download against a tiny HTTP/1.0
+// tests/test_download.cpp - utils::get_file and MNIST's download against a tiny HTTP/1.0
 // server on 127.0.0.1 (an ephemeral port, a std::thread in this test): complete files,
 // a body shorter than its Content-Length, a 404; none may leave a partial file.
 #include <arpa/inet.h>

@@ -1,6 +1,6 @@
-// test_errors.cpp - every user mistake throws a dezero::Error subclass whose
+// tests/test_errors.cpp - every user mistake throws a dezero::Error subclass whose
 // message names the operation and the operands (shapes, dtypes, devices) with a
-// hint where one helps (issue 2, item 9). Backward on an empty Variable or with a
+// hint where one helps. Backward on an empty Variable or with a
 // gradient of the wrong shape is an error, never a crash.
 #include "support/test_util.hpp"
 

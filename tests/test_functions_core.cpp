@@ -1,4 +1,4 @@
-// test_functions_core.cpp - every function of dezero/functions.hpp (and the two
+// tests/test_functions_core.cpp - every function of dezero/functions.hpp (and the two
 // activations of functions_nn.hpp it includes): forward values against NumPy
 // (tests/data/functions.txt), a float64 gradient_check, and a double-backward check
 // (d/dx of the create_graph gradient vs central differences) for the functions the
@@ -268,7 +268,7 @@ TEST_CASE("F: matmul linear (2-d and batched)") {
   });
 }
 
-// --- step values (dezero-testcases.md §24) --------------------------------------------------------------------
+// --- step values (the book's steps) --------------------------------------------------------------------
 TEST_CASE("F: the book's test functions (step 24) and Taylor sin (step 27)") {
   auto grads = [](auto f) {
     Variable x(array(1.0)), y(array(1.0));

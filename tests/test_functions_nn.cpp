@@ -1,6 +1,6 @@
-// test_functions_nn.cpp - dezero::F neural-network functions: activations, losses,
+// tests/test_functions_nn.cpp - dezero::F neural-network functions: activations, losses,
 // accuracy, dropout, batch_norm, embed_id (DeZero test_relu/sigmoid/softmax/
-// softmax_cross_entropy/loss/dropout/batchnorm, testcases §2, 6, 10, 14, 16-18, 24).
+// softmax_cross_entropy/loss/dropout/batchnorm).
 // Reference values are DeZero's literals or computed here with plain double loops.
 #include <cmath>
 #include <vector>
@@ -69,7 +69,7 @@ const std::initializer_list<std::initializer_list<double>> kLogits = {{-1, 0, 1,
 
 }  // namespace
 
-// --- sigmoid (testcases §16) ---------------------------------------------------------------
+// --- sigmoid ---------------------------------------------------------------
 TEST_CASE("sigmoid: forward literal, float32 stays float32") {
   dzt::on_each_device([](Device dev) {
     Variable x(array({{0.0, 1.0, 2.0}, {0.0, 2.0, 4.0}}, float32, dev));
@@ -92,7 +92,7 @@ TEST_CASE("sigmoid: backward literal and gradient_check") {
   });
 }
 
-// --- relu / leaky_relu (testcases §14) ------------------------------------------------------
+// --- relu / leaky_relu ------------------------------------------------------
 TEST_CASE("relu: forward literal and gradients") {
   dzt::on_each_device([](Device dev) {
     Variable x(array({{-1.0, 0.0}, {2.0, -3.0}, {-2.0, 1.0}}, float32, dev));
@@ -134,7 +134,7 @@ TEST_CASE("leaky_relu: forward literal, slope 0.002, gradients") {
   });
 }
 
-// --- softmax / log_softmax (testcases §17) ----------------------------------------------------
+// --- softmax / log_softmax ----------------------------------------------------
 TEST_CASE("softmax: forward literal and reference on 2-D / 3-D / other axes") {
   dzt::on_each_device([](Device dev) {
     Variable x(array({{0.0, 1.0, 2.0}, {0.0, 2.0, 4.0}}, float32, dev));
@@ -213,7 +213,7 @@ TEST_CASE("softmax / log_softmax: double backprop") {
   });
 }
 
-// --- softmax cross entropy (testcases §18, §24) ------------------------------------------------
+// --- softmax cross entropy ------------------------------------------------
 TEST_CASE("softmax_cross_entropy: literal loss and gradient, int32 and int64 labels") {
   dzt::on_each_device([](Device dev) {
     const std::vector<double> want_g = {0.0160293,   0.04357216, 0.11844141, -0.17804287,
@@ -316,7 +316,7 @@ TEST_CASE("softmax_cross_entropy: errors") {
   CHECK_THROWS_AS(F::softmax(Variable(zeros({2, 3})), 2), IndexError);
 }
 
-// --- mean squared error (testcases §10, §24) ---------------------------------------------------
+// --- mean squared error ---------------------------------------------------
 TEST_CASE("mean_squared_error: forward (divides by the first axis) and gradients") {
   dzt::on_each_device([](Device dev) {
     Variable a(array({0.0, 1.0, 2.0}, float64, dev));
@@ -401,7 +401,7 @@ TEST_CASE("binary_cross_entropy: forward vs formula and gradients") {
   });
 }
 
-// --- accuracy (testcases §24) ------------------------------------------------------------------------
+// --- accuracy ------------------------------------------------------------------------
 TEST_CASE("accuracy: literal, float64 0-d, outside the graph") {
   dzt::on_each_device([](Device dev) {
     Variable y(array({{0.2, 0.8, 0.0}, {0.1, 0.9, 0.0}, {0.8, 0.1, 0.1}}, float32, dev));
@@ -418,7 +418,7 @@ TEST_CASE("accuracy: literal, float64 0-d, outside the graph") {
   CHECK_THROWS_AS(F::accuracy(Variable(zeros({3})), array({0, 1, 1})), ShapeError);
 }
 
-// --- dropout (testcases §6) -------------------------------------------------------------------------
+// --- dropout -------------------------------------------------------------------------
 TEST_CASE("dropout: ratio 0 and test mode are identities") {
   dzt::on_each_device([](Device dev) {
     random::seed(0);
@@ -470,7 +470,7 @@ TEST_CASE("dropout: backward with the mask frozen by reseeding") {
   });
 }
 
-// --- batch_norm (testcases §2) -------------------------------------------------------------------------
+// --- batch_norm -------------------------------------------------------------------------
 TEST_CASE("batch_norm: test-mode forward vs the fixed formula, float32 stays float32") {
   dzt::on_each_device([](Device dev) {
     random::seed(0);

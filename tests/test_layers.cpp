@@ -1,4 +1,4 @@
-// test_layers.cpp - L::Layer registry, Linear (step 44's seeded numbers), EmbedID,
+// tests/test_layers.cpp - L::Layer registry, Linear (step 44's seeded numbers), EmbedID,
 // BatchNorm, RNN / LSTM with truncated BPTT, Model, Sequential, MLP.
 #include <cmath>
 #include <filesystem>

@@ -1,4 +1,4 @@
-// test_npz.cpp - utils::load_npz / save_npz against NumPy's own files (fixtures made
+// tests/test_npz.cpp - utils::load_npz / save_npz against NumPy's own files (fixtures made
 // by tools/make_npz_fixtures.py), and Layer::save_weights / load_weights: round trips,
 // DeZero's keys, and files that must be refused without changing the model.
 #include <cstdio>

@@ -1,4 +1,4 @@
-// test_optimizers.cpp - the five update rules against hand-written float64 steps,
+// tests/test_optimizers.cpp - the five update rules against hand-written float64 steps,
 // hooks (WeightDecay = L2 term in the loss, ClipGrad, FreezeParam), no allocation
 // after the first step, and state files that resume a run exactly.
 #include <cmath>

@@ -1,4 +1,4 @@
-// SmallVector (VariableList, TensorList): std::vector's behaviour with the first
+// tests/test_small_vector.cpp - SmallVector (VariableList, TensorList): std::vector's behaviour with the first
 // elements inside the object. std::string elements (long enough to live on the
 // heap) let the sanitizer build catch a lost destructor or a double free.
 #include <dezero/dezero.hpp>

@@ -1,4 +1,4 @@
-// test_tensor.cpp - the Tensor level (no autograd): creation, dtypes and promotion,
+// tests/test_tensor.cpp - the Tensor level (no autograd): creation, dtypes and promotion,
 // broadcasting, reductions, argmax, matmul, transpose, broadcast_to / sum_to,
 // NumPy indexing and scatter_add, concatenate / stack / take, astype, printing,
 // and the seeded random stream. Reference values come from NumPy (tests/data,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tools/gpu-check.sh - the GPU check (issue 4): on a machine with an NVIDIA GPU,
+# tools/gpu-check.sh - the GPU check: on a machine with an NVIDIA GPU,
 # runs the whole test suite on the device, one epoch of the MNIST example and the
 # W1/W3 benchmarks on the GPU (and W1 in PyTorch when it is installed there).
 #

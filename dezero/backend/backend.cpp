@@ -1,4 +1,4 @@
-// backend.cpp - picks the backend of a device.
+// dezero/backend/backend.cpp - picks the backend of a device.
 #include "dezero/backend/backend.hpp"
 
 #include "dezero/error.hpp"

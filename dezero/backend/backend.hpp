@@ -1,12 +1,11 @@
-// backend.hpp - the backend interface: the short, fixed list of primitives that
-// every device implements (cpu/cpu_backend.cpp on the host with Eigen,
-// cuda/cuda_backend.cu on NVIDIA GPUs).
+// dezero/backend/backend.hpp - the backend interface: the short, fixed list of
+// primitives that every device implements (cpu/ on the host with Eigen and our
+// AVX-512 GEMMs, cuda/ on NVIDIA GPUs, file stems matching section by section).
 //
-// tensor.cpp validates shapes, dtypes and devices, then calls these with raw
-// pointers to contiguous row-major data on the backend's own device. Nothing
-// here throws for bad user input: that was checked before. Memory ops are kept
-// apart from compute ops (DESIGN.md §3.2). One virtual call per operation, never
-// per element.
+// tensor/ validates shapes, dtypes and devices, then calls these with raw pointers
+// to contiguous row-major data on the backend's own device. Nothing here throws for
+// bad user input: that was checked before. Memory ops are kept apart from compute
+// ops. One virtual call per operation, never per element.
 #pragma once
 
 #include <cstddef>
@@ -126,7 +125,7 @@ class Backend {
   virtual void gather_rows(DType dt, const void* src, const std::int64_t* idx, void* dst, std::int64_t rows,
                            std::int64_t cols) = 0;
 
-  // --- fused neural-network kernels (issue 3/4 hot paths) -----------------------------
+  // --- fused neural-network kernels (the training loop's hot paths) ------------------
   // softmax (or log_softmax) over the middle axis of (outer, c, inner).
   virtual void softmax(DType dt, const void* x, void* y, std::int64_t outer, std::int64_t c, std::int64_t inner,
                        bool log) = 0;

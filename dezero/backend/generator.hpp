@@ -1,4 +1,4 @@
-// random_impl.hpp - the process-wide generator behind dezero::random (NumPy's
+// dezero/backend/generator.hpp - the process-wide generator behind dezero::random (NumPy's
 // legacy RandomState: MT19937, 53-bit doubles, polar Box-Muller with a cached value).
 #pragma once
 

@@ -1,8 +1,8 @@
-// kernels/ops.hpp - the element-wise math, written once for host and device.
+// dezero/backend/ops.hpp - the element-wise math, written once for host and device.
 //
-// Every functor here is __host__ __device__ under nvcc, so cpu/cpu_backend.cpp
-// and cuda/cuda_backend.cu compute exactly the same expressions (DESIGN.md §3.3):
-// the CPU tests also check the GPU's arithmetic.
+// Every functor here is __host__ __device__ under nvcc, so the CPU backend (cpu/)
+// and the CUDA backend (cuda/*.cu) compute exactly the same expressions: the CPU
+// tests also check the GPU's arithmetic.
 #pragma once
 
 #include <cmath>

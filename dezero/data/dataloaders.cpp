@@ -1,4 +1,4 @@
-// dataloaders.cpp - DataLoader / SeqDataLoader: epochs of index batches turned into
+// dezero/data/dataloaders.cpp - DataLoader / SeqDataLoader: epochs of index batches turned into
 // (x, t) batches by Dataset::get_batch (one gather when the transforms allow it), and
 // the host -> GPU batch pipeline of DataLoader::to_gpu.
 //

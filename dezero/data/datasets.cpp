@@ -1,4 +1,4 @@
-// datasets.cpp - Dataset (get / get_batch / load-time transforms) and the toy datasets
+// dezero/data/datasets.cpp - Dataset (get / get_batch / load-time transforms) and the toy datasets
 // Spiral and SinCurve (DeZero's datasets.py). MNIST and the IDX reader are in mnist.cpp.
 #include "dezero/datasets.hpp"
 

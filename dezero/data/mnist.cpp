@@ -1,4 +1,4 @@
-// mnist.cpp - the IDX reader (zlib) and the MNIST / Fashion-MNIST datasets: where their
+// dezero/data/mnist.cpp - the IDX reader (zlib) and the MNIST / Fashion-MNIST datasets: where their
 // files are found, downloaded (utils::get_file) and checked.
 #include <zlib.h>
 

@@ -1,4 +1,4 @@
-// transforms.cpp - the built-in transforms (DeZero's transforms.py), each usable on one
+// dezero/data/transforms.cpp - the built-in transforms (DeZero's transforms.py), each usable on one
 // sample and, in one tensor operation, on a stacked batch.
 #include "dezero/transforms.hpp"
 

@@ -1,4 +1,4 @@
-// utils/dot_graph.cpp - get_dot_graph / plot_dot_graph (step 26): the graph of
+// dezero/utils/dot_graph.cpp - get_dot_graph / plot_dot_graph (step 26): the graph of
 // Functions and Variables in Graphviz's DOT language, in DeZero's node format.
 #include <cstdint>
 #include <cstdlib>

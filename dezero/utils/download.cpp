@@ -1,4 +1,4 @@
-// download.cpp - utils::cache_dir and utils::get_file (DeZero's utils.get_file) with libcurl:
+// dezero/utils/download.cpp - utils::cache_dir and utils::get_file (DeZero's utils.get_file) with libcurl:
 // a progress bar on stderr, "<file>.part" renamed only after a complete transfer.
 #include <curl/curl.h>
 

@@ -1,5 +1,5 @@
-// utils/gradient_check.cpp - numerical_grad, gradient_check, array_allclose,
-// array_equal (DeZero utils.py; testcases §0).
+// dezero/utils/gradient_check.cpp - numerical_grad, gradient_check, array_allclose,
+// array_equal (DeZero utils.py and its tests).
 #include <cmath>
 #include <iostream>
 

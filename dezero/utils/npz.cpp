@@ -1,4 +1,4 @@
-// utils/npz.cpp - .npz (a zip of .npy files) reading and writing on zlib.
+// dezero/utils/npz.cpp - .npz (a zip of .npy files) reading and writing on zlib.
 //
 // Just enough of the zip format for NumPy's files: the central directory is the
 // authority on sizes (NumPy's local headers carry zip64 placeholders, and

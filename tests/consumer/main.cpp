@@ -1,4 +1,4 @@
-// consumer/main.cpp - proves that an installed dezero works through
+// tests/consumer/main.cpp - proves that an installed dezero works through
 // find_package(dezero) and the public names of API.md alone: the book's
 // double-backprop results (steps 33, 35, 36) and a few of DeZero's unit tests
 // (sum_to, broadcasting, get_item, matmul). Exits non-zero on any mismatch.

@@ -1,4 +1,4 @@
-// fixtures.hpp - reads the NumPy reference values in tests/data/*.txt (written by
+// tests/support/fixtures.hpp - reads the NumPy reference values in tests/data/*.txt (written by
 // tools/make_fixtures.py; the format is described there).
 //
 //   dzt::fx("tensor.txt", "bc_add")       -> Tensor with the stored dtype and shape

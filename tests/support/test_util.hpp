@@ -1,6 +1,6 @@
-// test_util.hpp - shared helpers for the doctest suites.
+// tests/support/test_util.hpp - shared helpers for the doctest suites.
 //
-// One test body, every device (DESIGN.md §3.9): ON_EACH_DEVICE runs the body as a
+// One test body, every device: ON_EACH_DEVICE runs the body as a
 // "cpu" subcase and a "cuda" subcase; without a CUDA device the second prints
 // "skipped: no CUDA device" and asserts nothing.
 #pragma once
