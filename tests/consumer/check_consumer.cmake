@@ -2,8 +2,14 @@
 # build tree into a scratch prefix, configures and builds the consumer project
 # against it with find_package(dezero), and runs it.
 #
+# With PUBLIC_HEADERS ('|'-separated paths under SOURCE_ROOT, the library's header
+# file set) it first checks that the install holds exactly those headers: nothing
+# internal (backend/, cpu/, tensor/*.hpp, ...) is shipped, nothing public is missing.
+# The consumer project then compiles every installed header on its own.
+#
 #   cmake -DDEZERO_BUILD_DIR=<build> -DCONSUMER_SOURCE_DIR=<tests/consumer> -DWORK=<scratch>
-#         [-DCXX=<compiler>] [-DCONFIG=<cfg>] -P check_consumer.cmake
+#         [-DCXX=<compiler>] [-DCONFIG=<cfg>] [-DSOURCE_ROOT=<repo> -DPUBLIC_HEADERS=<a|b|...>]
+#         -P check_consumer.cmake
 foreach(v DEZERO_BUILD_DIR CONSUMER_SOURCE_DIR WORK)
   if(NOT ${v})
     message(FATAL_ERROR "check_consumer: ${v} is not set")
@@ -24,6 +30,23 @@ function(step what)
 endfunction()
 
 step("install" ${CMAKE_COMMAND} --install "${DEZERO_BUILD_DIR}" --prefix "${WORK}/prefix" ${config_args})
+if(PUBLIC_HEADERS)
+  string(REPLACE "|" ";" expected "${PUBLIC_HEADERS}")
+  list(TRANSFORM expected REPLACE "^${SOURCE_ROOT}/" "")
+  list(SORT expected)
+  file(GLOB_RECURSE installed RELATIVE "${WORK}/prefix/include" "${WORK}/prefix/include/*")
+  list(SORT installed)
+  set(extra ${installed})
+  list(REMOVE_ITEM extra ${expected})
+  set(missing ${expected})
+  list(REMOVE_ITEM missing ${installed})
+  if(extra OR missing)
+    message(FATAL_ERROR "check_consumer: the install's headers differ from the public list\n"
+                        "  installed but not public: ${extra}\n  public but not installed: ${missing}")
+  endif()
+  list(LENGTH installed n)
+  message(STATUS "check_consumer: ${n} public headers installed, nothing else")
+endif()
 set(cxx_arg "")
 if(CXX)
   set(cxx_arg "-DCMAKE_CXX_COMPILER=${CXX}")

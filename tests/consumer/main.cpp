@@ -5,6 +5,8 @@
 #include <dezero/dezero.hpp>
 
 #include <cmath>
+#include <cstdint>
+#include <memory>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -155,6 +157,36 @@ void matmul() {
   check(b.grad().shape() == dezero::Shape{3, 4}, "step41 w.grad.shape == (3, 4)");
 }
 
+// --- step 2 and step 45: a user Function through dezero::call, a model through LayerRef ---
+class Square : public dezero::Function {
+ public:
+  dezero::TensorList forward(const dezero::TensorList& xs) override { return {xs[0] * xs[0]}; }
+  dezero::VariableList backward(const dezero::VariableList& gys) override { return {2.0 * input(0) * gys[0]}; }
+};
+
+class TwoLayerNet : public dezero::Model {
+ public:
+  TwoLayerNet(std::int64_t hidden, std::int64_t out) {
+    l1 = register_layer("l1", std::make_shared<dezero::L::Linear>(hidden));
+    l2 = register_layer("l2", std::make_shared<dezero::L::Linear>(out));
+  }
+  Variable forward(const Variable& x) override { return l2(F::sigmoid(l1(x))); }
+  dezero::L::LayerRef<dezero::L::Linear> l1, l2;
+};
+
+void user_code() {
+  Variable x(dezero::array(3.0));
+  Variable y = dezero::call<Square>({x});
+  y.backward();
+  check_near(y.data().item<double>(), 9.0, "call<Square> forward");
+  check_near(x.grad().data().item<double>(), 6.0, "call<Square> backward");
+
+  TwoLayerNet model(5, 1);
+  Variable out = model(dezero::random::randn({4, 2}));
+  check(out.shape() == dezero::Shape{4, 1}, "TwoLayerNet (4, 2) -> (4, 1)");
+  check(model.params().size() == 4, "TwoLayerNet has 4 parameters");
+}
+
 }  // namespace
 
 int main() {
@@ -165,6 +197,7 @@ int main() {
     broadcasting();
     get_item();
     matmul();
+    user_code();
   } catch (const std::exception& e) {
     std::cerr << "consumer: exception: " << e.what() << "\n";
     return 1;
