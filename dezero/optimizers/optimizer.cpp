@@ -1,17 +1,14 @@
-// optimizers.cpp - Optimizer::update, the five update rules (one fused backend
-// kernel per parameter, through tensor_optim) and the hooks (DeZero optimizers.py).
+// dezero/optimizers/optimizer.cpp - Optimizer::update, the five update rules (one fused
+// backend kernel per parameter, through tensor/fused.hpp) and the hooks (DeZero optimizers.py).
 #include "dezero/optimizers.hpp"
 
 #include <cmath>
 #include <map>
 
 #include "dezero/npz.hpp"
-#include "dezero/tensor/optim.hpp"
+#include "dezero/tensor/fused.hpp"
 
 namespace dezero::optimizers {
-
-using detail::UpdateArgs;
-using detail::UpdateRule;
 
 // --- Optimizer -----------------------------------------------------------------------------------
 Optimizer::~Optimizer() = default;
@@ -169,31 +166,18 @@ void Optimizer::load_state(const std::string& path) {
 }
 
 // --- update rules --------------------------------------------------------------------------------
-void SGD::update_one(Tensor& w, const Tensor& g, std::vector<Tensor>&) {
-  UpdateArgs a;
-  a.lr = lr;
-  detail::optimizer_update(UpdateRule::SGD, w, g, nullptr, nullptr, a);
-}
+void SGD::update_one(Tensor& w, const Tensor& g, std::vector<Tensor>&) { detail::sgd_update_(w, g, lr); }
 
 void MomentumSGD::update_one(Tensor& w, const Tensor& g, std::vector<Tensor>& s) {
-  UpdateArgs a;
-  a.lr = lr;
-  a.momentum = momentum;
-  detail::optimizer_update(UpdateRule::MomentumSGD, w, g, &s[0], nullptr, a);
+  detail::momentum_sgd_update_(w, g, s[0], lr, momentum);
 }
 
 void AdaGrad::update_one(Tensor& w, const Tensor& g, std::vector<Tensor>& s) {
-  UpdateArgs a;
-  a.lr = lr;
-  a.eps = eps;
-  detail::optimizer_update(UpdateRule::AdaGrad, w, g, &s[0], nullptr, a);
+  detail::adagrad_update_(w, g, s[0], lr, eps);
 }
 
 void AdaDelta::update_one(Tensor& w, const Tensor& g, std::vector<Tensor>& s) {
-  UpdateArgs a;
-  a.rho = rho;
-  a.eps = eps;
-  detail::optimizer_update(UpdateRule::AdaDelta, w, g, &s[0], &s[1], a);
+  detail::adadelta_update_(w, g, s[0], s[1], rho, eps);
 }
 
 double Adam::lr() const {
@@ -202,12 +186,7 @@ double Adam::lr() const {
 }
 
 void Adam::update_one(Tensor& w, const Tensor& g, std::vector<Tensor>& s) {
-  UpdateArgs a;
-  a.lr = lr();
-  a.beta1 = beta1;
-  a.beta2 = beta2;
-  a.eps = eps;
-  detail::optimizer_update(UpdateRule::Adam, w, g, &s[0], &s[1], a);
+  detail::adam_update_(w, g, s[0], s[1], lr(), beta1, beta2, eps);
 }
 
 // --- hooks ---------------------------------------------------------------------------------------
