@@ -1,6 +1,6 @@
 // dezero/tensor/fused.cpp - validation + dispatch of tensor/fused.hpp: softmax, leaky
-// relu, the sigmoid and relu backward, the softmax cross entropy and the optimizer
-// updates, one fused backend call each.
+// relu, the sigmoid and relu backward, the softmax cross entropy, the optimizer
+// updates and the host -> device copy, one backend call each.
 //
 // The math lives in the backends (cpu/, cuda/; the element formulas in
 // backend/ops.hpp); this file only checks operands, allocates the result and passes
@@ -199,6 +199,15 @@ void adam_update_(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, doubl
 void axpy_(Tensor& y, double a, const Tensor& x) {
   // SGD's rule p -= lr * g with p = y, g = x and lr = -a is exactly y += a * x.
   sgd_update_(y, x, -a);
+}
+
+// --- host -> device copy ---------------------------------------------------------------------
+void copy_from_host_(Tensor& dst, const void* host_src, std::size_t nbytes) {
+  check_defined("copy_from_host_", dst);
+  if (nbytes != dst.nbytes())
+    throw ValueError("copy_from_host_: " + std::to_string(nbytes) + " bytes for " + describe(dst) + " (" +
+                     std::to_string(dst.nbytes()) + " bytes)");
+  if (nbytes) backend_of(dst).copy_from_host(dst.raw_data(), host_src, nbytes);
 }
 
 }  // namespace dezero::detail

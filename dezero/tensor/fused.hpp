@@ -1,6 +1,6 @@
 // dezero/tensor/fused.hpp - tensor-level operations that NumPy lacks (internal, not
 // installed): fused neural-network kernels, the 2-D matmul with transpose flags, and
-// the in-place optimizer updates.
+// the in-place optimizer updates; and one host -> device copy for data/.
 //
 // The "xp" level under functions/ and optimizers/: each entry validates shapes,
 // dtypes and devices, then makes one fused backend call, so that the layers above
@@ -9,6 +9,8 @@
 // tensor/strided.hpp or dezero/backend/. No autograd here. Defined in fused.cpp,
 // except matmul_t (linalg.cpp, next to matmul).
 #pragma once
+
+#include <cstddef>
 
 #include "dezero/tensor.hpp"
 
@@ -72,5 +74,13 @@ void adam_update_(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, doubl
 // y += a * x (same shape, dtype and device): WeightDecay's grad += rate * param, run as
 // sgd_update_(y, x, -a).
 void axpy_(Tensor& y, double a, const Tensor& x);
+
+// --- host -> device copy (data/dataloaders.cpp) ------------------------------------------
+// Copies nbytes of host memory into dst's storage through Backend::copy_from_host: on
+// a CUDA device an asynchronous copy on the current stream (host_src must stay valid
+// and unchanged until that stream has run it; pinned memory makes it truly async),
+// on the CPU a memcpy. nbytes must be dst.nbytes() (ValueError otherwise), host_src
+// holds dst's elements in dst's dtype, row-major. dst: any shape, defined.
+void copy_from_host_(Tensor& dst, const void* host_src, std::size_t nbytes);
 
 }  // namespace dezero::detail
