@@ -24,7 +24,7 @@ DataLoader::DataLoader(const datasets::Dataset& dataset, std::int64_t batch_size
   reset();
 }
 
-// --- host -> GPU pipeline ------------------------------------------------------------------
+// --- host -> GPU pipeline --------------------------------------------------------------
 // After batch k is handed out, batch k+1 is gathered on the host (Dataset::get_batch),
 // packed into one of two pinned buffers and copied by cudaMemcpyAsync on a side stream;
 // an event recorded after the copy is what the compute stream (this thread's current

@@ -34,7 +34,7 @@ Tensor& own_grad(Parameter& p) {
 }
 }  // namespace
 
-// --- WeightDecay: grad += rate * W ------------------------------------------------------
+// --- WeightDecay: grad += rate * W -----------------------------------------------------
 void WeightDecay::operator()(std::vector<Parameter>& params) const {
   for (auto& p : params) {
     if (!p.has_grad()) continue;
@@ -44,7 +44,7 @@ void WeightDecay::operator()(std::vector<Parameter>& params) const {
   }
 }
 
-// --- ClipGrad: grad *= max_norm / (norm + 1e-6) when below 1 -----------------------------
+// --- ClipGrad: grad *= max_norm / (norm + 1e-6) when below 1 ---------------------------
 void ClipGrad::operator()(std::vector<Parameter>& params) const {
   double total = 0;
   for (auto& p : params)
@@ -55,7 +55,7 @@ void ClipGrad::operator()(std::vector<Parameter>& params) const {
     if (p.has_grad()) own_grad(p) *= rate;
 }
 
-// --- FreezeParam: no gradient, no update -------------------------------------------------
+// --- FreezeParam: no gradient, no update -----------------------------------------------
 void FreezeParam::add(const L::Layer& layer) {
   for (auto& p : layer.params()) add(p);
 }

@@ -51,7 +51,7 @@ Optimizer& Optimizer::add_hook(Hook hook) {
 }
 void Optimizer::clear_hooks() { hooks_.clear(); }
 
-// --- update() and the per-parameter state -------------------------------------------------
+// --- update() and the per-parameter state ----------------------------------------------
 void Optimizer::reset_state() {
   slots_.clear();
   t_ = 0;
@@ -113,7 +113,7 @@ void Optimizer::update() {
   }
 }
 
-// --- state files -----------------------------------------------------------------------------------
+// --- state files -----------------------------------------------------------------------
 void Optimizer::save_state(const std::string& path) const {
   std::vector<Parameter> ps;
   gather(ps);

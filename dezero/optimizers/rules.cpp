@@ -15,14 +15,14 @@
 
 namespace dezero::optimizers {
 
-// --- SGD and MomentumSGD --------------------------------------------------------------
+// --- SGD and MomentumSGD ---------------------------------------------------------------
 void SGD::update_one(Tensor& w, const Tensor& g, std::vector<Tensor>&) { detail::sgd_update_(w, g, lr); }
 
 void MomentumSGD::update_one(Tensor& w, const Tensor& g, std::vector<Tensor>& s) {
   detail::momentum_sgd_update_(w, g, s[0], lr, momentum);
 }
 
-// --- AdaGrad and AdaDelta -------------------------------------------------------------
+// --- AdaGrad and AdaDelta --------------------------------------------------------------
 void AdaGrad::update_one(Tensor& w, const Tensor& g, std::vector<Tensor>& s) {
   detail::adagrad_update_(w, g, s[0], lr, eps);
 }
@@ -31,7 +31,7 @@ void AdaDelta::update_one(Tensor& w, const Tensor& g, std::vector<Tensor>& s) {
   detail::adadelta_update_(w, g, s[0], s[1], rho, eps);
 }
 
-// --- Adam -------------------------------------------------------------------------------
+// --- Adam ------------------------------------------------------------------------------
 double Adam::lr() const {
   const double t = static_cast<double>(this->t());
   return alpha * std::sqrt(1.0 - std::pow(beta2, t)) / (1.0 - std::pow(beta1, t));

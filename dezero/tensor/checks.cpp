@@ -14,7 +14,7 @@
 
 namespace dezero::detail {
 
-// --- operands --------------------------------------------------------------------
+// --- operands --------------------------------------------------------------------------
 void check_defined(const char* op, const Tensor& t) {
   if (!t.defined())
     throw ValueError(std::string(op) + ": the tensor holds no data (an empty Tensor/Variable was passed)");
@@ -29,7 +29,7 @@ void check_same_device(const char* op, const Tensor& a, const Tensor& b) {
                       "; hint: move one with to(device) / to_gpu() / to_cpu()");
 }
 
-// --- axes ----------------------------------------------------------------------
+// --- axes ------------------------------------------------------------------------------
 int normalize_axis(const char* op, int axis, int ndim) {
   int a = axis < 0 ? axis + ndim : axis;
   if (a < 0 || a >= std::max(ndim, 0) || (ndim == 0))

@@ -19,7 +19,7 @@
 
 namespace dezero {
 
-// --- array / from_blob: values from host memory -------------------------------------
+// --- array / from_blob: values from host memory ----------------------------------------
 template <class T>
 Tensor array(const std::vector<T>& values, const Shape& shape, std::optional<DType> dtype, Device device) {
   if (static_cast<std::int64_t>(values.size()) != shape.numel())
@@ -83,7 +83,7 @@ Tensor array(std::initializer_list<std::initializer_list<std::initializer_list<d
   return array(v, Shape{static_cast<std::int64_t>(values.size()), d1, d2}, dtype, device);
 }
 
-// --- filled: full, zeros, ones and the *_like ----------------------------------------
+// --- filled: full, zeros, ones and the *_like ------------------------------------------
 Tensor full(const Shape& shape, double value, DType dtype, Device device) {
   Tensor t = Tensor::empty(shape, dtype, device);
   t.fill_(value);
@@ -96,7 +96,7 @@ Tensor ones_like(const Tensor& t) { detail::check_defined("ones_like", t); retur
 Tensor full_like(const Tensor& t, double v) { detail::check_defined("full_like", t); return full(t.shape(), v, t.dtype(), t.device()); }
 Tensor empty_like(const Tensor& t) { detail::check_defined("empty_like", t); return Tensor::empty(t.shape(), t.dtype(), t.device()); }
 
-// --- ranges: arange, linspace, eye ----------------------------------------------------
+// --- ranges: arange, linspace, eye -----------------------------------------------------
 Tensor arange(double stop, std::optional<DType> dtype, Device device) { return arange(0.0, stop, 1.0, dtype, device); }
 Tensor arange(double start, double stop, double step, std::optional<DType> dtype, Device device) {
   if (step == 0) throw ValueError("arange: step must not be zero");

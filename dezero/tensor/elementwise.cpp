@@ -23,7 +23,7 @@ using detail::describe;
 using detail::Strided;
 using detail::UnaryOp;
 
-// --- result_type: NumPy's promotion of two operands ---------------------------------
+// --- result_type: NumPy's promotion of two operands ------------------------------------
 DType result_type(const Tensor& a, const Tensor& b) {
   DType da = a.dtype(), db = b.dtype();
   if (da == db) return da;
@@ -136,7 +136,7 @@ Tensor operator/(double a, const Tensor& b) {
 }
 Tensor operator-(const Tensor& a) { return unary_op(UnaryOp::Neg, a, "neg", false); }
 
-// --- math functions -----------------------------------------------------------------------
+// --- math functions --------------------------------------------------------------------
 Tensor exp(const Tensor& x) { return unary_op(UnaryOp::Exp, x, "exp"); }
 Tensor log(const Tensor& x) { return unary_op(UnaryOp::Log, x, "log"); }
 Tensor sin(const Tensor& x) { return unary_op(UnaryOp::Sin, x, "sin"); }
@@ -163,7 +163,7 @@ Tensor clip(const Tensor& x, double lo, double hi) {
   if (lo > hi) throw ValueError("clip: x_min (" + std::to_string(lo) + ") is greater than x_max (" + std::to_string(hi) + ")");
   return minimum(maximum(x, lo), hi);
 }
-// --- comparisons (0/1 in the operands' common dtype) and where --------------------------
+// --- comparisons (0/1 in the operands' common dtype) and where -------------------------
 Tensor equal(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::Eq, a, b); }
 Tensor not_equal(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::Ne, a, b); }
 Tensor greater(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::Gt, a, b); }

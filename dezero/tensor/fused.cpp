@@ -20,7 +20,7 @@ Tensor float_input(const char* op, const Tensor& x) {
 }
 }  // namespace
 
-// --- softmax / log_softmax ---------------------------------------------------------
+// --- softmax / log_softmax -------------------------------------------------------------
 Tensor softmax(const Tensor& x0, int axis, bool log) {
   const char* op = log ? "log_softmax" : "softmax";
   Tensor x = float_input(op, x0);
@@ -34,7 +34,7 @@ Tensor softmax(const Tensor& x0, int axis, bool log) {
   return y;
 }
 
-// --- leaky relu ----------------------------------------------------------------------
+// --- leaky relu ------------------------------------------------------------------------
 namespace {
 Tensor leaky(UnaryOp opc, const char* op, const Tensor& x0, double slope) {
   Tensor x = float_input(op, x0);
@@ -46,7 +46,7 @@ Tensor leaky(UnaryOp opc, const char* op, const Tensor& x0, double slope) {
 Tensor leaky_relu(const Tensor& x, double slope) { return leaky(UnaryOp::LeakyRelu, "leaky_relu", x, slope); }
 Tensor leaky_relu_mask(const Tensor& x, double slope) { return leaky(UnaryOp::LeakyMask, "leaky_relu", x, slope); }
 
-// --- sigmoid and relu backward (steps 43 and 47's networks) -----------------------------
+// --- sigmoid and relu backward (steps 43 and 47's networks) ----------------------------
 namespace {
 // gy (op) y element by element when both have the same shape and dtype; else nothing.
 Tensor fused_grad(BinaryOp op, const char* name, const Tensor& gy, const Tensor& y) {
@@ -131,7 +131,7 @@ Tensor softmax_cross_entropy_grad(const Tensor& x, const Tensor& t, const Tensor
   return gx;
 }
 
-// --- optimizer updates -------------------------------------------------------------------
+// --- optimizer updates -----------------------------------------------------------------
 namespace {
 void check_like(const char* op, const char* what, const Tensor& param, const Tensor& t) {
   check_defined(op, t);
@@ -201,7 +201,7 @@ void axpy_(Tensor& y, double a, const Tensor& x) {
   sgd_update_(y, x, -a);
 }
 
-// --- host -> device copy ---------------------------------------------------------------------
+// --- host -> device copy ---------------------------------------------------------------
 void copy_from_host_(Tensor& dst, const void* host_src, std::size_t nbytes) {
   check_defined("copy_from_host_", dst);
   if (nbytes != dst.nbytes())

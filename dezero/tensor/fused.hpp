@@ -18,14 +18,17 @@ namespace dezero::detail {
 
 // --- softmax and leaky relu ------------------------------------------------------------
 // softmax (or log_softmax when `log`) along `axis` (negative counts from the end).
-// Integer input is computed in float64 (NumPy's exp of ints).
+// Integer input is computed in float64 (NumPy's exp of ints). x: any shape of at
+// least 1-d; y: x's shape.
 Tensor softmax(const Tensor& x, int axis, bool log = false);
 
-// x > 0 ? x : slope * x, and its derivative mask (1 or slope) in x's dtype.
+// x > 0 ? x : slope * x, and its derivative mask (1 or slope) in x's dtype; x: any
+// shape, y: x's shape.
 Tensor leaky_relu(const Tensor& x, double slope);
 Tensor leaky_relu_mask(const Tensor& x, double slope);
 
-// --- sigmoid and relu backward -----------------------------------------------------------
+// --- sigmoid and relu backward ---------------------------------------------------------
+// gy, y (or x): any shapes that broadcast; gx: their broadcast shape.
 // The sigmoid's backward, gy * y * (1 - y), as one kernel when gy and y have the same
 // shape and dtype (three kernels and two temporaries otherwise); the same arithmetic
 // in the same order either way, so the bits match the unfused expression.
@@ -33,7 +36,7 @@ Tensor sigmoid_grad(const Tensor& gy, const Tensor& y);
 // The relu's backward, gy * (x > 0), likewise one kernel instead of a mask and a product.
 Tensor relu_grad(const Tensor& gy, const Tensor& x);
 
-// --- softmax cross entropy --------------------------------------------------------------
+// --- softmax cross entropy -------------------------------------------------------------
 // Labels for the softmax cross entropy: t holds N int32/int64 class ids (any
 // shape with N elements), returned as a contiguous int64 (N,) tensor on x's
 // device. On the CPU every label is checked against [0, C).
@@ -46,13 +49,13 @@ Tensor softmax_cross_entropy(const Tensor& x, const Tensor& t);
 // gx = (softmax(x) - onehot(t)) * gy / N, gy: one element read on x's device.
 Tensor softmax_cross_entropy_grad(const Tensor& x, const Tensor& t, const Tensor& gy);
 
-// --- matmul with transpose flags ---------------------------------------------------------
+// --- matmul with transpose flags -------------------------------------------------------
 // 2-D matmul with transpose flags: op(a) @ op(b), op = transpose when the flag is set.
 // If bias is defined, y = op(a) @ op(b) + bias (bias broadcast over rows).
 // a: (m, k), or (k, m) when ta; b: (k, n), or (n, k) when tb; bias: (n,) or broadcastable to (m, n).
 Tensor matmul_t(const Tensor& a, const Tensor& b, bool ta, bool tb, const Tensor& bias = Tensor());
 
-// --- optimizer updates (optimizers/rules.cpp, hooks.cpp) ---------------------------------
+// --- optimizer updates (optimizers/rules.cpp, hooks.cpp) -------------------------------
 // In place on param and its state tensors, one fused Backend::optimizer_update kernel
 // each; nothing is allocated. param, grad and the state tensors must share shape (any),
 // dtype and device (a ShapeError names the one that differs); param must be float32 or
@@ -75,7 +78,7 @@ void adam_update_(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, doubl
 // sgd_update_(y, x, -a).
 void axpy_(Tensor& y, double a, const Tensor& x);
 
-// --- host -> device copy (data/dataloaders.cpp) ------------------------------------------
+// --- host -> device copy (data/dataloaders.cpp) ----------------------------------------
 // Copies nbytes of host memory into dst's storage through Backend::copy_from_host: on
 // a CUDA device an asynchronous copy on the current stream (host_src must stay valid
 // and unchanged until that stream has run it; pinned memory makes it truly async),

@@ -20,7 +20,7 @@ namespace dezero {
 
 using detail::backend_of;
 
-// --- matmul: np.matmul / np.dot ----------------------------------------------------------
+// --- matmul: np.matmul / np.dot --------------------------------------------------------
 // a0: (..., m, k) or (k,), b0: (..., k, n) or (k,) -> (batch..., m, n), the 1-D axes dropped.
 Tensor matmul(const Tensor& a0, const Tensor& b0) {
   detail::check_same_device("matmul", a0, b0);
@@ -68,7 +68,7 @@ Tensor dot(const Tensor& a, const Tensor& b) { return matmul(a, b); }
 
 namespace dezero::detail {
 
-// --- matmul_t: op(a) @ op(b) (+ bias), 2-D --------------------------------------------
+// --- matmul_t: op(a) @ op(b) (+ bias), 2-D ---------------------------------------------
 // a0: (m, k), or (k, m) when ta; b0: (k, n), or (n, k) when tb; bias: undefined, or any
 // shape that broadcasts to (m, n) -> y: (m, n).
 Tensor matmul_t(const Tensor& a0, const Tensor& b0, bool ta, bool tb, const Tensor& bias) {

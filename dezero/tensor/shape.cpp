@@ -22,7 +22,7 @@ namespace dezero {
 using detail::backend_of;
 using detail::Strided;
 
-// --- broadcast_shapes: NumPy's rule for two shapes ------------------------------------
+// --- broadcast_shapes: NumPy's rule for two shapes -------------------------------------
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   int n = std::max(a.ndim(), b.ndim());
   Shape out(n);
@@ -37,7 +37,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   return out;
 }
 
-// --- views and broadcasts: reshape, transpose, expand_dims, squeeze, broadcast_to -----
+// --- views and broadcasts: reshape, transpose, expand_dims, squeeze, broadcast_to ------
 Tensor reshape(const Tensor& x, const Shape& shape) { return x.reshape(shape); }
 Tensor transpose(const Tensor& x, const std::vector<int>& axes) { return axes.empty() ? x.transpose() : x.transpose(axes); }
 
@@ -87,7 +87,7 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape) {
   return y;
 }
 
-// --- copyto ------------------------------------------------------------------------------
+// --- copyto ----------------------------------------------------------------------------
 void copyto(Tensor& dst, const Tensor& src) {
   detail::check_defined("copyto", dst);
   detail::check_defined("copyto", src);
@@ -99,7 +99,7 @@ void copyto(Tensor& dst, const Tensor& src) {
   backend_of(dst).copy(dst.raw_data(), s.raw_data(), dst.nbytes());
 }
 
-// --- joining and gathering: concatenate, stack, take -------------------------------------
+// --- joining and gathering: concatenate, stack, take -----------------------------------
 Tensor concatenate(const std::vector<Tensor>& xs, int axis) {
   if (xs.empty()) throw ValueError("concatenate: need at least one array to concatenate");
   const Tensor& f = xs[0];

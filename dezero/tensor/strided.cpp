@@ -12,7 +12,7 @@
 
 namespace dezero::detail {
 
-// --- contiguous views ------------------------------------------------------------
+// --- contiguous views ------------------------------------------------------------------
 Strided make_contiguous(const Shape& shape) {
   if (shape.ndim() > kMaxDims)
     throw ShapeError("tensors have at most " + std::to_string(kMaxDims) + " axes, got shape " + shape.str());
@@ -27,7 +27,7 @@ Strided make_contiguous(const Shape& shape) {
   return v;
 }
 
-// --- broadcasting ----------------------------------------------------------------
+// --- broadcasting ----------------------------------------------------------------------
 Strided make_broadcast(const Shape& in, const Shape& out) {
   Strided v = make_contiguous(out);
   int lead = out.ndim() - in.ndim();
@@ -40,7 +40,7 @@ Strided make_broadcast(const Shape& in, const Shape& out) {
   return v;
 }
 
-// --- coalescing --------------------------------------------------------------------
+// --- coalescing ------------------------------------------------------------------------
 void coalesce(Strided* views[], int nviews) {
   Strided& first = *views[0];
   int nd = first.ndim;

@@ -24,7 +24,7 @@ using detail::backend_of;
 using detail::Strided;
 using detail::UnaryOp;
 
-// --- Storage -------------------------------------------------------------------
+// --- Storage ---------------------------------------------------------------------------
 namespace {
 std::atomic<std::uint64_t> g_storage_allocations{0};
 }
@@ -42,7 +42,7 @@ Storage::~Storage() {
   }
 }
 
-// --- Tensor: construction and element access ------------------------------------
+// --- Tensor: construction and element access -------------------------------------------
 Tensor::Tensor(std::shared_ptr<Storage> storage, std::int64_t offset, Shape shape, DType dtype)
     : storage_(std::move(storage)), offset_(offset), shape_(std::move(shape)), dtype_(dtype) {
   for (auto d : shape_)
@@ -108,7 +108,7 @@ DEZERO_INSTANTIATE_ACCESS(std::int32_t)
 DEZERO_INSTANTIATE_ACCESS(std::int64_t)
 #undef DEZERO_INSTANTIATE_ACCESS
 
-// --- conversions: astype, to, reshape, copy, transpose -----------------------------
+// --- conversions: astype, to, reshape, copy, transpose ---------------------------------
 Tensor Tensor::astype(DType dtype) const {
   detail::check_defined("astype", *this);
   Tensor y = Tensor::empty(shape_, dtype, device());
@@ -206,7 +206,7 @@ Tensor Tensor::transpose(const std::vector<int>& axes) const {
   return y;
 }
 
-// --- members that forward to the free functions (reduce.cpp, index.cpp) ------------
+// --- members that forward to the free functions (reduce.cpp, index.cpp) ----------------
 Tensor Tensor::sum(const Axes& axes, bool keepdims) const { return dezero::sum(*this, axes, keepdims); }
 Tensor Tensor::mean(const Axes& axes, bool keepdims) const { return dezero::mean(*this, axes, keepdims); }
 Tensor Tensor::max(const Axes& axes, bool keepdims) const { return dezero::max(*this, axes, keepdims); }
@@ -214,7 +214,7 @@ Tensor Tensor::min(const Axes& axes, bool keepdims) const { return dezero::min(*
 Tensor Tensor::operator[](const Index& index) const { return get_item(*this, Indices{index}); }
 Tensor Tensor::operator[](const Indices& indices) const { return get_item(*this, indices); }
 
-// --- in place: fill_ and the compound assignments ------------------------------------
+// --- in place: fill_ and the compound assignments --------------------------------------
 void Tensor::fill_(double value) {
   detail::check_defined("fill_", *this);
   if (size_ > 0) backend_of(*this).fill(dtype_, raw_data(), size_, value);
