@@ -1,8 +1,8 @@
 // dezero/dtype.hpp - element types of a Tensor.
 //
-// Four dtypes: float32, float64, int32, int64. Type
-// promotion follows NumPy for these four (int + float -> float64 unless the int
-// operand is a 0-d scalar, see result_type in tensor.cpp).
+// Four dtypes: float32, float64, int32, int64. Type promotion follows NumPy for
+// these four (int + float -> float64 unless the int operand is a 0-d scalar, see
+// result_type in tensor/elementwise.cpp).
 #pragma once
 
 #include <cstddef>

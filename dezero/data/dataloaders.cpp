@@ -1,17 +1,18 @@
-// dezero/data/dataloaders.cpp - DataLoader / SeqDataLoader: epochs of index batches turned into
-// (x, t) batches by Dataset::get_batch (one gather when the transforms allow it), and
-// the host -> GPU batch pipeline of DataLoader::to_gpu.
+// dezero/data/dataloaders.cpp - DataLoader / SeqDataLoader: epochs of index batches
+// turned into (x, t) batches by Dataset::get_batch (one gather when the transforms
+// allow it), and the host -> GPU batch pipeline of DataLoader::to_gpu.
 //
 // Everything CUDA goes through dezero::cuda (streams, events, pinned memory) and the
-// backend interface, so this file builds the same with and without CUDA.
+// tensor level (detail::copy_from_host_ in tensor/fused.hpp for the batch copies), so
+// this file includes no backend header and builds the same with and without CUDA.
 #include "dezero/dataloaders.hpp"
 
 #include <algorithm>
 #include <cstring>
 #include <string>
 
-#include "dezero/backend/backend.hpp"
 #include "dezero/cuda.hpp"
+#include "dezero/tensor/fused.hpp"
 
 namespace dezero {
 
@@ -23,7 +24,7 @@ DataLoader::DataLoader(const datasets::Dataset& dataset, std::int64_t batch_size
   reset();
 }
 
-// --- host -> GPU pipeline ------------------------------------------------------------------
+// --- host -> GPU pipeline --------------------------------------------------------------
 // After batch k is handed out, batch k+1 is gathered on the host (Dataset::get_batch),
 // packed into one of two pinned buffers and copied by cudaMemcpyAsync on a side stream;
 // an event recorded after the copy is what the compute stream (this thread's current
@@ -110,10 +111,9 @@ struct DataLoader::Prefetcher {
     copy_stream.wait_event(allocated);
     {
       cuda::StreamGuard on_side(copy_stream);
-      detail::Backend& be = detail::backend_for(dev);
       for (int i = 0; i < 2; ++i)
         if (parts[i]->defined() && parts[i]->device().is_cpu() && parts[i]->nbytes())
-          be.copy_from_host(outs[i]->raw_data(), static_cast<char*>(s.host.data()) + offsets[i], parts[i]->nbytes());
+          detail::copy_from_host_(*outs[i], static_cast<char*>(s.host.data()) + offsets[i], parts[i]->nbytes());
     }
     s.copied.record(copy_stream);
     batch = std::move(db);

@@ -1,19 +1,26 @@
-// optimizers.cpp - Optimizer::update, the five update rules (one fused backend
-// kernel per parameter, through tensor_optim) and the hooks (DeZero optimizers.py).
+// dezero/optimizers/optimizer.cpp - the Optimizer base class (DeZero optimizers.py,
+// step 46): its target, the hooks list, update() and the per-parameter state, with
+// save_state / load_state for that state.
+//
+// update() gathers the target's parameters that have a gradient, runs the hooks on
+// them, then hands each parameter still holding a gradient to the rule's update_one
+// with its state tensors (created on first use, moved or recreated when the
+// parameter moved or changed). A gradient wider than the weights is applied to a
+// widened copy that is rounded back once, as NumPy's `W -= lr * g` does; a narrower
+// one is cast to the weights' dtype first. The rules themselves are in rules.cpp,
+// the hooks in hooks.cpp; nothing here uses more of the tensor level than tensor.hpp.
 #include "dezero/optimizers.hpp"
 
-#include <cmath>
 #include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "dezero/npz.hpp"
-#include "dezero/tensor/optim.hpp"
 
 namespace dezero::optimizers {
 
-using detail::UpdateArgs;
-using detail::UpdateRule;
-
-// --- Optimizer -----------------------------------------------------------------------------------
+// --- Optimizer: target and hooks -------------------------------------------------------
 Optimizer::~Optimizer() = default;
 
 Optimizer& Optimizer::setup(L::Layer& target) {
@@ -44,6 +51,7 @@ Optimizer& Optimizer::add_hook(Hook hook) {
 }
 void Optimizer::clear_hooks() { hooks_.clear(); }
 
+// --- update() and the per-parameter state ----------------------------------------------
 void Optimizer::reset_state() {
   slots_.clear();
   t_ = 0;
@@ -105,7 +113,7 @@ void Optimizer::update() {
   }
 }
 
-// --- state files -----------------------------------------------------------------------------------
+// --- state files -----------------------------------------------------------------------
 void Optimizer::save_state(const std::string& path) const {
   std::vector<Parameter> ps;
   gather(ps);
@@ -166,96 +174,6 @@ void Optimizer::load_state(const std::string& path) {
     throw ValueError(where + " has an array '" + arrays.begin()->first + "' that matches no parameter of the target");
   slots_ = std::move(slots);
   t_ = t;
-}
-
-// --- update rules --------------------------------------------------------------------------------
-void SGD::update_one(Tensor& w, const Tensor& g, std::vector<Tensor>&) {
-  UpdateArgs a;
-  a.lr = lr;
-  detail::optimizer_update(UpdateRule::SGD, w, g, nullptr, nullptr, a);
-}
-
-void MomentumSGD::update_one(Tensor& w, const Tensor& g, std::vector<Tensor>& s) {
-  UpdateArgs a;
-  a.lr = lr;
-  a.momentum = momentum;
-  detail::optimizer_update(UpdateRule::MomentumSGD, w, g, &s[0], nullptr, a);
-}
-
-void AdaGrad::update_one(Tensor& w, const Tensor& g, std::vector<Tensor>& s) {
-  UpdateArgs a;
-  a.lr = lr;
-  a.eps = eps;
-  detail::optimizer_update(UpdateRule::AdaGrad, w, g, &s[0], nullptr, a);
-}
-
-void AdaDelta::update_one(Tensor& w, const Tensor& g, std::vector<Tensor>& s) {
-  UpdateArgs a;
-  a.rho = rho;
-  a.eps = eps;
-  detail::optimizer_update(UpdateRule::AdaDelta, w, g, &s[0], &s[1], a);
-}
-
-double Adam::lr() const {
-  const double t = static_cast<double>(this->t());
-  return alpha * std::sqrt(1.0 - std::pow(beta2, t)) / (1.0 - std::pow(beta1, t));
-}
-
-void Adam::update_one(Tensor& w, const Tensor& g, std::vector<Tensor>& s) {
-  UpdateArgs a;
-  a.lr = lr();
-  a.beta1 = beta1;
-  a.beta2 = beta2;
-  a.eps = eps;
-  detail::optimizer_update(UpdateRule::Adam, w, g, &s[0], &s[1], a);
-}
-
-// --- hooks ---------------------------------------------------------------------------------------
-namespace {
-// The gradient tensor of p, made p's own first if another variable shares its node
-// or storage (add's backward hands the same gradient to both inputs): an in-place
-// hook must not change anyone else's gradient.
-Tensor& own_grad(Parameter& p) {
-  auto& g = p.node()->grad;
-  if (g.use_count() > 1 || g->data.storage().use_count() > 1) {
-    auto fresh = std::make_shared<VariableNode>();
-    fresh->data = g->data.copy();
-    g = fresh;
-  }
-  return g->data;
-}
-}  // namespace
-
-void WeightDecay::operator()(std::vector<Parameter>& params) const {
-  for (auto& p : params) {
-    if (!p.has_grad()) continue;
-    Tensor& g = own_grad(p);
-    if (g.dtype() == p.data().dtype()) detail::axpy_(g, rate, p.data());
-    else g += p.data() * rate;
-  }
-}
-
-void ClipGrad::operator()(std::vector<Parameter>& params) const {
-  double total = 0;
-  for (auto& p : params)
-    if (p.has_grad()) total += sum(square(p.grad().data())).astype(float64).item<double>();
-  const double rate = max_norm / (std::sqrt(total) + 1e-6);
-  if (rate >= 1) return;
-  for (auto& p : params)
-    if (p.has_grad()) own_grad(p) *= rate;
-}
-
-void FreezeParam::add(const L::Layer& layer) {
-  for (auto& p : layer.params()) add(p);
-}
-void FreezeParam::add(const Parameter& param) {
-  if (!param.defined()) throw ValueError("FreezeParam: an empty parameter");
-  frozen_.push_back(param);
-  nodes_.insert(param.node().get());
-}
-void FreezeParam::operator()(std::vector<Parameter>& params) const {
-  for (auto& p : params)
-    if (nodes_.count(p.node().get())) p.cleargrad();
 }
 
 }  // namespace dezero::optimizers

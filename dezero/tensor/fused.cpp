@@ -1,5 +1,10 @@
-// tensor_nn.cpp - validation + dispatch for the fused neural-network kernels
-// (softmax, leaky relu, softmax cross entropy). The math lives in the backends.
+// dezero/tensor/fused.cpp - validation + dispatch of tensor/fused.hpp: softmax, leaky
+// relu, the sigmoid and relu backward, the softmax cross entropy, the optimizer
+// updates and the host -> device copy, one backend call each.
+//
+// The math lives in the backends (cpu/, cuda/; the element formulas in
+// backend/ops.hpp); this file only checks operands, allocates the result and passes
+// raw pointers. matmul_t, declared beside these, is in linalg.cpp.
 #include "dezero/tensor/fused.hpp"
 
 #include <string>
@@ -15,7 +20,7 @@ Tensor float_input(const char* op, const Tensor& x) {
 }
 }  // namespace
 
-// --- softmax / log_softmax ---------------------------------------------------------
+// --- softmax / log_softmax -------------------------------------------------------------
 Tensor softmax(const Tensor& x0, int axis, bool log) {
   const char* op = log ? "log_softmax" : "softmax";
   Tensor x = float_input(op, x0);
@@ -29,7 +34,7 @@ Tensor softmax(const Tensor& x0, int axis, bool log) {
   return y;
 }
 
-// --- leaky relu ----------------------------------------------------------------------
+// --- leaky relu ------------------------------------------------------------------------
 namespace {
 Tensor leaky(UnaryOp opc, const char* op, const Tensor& x0, double slope) {
   Tensor x = float_input(op, x0);
@@ -41,7 +46,7 @@ Tensor leaky(UnaryOp opc, const char* op, const Tensor& x0, double slope) {
 Tensor leaky_relu(const Tensor& x, double slope) { return leaky(UnaryOp::LeakyRelu, "leaky_relu", x, slope); }
 Tensor leaky_relu_mask(const Tensor& x, double slope) { return leaky(UnaryOp::LeakyMask, "leaky_relu", x, slope); }
 
-// --- sigmoid and relu backward (steps 43 and 47's networks) -----------------------------
+// --- sigmoid and relu backward (steps 43 and 47's networks) ----------------------------
 namespace {
 // gy (op) y element by element when both have the same shape and dtype; else nothing.
 Tensor fused_grad(BinaryOp op, const char* name, const Tensor& gy, const Tensor& y) {
@@ -124,6 +129,85 @@ Tensor softmax_cross_entropy_grad(const Tensor& x, const Tensor& t, const Tensor
     backend_of(x).softmax_cross_entropy_grad(x.dtype(), x.raw_data(), static_cast<const std::int64_t*>(t.raw_data()),
                                              gy.raw_data(), gx.raw_data(), x.shape()[0], x.shape()[1]);
   return gx;
+}
+
+// --- optimizer updates -----------------------------------------------------------------
+namespace {
+void check_like(const char* op, const char* what, const Tensor& param, const Tensor& t) {
+  check_defined(op, t);
+  if (t.shape() != param.shape() || t.dtype() != param.dtype() || t.device() != param.device())
+    throw ShapeError(std::string(op) + ": " + what + " is " + describe(t) + " but the parameter is " +
+                     describe(param) + "; hint: they must match in shape, dtype and device");
+}
+
+// param -= update(grad, state) through Backend::optimizer_update; s1/s2 are the rule's
+// state tensors (nullptr when the rule has fewer).
+void optimizer_update(UpdateRule rule, Tensor& param, const Tensor& grad, Tensor* s1, Tensor* s2,
+                      const UpdateArgs& args) {
+  const char* op = "optimizer update";
+  check_defined(op, param);
+  if (!is_floating(param.dtype()))
+    throw DtypeError(std::string(op) + ": the parameter is " + describe(param) + "; hint: only float32 and float64 "
+                     "parameters can be optimised");
+  check_like(op, "the gradient", param, grad);
+  if (s1) check_like(op, "the optimizer state", param, *s1);
+  if (s2) check_like(op, "the optimizer state", param, *s2);
+  if (param.size() == 0) return;
+  backend_of(param).optimizer_update(rule, param.dtype(), param.raw_data(), grad.raw_data(),
+                                     s1 ? s1->raw_data() : nullptr, s2 ? s2->raw_data() : nullptr, param.size(),
+                                     args);
+}
+}  // namespace
+
+void sgd_update_(Tensor& param, const Tensor& grad, double lr) {
+  UpdateArgs a;
+  a.lr = lr;
+  optimizer_update(UpdateRule::SGD, param, grad, nullptr, nullptr, a);
+}
+
+void momentum_sgd_update_(Tensor& param, const Tensor& grad, Tensor& v, double lr, double momentum) {
+  UpdateArgs a;
+  a.lr = lr;
+  a.momentum = momentum;
+  optimizer_update(UpdateRule::MomentumSGD, param, grad, &v, nullptr, a);
+}
+
+void adagrad_update_(Tensor& param, const Tensor& grad, Tensor& h, double lr, double eps) {
+  UpdateArgs a;
+  a.lr = lr;
+  a.eps = eps;
+  optimizer_update(UpdateRule::AdaGrad, param, grad, &h, nullptr, a);
+}
+
+void adadelta_update_(Tensor& param, const Tensor& grad, Tensor& msg, Tensor& msdx, double rho, double eps) {
+  UpdateArgs a;
+  a.rho = rho;
+  a.eps = eps;
+  optimizer_update(UpdateRule::AdaDelta, param, grad, &msg, &msdx, a);
+}
+
+void adam_update_(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, double lr, double beta1, double beta2,
+                  double eps) {
+  UpdateArgs a;
+  a.lr = lr;
+  a.beta1 = beta1;
+  a.beta2 = beta2;
+  a.eps = eps;
+  optimizer_update(UpdateRule::Adam, param, grad, &m, &v, a);
+}
+
+void axpy_(Tensor& y, double a, const Tensor& x) {
+  // SGD's rule p -= lr * g with p = y, g = x and lr = -a is exactly y += a * x.
+  sgd_update_(y, x, -a);
+}
+
+// --- host -> device copy ---------------------------------------------------------------
+void copy_from_host_(Tensor& dst, const void* host_src, std::size_t nbytes) {
+  check_defined("copy_from_host_", dst);
+  if (nbytes != dst.nbytes())
+    throw ValueError("copy_from_host_: " + std::to_string(nbytes) + " bytes for " + describe(dst) + " (" +
+                     std::to_string(dst.nbytes()) + " bytes)");
+  if (nbytes) backend_of(dst).copy_from_host(dst.raw_data(), host_src, nbytes);
 }
 
 }  // namespace dezero::detail

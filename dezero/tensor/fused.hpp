@@ -1,22 +1,34 @@
-// tensor_nn.hpp - tensor-level neural-network kernels (internal, not installed).
+// dezero/tensor/fused.hpp - tensor-level operations that NumPy lacks (internal, not
+// installed): fused neural-network kernels, the 2-D matmul with transpose flags, and
+// the in-place optimizer updates; and one host -> device copy for data/.
 //
-// The "xp" level under functions/nn: each wrapper validates shapes, dtypes and
-// devices, then calls one fused backend primitive (backend.hpp). functions/ uses
-// these instead of touching raw pointers or backends. No autograd here.
+// The "xp" level under functions/ and optimizers/: each entry validates shapes,
+// dtypes and devices, then makes one fused backend call, so that the layers above
+// never touch raw pointers or a backend. This header includes no backend header; the
+// layers above the tensor may include it (and tensor/checks.hpp), never
+// tensor/strided.hpp or dezero/backend/. No autograd here. Defined in fused.cpp,
+// except matmul_t (linalg.cpp, next to matmul).
 #pragma once
+
+#include <cstddef>
 
 #include "dezero/tensor.hpp"
 
 namespace dezero::detail {
 
+// --- softmax and leaky relu ------------------------------------------------------------
 // softmax (or log_softmax when `log`) along `axis` (negative counts from the end).
-// Integer input is computed in float64 (NumPy's exp of ints).
+// Integer input is computed in float64 (NumPy's exp of ints). x: any shape of at
+// least 1-d; y: x's shape.
 Tensor softmax(const Tensor& x, int axis, bool log = false);
 
-// x > 0 ? x : slope * x, and its derivative mask (1 or slope) in x's dtype.
+// x > 0 ? x : slope * x, and its derivative mask (1 or slope) in x's dtype; x: any
+// shape, y: x's shape.
 Tensor leaky_relu(const Tensor& x, double slope);
 Tensor leaky_relu_mask(const Tensor& x, double slope);
 
+// --- sigmoid and relu backward ---------------------------------------------------------
+// gy, y (or x): any shapes that broadcast; gx: their broadcast shape.
 // The sigmoid's backward, gy * y * (1 - y), as one kernel when gy and y have the same
 // shape and dtype (three kernels and two temporaries otherwise); the same arithmetic
 // in the same order either way, so the bits match the unfused expression.
@@ -24,6 +36,7 @@ Tensor sigmoid_grad(const Tensor& gy, const Tensor& y);
 // The relu's backward, gy * (x > 0), likewise one kernel instead of a mask and a product.
 Tensor relu_grad(const Tensor& gy, const Tensor& x);
 
+// --- softmax cross entropy -------------------------------------------------------------
 // Labels for the softmax cross entropy: t holds N int32/int64 class ids (any
 // shape with N elements), returned as a contiguous int64 (N,) tensor on x's
 // device. On the CPU every label is checked against [0, C).
@@ -36,8 +49,41 @@ Tensor softmax_cross_entropy(const Tensor& x, const Tensor& t);
 // gx = (softmax(x) - onehot(t)) * gy / N, gy: one element read on x's device.
 Tensor softmax_cross_entropy_grad(const Tensor& x, const Tensor& t, const Tensor& gy);
 
+// --- matmul with transpose flags -------------------------------------------------------
 // 2-D matmul with transpose flags: op(a) @ op(b), op = transpose when the flag is set.
 // If bias is defined, y = op(a) @ op(b) + bias (bias broadcast over rows).
+// a: (m, k), or (k, m) when ta; b: (k, n), or (n, k) when tb; bias: (n,) or broadcastable to (m, n).
 Tensor matmul_t(const Tensor& a, const Tensor& b, bool ta, bool tb, const Tensor& bias = Tensor());
+
+// --- optimizer updates (optimizers/rules.cpp, hooks.cpp) -------------------------------
+// In place on param and its state tensors, one fused Backend::optimizer_update kernel
+// each; nothing is allocated. param, grad and the state tensors must share shape (any),
+// dtype and device (a ShapeError names the one that differs); param must be float32 or
+// float64 (DtypeError). The arithmetic per element, in the backends' order:
+
+// param -= lr * grad
+void sgd_update_(Tensor& param, const Tensor& grad, double lr);
+// v = momentum * v - lr * grad; param += v
+void momentum_sgd_update_(Tensor& param, const Tensor& grad, Tensor& v, double lr, double momentum);
+// h += grad * grad; param -= lr * grad / (sqrt(h) + eps)
+void adagrad_update_(Tensor& param, const Tensor& grad, Tensor& h, double lr, double eps);
+// msg = rho msg + (1-rho) grad^2; dx = sqrt((msdx+eps)/(msg+eps)) grad;
+// msdx = rho msdx + (1-rho) dx^2; param -= dx
+void adadelta_update_(Tensor& param, const Tensor& grad, Tensor& msg, Tensor& msdx, double rho, double eps);
+// m += (1-beta1)(grad-m); v += (1-beta2)(grad^2-v); param -= lr m / (sqrt(v) + eps),
+// lr already bias-corrected by the caller (Adam::lr()).
+void adam_update_(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, double lr, double beta1, double beta2,
+                  double eps);
+// y += a * x (same shape, dtype and device): WeightDecay's grad += rate * param, run as
+// sgd_update_(y, x, -a).
+void axpy_(Tensor& y, double a, const Tensor& x);
+
+// --- host -> device copy (data/dataloaders.cpp) ----------------------------------------
+// Copies nbytes of host memory into dst's storage through Backend::copy_from_host: on
+// a CUDA device an asynchronous copy on the current stream (host_src must stay valid
+// and unchanged until that stream has run it; pinned memory makes it truly async),
+// on the CPU a memcpy. nbytes must be dst.nbytes() (ValueError otherwise), host_src
+// holds dst's elements in dst's dtype, row-major. dst: any shape, defined.
+void copy_from_host_(Tensor& dst, const void* host_src, std::size_t nbytes);
 
 }  // namespace dezero::detail

@@ -1,4 +1,4 @@
-// tensor_index.cpp - NumPy indexing: integers, slices, Ellipsis, newaxis and
+// dezero/tensor/index.cpp - NumPy indexing: integers, slices, Ellipsis, newaxis and
 // integer arrays, and scatter_add (np.add.at) for the gradient of get_item.
 //
 // Basic indexing becomes a strided view (offset, shape, strides): a zero-copy

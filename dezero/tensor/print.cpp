@@ -1,4 +1,4 @@
-// tensor_print.cpp - NumPy's str() and repr() of arrays.
+// dezero/tensor/print.cpp - NumPy's str() and repr() of arrays.
 //
 // Floats follow NumPy's defaults (precision 8, floatmode 'maxprec'): each value
 // uses the shortest digits that round-trip, at most 8 after the point; columns are

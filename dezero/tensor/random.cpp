@@ -1,4 +1,4 @@
-// random.cpp - dezero::random: seeded random tensors.
+// dezero/tensor/random.cpp - dezero::random: seeded random tensors.
 //
 // The stream is NumPy's legacy one (np.random.seed / rand / randn / permutation),
 // so a program seeded like the book's produces the book's numbers (step 42's

@@ -1,4 +1,4 @@
-// tensor_reduce.cpp - sum / mean / max / min / argmax over any set of axes.
+// dezero/tensor/reduce.cpp - sum / mean / max / min / argmax over any set of axes.
 //
 // A reduction over a contiguous block of axes views the input as (outer, r, inner)
 // and reduces the middle; any other set of axes is first moved to the end with one

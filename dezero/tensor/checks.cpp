@@ -1,0 +1,58 @@
+// dezero/tensor/checks.cpp - the argument checks of tensor/checks.hpp.
+//
+// check_defined and check_same_device throw the ValueError / DeviceError that every
+// operation of the tensor level and above reports for an empty tensor or operands on
+// two devices; normalize_axis / normalize_axes turn NumPy's negative axes into
+// 0..ndim-1 (IndexError when out of range). No backend here: the layers above the
+// tensor (core/, functions/, utils/) use these too.
+#include "dezero/tensor/checks.hpp"
+
+#include <algorithm>
+#include <numeric>
+#include <string>
+#include <vector>
+
+namespace dezero::detail {
+
+// --- operands --------------------------------------------------------------------------
+void check_defined(const char* op, const Tensor& t) {
+  if (!t.defined())
+    throw ValueError(std::string(op) + ": the tensor holds no data (an empty Tensor/Variable was passed)");
+}
+
+void check_same_device(const char* op, const Tensor& a, const Tensor& b) {
+  check_defined(op, a);
+  check_defined(op, b);
+  if (a.device() != b.device())
+    throw DeviceError(std::string(op) + ": operands are on different devices: " + describe(a) + " on " +
+                      a.device().str() + " and " + describe(b) + " on " + b.device().str() +
+                      "; hint: move one with to(device) / to_gpu() / to_cpu()");
+}
+
+// --- axes ------------------------------------------------------------------------------
+int normalize_axis(const char* op, int axis, int ndim) {
+  int a = axis < 0 ? axis + ndim : axis;
+  if (a < 0 || a >= std::max(ndim, 0) || (ndim == 0))
+    throw IndexError(std::string(op) + ": axis " + std::to_string(axis) + " is out of bounds for an array of dimension " +
+                     std::to_string(ndim));
+  return a;
+}
+
+std::vector<int> normalize_axes(const char* op, const Axes& axes, int ndim) {
+  std::vector<int> out;
+  if (axes.is_all()) {
+    out.resize(ndim);
+    std::iota(out.begin(), out.end(), 0);
+    return out;
+  }
+  for (int a : axes.list()) {
+    int n = normalize_axis(op, a, ndim);
+    if (std::find(out.begin(), out.end(), n) != out.end())
+      throw ValueError(std::string(op) + ": duplicate value in axis " + axes.str());
+    out.push_back(n);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace dezero::detail

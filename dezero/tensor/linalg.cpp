@@ -1,0 +1,113 @@
+// dezero/tensor/linalg.cpp - matrix products: matmul and dot (tensor.hpp), and
+// matmul_t (tensor/fused.hpp), the 2-D product with transpose flags and a bias that
+// F::matmul and F::linear (functions/linalg.cpp) use, forward and backward, instead
+// of transposing copies.
+//
+// Both promote the operands to one dtype and make one Backend::gemm call with
+// alpha 1 and leading dimensions of the contiguous operands; matmul turns 1-D
+// operands into a row / a column and runs a batch of matrices (broadcast batch axes
+// materialised unless an operand is a single matrix, which gets batch stride 0).
+// matmul_t with a bias (n,) tries Backend::gemm_bias first, else broadcasts the bias
+// into y and accumulates into it (beta 1).
+#include "dezero/tensor.hpp"
+
+#include <string>
+
+#include "dezero/tensor/fused.hpp"
+#include "dezero/tensor/strided.hpp"
+
+namespace dezero {
+
+using detail::backend_of;
+
+// --- matmul: np.matmul / np.dot --------------------------------------------------------
+// a0: (..., m, k) or (k,), b0: (..., k, n) or (k,) -> (batch..., m, n), the 1-D axes dropped.
+Tensor matmul(const Tensor& a0, const Tensor& b0) {
+  detail::check_same_device("matmul", a0, b0);
+  if (a0.ndim() == 0 || b0.ndim() == 0)
+    throw ShapeError("matmul: operands must be at least 1-d, got shapes " + a0.shape().str() + " and " +
+                     b0.shape().str() + "; hint: use * for scalars");
+  DType dt = promote_types(a0.dtype(), b0.dtype());
+  Tensor a = a0.dtype() == dt ? a0 : a0.astype(dt);
+  Tensor b = b0.dtype() == dt ? b0 : b0.astype(dt);
+  bool a1 = a.ndim() == 1, b1 = b.ndim() == 1;
+  if (a1) a = a.reshape(Shape{1, a.shape()[0]});
+  if (b1) b = b.reshape(Shape{b.shape()[0], 1});
+  std::int64_t m = a.shape()[a.ndim() - 2], k = a.shape()[a.ndim() - 1];
+  std::int64_t k2 = b.shape()[b.ndim() - 2], n = b.shape()[b.ndim() - 1];
+  if (k != k2)
+    throw ShapeError("matmul: shapes " + a0.shape().str() + " and " + b0.shape().str() + " are not aligned: " +
+                     std::to_string(k) + " (dim " + std::to_string(a0.ndim() - 1) + ") != " + std::to_string(k2) +
+                     " (dim " + std::to_string(b1 ? 0 : b0.ndim() - 2) + ")");
+  Shape ba(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
+  Shape batch = broadcast_shapes(ba, bb, "matmul");
+  std::int64_t nb = batch.numel();
+  // Materialise broadcast batches unless an operand is a single matrix (stride 0).
+  std::int64_t sa = m * k, sb = k * n;
+  if (ba != batch) {
+    if (ba.numel() == 1) sa = 0;
+    else { Shape t = batch; t.push_back(m); t.push_back(k); a = broadcast_to(a, t); }
+  }
+  if (bb != batch) {
+    if (bb.numel() == 1) sb = 0;
+    else { Shape t = batch; t.push_back(k); t.push_back(n); b = broadcast_to(b, t); }
+  }
+  Shape out = batch;
+  if (!a1) out.push_back(m);
+  if (!b1) out.push_back(n);
+  Tensor y = Tensor::empty(out, dt, a.device());
+  if (y.size() == 0) return y;
+  if (k == 0) { y.fill_(0); return y; }
+  backend_of(a).gemm(dt, false, false, m, n, k, 1.0, a.raw_data(), k, sa, b.raw_data(), n, sb, 0.0, y.raw_data(), n,
+                     m * n, nb);
+  return y;
+}
+Tensor dot(const Tensor& a, const Tensor& b) { return matmul(a, b); }
+
+}  // namespace dezero
+
+namespace dezero::detail {
+
+// --- matmul_t: op(a) @ op(b) (+ bias), 2-D ---------------------------------------------
+// a0: (m, k), or (k, m) when ta; b0: (k, n), or (n, k) when tb; bias: undefined, or any
+// shape that broadcasts to (m, n) -> y: (m, n).
+Tensor matmul_t(const Tensor& a0, const Tensor& b0, bool ta, bool tb, const Tensor& bias) {
+  check_same_device("matmul", a0, b0);
+  if (a0.ndim() != 2 || b0.ndim() != 2)
+    throw ShapeError("matmul: expected 2-d operands, got " + a0.shape().str() + " and " + b0.shape().str());
+  DType dt = promote_types(a0.dtype(), b0.dtype());
+  Tensor a = a0.dtype() == dt ? a0 : a0.astype(dt);
+  Tensor b = b0.dtype() == dt ? b0 : b0.astype(dt);
+  std::int64_t m = ta ? a.shape()[1] : a.shape()[0], k = ta ? a.shape()[0] : a.shape()[1];
+  std::int64_t k2 = tb ? b.shape()[1] : b.shape()[0], n = tb ? b.shape()[0] : b.shape()[1];
+  if (k != k2)
+    throw ShapeError("matmul: shapes " + a0.shape().str() + (ta ? "^T" : "") + " and " + b0.shape().str() +
+                     (tb ? "^T" : "") + " are not aligned: " + std::to_string(k) + " != " + std::to_string(k2));
+  Tensor y;
+  double beta = 0.0;
+  if (bias.defined()) {
+    check_same_device("linear", a0, bias);
+    Tensor bb = bias.dtype() == dt ? bias : bias.astype(dt);
+    if (bb.ndim() == 1 && bb.size() == n && k > 0 && m > 0) {  // a row per output feature: fused if possible
+      y = Tensor::empty(Shape{m, n}, dt, a.device());
+      if (backend_of(a).gemm_bias(dt, ta, tb, m, n, k, a.raw_data(), a.shape()[1], b.raw_data(), b.shape()[1],
+                                  bb.raw_data(), y.raw_data(), n))
+        return y;
+    }
+    y = broadcast_to(bb, Shape{m, n});
+    if (y.is_same(bb)) y = y.copy();
+    beta = 1.0;
+  } else {
+    y = Tensor::empty(Shape{m, n}, dt, a.device());
+  }
+  if (y.size() == 0) return y;
+  if (k == 0) {
+    if (!bias.defined()) y.fill_(0);
+    return y;
+  }
+  backend_of(a).gemm(dt, ta, tb, m, n, k, 1.0, a.raw_data(), a.shape()[1], 0, b.raw_data(), b.shape()[1], 0, beta,
+                     y.raw_data(), n, 0, 1);
+  return y;
+}
+
+}  // namespace dezero::detail
