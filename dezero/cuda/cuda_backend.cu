@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "dezero/backend/backend.hpp"
+#include "dezero/backend/dispatch.hpp"
 #include "dezero/cuda/detail/common.hpp"
 #include "dezero/backend/ops.hpp"
 #include "dezero/backend/generator.hpp"
@@ -39,16 +40,8 @@ unsigned blocks_for(i64 n, int block = kBlock) {
   return static_cast<unsigned>(std::max<i64>(1, std::min<i64>(b, i64(1) << 20)));  // grid-stride loops do the rest
 }
 
-#define DZ_GRID_LOOP(i, n) \
+#define DEZERO_GRID_LOOP(i, n) \
   for (i64 i = static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); i += static_cast<i64>(blockDim.x) * gridDim.x)
-
-#define DZ_DISPATCH(DT, T, ...)                                              \
-  switch (DT) {                                                              \
-    case ::dezero::DType::Float32: { using T = float; __VA_ARGS__; break; }        \
-    case ::dezero::DType::Float64: { using T = double; __VA_ARGS__; break; }       \
-    case ::dezero::DType::Int32: { using T = std::int32_t; __VA_ARGS__; break; }   \
-    case ::dezero::DType::Int64: { using T = std::int64_t; __VA_ARGS__; break; }   \
-  }
 
 // --- strided views: K views sharing the iteration shape of view 0 --------------------
 template <int K>
@@ -96,16 +89,16 @@ __device__ __forceinline__ void atomic_add(std::int64_t* p, std::int64_t v) {
 // --- reductions: identity, combine (NaN propagates for max/min), warp and block ----------
 template <class T>
 __host__ __device__ __forceinline__ T red_identity(ReduceOp op);
-#define DZ_IDENTITY(T, LO, HI)                                                         \
+#define DEZERO_IDENTITY(T, LO, HI)                                                     \
   template <>                                                                          \
   __host__ __device__ __forceinline__ T red_identity<T>(ReduceOp op) {                 \
     return op == ReduceOp::Sum ? T(0) : (op == ReduceOp::Max ? T(LO) : T(HI));         \
   }
-DZ_IDENTITY(float, -FLT_MAX, FLT_MAX)
-DZ_IDENTITY(double, -DBL_MAX, DBL_MAX)
-DZ_IDENTITY(std::int32_t, INT_MIN, INT_MAX)
-DZ_IDENTITY(std::int64_t, LLONG_MIN, LLONG_MAX)
-#undef DZ_IDENTITY
+DEZERO_IDENTITY(float, -FLT_MAX, FLT_MAX)
+DEZERO_IDENTITY(double, -DBL_MAX, DBL_MAX)
+DEZERO_IDENTITY(std::int32_t, INT_MIN, INT_MAX)
+DEZERO_IDENTITY(std::int64_t, LLONG_MIN, LLONG_MAX)
+#undef DEZERO_IDENTITY
 
 template <class T>
 __device__ __forceinline__ bool is_nan(T v) { return false; }
@@ -160,23 +153,23 @@ __device__ T block_allreduce(ReduceOp op, T v) {
 
 template <class T>
 __global__ void fill_kernel(T* p, i64 n, T v) {
-  DZ_GRID_LOOP(i, n) p[i] = v;
+  DEZERO_GRID_LOOP(i, n) p[i] = v;
 }
 
 template <class S, class D>
 __global__ void cast_kernel(const S* x, D* y, i64 n) {
-  DZ_GRID_LOOP(i, n) y[i] = static_cast<D>(x[i]);
+  DEZERO_GRID_LOOP(i, n) y[i] = static_cast<D>(x[i]);
 }
 
 template <class T>
 __global__ void unary_kernel(UnaryOp op, const T* x, T* y, i64 n, T a) {
-  DZ_GRID_LOOP(i, n) y[i] = kernels::unary_apply<T>(op, x[i], a);
+  DEZERO_GRID_LOOP(i, n) y[i] = kernels::unary_apply<T>(op, x[i], a);
 }
 
 // mode 0: a[i], b[i]; 1: a[i], b[0]; 2: a[0], b[i]; 3: general strided views (y, a, b).
 template <class T>
 __global__ void binary_kernel(BinaryOp op, int mode, const T* a, const T* b, T* y, i64 n, Views<3> v) {
-  DZ_GRID_LOOP(i, n) {
+  DEZERO_GRID_LOOP(i, n) {
     T x, z;
     i64 oy = i;
     if (mode == 0) {
@@ -201,7 +194,7 @@ __global__ void binary_kernel(BinaryOp op, int mode, const T* a, const T* b, T* 
 
 template <class T>
 __global__ void where_kernel(const T* c, const T* a, const T* b, T* y, i64 n, Views<4> v) {
-  DZ_GRID_LOOP(i, n) {
+  DEZERO_GRID_LOOP(i, n) {
     i64 off[4];
     view_offsets(v, i, off);
     y[off[0]] = c[off[1]] != T(0) ? a[off[2]] : b[off[3]];
@@ -211,7 +204,7 @@ __global__ void where_kernel(const T* c, const T* a, const T* b, T* y, i64 n, Vi
 // views: (dst, src)
 template <class T>
 __global__ void copy_strided_kernel(const T* src, T* dst, i64 n, Views<2> v, bool accumulate) {
-  DZ_GRID_LOOP(i, n) {
+  DEZERO_GRID_LOOP(i, n) {
     i64 off[2];
     view_offsets(v, i, off);
     if (accumulate) atomic_add(dst + off[0], src[off[1]]);
@@ -254,7 +247,7 @@ __global__ void reduce_cols_kernel(ReduceOp op, const T* x, T* y, i64 outer, i64
                                    int splits) {
   int s = blockIdx.y;
   i64 begin = s * chunk, end = begin + chunk < r ? begin + chunk : r;
-  DZ_GRID_LOOP(t, outer * inner) {
+  DEZERO_GRID_LOOP(t, outer * inner) {
     i64 o = t / inner, j = t - o * inner;
     const T* p = x + o * r * inner + j;
     T acc = red_identity<T>(op);
@@ -265,7 +258,7 @@ __global__ void reduce_cols_kernel(ReduceOp op, const T* x, T* y, i64 outer, i64
 
 template <class T>
 __global__ void arg_reduce_kernel(ArgReduceOp op, const T* x, i64* y, i64 outer, i64 r, i64 inner) {
-  DZ_GRID_LOOP(t, outer * inner) {
+  DEZERO_GRID_LOOP(t, outer * inner) {
     i64 o = t / inner, j = t - o * inner;
     const T* p = x + o * r * inner + j;
     i64 best = 0;
@@ -285,7 +278,7 @@ __global__ void arg_reduce_kernel(ArgReduceOp op, const T* x, i64* y, i64 outer,
 template <class T>
 __global__ void gemm_naive_kernel(bool ta, bool tb, i64 m, i64 n, i64 k, T alpha, const T* a, i64 lda, i64 sa,
                                   const T* b, i64 ldb, i64 sb, T beta, T* c, i64 ldc, i64 sc, i64 batch) {
-  DZ_GRID_LOOP(t, batch * m * n) {
+  DEZERO_GRID_LOOP(t, batch * m * n) {
     i64 bi = t / (m * n), rem = t - bi * m * n, i = rem / n, j = rem - i * n;
     const T* A = a + bi * sa;
     const T* B = b + bi * sb;
@@ -298,17 +291,17 @@ __global__ void gemm_naive_kernel(bool ta, bool tb, i64 m, i64 n, i64 k, T alpha
 
 template <class T>
 __global__ void gather_kernel(const T* s, const i64* off, T* d, i64 n) {
-  DZ_GRID_LOOP(i, n) d[i] = s[off[i]];
+  DEZERO_GRID_LOOP(i, n) d[i] = s[off[i]];
 }
 
 template <class T>
 __global__ void scatter_add_kernel(const T* s, const i64* off, T* d, i64 n) {
-  DZ_GRID_LOOP(i, n) atomic_add(d + off[i], s[i]);
+  DEZERO_GRID_LOOP(i, n) atomic_add(d + off[i], s[i]);
 }
 
 template <class T>
 __global__ void gather_rows_kernel(const T* s, const i64* idx, T* d, i64 rows, i64 cols) {
-  DZ_GRID_LOOP(t, rows * cols) {
+  DEZERO_GRID_LOOP(t, rows * cols) {
     i64 i = t / cols, c = t - i * cols;
     d[t] = s[idx[i] * cols + c];
   }
@@ -328,7 +321,7 @@ __device__ __forceinline__ T warp_row_sumexp(const T* p, i64 c, T mx, int lane) 
   return warp_allreduce(ReduceOp::Sum, s);
 }
 
-#define DZ_WARP_ROWS(row, rows)                                                      \
+#define DEZERO_WARP_ROWS(row, rows)                                                  \
   int lane = threadIdx.x & 31;                                                       \
   i64 warp0 = (static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;        \
   i64 nwarps = (static_cast<i64>(gridDim.x) * blockDim.x) >> 5;                      \
@@ -337,7 +330,7 @@ __device__ __forceinline__ T warp_row_sumexp(const T* p, i64 c, T mx, int lane) 
 // softmax over rows of c contiguous elements (inner == 1): one warp per row.
 template <class T>
 __global__ void softmax_rows_kernel(const T* x, T* y, i64 rows, i64 c, bool log_) {
-  DZ_WARP_ROWS(row, rows) {
+  DEZERO_WARP_ROWS(row, rows) {
     const T* p = x + row * c;
     T* q = y + row * c;
     T mx = warp_row_max(p, c, lane);
@@ -355,7 +348,7 @@ __global__ void softmax_rows_kernel(const T* x, T* y, i64 rows, i64 c, bool log_
 // softmax over the middle axis of (outer, c, inner), inner > 1: one thread per (o, j).
 template <class T>
 __global__ void softmax_cols_kernel(const T* x, T* y, i64 outer, i64 c, i64 inner, bool log_) {
-  DZ_GRID_LOOP(t, outer * inner) {
+  DEZERO_GRID_LOOP(t, outer * inner) {
     i64 o = t / inner, j = t - o * inner;
     const T* p = x + o * c * inner + j;
     T* q = y + o * c * inner + j;
@@ -376,7 +369,7 @@ __global__ void softmax_cols_kernel(const T* x, T* y, i64 outer, i64 c, i64 inne
 // Per-row loss logsumexp(x_i) - x_i[t_i], in double (NaN for a label out of range).
 template <class T>
 __global__ void sce_rows_kernel(const T* x, const i64* t, double* row_loss, i64 n, i64 c) {
-  DZ_WARP_ROWS(row, n) {
+  DEZERO_WARP_ROWS(row, n) {
     const T* p = x + row * c;
     T mx = warp_row_max(p, c, lane);
     T s = warp_row_sumexp(p, c, mx, lane);
@@ -401,7 +394,7 @@ __global__ void sce_mean_kernel(const double* row_loss, T* loss, i64 n) {
 template <class T>
 __global__ void sce_grad_kernel(const T* x, const i64* t, const T* gy, T* gx, i64 n, i64 c) {
   T scale = gy[0] / static_cast<T>(n);
-  DZ_WARP_ROWS(row, n) {
+  DEZERO_WARP_ROWS(row, n) {
     const T* p = x + row * c;
     T* q = gx + row * c;
     T mx = warp_row_max(p, c, lane);
@@ -414,7 +407,7 @@ __global__ void sce_grad_kernel(const T* x, const i64* t, const T* gy, T* gx, i6
 
 template <class T>
 __global__ void update_kernel(UpdateRule rule, T* p, const T* g, T* s1, T* s2, i64 n, UpdateArgs args) {
-  DZ_GRID_LOOP(i, n) kernels::update_apply<T>(rule, p[i], g[i], s1 ? s1 + i : nullptr, s2 ? s2 + i : nullptr, args);
+  DEZERO_GRID_LOOP(i, n) kernels::update_apply<T>(rule, p[i], g[i], s1 ? s1 + i : nullptr, s2 ? s2 + i : nullptr, args);
 }
 
 // ==========================================================================================
@@ -422,11 +415,11 @@ __global__ void update_kernel(UpdateRule rule, T* p, const T* g, T* s1, T* s2, i
 // ==========================================================================================
 
 // Launch helper: n elements, grid-stride kernels.
-#define DZ_LAUNCH(kernel, n, stream, ...)                                              \
+#define DEZERO_LAUNCH(kernel, n, stream, ...)                                          \
   do {                                                                                 \
     if ((n) > 0) {                                                                     \
-      kernel<<<blocks_for(n), kBlock, 0, stream>>>(__VA_ARGS__);                        \
-      DZ_CUDA_CHECK_LAUNCH();                                                          \
+      kernel<<<blocks_for(n), kBlock, 0, stream>>>(__VA_ARGS__);                       \
+      DEZERO_CUDA_CHECK_LAUNCH();                                                      \
     }                                                                                  \
   } while (0)
 
@@ -447,51 +440,51 @@ class CudaBackend final : public Backend {
   void copy_from_host(void* dst, const void* src, std::size_t n) override {
     if (!n) return;
     cd::ScopedDevice g(id_);
-    DZ_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, stream()));
+    DEZERO_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, stream()));
   }
   // The one place (with synchronize) that waits: the caller reads the values next.
   void copy_to_host(void* dst, const void* src, std::size_t n) override {
     if (!n) return;
     cd::ScopedDevice g(id_);
     cudaStream_t s = stream();
-    DZ_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, s));
-    DZ_CUDA_CHECK(cudaStreamSynchronize(s));
+    DEZERO_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, s));
+    DEZERO_CUDA_CHECK(cudaStreamSynchronize(s));
   }
   void copy(void* dst, const void* src, std::size_t n) override {
     if (!n || dst == src) return;
     cd::ScopedDevice g(id_);
-    DZ_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, stream()));
+    DEZERO_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, stream()));
   }
   void fill(DType dt, void* dst, std::int64_t n, double value) override {
     if (n <= 0) return;
     cd::ScopedDevice g(id_);
     if (value == 0.0 && !std::signbit(value)) {  // all-zero bits for every dtype
-      DZ_CUDA_CHECK(cudaMemsetAsync(dst, 0, static_cast<std::size_t>(n) * dtype_size(dt), stream()));
+      DEZERO_CUDA_CHECK(cudaMemsetAsync(dst, 0, static_cast<std::size_t>(n) * dtype_size(dt), stream()));
       return;
     }
-    DZ_DISPATCH(dt, T, DZ_LAUNCH(fill_kernel<T>, n, stream(), static_cast<T*>(dst), n, static_cast<T>(value)))
+    DEZERO_DISPATCH(dt, T, DEZERO_LAUNCH(fill_kernel<T>, n, stream(), static_cast<T*>(dst), n, static_cast<T>(value)))
   }
   void synchronize() override {
     cd::ScopedDevice g(id_);
-    DZ_CUDA_CHECK(cudaDeviceSynchronize());
+    DEZERO_CUDA_CHECK(cudaDeviceSynchronize());
   }
 
   // --- element-wise -------------------------------------------------------------------------
   void cast(DType from, const void* x, DType to, void* y, std::int64_t n) override {
     cd::ScopedDevice g(id_);
     cudaStream_t s = stream();
-    DZ_DISPATCH(from, S, {
-      DZ_DISPATCH(to, D, {
+    DEZERO_DISPATCH(from, S, {
+      DEZERO_DISPATCH(to, D, {
         auto kfn = cast_kernel<S, D>;
-        DZ_LAUNCH(kfn, n, s, static_cast<const S*>(x), static_cast<D*>(y), n);
+        DEZERO_LAUNCH(kfn, n, s, static_cast<const S*>(x), static_cast<D*>(y), n);
       })
     })
   }
 
   void unary(UnaryOp op, DType dt, const void* x, void* y, std::int64_t n, double alpha) override {
     cd::ScopedDevice g(id_);
-    DZ_DISPATCH(dt, T,
-                DZ_LAUNCH(unary_kernel<T>, n, stream(), op, static_cast<const T*>(x), static_cast<T*>(y), n,
+    DEZERO_DISPATCH(dt, T,
+                DEZERO_LAUNCH(unary_kernel<T>, n, stream(), op, static_cast<const T*>(x), static_cast<T*>(y), n,
                           static_cast<T>(alpha)))
   }
 
@@ -511,8 +504,8 @@ class CudaBackend final : public Backend {
     }
     const Strided* v[3] = {&out, &sa, &sb};
     Views<3> views = make_views<3>(v);
-    DZ_DISPATCH(dt, T,
-                DZ_LAUNCH(binary_kernel<T>, n, stream(), op, mode, static_cast<const T*>(a),
+    DEZERO_DISPATCH(dt, T,
+                DEZERO_LAUNCH(binary_kernel<T>, n, stream(), op, mode, static_cast<const T*>(a),
                           static_cast<const T*>(b), static_cast<T*>(y), n, views))
   }
 
@@ -522,8 +515,8 @@ class CudaBackend final : public Backend {
     i64 n = out.numel();
     const Strided* v[4] = {&out, &sc, &sa, &sb};
     Views<4> views = make_views<4>(v);
-    DZ_DISPATCH(dt, T,
-                DZ_LAUNCH(where_kernel<T>, n, stream(), static_cast<const T*>(cond), static_cast<const T*>(a),
+    DEZERO_DISPATCH(dt, T,
+                DEZERO_LAUNCH(where_kernel<T>, n, stream(), static_cast<const T*>(cond), static_cast<const T*>(a),
                           static_cast<const T*>(b), static_cast<T*>(y), n, views))
   }
 
@@ -533,8 +526,8 @@ class CudaBackend final : public Backend {
     i64 n = d.numel();
     const Strided* v[2] = {&d, &s};
     Views<2> views = make_views<2>(v);
-    DZ_DISPATCH(dt, T,
-                DZ_LAUNCH(copy_strided_kernel<T>, n, stream(), static_cast<const T*>(src), static_cast<T*>(dst), n,
+    DEZERO_DISPATCH(dt, T,
+                DEZERO_LAUNCH(copy_strided_kernel<T>, n, stream(), static_cast<const T*>(src), static_cast<T*>(dst), n,
                           views, accumulate))
   }
 
@@ -542,15 +535,15 @@ class CudaBackend final : public Backend {
   void reduce(ReduceOp op, DType dt, const void* x, void* y, std::int64_t outer, std::int64_t r,
               std::int64_t inner) override {
     cd::ScopedDevice g(id_);
-    DZ_DISPATCH(dt, T, reduce_typed<T>(op, static_cast<const T*>(x), static_cast<T*>(y), outer, r, inner))
+    DEZERO_DISPATCH(dt, T, reduce_typed<T>(op, static_cast<const T*>(x), static_cast<T*>(y), outer, r, inner))
   }
   void arg_reduce(ArgReduceOp op, DType dt, const void* x, std::int64_t* y, std::int64_t outer, std::int64_t r,
                   std::int64_t inner) override {
     cd::ScopedDevice g(id_);
     i64 n = outer * inner;
     if (r <= 0) return;
-    DZ_DISPATCH(dt, T,
-                DZ_LAUNCH(arg_reduce_kernel<T>, n, stream(), op, static_cast<const T*>(x), y, outer, r, inner))
+    DEZERO_DISPATCH(dt, T,
+                DEZERO_LAUNCH(arg_reduce_kernel<T>, n, stream(), op, static_cast<const T*>(x), y, outer, r, inner))
   }
 
   // --- GEMM -----------------------------------------------------------------------------------
@@ -565,7 +558,7 @@ class CudaBackend final : public Backend {
     if (is_integer(dt)) {
       auto run = [&](auto* tag) {
         using T = std::remove_pointer_t<decltype(tag)>;
-        DZ_LAUNCH(gemm_naive_kernel<T>, batch * m * n, s, ta, tb, m, n, k, static_cast<T>(alpha),
+        DEZERO_LAUNCH(gemm_naive_kernel<T>, batch * m * n, s, ta, tb, m, n, k, static_cast<T>(alpha),
                   static_cast<const T*>(a), lda, stride_a, static_cast<const T*>(b), ldb, stride_b,
                   static_cast<T>(beta), static_cast<T*>(c), ldc, stride_c, batch);
       };
@@ -583,11 +576,11 @@ class CudaBackend final : public Backend {
     cublasHandle_t h = cd::cublas_handle(id_, s);
     if (dt == float32) {
       float al = static_cast<float>(alpha), be = static_cast<float>(beta);
-      DZ_CUBLAS_CHECK(cublasSgemmStridedBatched(h, opb, opa, int(n), int(m), int(k), &al, static_cast<const float*>(b),
+      DEZERO_CUBLAS_CHECK(cublasSgemmStridedBatched(h, opb, opa, int(n), int(m), int(k), &al, static_cast<const float*>(b),
                                                 int(ldb), stride_b, static_cast<const float*>(a), int(lda), stride_a,
                                                 &be, static_cast<float*>(c), int(ldc), stride_c, int(batch)));
     } else {
-      DZ_CUBLAS_CHECK(cublasDgemmStridedBatched(h, opb, opa, int(n), int(m), int(k), &alpha,
+      DEZERO_CUBLAS_CHECK(cublasDgemmStridedBatched(h, opb, opa, int(n), int(m), int(k), &alpha,
                                                 static_cast<const double*>(b), int(ldb), stride_b,
                                                 static_cast<const double*>(a), int(lda), stride_a, &beta,
                                                 static_cast<double*>(c), int(ldc), stride_c, int(batch)));
@@ -597,20 +590,20 @@ class CudaBackend final : public Backend {
   // --- indexing -------------------------------------------------------------------------------
   void gather(DType dt, const void* src, const std::int64_t* off, void* dst, std::int64_t n) override {
     cd::ScopedDevice g(id_);
-    DZ_DISPATCH(dt, T,
-                DZ_LAUNCH(gather_kernel<T>, n, stream(), static_cast<const T*>(src), off, static_cast<T*>(dst), n))
+    DEZERO_DISPATCH(dt, T,
+                DEZERO_LAUNCH(gather_kernel<T>, n, stream(), static_cast<const T*>(src), off, static_cast<T*>(dst), n))
   }
   void scatter_add(DType dt, const void* src, const std::int64_t* off, void* dst, std::int64_t n) override {
     cd::ScopedDevice g(id_);
-    DZ_DISPATCH(dt, T,
-                DZ_LAUNCH(scatter_add_kernel<T>, n, stream(), static_cast<const T*>(src), off, static_cast<T*>(dst), n))
+    DEZERO_DISPATCH(dt, T,
+                DEZERO_LAUNCH(scatter_add_kernel<T>, n, stream(), static_cast<const T*>(src), off, static_cast<T*>(dst), n))
   }
   void gather_rows(DType dt, const void* src, const std::int64_t* idx, void* dst, std::int64_t rows,
                    std::int64_t cols) override {
     cd::ScopedDevice g(id_);
     i64 n = rows * cols;
-    DZ_DISPATCH(dt, T,
-                DZ_LAUNCH(gather_rows_kernel<T>, n, stream(), static_cast<const T*>(src), idx, static_cast<T*>(dst),
+    DEZERO_DISPATCH(dt, T,
+                DEZERO_LAUNCH(gather_rows_kernel<T>, n, stream(), static_cast<const T*>(src), idx, static_cast<T*>(dst),
                           rows, cols))
   }
 
@@ -625,9 +618,9 @@ class CudaBackend final : public Backend {
       if (inner == 1) {
         softmax_rows_kernel<T><<<warp_blocks_for(outer), kBlock, 0, s>>>(static_cast<const T*>(x), static_cast<T*>(y),
                                                                          outer, c, log_);
-        DZ_CUDA_CHECK_LAUNCH();
+        DEZERO_CUDA_CHECK_LAUNCH();
       } else {
-        DZ_LAUNCH(softmax_cols_kernel<T>, outer * inner, s, static_cast<const T*>(x), static_cast<T*>(y), outer, c,
+        DEZERO_LAUNCH(softmax_cols_kernel<T>, outer * inner, s, static_cast<const T*>(x), static_cast<T*>(y), outer, c,
                   inner, log_);
       }
     };
@@ -644,9 +637,9 @@ class CudaBackend final : public Backend {
     auto run = [&](auto* tag) {
       using T = std::remove_pointer_t<decltype(tag)>;
       sce_rows_kernel<T><<<warp_blocks_for(n), kBlock, 0, s>>>(static_cast<const T*>(x), t, rows.as<double>(), n, c);
-      DZ_CUDA_CHECK_LAUNCH();
+      DEZERO_CUDA_CHECK_LAUNCH();
       sce_mean_kernel<T><<<1, 1024, 0, s>>>(rows.as<double>(), static_cast<T*>(loss), n);
-      DZ_CUDA_CHECK_LAUNCH();
+      DEZERO_CUDA_CHECK_LAUNCH();
     };
     if (dt == float32) run(static_cast<float*>(nullptr));
     else run(static_cast<double*>(nullptr));
@@ -661,7 +654,7 @@ class CudaBackend final : public Backend {
       using T = std::remove_pointer_t<decltype(tag)>;
       sce_grad_kernel<T><<<warp_blocks_for(n), kBlock, 0, s>>>(static_cast<const T*>(x), t, static_cast<const T*>(gy),
                                                                static_cast<T*>(gx), n, c);
-      DZ_CUDA_CHECK_LAUNCH();
+      DEZERO_CUDA_CHECK_LAUNCH();
     };
     if (dt == float32) run(static_cast<float*>(nullptr));
     else run(static_cast<double*>(nullptr));
@@ -672,10 +665,10 @@ class CudaBackend final : public Backend {
     cd::ScopedDevice g(id_);
     cudaStream_t s = stream();
     if (dt == float32)
-      DZ_LAUNCH(update_kernel<float>, n, s, rule, static_cast<float*>(param), static_cast<const float*>(grad),
+      DEZERO_LAUNCH(update_kernel<float>, n, s, rule, static_cast<float*>(param), static_cast<const float*>(grad),
                 static_cast<float*>(s1), static_cast<float*>(s2), n, args);
     else
-      DZ_LAUNCH(update_kernel<double>, n, s, rule, static_cast<double*>(param), static_cast<const double*>(grad),
+      DEZERO_LAUNCH(update_kernel<double>, n, s, rule, static_cast<double*>(param), static_cast<const double*>(grad),
                 static_cast<double*>(s1), static_cast<double*>(s2), n, args);
   }
 
@@ -691,7 +684,7 @@ class CudaBackend final : public Backend {
     if (outer <= 0 || inner <= 0) return;
     cudaStream_t s = stream();
     if (r <= 0) {
-      DZ_LAUNCH(fill_kernel<T>, outer * inner, s, y, outer * inner, red_identity<T>(op));
+      DEZERO_LAUNCH(fill_kernel<T>, outer * inner, s, y, outer * inner, red_identity<T>(op));
       return;
     }
     i64 sms = cd::sm_count(id_);
@@ -702,7 +695,7 @@ class CudaBackend final : public Backend {
         splits = static_cast<int>(std::min<i64>({(want + outer - 1) / outer, (r + 4095) / 4096, 1024}));
       if (splits == 1 && r <= 512) {
         reduce_rows_warp_kernel<T><<<warp_blocks_for(outer), kBlock, 0, s>>>(op, x, y, outer, r);
-        DZ_CUDA_CHECK_LAUNCH();
+        DEZERO_CUDA_CHECK_LAUNCH();
         return;
       }
       i64 chunk = (r + splits - 1) / splits;
@@ -710,12 +703,12 @@ class CudaBackend final : public Backend {
       dim3 grid(static_cast<unsigned>(std::min<i64>(outer, 65535)), static_cast<unsigned>(splits));
       if (splits == 1) {
         reduce_rows_kernel<T><<<grid, kBlock, 0, s>>>(op, x, y, outer, r, chunk, 1);
-        DZ_CUDA_CHECK_LAUNCH();
+        DEZERO_CUDA_CHECK_LAUNCH();
         return;
       }
       cd::DeviceBuffer part(id_, static_cast<std::size_t>(outer * splits) * sizeof(T), s);
       reduce_rows_kernel<T><<<grid, kBlock, 0, s>>>(op, x, part.as<T>(), outer, r, chunk, splits);
-      DZ_CUDA_CHECK_LAUNCH();
+      DEZERO_CUDA_CHECK_LAUNCH();
       reduce_typed<T>(op, part.as<T>(), y, outer, splits, 1);
       return;
     }
@@ -728,12 +721,12 @@ class CudaBackend final : public Backend {
     dim3 grid(blocks_for(threads), static_cast<unsigned>(splits));
     if (splits == 1) {
       reduce_cols_kernel<T><<<grid, kBlock, 0, s>>>(op, x, y, outer, r, inner, chunk, 1);
-      DZ_CUDA_CHECK_LAUNCH();
+      DEZERO_CUDA_CHECK_LAUNCH();
       return;
     }
     cd::DeviceBuffer part(id_, static_cast<std::size_t>(outer * splits * inner) * sizeof(T), s);
     reduce_cols_kernel<T><<<grid, kBlock, 0, s>>>(op, x, part.as<T>(), outer, r, inner, chunk, splits);
-    DZ_CUDA_CHECK_LAUNCH();
+    DEZERO_CUDA_CHECK_LAUNCH();
     reduce_typed<T>(op, part.as<T>(), y, outer, splits, inner);
   }
 
@@ -765,18 +758,18 @@ class CudaBackend final : public Backend {
     {
       std::lock_guard<std::mutex> lock(cd::library_mutex(id_));
       curandGenerator_t gen = cd::curand_generator(id_, s);
-      DZ_CURAND_CHECK(curandSetPseudoRandomGeneratorSeed(gen, seed));
-      DZ_CURAND_CHECK(curandSetGeneratorOffset(gen, 0));
+      DEZERO_CURAND_CHECK(curandSetPseudoRandomGeneratorSeed(gen, seed));
+      DEZERO_CURAND_CHECK(curandSetGeneratorOffset(gen, 0));
       std::size_t count = static_cast<std::size_t>(m);
       if (dt == float32) {
-        if (normal) DZ_CURAND_CHECK(curandGenerateNormal(gen, static_cast<float*>(out), count, 0.0f, 1.0f));
-        else DZ_CURAND_CHECK(curandGenerateUniform(gen, static_cast<float*>(out), count));
+        if (normal) DEZERO_CURAND_CHECK(curandGenerateNormal(gen, static_cast<float*>(out), count, 0.0f, 1.0f));
+        else DEZERO_CURAND_CHECK(curandGenerateUniform(gen, static_cast<float*>(out), count));
       } else {
-        if (normal) DZ_CURAND_CHECK(curandGenerateNormalDouble(gen, static_cast<double*>(out), count, 0.0, 1.0));
-        else DZ_CURAND_CHECK(curandGenerateUniformDouble(gen, static_cast<double*>(out), count));
+        if (normal) DEZERO_CURAND_CHECK(curandGenerateNormalDouble(gen, static_cast<double*>(out), count, 0.0, 1.0));
+        else DEZERO_CURAND_CHECK(curandGenerateUniformDouble(gen, static_cast<double*>(out), count));
       }
     }
-    if (staged) DZ_CUDA_CHECK(cudaMemcpyAsync(dst, out, static_cast<std::size_t>(n) * esize, cudaMemcpyDeviceToDevice, s));
+    if (staged) DEZERO_CUDA_CHECK(cudaMemcpyAsync(dst, out, static_cast<std::size_t>(n) * esize, cudaMemcpyDeviceToDevice, s));
     if (!normal) unary(UnaryOp::RSubScalar, dt, dst, dst, n, 1.0);  // cuRAND gives (0, 1]; NumPy [0, 1)
   }
 

@@ -78,7 +78,7 @@ class DevicePool {
                              bytes_str(dev_free) + " free of " + bytes_str(dev_total) +
                              "; hint: use a smaller batch size or free tensors you no longer need");
     }
-    DZ_CUDA_CHECK(e);
+    DEZERO_CUDA_CHECK(e);
     live_[p] = Block{size, stream};
     used_bytes_ += size;
     return p;
@@ -192,7 +192,7 @@ class PinnedPool {
       throw OutOfMemoryError("cuda: out of pinned host memory allocating " + bytes_str(nbytes) +
                              "; pinned pool: " + bytes_str(used_bytes_) + " in use");
     }
-    DZ_CUDA_CHECK(e);
+    DEZERO_CUDA_CHECK(e);
     live_[p] = size;
     used_bytes_ += size;
     return p;

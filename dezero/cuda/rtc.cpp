@@ -20,10 +20,10 @@
 #include "dezero/cuda.hpp"
 #include "dezero/tensor/strided.hpp"
 
-#define DZ_NVRTC_CHECK(call)                                                                                    \
-  do {                                                                                                          \
-    nvrtcResult dz_r_ = (call);                                                                                 \
-    if (dz_r_ != NVRTC_SUCCESS)                                                                                 \
+#define DEZERO_NVRTC_CHECK(call)                                                                               \
+  do {                                                                                                         \
+    nvrtcResult dz_r_ = (call);                                                                                \
+    if (dz_r_ != NVRTC_SUCCESS)                                                                                \
       ::dezero::cuda::detail::throw_error("NVRTC", nvrtcGetErrorString(dz_r_), #call, __FILE__, __LINE__);     \
   } while (0)
 
@@ -42,13 +42,13 @@ struct Compiled {
 Compiled compile(const std::string& source, const std::string& name, int device,
                  const std::vector<std::string>& extra_options) {
   int major = 0, minor = 0;
-  DZ_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  DZ_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  DEZERO_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  DEZERO_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
   int cc = major * 10 + minor;
   int n_archs = 0;
-  DZ_NVRTC_CHECK(nvrtcGetNumSupportedArchs(&n_archs));
+  DEZERO_NVRTC_CHECK(nvrtcGetNumSupportedArchs(&n_archs));
   std::vector<int> archs(static_cast<std::size_t>(n_archs));
-  DZ_NVRTC_CHECK(nvrtcGetSupportedArchs(archs.data()));
+  DEZERO_NVRTC_CHECK(nvrtcGetSupportedArchs(archs.data()));
   bool sass = false;
   int target = cc;
   for (int a : archs) sass = sass || a == cc;
@@ -66,7 +66,7 @@ Compiled compile(const std::string& source, const std::string& name, int device,
   for (auto& o : opts) copts.push_back(o.c_str());
 
   nvrtcProgram prog = nullptr;
-  DZ_NVRTC_CHECK(nvrtcCreateProgram(&prog, source.c_str(), (name + ".cu").c_str(), 0, nullptr, nullptr));
+  DEZERO_NVRTC_CHECK(nvrtcCreateProgram(&prog, source.c_str(), (name + ".cu").c_str(), 0, nullptr, nullptr));
   std::unique_ptr<nvrtcProgram, void (*)(nvrtcProgram*)> guard(&prog, [](nvrtcProgram* p) { nvrtcDestroyProgram(p); });
   nvrtcResult r = nvrtcCompileProgram(prog, static_cast<int>(copts.size()), copts.data());
   if (r != NVRTC_SUCCESS) {
@@ -80,18 +80,18 @@ Compiled compile(const std::string& source, const std::string& name, int device,
   std::string image;
   std::size_t size = 0;
   if (sass) {
-    DZ_NVRTC_CHECK(nvrtcGetCUBINSize(prog, &size));
+    DEZERO_NVRTC_CHECK(nvrtcGetCUBINSize(prog, &size));
     image.resize(size);
-    DZ_NVRTC_CHECK(nvrtcGetCUBIN(prog, &image[0]));
+    DEZERO_NVRTC_CHECK(nvrtcGetCUBIN(prog, &image[0]));
   } else {
-    DZ_NVRTC_CHECK(nvrtcGetPTXSize(prog, &size));
+    DEZERO_NVRTC_CHECK(nvrtcGetPTXSize(prog, &size));
     image.resize(size);
-    DZ_NVRTC_CHECK(nvrtcGetPTX(prog, &image[0]));
+    DEZERO_NVRTC_CHECK(nvrtcGetPTX(prog, &image[0]));
   }
   Compiled c;
   detail::ScopedDevice g(device);
-  DZ_CUDA_CHECK(cudaLibraryLoadData(&c.lib, image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
-  DZ_CUDA_CHECK(cudaLibraryGetKernel(&c.kernel, c.lib, name.c_str()));
+  DEZERO_CUDA_CHECK(cudaLibraryLoadData(&c.lib, image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+  DEZERO_CUDA_CHECK(cudaLibraryGetKernel(&c.kernel, c.lib, name.c_str()));
   return c;
 }
 
@@ -401,7 +401,7 @@ std::vector<Tensor> ElementwiseKernel::operator()(const std::vector<KernelArg>& 
   if (n > 0) {
     detail::ScopedDevice g(device);
     long long blocks = std::min<long long>((n + 255) / 256, 1 << 20);
-    DZ_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(compiled.kernel), dim3(static_cast<unsigned>(blocks)),
+    DEZERO_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(compiled.kernel), dim3(static_cast<unsigned>(blocks)),
                                    dim3(256), args.data(), 0, detail::current_stream(device)));
   }
   return outputs;
@@ -665,7 +665,7 @@ std::vector<Tensor> ReductionKernel::operator()(const std::vector<KernelArg>& in
     std::size_t shmem = block * (dtype_size(reduce_dt) + (k.identity.empty() ? 1 : 0));
     long long blocks = std::min<long long>(n_out, 1 << 20);
     detail::ScopedDevice g(device);
-    DZ_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(compiled.kernel),
+    DEZERO_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(compiled.kernel),
                                    dim3(static_cast<unsigned>(blocks)), dim3(block), args.data(), shmem,
                                    detail::current_stream(device)));
   }
@@ -728,7 +728,7 @@ void RawKernel::operator()(Dim3 grid, Dim3 block, const std::vector<KernelArg>& 
   std::vector<void*> ptrs;
   for (auto& v : values) ptrs.push_back(std::visit([](auto& x) -> void* { return const_cast<void*>(static_cast<const void*>(&x)); }, v));
   detail::ScopedDevice g(device);
-  DZ_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(c.kernel), dim3(grid.x, grid.y, grid.z),
+  DEZERO_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(c.kernel), dim3(grid.x, grid.y, grid.z),
                                  dim3(block.x, block.y, block.z), ptrs.data(), shared_mem,
                                  detail::current_stream(device)));
 }

@@ -89,14 +89,14 @@ void check_device_id(const char* op, int id) {
 
 int current_device() {
   int d = 0;
-  DZ_CUDA_CHECK(cudaGetDevice(&d));
+  DEZERO_CUDA_CHECK(cudaGetDevice(&d));
   return d;
 }
 
 ScopedDevice::ScopedDevice(int id) {
   int cur = current_device();
   if (cur != id) {
-    DZ_CUDA_CHECK(cudaSetDevice(id));
+    DEZERO_CUDA_CHECK(cudaSetDevice(id));
     prev_ = cur;
   }
 }
@@ -171,34 +171,34 @@ std::string Device::name() const {
   if (is_cpu()) return "cpu";
   check_device_id("Device::name", id_);
   cudaDeviceProp prop{};
-  DZ_CUDA_CHECK(cudaGetDeviceProperties(&prop, id_));
+  DEZERO_CUDA_CHECK(cudaGetDeviceProperties(&prop, id_));
   return prop.name;
 }
 std::string Device::compute_capability() const {
   if (is_cpu()) return "";
   check_device_id("Device::compute_capability", id_);
   int major = 0, minor = 0;
-  DZ_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, id_));
-  DZ_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, id_));
+  DEZERO_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, id_));
+  DEZERO_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, id_));
   return std::to_string(major) + std::to_string(minor);
 }
 std::size_t Device::total_memory() const {
   if (is_cpu()) return 0;
   check_device_id("Device::total_memory", id_);
   cudaDeviceProp prop{};
-  DZ_CUDA_CHECK(cudaGetDeviceProperties(&prop, id_));
+  DEZERO_CUDA_CHECK(cudaGetDeviceProperties(&prop, id_));
   return prop.totalGlobalMem;
 }
 void Device::use() const {
   if (is_cpu()) return;
   check_device_id("Device::use", id_);
-  DZ_CUDA_CHECK(cudaSetDevice(id_));
+  DEZERO_CUDA_CHECK(cudaSetDevice(id_));
 }
 void Device::synchronize() const {
   if (is_cpu()) return;
   check_device_id("Device::synchronize", id_);
   ScopedDevice g(id_);
-  DZ_CUDA_CHECK(cudaDeviceSynchronize());
+  DEZERO_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 Device get_device_from_id(int id) {
@@ -212,7 +212,7 @@ DeviceGuard::DeviceGuard(int id) {
   if (id < 0) return;
   check_device_id("DeviceGuard", id);
   prev_ = current_device();
-  DZ_CUDA_CHECK(cudaSetDevice(id));
+  DEZERO_CUDA_CHECK(cudaSetDevice(id));
   active_ = true;
 }
 DeviceGuard::~DeviceGuard() {
@@ -227,7 +227,7 @@ Stream::Stream(bool non_blocking) {
   check_cuda_available();
   auto p = std::make_shared<Impl>();
   p->device = current_device();
-  DZ_CUDA_CHECK(cudaStreamCreateWithFlags(&p->h, non_blocking ? cudaStreamNonBlocking : cudaStreamDefault));
+  DEZERO_CUDA_CHECK(cudaStreamCreateWithFlags(&p->h, non_blocking ? cudaStreamNonBlocking : cudaStreamDefault));
   p->owned = true;
   impl_ = std::move(p);
 }
@@ -249,7 +249,7 @@ void Stream::set_current(const Stream& s) {
 }
 void Stream::synchronize() const {
   ScopedDevice g(impl_->device);
-  DZ_CUDA_CHECK(cudaStreamSynchronize(impl_->h));
+  DEZERO_CUDA_CHECK(cudaStreamSynchronize(impl_->h));
 }
 bool Stream::done() const {
   ScopedDevice g(impl_->device);
@@ -258,7 +258,7 @@ bool Stream::done() const {
     cudaGetLastError();
     return false;
   }
-  DZ_CUDA_CHECK(e);
+  DEZERO_CUDA_CHECK(e);
   return true;
 }
 Event Stream::record() const {
@@ -269,7 +269,7 @@ Event Stream::record() const {
 }
 void Stream::wait_event(const Event& e) const {
   ScopedDevice g(impl_->device);
-  DZ_CUDA_CHECK(cudaStreamWaitEvent(impl_->h, static_cast<cudaEvent_t>(e.handle()), 0));
+  DEZERO_CUDA_CHECK(cudaStreamWaitEvent(impl_->h, static_cast<cudaEvent_t>(e.handle()), 0));
 }
 void* Stream::handle() const { return impl_ ? static_cast<void*>(impl_->h) : nullptr; }
 int Stream::device_id() const { return impl_ ? impl_->device : -1; }
@@ -288,33 +288,33 @@ Event::Event(bool blocking, bool disable_timing) {
   auto p = std::make_shared<Impl>();
   p->device = current_device();
   unsigned flags = (blocking ? cudaEventBlockingSync : 0) | (disable_timing ? cudaEventDisableTiming : 0);
-  DZ_CUDA_CHECK(cudaEventCreateWithFlags(&p->h, flags));
+  DEZERO_CUDA_CHECK(cudaEventCreateWithFlags(&p->h, flags));
   impl_ = std::move(p);
 }
 void Event::record() {
   ScopedDevice g(impl_->device);
-  DZ_CUDA_CHECK(cudaEventRecord(impl_->h, current_stream(impl_->device)));
+  DEZERO_CUDA_CHECK(cudaEventRecord(impl_->h, current_stream(impl_->device)));
 }
 void Event::record(const Stream& s) {
   if (s.device_id() != impl_->device)
     throw DeviceError("Event::record: the event belongs to cuda:" + std::to_string(impl_->device) +
                       " but the stream to cuda:" + std::to_string(s.device_id()));
   ScopedDevice g(impl_->device);
-  DZ_CUDA_CHECK(cudaEventRecord(impl_->h, static_cast<cudaStream_t>(s.handle())));
+  DEZERO_CUDA_CHECK(cudaEventRecord(impl_->h, static_cast<cudaStream_t>(s.handle())));
 }
-void Event::synchronize() const { DZ_CUDA_CHECK(cudaEventSynchronize(impl_->h)); }
+void Event::synchronize() const { DEZERO_CUDA_CHECK(cudaEventSynchronize(impl_->h)); }
 bool Event::done() const {
   cudaError_t e = cudaEventQuery(impl_->h);
   if (e == cudaErrorNotReady) {
     cudaGetLastError();
     return false;
   }
-  DZ_CUDA_CHECK(e);
+  DEZERO_CUDA_CHECK(e);
   return true;
 }
 float Event::elapsed_time(const Event& end) const {
   float ms = 0;
-  DZ_CUDA_CHECK(cudaEventElapsedTime(&ms, impl_->h, end.impl_->h));
+  DEZERO_CUDA_CHECK(cudaEventElapsedTime(&ms, impl_->h, end.impl_->h));
   return ms;
 }
 void* Event::handle() const { return impl_->h; }
@@ -345,19 +345,19 @@ Tensor copy(const Tensor& x, int device) {
   cudaEvent_t before = nullptr, after = nullptr;
   {  // the copy waits for dst's stream (the block of y may be reused from it) ...
     ScopedDevice g(dst);
-    DZ_CUDA_CHECK(cudaEventCreateWithFlags(&before, cudaEventDisableTiming));
-    DZ_CUDA_CHECK(cudaEventRecord(before, ds));
+    DEZERO_CUDA_CHECK(cudaEventCreateWithFlags(&before, cudaEventDisableTiming));
+    DEZERO_CUDA_CHECK(cudaEventRecord(before, ds));
   }
   {
     ScopedDevice g(src);
-    DZ_CUDA_CHECK(cudaStreamWaitEvent(ss, before, 0));
-    DZ_CUDA_CHECK(cudaMemcpyPeerAsync(y.raw_data(), dst, x.raw_data(), src, x.nbytes(), ss));
-    DZ_CUDA_CHECK(cudaEventCreateWithFlags(&after, cudaEventDisableTiming));
-    DZ_CUDA_CHECK(cudaEventRecord(after, ss));
+    DEZERO_CUDA_CHECK(cudaStreamWaitEvent(ss, before, 0));
+    DEZERO_CUDA_CHECK(cudaMemcpyPeerAsync(y.raw_data(), dst, x.raw_data(), src, x.nbytes(), ss));
+    DEZERO_CUDA_CHECK(cudaEventCreateWithFlags(&after, cudaEventDisableTiming));
+    DEZERO_CUDA_CHECK(cudaEventRecord(after, ss));
   }
   {  // ... and dst's later work waits for the copy
     ScopedDevice g(dst);
-    DZ_CUDA_CHECK(cudaStreamWaitEvent(ds, after, 0));
+    DEZERO_CUDA_CHECK(cudaStreamWaitEvent(ds, after, 0));
   }
   cudaEventDestroy(before);  // released once the waits complete
   cudaEventDestroy(after);
@@ -397,9 +397,9 @@ cublasHandle_t cublas_handle(int device, cudaStream_t stream) {
   Handles& h = handles(device);
   if (!h.cublas) {
     ScopedDevice g(device);
-    DZ_CUBLAS_CHECK(cublasCreate(&h.cublas));
+    DEZERO_CUBLAS_CHECK(cublasCreate(&h.cublas));
   }
-  DZ_CUBLAS_CHECK(cublasSetStream(h.cublas, stream));
+  DEZERO_CUBLAS_CHECK(cublasSetStream(h.cublas, stream));
   return h.cublas;
 }
 
@@ -407,9 +407,9 @@ curandGenerator_t curand_generator(int device, cudaStream_t stream) {
   Handles& h = handles(device);
   if (!h.curand) {
     ScopedDevice g(device);
-    DZ_CURAND_CHECK(curandCreateGenerator(&h.curand, CURAND_RNG_PSEUDO_PHILOX4_32_10));
+    DEZERO_CURAND_CHECK(curandCreateGenerator(&h.curand, CURAND_RNG_PSEUDO_PHILOX4_32_10));
   }
-  DZ_CURAND_CHECK(curandSetStream(h.curand, stream));
+  DEZERO_CURAND_CHECK(curandSetStream(h.curand, stream));
   return h.curand;
 }
 
@@ -417,15 +417,15 @@ cudnnHandle_t cudnn_handle(int device, cudaStream_t stream) {
   Handles& h = handles(device);
   if (!h.cudnn) {
     ScopedDevice g(device);
-    DZ_CUDNN_CHECK(cudnnCreate(&h.cudnn));
+    DEZERO_CUDNN_CHECK(cudnnCreate(&h.cudnn));
   }
-  DZ_CUDNN_CHECK(cudnnSetStream(h.cudnn, stream));
+  DEZERO_CUDNN_CHECK(cudnnSetStream(h.cudnn, stream));
   return h.cudnn;
 }
 
 int sm_count(int device) {
   Handles& h = handles(device);
-  if (!h.sms) DZ_CUDA_CHECK(cudaDeviceGetAttribute(&h.sms, cudaDevAttrMultiProcessorCount, device));
+  if (!h.sms) DEZERO_CUDA_CHECK(cudaDeviceGetAttribute(&h.sms, cudaDevAttrMultiProcessorCount, device));
   return h.sms;
 }
 

@@ -20,23 +20,23 @@ namespace dezero::cuda::detail {
                               int line);
 const char* curand_status_string(curandStatus_t s);
 
-#define DZ_CUDA_CHECK(call)                                                                                     \
-  do {                                                                                                          \
-    cudaError_t dz_e_ = (call);                                                                                 \
-    if (dz_e_ != cudaSuccess) {                                                                                 \
-      cudaGetLastError();                                                                                       \
+#define DEZERO_CUDA_CHECK(call)                                                                               \
+  do {                                                                                                        \
+    cudaError_t dz_e_ = (call);                                                                               \
+    if (dz_e_ != cudaSuccess) {                                                                               \
+      cudaGetLastError();                                                                                     \
       ::dezero::cuda::detail::throw_error("CUDA", std::string(cudaGetErrorName(dz_e_)) + ": " +               \
-                                                      cudaGetErrorString(dz_e_), #call, __FILE__, __LINE__);    \
-    }                                                                                                           \
+                                                      cudaGetErrorString(dz_e_), #call, __FILE__, __LINE__);  \
+    }                                                                                                         \
   } while (0)
-#define DZ_CUBLAS_CHECK(call)                                                                                   \
-  do {                                                                                                          \
-    cublasStatus_t dz_s_ = (call);                                                                              \
-    if (dz_s_ != CUBLAS_STATUS_SUCCESS)                                                                         \
-      ::dezero::cuda::detail::throw_error("cuBLAS", std::string(cublasGetStatusName(dz_s_)) + ": " +           \
+#define DEZERO_CUBLAS_CHECK(call)                                                                                 \
+  do {                                                                                                            \
+    cublasStatus_t dz_s_ = (call);                                                                                \
+    if (dz_s_ != CUBLAS_STATUS_SUCCESS)                                                                           \
+      ::dezero::cuda::detail::throw_error("cuBLAS", std::string(cublasGetStatusName(dz_s_)) + ": " +              \
                                                         cublasGetStatusString(dz_s_), #call, __FILE__, __LINE__); \
   } while (0)
-#define DZ_CURAND_CHECK(call)                                                                                   \
+#define DEZERO_CURAND_CHECK(call)                                                                               \
   do {                                                                                                          \
     curandStatus_t dz_s_ = (call);                                                                              \
     if (dz_s_ != CURAND_STATUS_SUCCESS)                                                                         \
@@ -44,7 +44,7 @@ const char* curand_status_string(curandStatus_t s);
                                           __FILE__, __LINE__);                                                  \
   } while (0)
 // After a kernel launch: reports launch errors (bad configuration) without waiting.
-#define DZ_CUDA_CHECK_LAUNCH() DZ_CUDA_CHECK(cudaGetLastError())
+#define DEZERO_CUDA_CHECK_LAUNCH() DEZERO_CUDA_CHECK(cudaGetLastError())
 
 // The message used whenever a device is needed and there is none.
 std::string no_device_message(const std::string& what);

@@ -5,7 +5,7 @@
 
 #include "dezero/cuda/detail/common.hpp"
 
-#define DZ_CUDNN_CHECK(call)                                                                                  \
+#define DEZERO_CUDNN_CHECK(call)                                                                              \
   do {                                                                                                        \
     cudnnStatus_t dz_s_ = (call);                                                                             \
     if (dz_s_ != CUDNN_STATUS_SUCCESS)                                                                        \
