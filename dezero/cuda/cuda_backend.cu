@@ -22,7 +22,7 @@
 
 #include "dezero/backend/backend.hpp"
 #include "dezero/backend/dispatch.hpp"
-#include "dezero/cuda/detail/common.hpp"
+#include "dezero/cuda/detail/runtime.hpp"
 #include "dezero/backend/ops.hpp"
 #include "dezero/backend/generator.hpp"
 

@@ -20,7 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "dezero/cuda/detail/common.hpp"
+#include "dezero/cuda/detail/runtime.hpp"
 #include "dezero/cuda.hpp"
 
 namespace dezero::cuda::detail {

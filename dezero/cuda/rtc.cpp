@@ -16,7 +16,7 @@
 #include <sstream>
 #include <vector>
 
-#include "dezero/cuda/detail/common.hpp"
+#include "dezero/cuda/detail/runtime.hpp"
 #include "dezero/cuda.hpp"
 #include "dezero/tensor/strided.hpp"
 

@@ -11,7 +11,7 @@
 #include <mutex>
 #include <vector>
 
-#include "dezero/cuda/detail/common.hpp"
+#include "dezero/cuda/detail/runtime.hpp"
 #include "dezero/cuda/detail/cudnn.hpp"
 #include "dezero/cuda.hpp"
 

@@ -3,7 +3,7 @@
 
 #include <cudnn.h>
 
-#include "dezero/cuda/detail/common.hpp"
+#include "dezero/cuda/detail/runtime.hpp"
 
 #define DEZERO_CUDNN_CHECK(call)                                                                              \
   do {                                                                                                        \
