@@ -1,4 +1,6 @@
-// cuda/cuda_cudnn.hpp - the per-device cuDNN handle and its check macro (not installed).
+// dezero/cuda/detail/cudnn.hpp - the per-device cuDNN handle and its check macro
+// (internal). Apart from detail/check.hpp so that only the files that call cuDNN
+// include cudnn.h; the handle is made in detail/handles.cpp with the others.
 #pragma once
 
 #include <cudnn.h>

@@ -1,51 +1,23 @@
-// cuda/cuda_common.hpp - what the CUDA sources share (not installed): the check
-// macros that turn every failed CUDA / cuBLAS / cuRAND call into a dezero::CudaError
-// naming the call, file:line and the library's message; the per-thread current
-// stream; the device memory pool; per-device library handles.
+// dezero/cuda/detail/runtime.hpp - the CUDA runtime state the CUDA sources share
+// (internal): which devices exist, the current device for a scope, the calling
+// thread's current stream, the device memory pool and the per-device library handles.
+//
+// Each section names the file that implements it. Nothing here is installed or seen
+// by the layers above the backend: they reach the GPU through Backend (cuda_backend.cu)
+// and dezero::cuda (the public cuda/*.hpp). The check macros are in detail/check.hpp.
 #pragma once
 
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
-#include <curand.h>
 
 #include <cstddef>
 #include <mutex>
 #include <string>
 
-#include "dezero/error.hpp"
+#include "dezero/cuda/detail/check.hpp"
 
 namespace dezero::cuda::detail {
 
-[[noreturn]] void throw_error(const char* library, const std::string& what, const char* call, const char* file,
-                              int line);
-const char* curand_status_string(curandStatus_t s);
-
-#define DEZERO_CUDA_CHECK(call)                                                                               \
-  do {                                                                                                        \
-    cudaError_t dz_e_ = (call);                                                                               \
-    if (dz_e_ != cudaSuccess) {                                                                               \
-      cudaGetLastError();                                                                                     \
-      ::dezero::cuda::detail::throw_error("CUDA", std::string(cudaGetErrorName(dz_e_)) + ": " +               \
-                                                      cudaGetErrorString(dz_e_), #call, __FILE__, __LINE__);  \
-    }                                                                                                         \
-  } while (0)
-#define DEZERO_CUBLAS_CHECK(call)                                                                                 \
-  do {                                                                                                            \
-    cublasStatus_t dz_s_ = (call);                                                                                \
-    if (dz_s_ != CUBLAS_STATUS_SUCCESS)                                                                           \
-      ::dezero::cuda::detail::throw_error("cuBLAS", std::string(cublasGetStatusName(dz_s_)) + ": " +              \
-                                                        cublasGetStatusString(dz_s_), #call, __FILE__, __LINE__); \
-  } while (0)
-#define DEZERO_CURAND_CHECK(call)                                                                               \
-  do {                                                                                                          \
-    curandStatus_t dz_s_ = (call);                                                                              \
-    if (dz_s_ != CURAND_STATUS_SUCCESS)                                                                         \
-      ::dezero::cuda::detail::throw_error("cuRAND", ::dezero::cuda::detail::curand_status_string(dz_s_), #call, \
-                                          __FILE__, __LINE__);                                                  \
-  } while (0)
-// After a kernel launch: reports launch errors (bad configuration) without waiting.
-#define DEZERO_CUDA_CHECK_LAUNCH() DEZERO_CUDA_CHECK(cudaGetLastError())
-
+// --- devices (device.cpp) ----------------------------------------------------------------
 // The message used whenever a device is needed and there is none.
 std::string no_device_message(const std::string& what);
 bool runtime_available();
@@ -65,10 +37,11 @@ class ScopedDevice {
 };
 int current_device();
 
+// --- streams (stream.cpp) ----------------------------------------------------------------
 // This thread's current stream on `device` (nullptr = the legacy null stream).
 cudaStream_t current_stream(int device);
 
-// --- device memory pool (cuda_memory.cpp) ---------------------------------------------
+// --- device memory pool (memory_pool.cpp) ------------------------------------------------
 void* pool_malloc(int device, std::size_t nbytes, cudaStream_t stream);
 void pool_free(int device, void* ptr) noexcept;
 // A pool buffer for temporaries freed in stream order: free it right after the
@@ -90,7 +63,7 @@ class DeviceBuffer {
   void* ptr_;
 };
 
-// --- per-device library handles (cuda_runtime.cpp) --------------------------------------
+// --- per-device library handles (detail/handles.cpp) -------------------------------------
 // Lock the mutex while the handle is bound to a stream and used.
 cublasHandle_t cublas_handle(int device, cudaStream_t stream);
 curandGenerator_t curand_generator(int device, cudaStream_t stream);
