@@ -1,19 +1,14 @@
-// cuda/cuda_runtime.cpp - dezero::cuda's host side: availability, devices, the
-// per-thread current stream, streams and events, transfers, per-device library
-// handles (cuBLAS, cuRAND, cuDNN) and the small registries (memo, workspace limit).
+// dezero/cuda/device.cpp - dezero::cuda's devices on a CUDA build: whether a GPU
+// can be used (probed once), the current device for a scope (detail::ScopedDevice,
+// Device, DeviceGuard) and the transfers between the host and the devices.
 //
-// Streams: every dezero kernel, copy and library call runs on the calling thread's
-// current stream of the device (the legacy null stream until Stream::set_current /
-// StreamGuard changes it). Only reading values on the host (copy_to_host) and the
-// explicit synchronize() calls wait.
-#include <atomic>
-#include <memory>
-#include <mutex>
-#include <vector>
+// What needs no GPU (get_device_from_array, get_device) is in host.cpp, shared with
+// the build without CUDA; that build's versions of the functions here are in stub.cpp.
+#include <string>
 
 #include "dezero/cuda/detail/runtime.hpp"
-#include "dezero/cuda/detail/cudnn.hpp"
-#include "dezero/cuda.hpp"
+#include "dezero/cuda/device.hpp"
+#include "dezero/cuda/memoize.hpp"
 
 namespace dezero::cuda::detail {
 
@@ -85,51 +80,7 @@ namespace dezero::cuda {
 
 using namespace detail;  // NOLINT
 
-// --- streams and events: shared handles ----------------------------------------------
-struct Stream::Impl {
-  cudaStream_t h = nullptr;
-  int device = 0;
-  bool owned = false;
-  ~Impl() {
-    if (owned && h) {
-      int prev = -1;
-      cudaGetDevice(&prev);
-      cudaSetDevice(device);
-      cudaStreamSynchronize(h);  // blocks cached for this stream become safe for any later stream
-      cudaStreamDestroy(h);
-      if (prev >= 0) cudaSetDevice(prev);
-      cudaGetLastError();
-    }
-  }
-};
-
-struct Event::Impl {
-  cudaEvent_t h = nullptr;
-  int device = 0;
-  ~Impl() {
-    if (h) {
-      cudaEventDestroy(h);
-      cudaGetLastError();
-    }
-  }
-};
-
-namespace {
-thread_local std::vector<std::shared_ptr<Stream::Impl>> tl_current_streams;
-
-std::shared_ptr<Stream::Impl> null_impl(int device) {
-  auto p = std::make_shared<Stream::Impl>();
-  p->device = device;
-  return p;
-}
-}  // namespace
-
-cudaStream_t detail::current_stream(int device) {
-  if (device >= 0 && static_cast<std::size_t>(device) < tl_current_streams.size() && tl_current_streams[device])
-    return tl_current_streams[device]->h;
-  return nullptr;
-}
-
+// --- is_available, device_count ---------------------------------------------------------
 bool is_available() { return runtime_available(); }
 int device_count() { return device_count_cached(); }
 void check_cuda_available() {
@@ -178,7 +129,7 @@ Device get_device_from_id(int id) {
   check_device_id("get_device_from_id", id);
   return Device(id);
 }
-// get_device_from_array and get_device: cuda_host.cpp.
+// get_device_from_array and get_device: host.cpp.
 
 DeviceGuard::DeviceGuard(int id) {
   if (id < 0) return;
@@ -193,105 +144,6 @@ DeviceGuard::~DeviceGuard() {
     cudaGetLastError();
   }
 }
-
-// --- Stream -------------------------------------------------------------------------
-Stream::Stream(bool non_blocking) {
-  check_cuda_available();
-  auto p = std::make_shared<Impl>();
-  p->device = current_device();
-  DEZERO_CUDA_CHECK(cudaStreamCreateWithFlags(&p->h, non_blocking ? cudaStreamNonBlocking : cudaStreamDefault));
-  p->owned = true;
-  impl_ = std::move(p);
-}
-Stream Stream::null() {
-  check_cuda_available();
-  return Stream(null_impl(current_device()));
-}
-Stream Stream::current() {
-  check_cuda_available();
-  int d = current_device();
-  if (static_cast<std::size_t>(d) < tl_current_streams.size() && tl_current_streams[d])
-    return Stream(tl_current_streams[d]);
-  return Stream(null_impl(d));
-}
-void Stream::set_current(const Stream& s) {
-  int d = s.impl_->device;
-  if (static_cast<std::size_t>(d) >= tl_current_streams.size()) tl_current_streams.resize(d + 1);
-  tl_current_streams[d] = s.impl_->h ? s.impl_ : nullptr;
-}
-void Stream::synchronize() const {
-  ScopedDevice g(impl_->device);
-  DEZERO_CUDA_CHECK(cudaStreamSynchronize(impl_->h));
-}
-bool Stream::done() const {
-  ScopedDevice g(impl_->device);
-  cudaError_t e = cudaStreamQuery(impl_->h);
-  if (e == cudaErrorNotReady) {
-    cudaGetLastError();
-    return false;
-  }
-  DEZERO_CUDA_CHECK(e);
-  return true;
-}
-Event Stream::record() const {
-  ScopedDevice g(impl_->device);
-  Event e;
-  e.record(*this);
-  return e;
-}
-void Stream::wait_event(const Event& e) const {
-  ScopedDevice g(impl_->device);
-  DEZERO_CUDA_CHECK(cudaStreamWaitEvent(impl_->h, static_cast<cudaEvent_t>(e.handle()), 0));
-}
-void* Stream::handle() const { return impl_ ? static_cast<void*>(impl_->h) : nullptr; }
-int Stream::device_id() const { return impl_ ? impl_->device : -1; }
-
-StreamGuard::StreamGuard(const Stream& s) : prev_(Stream(null_impl(s.device_id()))) {
-  int d = s.device_id();
-  if (static_cast<std::size_t>(d) < tl_current_streams.size() && tl_current_streams[d])
-    prev_ = Stream(tl_current_streams[d]);
-  Stream::set_current(s);
-}
-StreamGuard::~StreamGuard() { Stream::set_current(prev_); }
-
-// --- Event ---------------------------------------------------------------------------
-Event::Event(bool blocking, bool disable_timing) {
-  check_cuda_available();
-  auto p = std::make_shared<Impl>();
-  p->device = current_device();
-  unsigned flags = (blocking ? cudaEventBlockingSync : 0) | (disable_timing ? cudaEventDisableTiming : 0);
-  DEZERO_CUDA_CHECK(cudaEventCreateWithFlags(&p->h, flags));
-  impl_ = std::move(p);
-}
-void Event::record() {
-  ScopedDevice g(impl_->device);
-  DEZERO_CUDA_CHECK(cudaEventRecord(impl_->h, current_stream(impl_->device)));
-}
-void Event::record(const Stream& s) {
-  if (s.device_id() != impl_->device)
-    throw DeviceError("Event::record: the event belongs to cuda:" + std::to_string(impl_->device) +
-                      " but the stream to cuda:" + std::to_string(s.device_id()));
-  ScopedDevice g(impl_->device);
-  DEZERO_CUDA_CHECK(cudaEventRecord(impl_->h, static_cast<cudaStream_t>(s.handle())));
-}
-void Event::synchronize() const { DEZERO_CUDA_CHECK(cudaEventSynchronize(impl_->h)); }
-bool Event::done() const {
-  cudaError_t e = cudaEventQuery(impl_->h);
-  if (e == cudaErrorNotReady) {
-    cudaGetLastError();
-    return false;
-  }
-  DEZERO_CUDA_CHECK(e);
-  return true;
-}
-float Event::elapsed_time(const Event& end) const {
-  float ms = 0;
-  DEZERO_CUDA_CHECK(cudaEventElapsedTime(&ms, impl_->h, end.impl_->h));
-  return ms;
-}
-void* Event::handle() const { return impl_->h; }
-int Event::device_id() const { return impl_->device; }
-float get_elapsed_time(const Event& start, const Event& end) { return start.elapsed_time(end); }
 
 // --- transfers -----------------------------------------------------------------------
 Tensor to_gpu(const Tensor& x, int device) {
@@ -336,69 +188,7 @@ Tensor copy(const Tensor& x, int device) {
   return y;
 }
 
-// --- memo key (the workspace limit and the memo registry are in cuda_host.cpp) ---------------
+// --- memo key (the workspace limit and the memo registry are in host.cpp) -------------------
 int detail::memo_device_id() { return runtime_available() ? current_device() : -1; }
 
 }  // namespace dezero::cuda
-
-// --- per-device library handles -------------------------------------------------------------
-namespace dezero::cuda::detail {
-
-namespace {
-struct Handles {
-  std::mutex mu;
-  cublasHandle_t cublas = nullptr;
-  curandGenerator_t curand = nullptr;
-  cudnnHandle_t cudnn = nullptr;
-  int sms = 0;
-};
-Handles& handles(int device) {
-  static std::mutex mu;
-  static auto* all = new std::vector<std::unique_ptr<Handles>>();  // leaked on purpose
-  std::lock_guard<std::mutex> lock(mu);
-  if (static_cast<std::size_t>(device) >= all->size()) all->resize(device + 1);
-  auto& h = (*all)[device];
-  if (!h) h = std::make_unique<Handles>();
-  return *h;
-}
-}  // namespace
-
-std::mutex& library_mutex(int device) { return handles(device).mu; }
-
-cublasHandle_t cublas_handle(int device, cudaStream_t stream) {
-  Handles& h = handles(device);
-  if (!h.cublas) {
-    ScopedDevice g(device);
-    DEZERO_CUBLAS_CHECK(cublasCreate(&h.cublas));
-  }
-  DEZERO_CUBLAS_CHECK(cublasSetStream(h.cublas, stream));
-  return h.cublas;
-}
-
-curandGenerator_t curand_generator(int device, cudaStream_t stream) {
-  Handles& h = handles(device);
-  if (!h.curand) {
-    ScopedDevice g(device);
-    DEZERO_CURAND_CHECK(curandCreateGenerator(&h.curand, CURAND_RNG_PSEUDO_PHILOX4_32_10));
-  }
-  DEZERO_CURAND_CHECK(curandSetStream(h.curand, stream));
-  return h.curand;
-}
-
-cudnnHandle_t cudnn_handle(int device, cudaStream_t stream) {
-  Handles& h = handles(device);
-  if (!h.cudnn) {
-    ScopedDevice g(device);
-    DEZERO_CUDNN_CHECK(cudnnCreate(&h.cudnn));
-  }
-  DEZERO_CUDNN_CHECK(cudnnSetStream(h.cudnn, stream));
-  return h.cudnn;
-}
-
-int sm_count(int device) {
-  Handles& h = handles(device);
-  if (!h.sms) DEZERO_CUDA_CHECK(cudaDeviceGetAttribute(&h.sms, cudaDevAttrMultiProcessorCount, device));
-  return h.sms;
-}
-
-}  // namespace dezero::cuda::detail
