@@ -1,4 +1,4 @@
-// cuda/cuda_libs.cpp - cuBLAS, cuRAND, NVRTC and cuDNN are loaded on first use.
+// dezero/cuda/libs.cpp - cuBLAS, cuRAND, NVRTC and cuDNN are loaded on first use.
 //
 // libdezero does not link these libraries: linking them made every program that
 // uses dezero map and relocate ~250 MB of GPU libraries at start-up (0.26 s and
