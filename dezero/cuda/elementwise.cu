@@ -4,8 +4,9 @@
 // Twin of cpu/elementwise.cpp, with the same element math (unary_apply, binary_apply
 // of backend/ops.hpp are __host__ __device__). Ops are chosen by a runtime switch
 // inside one kernel per dtype (the switch is uniform across a launch, so it costs a
-// few instructions per element and keeps compile time small). Contiguous operands
-// (and a scalar one) take a flat path; anything else goes through strided views.
+// few instructions per element and keeps compile time small). binary takes a flat
+// path for a 0-d or contiguous 1-d output whose operands are contiguous or a single
+// broadcast element; the rest of binary, where and copy_strided use strided views.
 #include <cstdint>
 
 #include "dezero/backend/backend.hpp"

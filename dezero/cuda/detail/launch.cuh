@@ -4,9 +4,10 @@
 //
 // Everything here sits in an anonymous namespace, as it did when the backend was one
 // file: each .cu file gets its own copy of these helpers and of the kernels it
-// instantiates from them, so no kernel has external linkage. Launches use 256-thread
-// blocks and at most 2^20 blocks; a grid-stride loop covers the rest, so one launch
-// handles any n. The launchers that use them are declared in detail/launchers.hpp.
+// instantiates from them, so no kernel has external linkage. DEZERO_LAUNCH uses
+// 256-thread blocks and at most 2^20 of them; a grid-stride loop covers the rest, so
+// one launch handles any n. The launchers that use all this are declared in
+// detail/launchers.hpp.
 #pragma once
 
 #include <cuda_runtime.h>
