@@ -113,13 +113,14 @@ void unary_typed(UnaryOp op, const T* x, T* y, std::int64_t n, T a) {
     if (n >= 16 && unary_simd(op, x, y, n)) return;
   }
   switch (op) {
-#define DZ_CASE(OP) case UnaryOp::OP: unary_loop(x, y, n, a, kernels::Unary<UnaryOp::OP>{}); break;
-    DZ_CASE(Neg) DZ_CASE(Exp) DZ_CASE(Log) DZ_CASE(Sin) DZ_CASE(Cos) DZ_CASE(Tanh) DZ_CASE(Sqrt) DZ_CASE(Abs)
-    DZ_CASE(Sign) DZ_CASE(Square) DZ_CASE(Reciprocal) DZ_CASE(Sigmoid) DZ_CASE(Relu) DZ_CASE(PowScalar)
-    DZ_CASE(AddScalar) DZ_CASE(MulScalar) DZ_CASE(RSubScalar) DZ_CASE(RDivScalar) DZ_CASE(DivScalar) DZ_CASE(MaxScalar)
-    DZ_CASE(MinScalar) DZ_CASE(GtScalar) DZ_CASE(GeScalar) DZ_CASE(LtScalar) DZ_CASE(LeScalar)
-    DZ_CASE(LeakyRelu) DZ_CASE(LeakyMask)
-#undef DZ_CASE
+#define DEZERO_CASE(OP) case UnaryOp::OP: unary_loop(x, y, n, a, kernels::Unary<UnaryOp::OP>{}); break;
+    DEZERO_CASE(Neg) DEZERO_CASE(Exp) DEZERO_CASE(Log) DEZERO_CASE(Sin) DEZERO_CASE(Cos) DEZERO_CASE(Tanh)
+    DEZERO_CASE(Sqrt) DEZERO_CASE(Abs) DEZERO_CASE(Sign) DEZERO_CASE(Square) DEZERO_CASE(Reciprocal)
+    DEZERO_CASE(Sigmoid) DEZERO_CASE(Relu) DEZERO_CASE(PowScalar) DEZERO_CASE(AddScalar) DEZERO_CASE(MulScalar)
+    DEZERO_CASE(RSubScalar) DEZERO_CASE(RDivScalar) DEZERO_CASE(DivScalar) DEZERO_CASE(MaxScalar) DEZERO_CASE(MinScalar)
+    DEZERO_CASE(GtScalar) DEZERO_CASE(GeScalar) DEZERO_CASE(LtScalar) DEZERO_CASE(LeScalar) DEZERO_CASE(LeakyRelu)
+    DEZERO_CASE(LeakyMask)
+#undef DEZERO_CASE
   }
 }
 
@@ -167,11 +168,11 @@ template <class T>
 void binary_typed(BinaryOp op, const T* a, const Strided& sa, const T* b, const Strided& sb, T* y,
                   const Strided& so) {
   switch (op) {
-#define DZ_CASE(OP) case BinaryOp::OP: binary_loop(a, sa, b, sb, y, so, kernels::Binary<BinaryOp::OP>{}); break;
-    DZ_CASE(Add) DZ_CASE(Sub) DZ_CASE(Mul) DZ_CASE(Div) DZ_CASE(Pow) DZ_CASE(Maximum) DZ_CASE(Minimum)
-    DZ_CASE(Eq) DZ_CASE(Ne) DZ_CASE(Gt) DZ_CASE(Ge) DZ_CASE(Lt) DZ_CASE(Le) DZ_CASE(SigmoidGrad)
-    DZ_CASE(ReluGrad)
-#undef DZ_CASE
+#define DEZERO_CASE(OP) case BinaryOp::OP: binary_loop(a, sa, b, sb, y, so, kernels::Binary<BinaryOp::OP>{}); break;
+    DEZERO_CASE(Add) DEZERO_CASE(Sub) DEZERO_CASE(Mul) DEZERO_CASE(Div) DEZERO_CASE(Pow) DEZERO_CASE(Maximum)
+    DEZERO_CASE(Minimum) DEZERO_CASE(Eq) DEZERO_CASE(Ne) DEZERO_CASE(Gt) DEZERO_CASE(Ge) DEZERO_CASE(Lt) DEZERO_CASE(Le)
+    DEZERO_CASE(SigmoidGrad) DEZERO_CASE(ReluGrad)
+#undef DEZERO_CASE
   }
 }
 

@@ -1,14 +1,16 @@
-// cuda_host.cpp - the parts of dezero::cuda that need no GPU and are the same with and
-// without the CUDA backend: get_device_from_array / get_device (on top of each backend's
-// get_device_from_id), the cuDNN workspace limit, and the registry of memoised functions
-// (cuda::memoize) that clear_memo() empties. memo_device_id() lives with each backend
-// (cuda/cuda_runtime.cpp, cuda_stub/cuda_stub.cpp).
+// dezero/cuda/host.cpp - the parts of dezero::cuda that need no GPU and are the same
+// with and without the CUDA backend: get_device_from_array / get_device (on top of
+// each build's get_device_from_id), the cuDNN workspace limit, and the registry of
+// memoised functions (cuda::memoize) that clear_memo() empties. memo_device_id()
+// lives with each build (device.cpp, stub.cpp).
 #include <atomic>
 #include <functional>
 #include <mutex>
 #include <vector>
 
-#include "dezero/cuda.hpp"
+#include "dezero/cuda/device.hpp"
+#include "dezero/cuda/memoize.hpp"
+#include "dezero/cuda/memory_pool.hpp"
 
 namespace dezero::cuda {
 
@@ -21,6 +23,7 @@ std::vector<std::function<void()>>& memo_clearers() {
 }
 }  // namespace
 
+// --- get_device_from_array, get_device (cuda/device.hpp) ---------------------------------
 Device get_device_from_array(const Tensor& x) {
   if (x.defined() && x.device().is_cuda()) return Device(x.device().index());
   return Device::cpu();
@@ -29,9 +32,11 @@ Device get_device(int id) { return get_device_from_id(id); }
 Device get_device(const dezero::Device& d) { return d.is_cpu() ? Device::cpu() : get_device_from_id(d.index()); }
 Device get_device(const Tensor& x) { return get_device_from_array(x); }
 
+// --- the cuDNN workspace limit (cuda/memory_pool.hpp) ------------------------------------
 void set_max_workspace_size(std::size_t bytes) { g_workspace = bytes; }
 std::size_t get_max_workspace_size() { return g_workspace; }
 
+// --- the memo registry (cuda/memoize.hpp) ------------------------------------------------
 void detail::register_memo(std::function<void()> clear) {
   std::lock_guard<std::mutex> lock(g_memo_mu);
   memo_clearers().push_back(std::move(clear));

@@ -1,4 +1,4 @@
-// cuda/cuda_libs.cpp - cuBLAS, cuRAND, NVRTC and cuDNN are loaded on first use.
+// dezero/cuda/libs.cpp - cuBLAS, cuRAND, NVRTC and cuDNN are loaded on first use.
 //
 // libdezero does not link these libraries: linking them made every program that
 // uses dezero map and relocate ~250 MB of GPU libraries at start-up (0.26 s and
@@ -102,27 +102,27 @@ std::vector<std::string> check_gpu_libraries() {
 
 // NAME PARAMS forwards to the same function in LIB; the declaration in the library's
 // header must match exactly (the compiler checks it).
-#define DZ_FORWARD(LIB, RET, NAME, PARAMS, ARGS)                                          \
+#define DEZERO_FORWARD(LIB, RET, NAME, PARAMS, ARGS)                                      \
   extern "C" __attribute__((visibility("hidden"))) RET NAME PARAMS {                      \
-    using Fn = RET(*) PARAMS;                                                              \
-    static Fn fn = reinterpret_cast<Fn>(symbol(LIB, #NAME));                               \
-    return fn ARGS;                                                                        \
-  }                                                                                        \
+    using Fn = RET(*) PARAMS;                                                             \
+    static Fn fn = reinterpret_cast<Fn>(symbol(LIB, #NAME));                              \
+    return fn ARGS;                                                                       \
+  }                                                                                       \
   static const Register dz_register_##NAME(LIB, #NAME);
 
 // --- cuBLAS (cublas_v2.h maps cublasCreate / cublasSetStream to the _v2 symbols) ----------
-DZ_FORWARD(kCublas, cublasStatus_t, cublasCreate_v2, (cublasHandle_t * handle), (handle))
-DZ_FORWARD(kCublas, cublasStatus_t, cublasSetStream_v2, (cublasHandle_t handle, cudaStream_t stream),
+DEZERO_FORWARD(kCublas, cublasStatus_t, cublasCreate_v2, (cublasHandle_t * handle), (handle))
+DEZERO_FORWARD(kCublas, cublasStatus_t, cublasSetStream_v2, (cublasHandle_t handle, cudaStream_t stream),
            (handle, stream))
-DZ_FORWARD(kCublas, const char*, cublasGetStatusString, (cublasStatus_t status), (status))
-DZ_FORWARD(kCublas, const char*, cublasGetStatusName, (cublasStatus_t status), (status))
-DZ_FORWARD(kCublas, cublasStatus_t, cublasSgemmStridedBatched,
+DEZERO_FORWARD(kCublas, const char*, cublasGetStatusString, (cublasStatus_t status), (status))
+DEZERO_FORWARD(kCublas, const char*, cublasGetStatusName, (cublasStatus_t status), (status))
+DEZERO_FORWARD(kCublas, cublasStatus_t, cublasSgemmStridedBatched,
            (cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k,
             const float* alpha, const float* A, int lda, long long int strideA, const float* B, int ldb,
             long long int strideB, const float* beta, float* C, int ldc, long long int strideC, int batchCount),
            (handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC,
             batchCount))
-DZ_FORWARD(kCublas, cublasStatus_t, cublasDgemmStridedBatched,
+DEZERO_FORWARD(kCublas, cublasStatus_t, cublasDgemmStridedBatched,
            (cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k,
             const double* alpha, const double* A, int lda, long long int strideA, const double* B, int ldb,
             long long int strideB, const double* beta, double* C, int ldc, long long int strideC, int batchCount),
@@ -130,44 +130,44 @@ DZ_FORWARD(kCublas, cublasStatus_t, cublasDgemmStridedBatched,
             batchCount))
 
 // --- cuRAND -------------------------------------------------------------------------------
-DZ_FORWARD(kCurand, curandStatus_t, curandCreateGenerator, (curandGenerator_t * generator, curandRngType_t rng_type),
+DEZERO_FORWARD(kCurand, curandStatus_t, curandCreateGenerator, (curandGenerator_t * generator, curandRngType_t rng_type),
            (generator, rng_type))
-DZ_FORWARD(kCurand, curandStatus_t, curandSetStream, (curandGenerator_t generator, cudaStream_t stream),
+DEZERO_FORWARD(kCurand, curandStatus_t, curandSetStream, (curandGenerator_t generator, cudaStream_t stream),
            (generator, stream))
-DZ_FORWARD(kCurand, curandStatus_t, curandSetPseudoRandomGeneratorSeed,
+DEZERO_FORWARD(kCurand, curandStatus_t, curandSetPseudoRandomGeneratorSeed,
            (curandGenerator_t generator, unsigned long long seed), (generator, seed))
-DZ_FORWARD(kCurand, curandStatus_t, curandSetGeneratorOffset, (curandGenerator_t generator, unsigned long long offset),
+DEZERO_FORWARD(kCurand, curandStatus_t, curandSetGeneratorOffset, (curandGenerator_t generator, unsigned long long offset),
            (generator, offset))
-DZ_FORWARD(kCurand, curandStatus_t, curandGenerateUniform, (curandGenerator_t generator, float* outputPtr, size_t num),
+DEZERO_FORWARD(kCurand, curandStatus_t, curandGenerateUniform, (curandGenerator_t generator, float* outputPtr, size_t num),
            (generator, outputPtr, num))
-DZ_FORWARD(kCurand, curandStatus_t, curandGenerateUniformDouble,
+DEZERO_FORWARD(kCurand, curandStatus_t, curandGenerateUniformDouble,
            (curandGenerator_t generator, double* outputPtr, size_t num), (generator, outputPtr, num))
-DZ_FORWARD(kCurand, curandStatus_t, curandGenerateNormal,
+DEZERO_FORWARD(kCurand, curandStatus_t, curandGenerateNormal,
            (curandGenerator_t generator, float* outputPtr, size_t n, float mean, float stddev),
            (generator, outputPtr, n, mean, stddev))
-DZ_FORWARD(kCurand, curandStatus_t, curandGenerateNormalDouble,
+DEZERO_FORWARD(kCurand, curandStatus_t, curandGenerateNormalDouble,
            (curandGenerator_t generator, double* outputPtr, size_t n, double mean, double stddev),
            (generator, outputPtr, n, mean, stddev))
 
 // --- NVRTC --------------------------------------------------------------------------------
-DZ_FORWARD(kNvrtc, const char*, nvrtcGetErrorString, (nvrtcResult result), (result))
-DZ_FORWARD(kNvrtc, nvrtcResult, nvrtcGetNumSupportedArchs, (int* numArchs), (numArchs))
-DZ_FORWARD(kNvrtc, nvrtcResult, nvrtcGetSupportedArchs, (int* supportedArchs), (supportedArchs))
-DZ_FORWARD(kNvrtc, nvrtcResult, nvrtcCreateProgram,
+DEZERO_FORWARD(kNvrtc, const char*, nvrtcGetErrorString, (nvrtcResult result), (result))
+DEZERO_FORWARD(kNvrtc, nvrtcResult, nvrtcGetNumSupportedArchs, (int* numArchs), (numArchs))
+DEZERO_FORWARD(kNvrtc, nvrtcResult, nvrtcGetSupportedArchs, (int* supportedArchs), (supportedArchs))
+DEZERO_FORWARD(kNvrtc, nvrtcResult, nvrtcCreateProgram,
            (nvrtcProgram * prog, const char* src, const char* name, int numHeaders, const char* const* headers,
             const char* const* includeNames),
            (prog, src, name, numHeaders, headers, includeNames))
-DZ_FORWARD(kNvrtc, nvrtcResult, nvrtcDestroyProgram, (nvrtcProgram * prog), (prog))
-DZ_FORWARD(kNvrtc, nvrtcResult, nvrtcCompileProgram, (nvrtcProgram prog, int numOptions, const char* const* options),
+DEZERO_FORWARD(kNvrtc, nvrtcResult, nvrtcDestroyProgram, (nvrtcProgram * prog), (prog))
+DEZERO_FORWARD(kNvrtc, nvrtcResult, nvrtcCompileProgram, (nvrtcProgram prog, int numOptions, const char* const* options),
            (prog, numOptions, options))
-DZ_FORWARD(kNvrtc, nvrtcResult, nvrtcGetPTXSize, (nvrtcProgram prog, size_t* ptxSizeRet), (prog, ptxSizeRet))
-DZ_FORWARD(kNvrtc, nvrtcResult, nvrtcGetPTX, (nvrtcProgram prog, char* ptx), (prog, ptx))
-DZ_FORWARD(kNvrtc, nvrtcResult, nvrtcGetCUBINSize, (nvrtcProgram prog, size_t* cubinSizeRet), (prog, cubinSizeRet))
-DZ_FORWARD(kNvrtc, nvrtcResult, nvrtcGetCUBIN, (nvrtcProgram prog, char* cubin), (prog, cubin))
-DZ_FORWARD(kNvrtc, nvrtcResult, nvrtcGetProgramLogSize, (nvrtcProgram prog, size_t* logSizeRet), (prog, logSizeRet))
-DZ_FORWARD(kNvrtc, nvrtcResult, nvrtcGetProgramLog, (nvrtcProgram prog, char* log), (prog, log))
+DEZERO_FORWARD(kNvrtc, nvrtcResult, nvrtcGetPTXSize, (nvrtcProgram prog, size_t* ptxSizeRet), (prog, ptxSizeRet))
+DEZERO_FORWARD(kNvrtc, nvrtcResult, nvrtcGetPTX, (nvrtcProgram prog, char* ptx), (prog, ptx))
+DEZERO_FORWARD(kNvrtc, nvrtcResult, nvrtcGetCUBINSize, (nvrtcProgram prog, size_t* cubinSizeRet), (prog, cubinSizeRet))
+DEZERO_FORWARD(kNvrtc, nvrtcResult, nvrtcGetCUBIN, (nvrtcProgram prog, char* cubin), (prog, cubin))
+DEZERO_FORWARD(kNvrtc, nvrtcResult, nvrtcGetProgramLogSize, (nvrtcProgram prog, size_t* logSizeRet), (prog, logSizeRet))
+DEZERO_FORWARD(kNvrtc, nvrtcResult, nvrtcGetProgramLog, (nvrtcProgram prog, char* log), (prog, log))
 
 // --- cuDNN --------------------------------------------------------------------------------
-DZ_FORWARD(kCudnn, cudnnStatus_t, cudnnCreate, (cudnnHandle_t * handle), (handle))
-DZ_FORWARD(kCudnn, cudnnStatus_t, cudnnSetStream, (cudnnHandle_t handle, cudaStream_t streamId), (handle, streamId))
-DZ_FORWARD(kCudnn, const char*, cudnnGetErrorString, (cudnnStatus_t status), (status))
+DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnCreate, (cudnnHandle_t * handle), (handle))
+DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnSetStream, (cudnnHandle_t handle, cudaStream_t streamId), (handle, streamId))
+DEZERO_FORWARD(kCudnn, const char*, cudnnGetErrorString, (cudnnStatus_t status), (status))

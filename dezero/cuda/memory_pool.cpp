@@ -1,4 +1,5 @@
-// cuda/cuda_memory.cpp - the device memory pool and the pinned host pool.
+// dezero/cuda/memory_pool.cpp - the device memory pool and the pinned host pool behind
+// cuda/memory_pool.hpp (CUDA build; stub.cpp has the zeros of a build without CUDA).
 //
 // Device pool (CuPy's MemoryPool, simplified): sizes are rounded up to 512 B; a
 // freed block goes back to a free list of the stream that allocated it instead of
@@ -13,20 +14,24 @@
 //
 // Pools live for the whole process and are deliberately never destroyed: tensors
 // held by static objects may be freed after static destructors ran.
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
-#include "dezero/cuda/detail/common.hpp"
-#include "dezero/cuda.hpp"
+#include "dezero/cuda/detail/runtime.hpp"
+#include "dezero/cuda/device.hpp"
+#include "dezero/cuda/memory_pool.hpp"
 
 namespace dezero::cuda::detail {
 
 namespace {
 
+// --- the device pool ---------------------------------------------------------------------
 constexpr std::size_t kRound = 512;
 
 bool pool_enabled_from_env() {
@@ -78,7 +83,7 @@ class DevicePool {
                              bytes_str(dev_free) + " free of " + bytes_str(dev_total) +
                              "; hint: use a smaller batch size or free tensors you no longer need");
     }
-    DZ_CUDA_CHECK(e);
+    DEZERO_CUDA_CHECK(e);
     live_[p] = Block{size, stream};
     used_bytes_ += size;
     return p;
@@ -192,7 +197,7 @@ class PinnedPool {
       throw OutOfMemoryError("cuda: out of pinned host memory allocating " + bytes_str(nbytes) +
                              "; pinned pool: " + bytes_str(used_bytes_) + " in use");
     }
-    DZ_CUDA_CHECK(e);
+    DEZERO_CUDA_CHECK(e);
     live_[p] = size;
     used_bytes_ += size;
     return p;
@@ -235,6 +240,7 @@ PinnedPool& pinned_pool() {
 
 }  // namespace
 
+// --- what the backend calls (detail/runtime.hpp) -----------------------------------------
 void* pool_malloc(int device, std::size_t nbytes, cudaStream_t stream) {
   return pool_if_exists(device, true)->malloc(nbytes, stream);
 }
@@ -249,6 +255,7 @@ void pool_free(int device, void* ptr) noexcept {
 
 namespace dezero::cuda {
 
+// --- MemoryPool, pinned memory (cuda/memory_pool.hpp) ------------------------------------
 using detail::pool_if_exists;
 
 namespace {

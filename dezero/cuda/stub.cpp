@@ -1,14 +1,20 @@
-// cuda_stub/cuda_stub.cpp - the CUDA entry points of a build made without CUDA
-// (DEZERO_CUDA=OFF or no toolkit): every device request is a clear DeviceError;
-// statistics are zeros; the pure host helpers (memo, workspace limit) work.
+// dezero/cuda/stub.cpp - the dezero::cuda API of a build made without CUDA
+// (DEZERO_CUDA=OFF or no toolkit), and its cuda_backend(): every device request is a
+// clear DeviceError; statistics are zeros; the pure host helpers (memo, workspace
+// limit: host.cpp) work. Built instead of every other .cpp/.cu of this folder but host.cpp.
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
 
 #include "dezero/backend/backend.hpp"
-#include "dezero/cuda.hpp"
+#include "dezero/cuda/device.hpp"
+#include "dezero/cuda/memoize.hpp"
+#include "dezero/cuda/memory_pool.hpp"
+#include "dezero/cuda/rtc.hpp"
+#include "dezero/cuda/stream.hpp"
 #include "dezero/error.hpp"
 
+// --- the backend: none -------------------------------------------------------------------
 namespace dezero::detail {
 namespace {
 [[noreturn]] void no_cuda(const std::string& what) {
@@ -26,6 +32,7 @@ namespace dezero::cuda {
 
 using ::dezero::detail::no_cuda;
 
+// --- availability, devices (cuda/device.hpp) ---------------------------------------------
 bool is_available() { return false; }
 int device_count() { return 0; }
 void check_cuda_available() { no_cuda("dezero::cuda"); }
@@ -54,13 +61,14 @@ Device get_device_from_id(int id) {
   if (id < 0) return Device::cpu();
   no_cuda("get_device_from_id(" + std::to_string(id) + ")");
 }
-// get_device_from_array and get_device: cuda_host.cpp.
+// get_device_from_array and get_device: host.cpp.
 
 DeviceGuard::DeviceGuard(int id) {
   if (id >= 0) no_cuda("DeviceGuard(" + std::to_string(id) + ")");
 }
 DeviceGuard::~DeviceGuard() = default;
 
+// --- streams and events (cuda/stream.hpp) ------------------------------------------------
 Stream::Stream(bool) { no_cuda("Stream"); }
 Stream Stream::null() { no_cuda("Stream::null"); }
 Stream Stream::current() { no_cuda("Stream::current"); }
@@ -84,6 +92,7 @@ void* Event::handle() const { return nullptr; }
 int Event::device_id() const { return -1; }
 float get_elapsed_time(const Event&, const Event&) { no_cuda("get_elapsed_time"); }
 
+// --- transfers (cuda/device.hpp) ---------------------------------------------------------
 Tensor to_gpu(const Tensor&, int device) { no_cuda("to_gpu(cuda:" + std::to_string(device < 0 ? 0 : device) + ")"); }
 Tensor to_gpu(const Tensor& x, const Device& device) { return to_gpu(x, device.id()); }
 Tensor to_cpu(const Tensor& x) { return x.to_cpu(); }
@@ -92,6 +101,7 @@ Tensor copy(const Tensor& x, int device) {
   return x.copy();
 }
 
+// --- memory (cuda/memory_pool.hpp) -------------------------------------------------------
 namespace {
 bool caching_from_env() {
   const char* v = std::getenv("DEZERO_CUDA_MEMORY_POOL");
@@ -112,9 +122,11 @@ PinnedMemory alloc_pinned_memory(std::size_t) { no_cuda("alloc_pinned_memory"); 
 PinnedPoolStats pinned_memory_pool_stats() { return {}; }
 void free_all_pinned_blocks() {}
 
-// The workspace limit and the memo registry are in cuda_host.cpp.
+// --- memo key (cuda/memoize.hpp) ---------------------------------------------------------
+// The workspace limit and the memo registry are in host.cpp.
 int detail::memo_device_id() { return -1; }
 
+// --- runtime-compiled kernels (cuda/rtc.hpp): made, never run ----------------------------
 struct ElementwiseKernel::Impl {
   std::string name;
 };

@@ -1,11 +1,13 @@
-// cuda/cuda_cudnn.hpp - the per-device cuDNN handle and its check macro (not installed).
+// dezero/cuda/detail/cudnn.hpp - the per-device cuDNN handle and its check macro
+// (internal). Apart from detail/check.hpp so that only the files that call cuDNN
+// include cudnn.h; the handle is made in detail/handles.cpp with the others.
 #pragma once
 
 #include <cudnn.h>
 
-#include "dezero/cuda/detail/common.hpp"
+#include "dezero/cuda/detail/runtime.hpp"
 
-#define DZ_CUDNN_CHECK(call)                                                                                  \
+#define DEZERO_CUDNN_CHECK(call)                                                                              \
   do {                                                                                                        \
     cudnnStatus_t dz_s_ = (call);                                                                             \
     if (dz_s_ != CUDNN_STATUS_SUCCESS)                                                                        \

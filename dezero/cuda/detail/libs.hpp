@@ -1,4 +1,5 @@
-// cuda/cuda_libs.hpp - the GPU libraries that cuda_libs.cpp loads on first use.
+// dezero/cuda/detail/libs.hpp - the check on the GPU libraries that libs.cpp loads
+// on first use (internal; tests/test_cuda.cpp calls it).
 #pragma once
 
 #include <string>

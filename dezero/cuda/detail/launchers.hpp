@@ -1,0 +1,72 @@
+// dezero/cuda/detail/launchers.hpp - the CUDA backend's primitives, one function per
+// Backend virtual (dezero/backend/backend.hpp), in the order of its sections; each
+// section names the family file that implements it. cuda_backend.cu forwards every
+// virtual of CudaBackend to these (internal).
+//
+// Every function takes the device id first and does the rest itself: makes the device
+// current for the call, runs on the calling thread's current stream of it and checks
+// every launch and library call (detail/check.hpp). Arguments are as backend.hpp
+// documents them (validated by the caller).
+// The namespace is gpu, not cuda: inside dezero::detail a nested `cuda` would hide
+// ::dezero::cuda.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "dezero/backend/backend.hpp"
+#include "dezero/dtype.hpp"
+
+namespace dezero::detail::gpu {
+
+// --- memory (memory.cu) ------------------------------------------------------------------
+void* allocate(int device, std::size_t nbytes);
+void deallocate(int device, void* ptr) noexcept;
+void copy_from_host(int device, void* dst, const void* src, std::size_t n);
+void copy_to_host(int device, void* dst, const void* src, std::size_t n);
+void copy(int device, void* dst, const void* src, std::size_t n);
+void fill(int device, DType dt, void* dst, std::int64_t n, double value);
+void synchronize(int device);
+
+// --- element-wise (elementwise.cu) -------------------------------------------------------
+void cast(int device, DType from, const void* x, DType to, void* y, std::int64_t n);
+void unary(int device, UnaryOp op, DType dt, const void* x, void* y, std::int64_t n, double alpha);
+void binary(int device, BinaryOp op, DType dt, const void* a, const Strided& sa, const void* b, const Strided& sb,
+            void* y, const Strided& out);
+void where(int device, DType dt, const void* cond, const Strided& sc, const void* a, const Strided& sa, const void* b,
+           const Strided& sb, void* y, const Strided& out);
+void copy_strided(int device, DType dt, const void* src, const Strided& s, void* dst, const Strided& d,
+                  bool accumulate);
+
+// --- reductions (reduce.cu) --------------------------------------------------------------
+void reduce(int device, ReduceOp op, DType dt, const void* x, void* y, std::int64_t outer, std::int64_t r,
+            std::int64_t inner);
+void arg_reduce(int device, ArgReduceOp op, DType dt, const void* x, std::int64_t* y, std::int64_t outer,
+                std::int64_t r, std::int64_t inner);
+
+// --- linear algebra: row-major batched GEMM (gemm.cu) ------------------------------------
+void gemm(int device, DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, double alpha,
+          const void* a, std::int64_t lda, std::int64_t stride_a, const void* b, std::int64_t ldb,
+          std::int64_t stride_b, double beta, void* c, std::int64_t ldc, std::int64_t stride_c, std::int64_t batch);
+
+// --- indexing (index.cu) -----------------------------------------------------------------
+void gather(int device, DType dt, const void* src, const std::int64_t* off, void* dst, std::int64_t n);
+void scatter_add(int device, DType dt, const void* src, const std::int64_t* off, void* dst, std::int64_t n);
+void gather_rows(int device, DType dt, const void* src, const std::int64_t* idx, void* dst, std::int64_t rows,
+                 std::int64_t cols);
+
+// --- fused neural-network kernels (nn.cu) ------------------------------------------------
+void softmax(int device, DType dt, const void* x, void* y, std::int64_t outer, std::int64_t c, std::int64_t inner,
+             bool log_);
+void softmax_cross_entropy(int device, DType dt, const void* x, const std::int64_t* t, void* loss, std::int64_t n,
+                           std::int64_t c);
+void softmax_cross_entropy_grad(int device, DType dt, const void* x, const std::int64_t* t, const void* gy, void* gx,
+                                std::int64_t n, std::int64_t c);
+void optimizer_update(int device, UpdateRule rule, DType dt, void* param, const void* grad, void* s1, void* s2,
+                      std::int64_t n, const UpdateArgs& args);
+
+// --- random numbers (random.cu) ----------------------------------------------------------
+void random_uniform(int device, DType dt, void* dst, std::int64_t n);
+void random_normal(int device, DType dt, void* dst, std::int64_t n);
+
+}  // namespace dezero::detail::gpu

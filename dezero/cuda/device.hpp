@@ -1,0 +1,107 @@
+// dezero/cuda/device.hpp - dezero::cuda's devices: whether CUDA can be used, the
+// devices and the current one, moving tensors between the host and the devices, and
+// DeZero's get_array_module (Chainer's chainer.backends.cuda device helpers).
+//
+// Needs no CUDA headers. On a build without CUDA, or a machine without a GPU,
+// is_available() is false and everything that needs a device throws a DeviceError
+// saying "no CUDA device is available on this machine" with a hint. The CPU is a
+// cuda::Device with id -1 (Chainer's DummyDevice): get_device_from_array(cpu_tensor)
+// .is_cpu() is true, use()/synchronize() do nothing. Streams and events are in
+// cuda/stream.hpp, the memory pool in cuda/memory_pool.hpp.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "dezero/tensor.hpp"
+
+namespace dezero::cuda {
+
+// --- availability -----------------------------------------------------------
+// True when dezero was built with CUDA and a CUDA device can be used now (never throws).
+bool is_available();
+// Number of CUDA devices (0 without CUDA or without a GPU).
+int device_count();
+// Throws DeviceError ("no CUDA device is available on this machine" + hint) unless is_available().
+void check_cuda_available();
+
+// --- devices ----------------------------------------------------------------
+class Device {
+ public:
+  Device();                                            // the current CUDA device (the CPU when none)
+  explicit Device(int id) : id_(id < 0 ? -1 : id) {}  // id < 0: the CPU (DummyDevice)
+  static Device cpu() { return Device(-1); }
+
+  int id() const { return id_; }
+  bool is_cpu() const { return id_ < 0; }
+  std::string name() const;                // "NVIDIA H200"; "cpu" for the CPU
+  std::string compute_capability() const;  // CuPy's string, e.g. "90"; "" for the CPU
+  std::size_t total_memory() const;        // bytes; 0 for the CPU
+  void use() const;                        // make it the current device (no-op for the CPU)
+  void synchronize() const;                // cudaDeviceSynchronize (no-op for the CPU)
+  dezero::Device device() const { return is_cpu() ? dezero::Device::cpu() : dezero::Device::cuda(id_); }
+
+  bool operator==(const Device& o) const { return id_ == o.id_; }
+  bool operator!=(const Device& o) const { return id_ != o.id_; }
+  bool operator<(const Device& o) const { return id_ < o.id_; }
+
+ private:
+  int id_ = -1;
+};
+
+// Negative id -> the CPU; otherwise the CUDA device (DeviceError when there is none / out of range).
+Device get_device_from_id(int id);
+// The device of the first tensor that lives on a CUDA device; the CPU (id -1) otherwise.
+Device get_device_from_array(const Tensor& x);
+template <class... Ts>
+Device get_device_from_array(const Tensor& x, const Ts&... rest) {
+  Device d = get_device_from_array(x);
+  return d.is_cpu() ? get_device_from_array(rest...) : d;
+}
+Device get_device(int id);
+Device get_device(const dezero::Device& device);
+Device get_device(const Tensor& x);
+
+// RAII: makes a device current and restores the previous one (no-op for the CPU).
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int id);
+  explicit DeviceGuard(const Device& d) : DeviceGuard(d.id()) {}
+  explicit DeviceGuard(const dezero::Device& d) : DeviceGuard(d.index()) {}
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int prev_ = -1;
+  bool active_ = false;
+};
+
+// --- transfers ------------------------------------------------------------------
+// To a CUDA device (device < 0: the current one); the same tensor when already there.
+Tensor to_gpu(const Tensor& x, int device = -1);
+Tensor to_gpu(const Tensor& x, const Device& device);
+// To host memory; the same tensor when already there (waits for the copy).
+Tensor to_cpu(const Tensor& x);
+// A new copy on `device` (< 0: the source's device); GPU -> GPU uses a peer copy
+// (cudaMemcpyPeerAsync) ordered after both devices' current streams, without a host wait.
+Tensor copy(const Tensor& x, int device = -1);
+
+}  // namespace dezero::cuda
+
+namespace dezero {
+
+// DeZero's cuda.get_array_module: says which "module" computes on x: "numpy" for host
+// tensors, "cupy" for CUDA tensors, with the device.
+struct ArrayModule {
+  dezero::Device device;
+  bool is_numpy() const { return device.is_cpu(); }
+  bool is_cupy() const { return device.is_cuda(); }
+  std::string name() const { return is_cupy() ? "cupy" : "numpy"; }
+  cuda::Device cuda_device() const { return cuda::Device(device.is_cpu() ? -1 : device.index()); }
+  bool operator==(const ArrayModule& o) const { return name() == o.name(); }
+  bool operator!=(const ArrayModule& o) const { return !(*this == o); }
+};
+inline ArrayModule get_array_module(const Tensor& x) { return ArrayModule{x.device()}; }
+
+}  // namespace dezero

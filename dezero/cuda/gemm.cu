@@ -1,0 +1,86 @@
+// dezero/cuda/gemm.cu - the CUDA backend's row-major batched GEMM: cuBLAS for
+// float32 / float64, a plain kernel (one thread per output element) for the integer
+// dtypes, which cuBLAS has none for.
+//
+// Twin of cpu/gemm.cpp. backend.hpp's gemm_bias is not overridden: the CUDA backend
+// answers false and the caller adds the bias and calls gemm with beta = 1.
+#include <climits>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <type_traits>
+
+#include "dezero/backend/backend.hpp"
+#include "dezero/cuda/detail/launch.cuh"
+#include "dezero/cuda/detail/launchers.hpp"
+#include "dezero/cuda/detail/runtime.hpp"
+#include "dezero/error.hpp"
+
+namespace dezero::detail {
+
+namespace {
+
+namespace cd = ::dezero::cuda::detail;
+
+// Integer GEMM (cuBLAS has none for these types): one thread per output element.
+template <class T>
+__global__ void gemm_naive_kernel(bool ta, bool tb, i64 m, i64 n, i64 k, T alpha, const T* a, i64 lda, i64 sa,
+                                  const T* b, i64 ldb, i64 sb, T beta, T* c, i64 ldc, i64 sc, i64 batch) {
+  DEZERO_GRID_LOOP(t, batch * m * n) {
+    i64 bi = t / (m * n), rem = t - bi * m * n, i = rem / n, j = rem - i * n;
+    const T* A = a + bi * sa;
+    const T* B = b + bi * sb;
+    T acc = 0;
+    for (i64 l = 0; l < k; ++l) acc += (ta ? A[l * lda + i] : A[i * lda + l]) * (tb ? B[j * ldb + l] : B[l * ldb + j]);
+    T* C = c + bi * sc + i * ldc + j;
+    *C = beta == T(0) ? alpha * acc : alpha * acc + beta * *C;
+  }
+}
+
+}  // namespace
+
+namespace gpu {
+
+// Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLAS gets the operands
+// swapped with the same transpose flags and (n, m) in place of (m, n).
+void gemm(int device, DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, double alpha,
+          const void* a, std::int64_t lda, std::int64_t stride_a, const void* b, std::int64_t ldb,
+          std::int64_t stride_b, double beta, void* c, std::int64_t ldc, std::int64_t stride_c, std::int64_t batch) {
+  if (m <= 0 || n <= 0 || batch <= 0) return;
+  cd::ScopedDevice g(device);
+  cudaStream_t s = cd::current_stream(device);
+  if (is_integer(dt)) {
+    auto run = [&](auto* tag) {
+      using T = std::remove_pointer_t<decltype(tag)>;
+      DEZERO_LAUNCH(gemm_naive_kernel<T>, batch * m * n, s, ta, tb, m, n, k, static_cast<T>(alpha),
+                    static_cast<const T*>(a), lda, stride_a, static_cast<const T*>(b), ldb, stride_b,
+                    static_cast<T>(beta), static_cast<T*>(c), ldc, stride_c, batch);
+    };
+    if (dt == int32) run(static_cast<std::int32_t*>(nullptr));
+    else run(static_cast<std::int64_t*>(nullptr));
+    return;
+  }
+  constexpr i64 kMax = INT_MAX;
+  if (m > kMax || n > kMax || k > kMax || lda > kMax || ldb > kMax || ldc > kMax || batch > kMax)
+    throw ValueError("matmul on cuda:" + std::to_string(device) + ": a dimension exceeds cuBLAS's 32-bit limit (m=" +
+                     std::to_string(m) + ", n=" + std::to_string(n) + ", k=" + std::to_string(k) +
+                     "); hint: split the product");
+  cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+  std::lock_guard<std::mutex> lock(cd::library_mutex(device));
+  cublasHandle_t h = cd::cublas_handle(device, s);
+  if (dt == float32) {
+    float al = static_cast<float>(alpha), be = static_cast<float>(beta);
+    DEZERO_CUBLAS_CHECK(cublasSgemmStridedBatched(
+        h, opb, opa, int(n), int(m), int(k), &al, static_cast<const float*>(b), int(ldb), stride_b,
+        static_cast<const float*>(a), int(lda), stride_a, &be, static_cast<float*>(c), int(ldc), stride_c, int(batch)));
+  } else {
+    DEZERO_CUBLAS_CHECK(cublasDgemmStridedBatched(h, opb, opa, int(n), int(m), int(k), &alpha,
+                                                  static_cast<const double*>(b), int(ldb), stride_b,
+                                                  static_cast<const double*>(a), int(lda), stride_a, &beta,
+                                                  static_cast<double*>(c), int(ldc), stride_c, int(batch)));
+  }
+}
+
+}  // namespace gpu
+
+}  // namespace dezero::detail

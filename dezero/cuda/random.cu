@@ -1,0 +1,77 @@
+// dezero/cuda/random.cu - the CUDA backend's random numbers: uniform and normal
+// samples from cuRAND (Philox), reseeded from dezero's host generator on every call.
+//
+// Twin of cpu/random.cpp. No kernel of its own: cuRAND fills the buffer, and the
+// element-wise launchers (elementwise.cu) convert integer samples and map uniform
+// samples from cuRAND's (0, 1] to NumPy's [0, 1).
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include "dezero/backend/backend.hpp"
+#include "dezero/backend/generator.hpp"
+#include "dezero/cuda/detail/launchers.hpp"
+#include "dezero/cuda/detail/runtime.hpp"
+
+namespace dezero::detail {
+
+namespace {
+
+namespace cd = ::dezero::cuda::detail;
+using i64 = std::int64_t;
+
+// cuRAND (Philox) reseeded on every call with 64 bits drawn from dezero's host
+// generator, so random::seed(s) makes GPU samples reproducible as well.
+void random_fill(int device, bool normal, DType dt, void* dst, i64 n) {
+  if (n <= 0) return;
+  cd::ScopedDevice g(device);
+  cudaStream_t s = cd::current_stream(device);
+  if (is_integer(dt)) {  // as the CPU backend: samples converted to the integer type
+    cd::DeviceBuffer tmp(device, static_cast<std::size_t>(n) * sizeof(double), s);
+    random_fill(device, normal, float64, tmp.get(), n);
+    gpu::cast(device, float64, tmp.get(), dt, dst, n);
+    return;
+  }
+  std::uint64_t seed;
+  {
+    auto& gen = global_generator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    seed = gen.next64();
+  }
+  std::size_t esize = dtype_size(dt);
+  // curandGenerateNormal* needs an even count and an aligned pointer.
+  bool staged = normal && (n % 2 != 0 || reinterpret_cast<std::uintptr_t>(dst) % (2 * esize) != 0);
+  i64 m = staged ? n + (n % 2) : n;
+  std::unique_ptr<cd::DeviceBuffer> tmp;
+  if (staged) tmp = std::make_unique<cd::DeviceBuffer>(device, static_cast<std::size_t>(m) * esize, s);
+  void* out = staged ? tmp->get() : dst;
+  {
+    std::lock_guard<std::mutex> lock(cd::library_mutex(device));
+    curandGenerator_t gen = cd::curand_generator(device, s);
+    DEZERO_CURAND_CHECK(curandSetPseudoRandomGeneratorSeed(gen, seed));
+    DEZERO_CURAND_CHECK(curandSetGeneratorOffset(gen, 0));
+    std::size_t count = static_cast<std::size_t>(m);
+    if (dt == float32) {
+      if (normal) DEZERO_CURAND_CHECK(curandGenerateNormal(gen, static_cast<float*>(out), count, 0.0f, 1.0f));
+      else DEZERO_CURAND_CHECK(curandGenerateUniform(gen, static_cast<float*>(out), count));
+    } else {
+      if (normal) DEZERO_CURAND_CHECK(curandGenerateNormalDouble(gen, static_cast<double*>(out), count, 0.0, 1.0));
+      else DEZERO_CURAND_CHECK(curandGenerateUniformDouble(gen, static_cast<double*>(out), count));
+    }
+  }
+  if (staged)
+    DEZERO_CUDA_CHECK(cudaMemcpyAsync(dst, out, static_cast<std::size_t>(n) * esize, cudaMemcpyDeviceToDevice, s));
+  if (!normal) gpu::unary(device, UnaryOp::RSubScalar, dt, dst, dst, n, 1.0);  // cuRAND gives (0, 1]; NumPy [0, 1)
+}
+
+}  // namespace
+
+namespace gpu {
+
+void random_uniform(int device, DType dt, void* dst, std::int64_t n) { random_fill(device, false, dt, dst, n); }
+void random_normal(int device, DType dt, void* dst, std::int64_t n) { random_fill(device, true, dt, dst, n); }
+
+}  // namespace gpu
+
+}  // namespace dezero::detail
