@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "dezero/cpu/gemm_small.hpp"
-#include "dezero/cpu/sgemm.hpp"
+#include "dezero/cpu/gemm.hpp"
 
 using dezero::detail::sgemm;
 

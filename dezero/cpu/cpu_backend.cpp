@@ -19,7 +19,7 @@
 
 #include "dezero/backend/backend.hpp"
 #include "dezero/cpu/gemm_small.hpp"
-#include "dezero/cpu/sgemm.hpp"
+#include "dezero/cpu/gemm.hpp"
 #include "dezero/backend/ops.hpp"
 #include "dezero/backend/generator.hpp"
 #include "dezero/backend/dispatch.hpp"

@@ -4,7 +4,7 @@
 // micro-kernel computes one MR x NR tile of C per call. Transposes are absorbed by
 // the packing, so one kernel serves NN, NT, TN and TT. Without __AVX512F__ only the
 // stubs at the bottom are compiled and the backend stays on Eigen.
-#include "dezero/cpu/sgemm.hpp"
+#include "dezero/cpu/gemm.hpp"
 
 #include <algorithm>
 #include <array>

@@ -1,4 +1,4 @@
-// cpu/sgemm.hpp - the host float32 GEMM of the CPU backend: a packed, cache-blocked
+// dezero/cpu/gemm.hpp - the host float32 GEMM of the CPU backend: a packed, cache-blocked
 // AVX-512 kernel (sgemm.cpp). Single-threaded; gemm_typed in cpu_backend.cpp splits
 // a product into per-thread slabs and calls it once per slab. Not a BLAS: row-major
 // views only, no argument checking beyond what the backend already guarantees.
