@@ -11,7 +11,6 @@
 #include <limits>
 #include <vector>
 
-#include "dezero/cpu/gemm_small.hpp"
 #include "dezero/cpu/gemm.hpp"
 
 using dezero::detail::sgemm;

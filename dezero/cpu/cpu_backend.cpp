@@ -18,7 +18,6 @@
 #include <type_traits>
 
 #include "dezero/backend/backend.hpp"
-#include "dezero/cpu/gemm_small.hpp"
 #include "dezero/cpu/gemm.hpp"
 #include "dezero/backend/ops.hpp"
 #include "dezero/backend/generator.hpp"

@@ -16,7 +16,7 @@
 // version -> now: 100x10x2 (+ bias) 1053 -> 325 -> 150, 100x1x10 (+ bias) 617 -> 230
 // -> 165, 100x10x1 (B^T) 1021 -> 348 -> 135, 10x1x100 (A^T) 250 -> 88 -> 77,
 // 2x10x100 (A^T) 593 -> 148 -> 140 (tight loops of 100,000 calls; medians).
-#include "dezero/cpu/gemm_small.hpp"
+#include "dezero/cpu/gemm.hpp"
 
 #include <array>
 #include <utility>
