@@ -19,6 +19,7 @@
 
 #include "dezero/backend/backend.hpp"
 #include "dezero/cpu/gemm.hpp"
+#include "dezero/cpu/loops.hpp"
 #include "dezero/backend/ops.hpp"
 #include "dezero/backend/generator.hpp"
 #include "dezero/backend/dispatch.hpp"
@@ -28,53 +29,9 @@ namespace dezero::detail {
 
 namespace {
 
-constexpr std::int64_t kParallelMin = 1 << 15;  // elements below which we stay single-threaded
-
-// body(i) for i in [0, n): on OpenMP threads when `work` is large, else on the calling
-// thread without entering the OpenMP runtime at all (an `omp parallel if(false)`
-// region still costs a futex wake-up per call: a third of W3's step time).
-template <class Body>
-inline void par_for(std::int64_t work, std::int64_t n, Body&& body) {
-  if (work >= kParallelMin && n > 1 && !omp_in_parallel()) {
-#pragma omp parallel for schedule(static)
-    for (std::int64_t i = 0; i < n; ++i) body(i);
-  } else {
-    for (std::int64_t i = 0; i < n; ++i) body(i);
-  }
-}
-
-// --- strided iteration: all views share the shape of v[0]; the last axis is the inner loop
-template <int NV, class Inner>
-void for_each_row(const Strided* v[NV], Inner inner) {
-  const Strided& s = *v[0];
-  int nd = s.ndim;
-  if (nd == 0) {
-    std::int64_t off[NV] = {};
-    std::int64_t st[NV] = {};
-    inner(off, 1, st);
-    return;
-  }
-  std::int64_t n_inner = s.shape[nd - 1];
-  std::int64_t rows = s.numel() / std::max<std::int64_t>(n_inner, 1);
-  std::int64_t st[NV];
-  for (int k = 0; k < NV; ++k) st[k] = v[k]->strides[nd - 1];
-  auto body = [&](std::int64_t r) {
-    std::int64_t off[NV] = {};
-    std::int64_t rem = r;
-    for (int d = nd - 2; d >= 0; --d) {
-      std::int64_t i = rem % s.shape[d];
-      rem /= s.shape[d];
-      for (int k = 0; k < NV; ++k) off[k] += i * v[k]->strides[d];
-    }
-    inner(off, n_inner, st);
-  };
-  if (rows * n_inner >= kParallelMin && rows > 1) {
-#pragma omp parallel for schedule(static)
-    for (std::int64_t r = 0; r < rows; ++r) body(r);
-  } else {
-    for (std::int64_t r = 0; r < rows; ++r) body(r);
-  }
-}
+using cpu::for_each_row;
+using cpu::kParallelMin;
+using cpu::par_for;
 
 template <class T, class F>
 void unary_loop(const T* x, T* y, std::int64_t n, T a, F f) {
