@@ -1,0 +1,26 @@
+// dezero/cpu/kernels.hpp - the entry points of the host backend's family files, one
+// per Backend primitive (backend/backend.hpp) and in the order of its sections: the
+// same names, the same parameters, the same contracts. cpu_backend.cpp's CpuBackend
+// forwards each virtual to one of these; each family file (memory.cpp, elementwise.cpp,
+// reduce.cpp, gemm.cpp, index.cpp, nn.cpp, random.cpp) dispatches on the dtype and runs
+// its loops. Nothing here is a public interface: tensor/ reaches these through the
+// Backend, and the GEMM kernels these use are in gemm.hpp.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "dezero/backend/backend.hpp"
+#include "dezero/dtype.hpp"
+
+namespace dezero::detail::cpu {
+
+// --- memory (memory.cpp): 64-byte aligned host blocks through a cache of freed ones ----
+void* allocate(std::size_t nbytes);
+void deallocate(void* ptr, std::size_t nbytes) noexcept;
+void copy_from_host(void* dst, const void* host_src, std::size_t nbytes);
+void copy_to_host(void* host_dst, const void* src, std::size_t nbytes);
+void copy(void* dst, const void* src, std::size_t nbytes);
+void fill(DType dt, void* dst, std::int64_t n, double value);
+
+}  // namespace dezero::detail::cpu
