@@ -23,4 +23,13 @@ void copy_to_host(void* host_dst, const void* src, std::size_t nbytes);
 void copy(void* dst, const void* src, std::size_t nbytes);
 void fill(DType dt, void* dst, std::int64_t n, double value);
 
+// --- element-wise (elementwise.cpp) ------------------------------------------------------
+void cast(DType from, const void* x, DType to, void* y, std::int64_t n);
+void unary(UnaryOp op, DType dt, const void* x, void* y, std::int64_t n, double alpha);
+void binary(BinaryOp op, DType dt, const void* a, const Strided& sa, const void* b, const Strided& sb, void* y,
+            const Strided& out);
+void where(DType dt, const void* cond, const Strided& sc, const void* a, const Strided& sa, const void* b,
+           const Strided& sb, void* y, const Strided& out);
+void copy_strided(DType dt, const void* src, const Strided& s, void* dst, const Strided& d, bool accumulate);
+
 }  // namespace dezero::detail::cpu
