@@ -32,4 +32,9 @@ void where(DType dt, const void* cond, const Strided& sc, const void* a, const S
            const Strided& sb, void* y, const Strided& out);
 void copy_strided(DType dt, const void* src, const Strided& s, void* dst, const Strided& d, bool accumulate);
 
+// --- reductions (reduce.cpp): x viewed as (outer, r, inner), y as (outer, inner) --------
+void reduce(ReduceOp op, DType dt, const void* x, void* y, std::int64_t outer, std::int64_t r, std::int64_t inner);
+void arg_reduce(ArgReduceOp op, DType dt, const void* x, std::int64_t* y, std::int64_t outer, std::int64_t r,
+                std::int64_t inner);
+
 }  // namespace dezero::detail::cpu
