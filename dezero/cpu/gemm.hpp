@@ -1,9 +1,10 @@
 // dezero/cpu/gemm.hpp - the host float32 GEMM kernels of the CPU backend, ours rather
 // than Eigen's: sgemm (sgemm.cpp), a packed, cache-blocked AVX-512 kernel for
 // products of some size, and sgemm_small (gemm_small.cpp) for products too small for
-// any blocking. Both are single-threaded; cpu_backend.cpp picks one of them or Eigen for each
-// product and splits large products into per-thread slabs. Not a BLAS: row-major
-// views only, no argument checking beyond what the backend already guarantees.
+// any blocking. Both are single-threaded; gemm.cpp picks one of them or Eigen for
+// each product and splits large products into per-thread slabs. Not a BLAS:
+// row-major views only, no argument checking beyond what the backend already
+// guarantees.
 #pragma once
 
 #include <cstdint>

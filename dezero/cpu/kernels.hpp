@@ -37,4 +37,14 @@ void reduce(ReduceOp op, DType dt, const void* x, void* y, std::int64_t outer, s
 void arg_reduce(ArgReduceOp op, DType dt, const void* x, std::int64_t* y, std::int64_t outer, std::int64_t r,
                 std::int64_t inner);
 
+// --- linear algebra (gemm.cpp): row-major batched GEMM ------------------------------------
+// Turns Eigen's own threading off (gemm splits products into per-thread slabs itself);
+// the backend calls it once, before its first product.
+void init_gemm();
+void gemm(DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, double alpha, const void* a,
+          std::int64_t lda, std::int64_t stride_a, const void* b, std::int64_t ldb, std::int64_t stride_b, double beta,
+          void* c, std::int64_t ldc, std::int64_t stride_c, std::int64_t batch);
+bool gemm_bias(DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const void* a,
+               std::int64_t lda, const void* b, std::int64_t ldb, const void* bias, void* c, std::int64_t ldc);
+
 }  // namespace dezero::detail::cpu
