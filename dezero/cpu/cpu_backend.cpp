@@ -152,26 +152,14 @@ class CpuBackend final : public Backend {
   }
 
   void gather(DType dt, const void* src, const std::int64_t* off, void* dst, std::int64_t n) override {
-    DEZERO_DISPATCH(dt, T, {
-      const T* s = static_cast<const T*>(src);
-      T* d = static_cast<T*>(dst);
-      par_for(n, n, [&](std::int64_t i) { d[i] = s[off[i]]; });
-    })
+    cpu::gather(dt, src, off, dst, n);
   }
   void scatter_add(DType dt, const void* src, const std::int64_t* off, void* dst, std::int64_t n) override {
-    DEZERO_DISPATCH(dt, T, {
-      const T* s = static_cast<const T*>(src);
-      T* d = static_cast<T*>(dst);
-      for (std::int64_t i = 0; i < n; ++i) d[off[i]] += s[i];  // serial: repeated offsets accumulate
-    })
+    cpu::scatter_add(dt, src, off, dst, n);
   }
   void gather_rows(DType dt, const void* src, const std::int64_t* idx, void* dst, std::int64_t rows,
                    std::int64_t cols) override {
-    std::size_t row_bytes = static_cast<std::size_t>(cols) * dtype_size(dt);
-    const char* s = static_cast<const char*>(src);
-    char* d = static_cast<char*>(dst);
-    // memory-bound: threads only pay off for large gathers
-    par_for(rows * cols / 32, rows, [&](std::int64_t i) { std::memcpy(d + i * row_bytes, s + idx[i] * row_bytes, row_bytes); });
+    cpu::gather_rows(dt, src, idx, dst, rows, cols);
   }
 
   void softmax(DType dt, const void* x, void* y, std::int64_t outer, std::int64_t c, std::int64_t inner,

@@ -47,4 +47,9 @@ void gemm(DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64
 bool gemm_bias(DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const void* a,
                std::int64_t lda, const void* b, std::int64_t ldb, const void* bias, void* c, std::int64_t ldc);
 
+// --- indexing (index.cpp): element offsets as int64 ----------------------------------------
+void gather(DType dt, const void* src, const std::int64_t* offsets, void* dst, std::int64_t n);
+void scatter_add(DType dt, const void* src, const std::int64_t* offsets, void* dst, std::int64_t n);
+void gather_rows(DType dt, const void* src, const std::int64_t* idx, void* dst, std::int64_t rows, std::int64_t cols);
+
 }  // namespace dezero::detail::cpu
