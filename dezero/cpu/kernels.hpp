@@ -52,4 +52,12 @@ void gather(DType dt, const void* src, const std::int64_t* offsets, void* dst, s
 void scatter_add(DType dt, const void* src, const std::int64_t* offsets, void* dst, std::int64_t n);
 void gather_rows(DType dt, const void* src, const std::int64_t* idx, void* dst, std::int64_t rows, std::int64_t cols);
 
+// --- fused neural-network kernels (nn.cpp): float32 and float64 only --------------------
+void softmax(DType dt, const void* x, void* y, std::int64_t outer, std::int64_t c, std::int64_t inner, bool log);
+void softmax_cross_entropy(DType dt, const void* x, const std::int64_t* t, void* loss, std::int64_t n, std::int64_t c);
+void softmax_cross_entropy_grad(DType dt, const void* x, const std::int64_t* t, const void* gy, void* gx,
+                                std::int64_t n, std::int64_t c);
+void optimizer_update(UpdateRule rule, DType dt, void* param, const void* grad, void* s1, void* s2, std::int64_t n,
+                      const UpdateArgs& args);
+
 }  // namespace dezero::detail::cpu
