@@ -18,9 +18,12 @@ namespace dezero::detail::cpu {
 namespace {
 
 // --- unary ---------------------------------------------------------------------------------
+// flatten: the element's unary_apply (backend/ops.hpp) is a switch over every op that
+// folds to one case only once inlined here; GCC's unit-growth limit would otherwise
+// leave some of the 27 x 4 loops calling it out of line for every element.
 template <class T, class F>
 void unary_loop(const T* x, T* y, std::int64_t n, T a, F f) {
-  par_for(n, n, [&](std::int64_t i) { y[i] = f(x[i], a); });
+  par_for(n, n, [&](std::int64_t i) __attribute__((flatten)) { y[i] = f(x[i], a); });
 }
 
 // float32 exp / log / tanh / sigmoid through Eigen's SIMD versions (1-3 ulp from libm's):
