@@ -21,12 +21,12 @@ namespace {
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend() { cpu::init_gemm(); }
+  CpuBackend() : cache_(cpu::make_host_block_cache()) { cpu::init_gemm(); }
   Device device() const override { return Device::cpu(); }
 
   // --- memory (memory.cpp) ------------------------------------------------------------------
-  void* allocate(std::size_t nbytes) override { return cpu::allocate(nbytes); }
-  void deallocate(void* ptr, std::size_t nbytes) noexcept override { cpu::deallocate(ptr, nbytes); }
+  void* allocate(std::size_t nbytes) override { return cpu::allocate(*cache_, nbytes); }
+  void deallocate(void* ptr, std::size_t nbytes) noexcept override { cpu::deallocate(*cache_, ptr, nbytes); }
   void copy_from_host(void* dst, const void* src, std::size_t n) override { cpu::copy_from_host(dst, src, n); }
   void copy_to_host(void* dst, const void* src, std::size_t n) override { cpu::copy_to_host(dst, src, n); }
   void copy(void* dst, const void* src, std::size_t n) override { cpu::copy(dst, src, n); }
@@ -106,6 +106,9 @@ class CpuBackend final : public Backend {
   // --- random numbers (random.cpp) ----------------------------------------------------------
   void random_uniform(DType dt, void* dst, std::int64_t n) override { cpu::random_uniform(dt, dst, n); }
   void random_normal(DType dt, void* dst, std::int64_t n) override { cpu::random_normal(dt, dst, n); }
+
+ private:
+  cpu::HostBlockCache* cache_;  // never destroyed, like the backend
 };
 
 }  // namespace

@@ -1,10 +1,11 @@
 // dezero/cpu/kernels.hpp - the entry points of the host backend's family files, one
 // per Backend primitive (backend/backend.hpp) and in the order of its sections: the
-// same names, the same parameters, the same contracts. cpu_backend.cpp's CpuBackend
-// forwards each virtual to one of these; each family file (memory.cpp, elementwise.cpp,
-// reduce.cpp, gemm.cpp, index.cpp, nn.cpp, random.cpp) dispatches on the dtype and runs
-// its loops. Nothing here is a public interface: tensor/ reaches these through the
-// Backend, and the GEMM kernels these use are in gemm.hpp.
+// same names, parameters and contracts (allocate and deallocate also take the
+// backend's block cache). cpu_backend.cpp's CpuBackend forwards each virtual to one
+// of these; each family file (memory.cpp, elementwise.cpp, reduce.cpp, gemm.cpp,
+// index.cpp, nn.cpp, random.cpp) dispatches on the dtype and runs its loops. Not a
+// public interface: tensor/ reaches these through the Backend. The GEMM kernels that
+// gemm.cpp calls are declared in gemm.hpp.
 #pragma once
 
 #include <cstddef>
@@ -16,8 +17,13 @@
 namespace dezero::detail::cpu {
 
 // --- memory (memory.cpp): 64-byte aligned host blocks through a cache of freed ones ----
-void* allocate(std::size_t nbytes);
-void deallocate(void* ptr, std::size_t nbytes) noexcept;
+// The backend makes the one cache when it is made, never destroys it (tensors in
+// static storage may be freed after main returns) and passes it to allocate and
+// deallocate.
+class HostBlockCache;
+HostBlockCache* make_host_block_cache();
+void* allocate(HostBlockCache& cache, std::size_t nbytes);
+void deallocate(HostBlockCache& cache, void* ptr, std::size_t nbytes) noexcept;
 void copy_from_host(void* dst, const void* host_src, std::size_t nbytes);
 void copy_to_host(void* host_dst, const void* src, std::size_t nbytes);
 void copy(void* dst, const void* src, std::size_t nbytes);
@@ -59,5 +65,9 @@ void softmax_cross_entropy_grad(DType dt, const void* x, const std::int64_t* t, 
                                 std::int64_t n, std::int64_t c);
 void optimizer_update(UpdateRule rule, DType dt, void* param, const void* grad, void* s1, void* s2, std::int64_t n,
                       const UpdateArgs& args);
+
+// --- random numbers (random.cpp): samples from the host generator's MT19937 stream ------
+void random_uniform(DType dt, void* dst, std::int64_t n);
+void random_normal(DType dt, void* dst, std::int64_t n);
 
 }  // namespace dezero::detail::cpu

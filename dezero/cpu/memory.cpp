@@ -17,8 +17,6 @@
 
 namespace dezero::detail::cpu {
 
-namespace {
-
 // --- host memory: a cache of freed blocks ------------------------------------------------
 // A training step frees and allocates the same sizes every iteration; handing the
 // blocks back to malloc costs a malloc/free pair per tensor (bench/w3_overhead.cpp)
@@ -112,18 +110,11 @@ class HostBlockCache {
   std::size_t cached_ = 0;
 };
 
-// The one cache, made on first use and never destroyed, like the backend itself:
-// tensors in static storage may be freed after main returns.
-HostBlockCache& host_block_cache() {
-  static HostBlockCache* cache = new HostBlockCache;
-  return *cache;
-}
-
-}  // namespace
-
 // --- the memory primitives ------------------------------------------------------------------
-void* allocate(std::size_t nbytes) { return host_block_cache().get(nbytes); }
-void deallocate(void* ptr, std::size_t nbytes) noexcept { host_block_cache().put(ptr, nbytes); }
+HostBlockCache* make_host_block_cache() { return new HostBlockCache; }
+
+void* allocate(HostBlockCache& cache, std::size_t nbytes) { return cache.get(nbytes); }
+void deallocate(HostBlockCache& cache, void* ptr, std::size_t nbytes) noexcept { cache.put(ptr, nbytes); }
 
 void copy_from_host(void* dst, const void* host_src, std::size_t nbytes) { std::memcpy(dst, host_src, nbytes); }
 void copy_to_host(void* host_dst, const void* src, std::size_t nbytes) { std::memcpy(host_dst, src, nbytes); }
