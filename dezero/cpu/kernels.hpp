@@ -32,6 +32,7 @@ void fill(DType dt, void* dst, std::int64_t n, double value);
 // --- element-wise (elementwise.cpp) ------------------------------------------------------
 void cast(DType from, const void* x, DType to, void* y, std::int64_t n);
 void unary(UnaryOp op, DType dt, const void* x, void* y, std::int64_t n, double alpha);
+// y (contiguous, out's shape) = op(a viewed by sa, b viewed by sb); where: y = cond != 0 ? a : b.
 void binary(BinaryOp op, DType dt, const void* a, const Strided& sa, const void* b, const Strided& sb, void* y,
             const Strided& out);
 void where(DType dt, const void* cond, const Strided& sc, const void* a, const Strided& sa, const void* b,
@@ -44,9 +45,11 @@ void arg_reduce(ArgReduceOp op, DType dt, const void* x, std::int64_t* y, std::i
                 std::int64_t inner);
 
 // --- linear algebra (gemm.cpp): row-major batched GEMM ------------------------------------
-// Turns Eigen's own threading off (gemm splits products into per-thread slabs itself);
-// the backend calls it once, before its first product.
+// init_gemm turns Eigen's own threading off (gemm splits products into per-thread slabs
+// itself); the backend calls it once, before its first product.
 void init_gemm();
+// gemm: C[i] (m, n) = alpha op(A[i]) (m, k) op(B[i]) (k, n) + beta C[i] for i < batch.
+// gemm_bias: C (m, n) = op(A) op(B) + bias (n) in one pass, or false with nothing done.
 void gemm(DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, double alpha, const void* a,
           std::int64_t lda, std::int64_t stride_a, const void* b, std::int64_t ldb, std::int64_t stride_b, double beta,
           void* c, std::int64_t ldc, std::int64_t stride_c, std::int64_t batch);
@@ -56,9 +59,12 @@ bool gemm_bias(DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n, std::
 // --- indexing (index.cpp): element offsets as int64 ----------------------------------------
 void gather(DType dt, const void* src, const std::int64_t* offsets, void* dst, std::int64_t n);
 void scatter_add(DType dt, const void* src, const std::int64_t* offsets, void* dst, std::int64_t n);
+// dst (rows, cols) = src[idx[i], :]
 void gather_rows(DType dt, const void* src, const std::int64_t* idx, void* dst, std::int64_t rows, std::int64_t cols);
 
 // --- fused neural-network kernels (nn.cpp): float32 and float64 only --------------------
+// softmax: over the middle axis of (outer, c, inner). softmax_cross_entropy: x (n, c),
+// t (n,) -> loss (one element); its grad: gx (n, c) from gy (one element).
 void softmax(DType dt, const void* x, void* y, std::int64_t outer, std::int64_t c, std::int64_t inner, bool log);
 void softmax_cross_entropy(DType dt, const void* x, const std::int64_t* t, void* loss, std::int64_t n, std::int64_t c);
 void softmax_cross_entropy_grad(DType dt, const void* x, const std::int64_t* t, const void* gy, void* gx,
