@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "bench_common.hpp"
-#include "dezero/cpu/sgemm.hpp"
+#include "dezero/cpu/gemm.hpp"
 
 namespace {
 

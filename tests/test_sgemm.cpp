@@ -11,8 +11,7 @@
 #include <limits>
 #include <vector>
 
-#include "dezero/cpu/gemm_small.hpp"
-#include "dezero/cpu/sgemm.hpp"
+#include "dezero/cpu/gemm.hpp"
 
 using dezero::detail::sgemm;
 

@@ -1,22 +1,21 @@
-// cpu/gemm_small.cpp - float32 GEMM for tiny products, without Eigen's blocking.
+// dezero/cpu/gemm_small.cpp - float32 GEMM for tiny products, without Eigen's blocking.
 //
-// W3 (step 43's 2-10-1 network on a batch of 100) multiplies (100, 2) x (2, 10),
-// (100, 10) x (10, 1) and, backward, an outer product (100, 1) x (1, 10) and two
-// (k = 100) products for the weight gradients. Eigen spends 0.3-1 us on each in
-// packing and blocking set-up, for 1,000-2,000 multiply-adds: a third of the
-// step. Here every output row is computed in 16-lane chunks (masked at the right
-// edge) as a sum over k of A(i, p) * B[p, chunk], with two accumulators so that
-// consecutive multiply-adds need not wait on each other:
+// The book's step-43 network (2-10-1 on a batch of 100; bench/w3_overhead.cpp times
+// its training step) multiplies (100, 2) x (2, 10), (100, 10) x (10, 1) and, backward,
+// an outer product (100, 1) x (1, 10) and two (k = 100) products for the weight
+// gradients. Eigen spends 0.3-1 us on each in packing and blocking set-up, for
+// 1,000-2,000 multiply-adds; the kernel here takes a fraction of that. Every output
+// row is computed in 16-lane chunks (masked at the right edge) as a sum over k of
+// A(i, p) * B[p, chunk], with two accumulators so that consecutive multiply-adds need
+// not wait on each other:
 //   - op(B)'s rows must be contiguous; a transposed B is first packed (k x n);
 //   - up to depth 8 the k rows of op(B) for a chunk stay in registers for all rows;
 //   - a single output column (n == 1) takes 16 rows at a time when A's rows are
 //     contiguous (16 dot products, one shuffle tree for their sums), else the
 //     transposed problem C^T = B^T A^T, whose rows are A's.
-// Measured on this machine's Zen 4 (2 cores), ns per product, Eigen -> first
-// version -> now: 100x10x2 (+ bias) 1053 -> 325 -> 150, 100x1x10 (+ bias) 617 -> 230
-// -> 165, 100x10x1 (B^T) 1021 -> 348 -> 135, 10x1x100 (A^T) 250 -> 88 -> 77,
-// 2x10x100 (A^T) 593 -> 148 -> 140 (tight loops of 100,000 calls; medians).
-#include "dezero/cpu/gemm_small.hpp"
+// Declared in gemm.hpp (sgemm_small); gemm.cpp tries it first for every float32
+// product, and alone for gemm_bias.
+#include "dezero/cpu/gemm.hpp"
 
 #include <array>
 #include <utility>
@@ -40,7 +39,8 @@ namespace {
 // (a transposed B needs m >= 8), the same bound for a strided single column.
 constexpr std::int64_t kPackMax = kGemmSmallMacs / 8;
 // Up to this depth the k rows of op(B) for a 16-column chunk stay in registers for
-// all the rows of C (x W1 in W3: k = 2; the outer product gy W2^T: k = 1).
+// all the rows of C (the step-43 network's first layer: k = 2; the backward outer
+// product with the second layer's weights: k = 1).
 constexpr int kHoistMax = 8;
 
 __mmask16 lanes(std::int64_t w) { return w >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << w) - 1); }

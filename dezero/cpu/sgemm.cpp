@@ -1,10 +1,10 @@
-// cpu/sgemm.cpp - single-threaded AVX-512 float32 GEMM in the GotoBLAS/BLIS style:
+// dezero/cpu/sgemm.cpp - single-threaded AVX-512 float32 GEMM in the GotoBLAS/BLIS style:
 // op(A) and op(B) are copied ("packed") block by block into contiguous, zero-padded
 // panels laid out in the order the micro-kernel reads them, and a register-blocked
 // micro-kernel computes one MR x NR tile of C per call. Transposes are absorbed by
 // the packing, so one kernel serves NN, NT, TN and TT. Without __AVX512F__ only the
 // stubs at the bottom are compiled and the backend stays on Eigen.
-#include "dezero/cpu/sgemm.hpp"
+#include "dezero/cpu/gemm.hpp"
 
 #include <algorithm>
 #include <array>
@@ -32,8 +32,9 @@ namespace {
 // cycle (two 256-bit pipes) with 4 cycles latency, so anything above ~8 independent
 // accumulators keeps the pipes busy; 14 x 2 uses 28 of the 32 zmm registers (+2
 // for B, +1 broadcast) and needs 16 loads per 28 FMAs, well inside the load ports.
-// 8 x 3 and 6 x 4 measured the same within the noise of this machine; 14 x 2 has
-// the narrowest NR, which wastes least on W1's n-slabs of ~500 columns.
+// 8 x 3 and 6 x 4 measure the same within noise; 14 x 2 has the narrowest NR, which
+// wastes least on the n-slabs of ~500 columns that gemm.cpp cuts, on two threads, from
+// the MNIST MLP's 1000-wide products (bench/w1_mlp_epoch.cpp).
 // (The DEZERO_SGEMM_* macros exist for such tuning runs: -DDEZERO_SGEMM_MR=8 ...)
 #ifndef DEZERO_SGEMM_MR
 #define DEZERO_SGEMM_MR 14

@@ -1,0 +1,122 @@
+// dezero/cpu/gemm.cpp - the host backend's batched GEMM: for each product, Eigen
+// (float64, and the float32 shapes where Eigen's tiles win) or our float32 kernels
+// (gemm.hpp: sgemm_small for tiny products, sgemm for the rest), and the split of
+// large products into per-thread slabs. Also gemm_bias, C = op(A) op(B) + bias in one
+// pass where sgemm_small takes the product. The kernels themselves are in sgemm.cpp
+// and gemm_small.cpp; this file only chooses and threads.
+#include <Eigen/Core>
+#include <algorithm>
+#include <type_traits>
+
+#include <omp.h>
+
+#include "dezero/backend/dispatch.hpp"
+#include "dezero/cpu/gemm.hpp"
+#include "dezero/cpu/kernels.hpp"
+
+namespace dezero::detail::cpu {
+
+namespace {
+
+// --- one product on the calling thread: Eigen or our float32 kernels ------------------------
+template <class T>
+using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <class T>
+using ConstMap = Eigen::Map<const RowMat<T>, 0, Eigen::OuterStride<>>;
+template <class T>
+using MutMap = Eigen::Map<RowMat<T>, 0, Eigen::OuterStride<>>;
+
+// One GEMM on the calling thread: C = alpha op(A) op(B) + beta C, row-major views.
+// float32: tiny products (at most kGemmSmallMacs multiply-adds) take gemm_small.cpp;
+// larger ones go to our AVX-512 sgemm (sgemm.cpp) unless C is narrower than its 32-column
+// register tile or shorter than 8 rows: there Eigen's smaller tiles win (measured with
+// bench/sgemm_shapes.cpp: n = 16 runs at half Eigen's speed, n >= 32 at 1.2-1.5x).
+template <class T>
+void gemm_one(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a, std::int64_t lda,
+              const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (sgemm_small(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
+    if (m >= 8 && n >= 32 && sgemm_available()) return sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  }
+  ConstMap<T> A(a, ta ? k : m, ta ? m : k, Eigen::OuterStride<>(lda));
+  ConstMap<T> B(b, tb ? n : k, tb ? k : n, Eigen::OuterStride<>(ldb));
+  MutMap<T> C(c, m, n, Eigen::OuterStride<>(ldc));
+  if (beta == T(0)) {
+    if (!ta && !tb) C.noalias() = alpha * (A * B);
+    else if (ta && !tb) C.noalias() = alpha * (A.transpose() * B);
+    else if (!ta && tb) C.noalias() = alpha * (A * B.transpose());
+    else C.noalias() = alpha * (A.transpose() * B.transpose());
+  } else {
+    if (beta != T(1)) C *= beta;
+    if (!ta && !tb) C.noalias() += alpha * (A * B);
+    else if (ta && !tb) C.noalias() += alpha * (A.transpose() * B);
+    else if (!ta && tb) C.noalias() += alpha * (A * B.transpose());
+    else C.noalias() += alpha * (A.transpose() * B.transpose());
+  }
+}
+
+// --- threading: per-thread slabs of C -------------------------------------------------------
+// Threads split C into independent slabs (columns when n >= m, else rows), each
+// computed by a single-threaded GEMM (gemm_one). Eigen's own parallel GEMM shares packed
+// panels between threads and spins on them; on the skinny products of a training
+// step (batch 100: (100, 784) x (784, 1000) and friends) the slabs are faster and
+// degrade gracefully when the cores are shared. Eigen itself never threads (init_gemm).
+// Below 2^21 flops a product stays on the calling thread: for an RNN step
+// ((30, 100) x (100, 100)) the fork/join costs more than it saves, far more when the
+// cores are shared.
+constexpr double kGemmParallelFlops = 1 << 21;
+
+template <class T>
+void gemm_typed(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a,
+                std::int64_t lda, std::int64_t sa, const T* b, std::int64_t ldb, std::int64_t sb, T beta, T* c,
+                std::int64_t ldc, std::int64_t sc, std::int64_t batch) {
+  int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  double flops = 2.0 * double(m) * double(n) * double(k);
+  if (threads <= 1 || flops < kGemmParallelFlops) {
+    for (std::int64_t i = 0; i < batch; ++i)
+      gemm_one<T>(ta, tb, m, n, k, alpha, a + i * sa, lda, b + i * sb, ldb, beta, c + i * sc, ldc);
+    return;
+  }
+  // Work items: batch x slabs, slab edges aligned to 16 elements (a SIMD register of floats).
+  bool by_cols = n >= m;
+  std::int64_t len = by_cols ? n : m;
+  std::int64_t slabs = std::max<std::int64_t>(1, std::min<std::int64_t>(threads, len / 16));
+  if (batch >= threads) slabs = 1;
+  std::int64_t items = batch * slabs;
+#pragma omp parallel for schedule(static) num_threads(static_cast<int>(std::min<std::int64_t>(threads, items)))
+  for (std::int64_t it = 0; it < items; ++it) {
+    std::int64_t i = it / slabs, s = it % slabs;
+    std::int64_t lo = (len * s / slabs) / 16 * 16, hi = s == slabs - 1 ? len : (len * (s + 1) / slabs) / 16 * 16;
+    if (hi <= lo) continue;
+    const T* ai = a + i * sa;
+    const T* bi = b + i * sb;
+    T* ci = c + i * sc;
+    if (by_cols)  // C[:, lo:hi] = op(A) op(B)[:, lo:hi]
+      gemm_one<T>(ta, tb, m, hi - lo, k, alpha, ai, lda, tb ? bi + lo * ldb : bi + lo, ldb, beta, ci + lo, ldc);
+    else  // C[lo:hi, :] = op(A)[lo:hi, :] op(B)
+      gemm_one<T>(ta, tb, hi - lo, n, k, alpha, ta ? ai + lo : ai + lo * lda, lda, bi, ldb, beta, ci + lo * ldc, ldc);
+  }
+}
+
+}  // namespace
+
+// --- the linear-algebra primitives -----------------------------------------------------------
+void init_gemm() { Eigen::setNbThreads(1); }
+
+void gemm(DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, double alpha, const void* a,
+          std::int64_t lda, std::int64_t stride_a, const void* b, std::int64_t ldb, std::int64_t stride_b, double beta,
+          void* c, std::int64_t ldc, std::int64_t stride_c, std::int64_t batch) {
+  DEZERO_DISPATCH(dt, T,
+                  gemm_typed<T>(ta, tb, m, n, k, static_cast<T>(alpha), static_cast<const T*>(a), lda, stride_a,
+                                static_cast<const T*>(b), ldb, stride_b, static_cast<T>(beta), static_cast<T*>(c), ldc,
+                                stride_c, batch))
+}
+
+bool gemm_bias(DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const void* a,
+               std::int64_t lda, const void* b, std::int64_t ldb, const void* bias, void* c, std::int64_t ldc) {
+  return dt == DType::Float32 && sgemm_small(ta, tb, m, n, k, 1.f, static_cast<const float*>(a), lda,
+                                             static_cast<const float*>(b), ldb, 0.f, static_cast<float*>(c), ldc,
+                                             static_cast<const float*>(bias));
+}
+
+}  // namespace dezero::detail::cpu

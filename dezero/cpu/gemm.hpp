@@ -1,0 +1,42 @@
+// dezero/cpu/gemm.hpp - the host float32 GEMM kernels of the CPU backend, ours rather
+// than Eigen's: sgemm (sgemm.cpp), a packed, cache-blocked AVX-512 kernel for
+// products of some size, and sgemm_small (gemm_small.cpp) for products too small for
+// any blocking. Both are single-threaded; gemm.cpp picks one of them or Eigen for
+// each product and splits large products into per-thread slabs. Not a BLAS:
+// row-major views only, no argument checking beyond what the backend already
+// guarantees.
+#pragma once
+
+#include <cstdint>
+
+namespace dezero::detail {
+
+// --- sgemm: the blocked kernel (sgemm.cpp) ------------------------------------------
+
+// True when this build has the AVX-512 kernel (compiled with __AVX512F__).
+bool sgemm_available();
+
+// C = alpha op(A) op(B) + beta C on row-major views, op = transpose when ta/tb.
+//   op(A): (m, k), stored (m, k) with row stride lda, or (k, m) when ta
+//   op(B): (k, n), stored (k, n) with row stride ldb, or (n, k) when tb
+//   C:     (m, n) with row stride ldc
+// beta == 0: C is write-only (never read, may hold NaN). Any m, n, k >= 0.
+// Without AVX-512 (sgemm_available() == false) it throws dezero::Error; callers check first.
+void sgemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
+           std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc);
+
+// --- sgemm_small: products too small for a blocked GEMM (gemm_small.cpp) -------------
+
+// The most multiply-adds (m n k) that sgemm_small takes.
+constexpr std::int64_t kGemmSmallMacs = 1 << 14;
+
+// C = alpha op(A) op(B) + beta C on row-major views, as sgemm, when the product is
+// small (a small MLP's layers and their gradients, e.g. (100, 2) x (2, 10): at most
+// kGemmSmallMacs multiply-adds) and the build has AVX-512. Returns false, having done
+// nothing, when it does not apply. beta == 0 never reads C. A bias row (n elements)
+// is added to every row of C.
+bool sgemm_small(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
+                 std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc,
+                 const float* bias = nullptr);
+
+}  // namespace dezero::detail

@@ -1,0 +1,79 @@
+// dezero/cpu/kernels.hpp - the entry points of the host backend's family files, one
+// per Backend primitive (backend/backend.hpp) and in the order of its sections: the
+// same names, parameters and contracts (allocate and deallocate also take the
+// backend's block cache). cpu_backend.cpp's CpuBackend forwards each virtual to one
+// of these; each family file (memory.cpp, elementwise.cpp, reduce.cpp, gemm.cpp,
+// index.cpp, nn.cpp, random.cpp) dispatches on the dtype and runs its loops. Not a
+// public interface: tensor/ reaches these through the Backend. The GEMM kernels that
+// gemm.cpp calls are declared in gemm.hpp.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "dezero/backend/backend.hpp"
+#include "dezero/dtype.hpp"
+
+namespace dezero::detail::cpu {
+
+// --- memory (memory.cpp): 64-byte aligned host blocks through a cache of freed ones ----
+// The backend makes the one cache when it is made, never destroys it (tensors in
+// static storage may be freed after main returns) and passes it to allocate and
+// deallocate.
+class HostBlockCache;
+HostBlockCache* make_host_block_cache();
+void* allocate(HostBlockCache& cache, std::size_t nbytes);
+void deallocate(HostBlockCache& cache, void* ptr, std::size_t nbytes) noexcept;
+void copy_from_host(void* dst, const void* host_src, std::size_t nbytes);
+void copy_to_host(void* host_dst, const void* src, std::size_t nbytes);
+void copy(void* dst, const void* src, std::size_t nbytes);
+void fill(DType dt, void* dst, std::int64_t n, double value);
+
+// --- element-wise (elementwise.cpp) ------------------------------------------------------
+void cast(DType from, const void* x, DType to, void* y, std::int64_t n);
+void unary(UnaryOp op, DType dt, const void* x, void* y, std::int64_t n, double alpha);
+// y (contiguous, out's shape) = op(a viewed by sa, b viewed by sb); where: y = cond != 0 ? a : b.
+void binary(BinaryOp op, DType dt, const void* a, const Strided& sa, const void* b, const Strided& sb, void* y,
+            const Strided& out);
+void where(DType dt, const void* cond, const Strided& sc, const void* a, const Strided& sa, const void* b,
+           const Strided& sb, void* y, const Strided& out);
+void copy_strided(DType dt, const void* src, const Strided& s, void* dst, const Strided& d, bool accumulate);
+
+// --- reductions (reduce.cpp): x viewed as (outer, r, inner), y as (outer, inner) --------
+void reduce(ReduceOp op, DType dt, const void* x, void* y, std::int64_t outer, std::int64_t r, std::int64_t inner);
+void arg_reduce(ArgReduceOp op, DType dt, const void* x, std::int64_t* y, std::int64_t outer, std::int64_t r,
+                std::int64_t inner);
+
+// --- linear algebra (gemm.cpp): row-major batched GEMM ------------------------------------
+// init_gemm turns Eigen's own threading off (gemm splits products into per-thread slabs
+// itself); the backend calls it once, before its first product.
+void init_gemm();
+// gemm: C[i] (m, n) = alpha op(A[i]) (m, k) op(B[i]) (k, n) + beta C[i] for i < batch.
+// gemm_bias: C (m, n) = op(A) op(B) + bias (n) in one pass, or false with nothing done.
+void gemm(DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, double alpha, const void* a,
+          std::int64_t lda, std::int64_t stride_a, const void* b, std::int64_t ldb, std::int64_t stride_b, double beta,
+          void* c, std::int64_t ldc, std::int64_t stride_c, std::int64_t batch);
+bool gemm_bias(DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const void* a,
+               std::int64_t lda, const void* b, std::int64_t ldb, const void* bias, void* c, std::int64_t ldc);
+
+// --- indexing (index.cpp): element offsets as int64 ----------------------------------------
+void gather(DType dt, const void* src, const std::int64_t* offsets, void* dst, std::int64_t n);
+void scatter_add(DType dt, const void* src, const std::int64_t* offsets, void* dst, std::int64_t n);
+// dst (rows, cols) = src[idx[i], :]
+void gather_rows(DType dt, const void* src, const std::int64_t* idx, void* dst, std::int64_t rows, std::int64_t cols);
+
+// --- fused neural-network kernels (nn.cpp): float32 and float64 only --------------------
+// softmax: over the middle axis of (outer, c, inner). softmax_cross_entropy: x (n, c),
+// t (n,) -> loss (one element); its grad: gx (n, c) from gy (one element).
+void softmax(DType dt, const void* x, void* y, std::int64_t outer, std::int64_t c, std::int64_t inner, bool log);
+void softmax_cross_entropy(DType dt, const void* x, const std::int64_t* t, void* loss, std::int64_t n, std::int64_t c);
+void softmax_cross_entropy_grad(DType dt, const void* x, const std::int64_t* t, const void* gy, void* gx,
+                                std::int64_t n, std::int64_t c);
+void optimizer_update(UpdateRule rule, DType dt, void* param, const void* grad, void* s1, void* s2, std::int64_t n,
+                      const UpdateArgs& args);
+
+// --- random numbers (random.cpp): samples from the host generator's MT19937 stream ------
+void random_uniform(DType dt, void* dst, std::int64_t n);
+void random_normal(DType dt, void* dst, std::int64_t n);
+
+}  // namespace dezero::detail::cpu

@@ -1,0 +1,72 @@
+// dezero/cpu/loops.hpp - the loop helpers of the host backend's family files
+// (elementwise.cpp, memory.cpp, index.cpp, nn.cpp, ...): when a loop goes onto OpenMP
+// threads (kParallelMin, par_for) and how an N-d strided view is walked row by row
+// (for_each_row). Templates and inline only: the bodies are inlined into each
+// caller's loop. Not the math of an element (backend/ops.hpp) nor a kernel itself.
+#pragma once
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "dezero/backend/backend.hpp"
+
+namespace dezero::detail::cpu {
+
+// --- threading -------------------------------------------------------------------------
+// Elements below which a loop stays on the calling thread: small arrays are the common
+// case of a small network, where thread start-up would cost more than the loop.
+inline constexpr std::int64_t kParallelMin = 1 << 15;
+
+// body(i) for i in [0, n): on OpenMP threads when `work` is large, else on the calling
+// thread without entering the OpenMP runtime at all (an `omp parallel if(false)`
+// region still costs a futex wake-up per call, a large part of a small network's
+// training step: bench/w3_overhead.cpp).
+template <class Body>
+inline void par_for(std::int64_t work, std::int64_t n, Body&& body) {
+  if (work >= kParallelMin && n > 1 && !omp_in_parallel()) {
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) body(i);
+  } else {
+    for (std::int64_t i = 0; i < n; ++i) body(i);
+  }
+}
+
+// --- strided iteration: all views share the shape of v[0]; the last axis is the inner loop
+// inner(off, len, st) once per row: off[k] is view k's element offset of the row's
+// first element, len the row's length (the last axis), st[k] view k's stride along it.
+// A 0-d view is a single row of one element. Rows go onto threads for large views.
+template <int NV, class Inner>
+void for_each_row(const Strided* v[NV], Inner inner) {
+  const Strided& s = *v[0];
+  int nd = s.ndim;
+  if (nd == 0) {
+    std::int64_t off[NV] = {};
+    std::int64_t st[NV] = {};
+    inner(off, 1, st);
+    return;
+  }
+  std::int64_t n_inner = s.shape[nd - 1];
+  std::int64_t rows = s.numel() / std::max<std::int64_t>(n_inner, 1);
+  std::int64_t st[NV];
+  for (int k = 0; k < NV; ++k) st[k] = v[k]->strides[nd - 1];
+  auto body = [&](std::int64_t r) {
+    std::int64_t off[NV] = {};
+    std::int64_t rem = r;
+    for (int d = nd - 2; d >= 0; --d) {
+      std::int64_t i = rem % s.shape[d];
+      rem /= s.shape[d];
+      for (int k = 0; k < NV; ++k) off[k] += i * v[k]->strides[d];
+    }
+    inner(off, n_inner, st);
+  };
+  if (rows * n_inner >= kParallelMin && rows > 1) {
+#pragma omp parallel for schedule(static)
+    for (std::int64_t r = 0; r < rows; ++r) body(r);
+  } else {
+    for (std::int64_t r = 0; r < rows; ++r) body(r);
+  }
+}
+
+}  // namespace dezero::detail::cpu

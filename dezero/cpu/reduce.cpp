@@ -1,0 +1,153 @@
+// dezero/cpu/reduce.cpp - the host backend's reductions: reduce (sum, max, min) and
+// arg_reduce (argmax, argmin) over the middle axis of x viewed as (outer, r, inner),
+// into y viewed as (outer, inner). inner == 1 (the last axis) folds one row per
+// output (sum as an OpenMP SIMD reduction; max and min let a NaN through); otherwise
+// column groups keep their running values in registers (reduce_cols), and blocks too
+// large for L2 stream their rows through y. Large inputs split over threads by outer,
+// or, for a single outer, by column ranges.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include <omp.h>
+
+#include "dezero/backend/dispatch.hpp"
+#include "dezero/cpu/kernels.hpp"
+#include "dezero/cpu/loops.hpp"
+
+namespace dezero::detail::cpu {
+
+namespace {
+
+// --- reduce ------------------------------------------------------------------------------
+// y[j] = fold(x[0, j], x[1, j], ..., x[r-1, j]) for the columns j in [j0, j1) of an
+// (r, inner) row-major block. The columns are taken W at a time with the W running
+// values in registers (W: the largest power of two <= j1 - j0, at most 64); the last
+// group is shifted left to end at j1 and recomputes a few columns instead of running a
+// scalar tail. Each column is still folded in row order, as a loop over rows would.
+// With the running values in y instead, every add would wait on the previous store:
+// a Linear bias gradient ((100, 10) summed down to (10,)) would take ~5x the cycles.
+template <class T, class Fold>
+void reduce_cols(const T* x, T* y, std::int64_t r, std::int64_t inner, std::int64_t j0, std::int64_t j1, T init,
+                 Fold fold) {
+  auto columns = [&](auto width) {
+    constexpr int W = decltype(width)::value;
+    for (std::int64_t j = j0; j < j1; j += W) {
+      const std::int64_t jj = std::min(j, j1 - W);
+      T acc[W];
+      for (int c = 0; c < W; ++c) acc[c] = init;
+      for (std::int64_t i = 0; i < r; ++i) {
+        const T* p = x + i * inner + jj;
+        for (int c = 0; c < W; ++c) acc[c] = fold(acc[c], p[c]);
+      }
+      for (int c = 0; c < W; ++c) y[jj + c] = acc[c];
+    }
+  };
+  const std::int64_t len = j1 - j0;
+  if (len >= 64) columns(std::integral_constant<int, 64>{});
+  else if (len >= 32) columns(std::integral_constant<int, 32>{});
+  else if (len >= 16) columns(std::integral_constant<int, 16>{});
+  else if (len >= 8) columns(std::integral_constant<int, 8>{});
+  else if (len >= 4) columns(std::integral_constant<int, 4>{});
+  else if (len >= 2) columns(std::integral_constant<int, 2>{});
+  else if (len == 1) columns(std::integral_constant<int, 1>{});
+}
+
+template <class T>
+void reduce_typed(ReduceOp op, const T* x, T* y, std::int64_t outer, std::int64_t r, std::int64_t inner) {
+  auto init = [&]() -> T {
+    return op == ReduceOp::Sum ? T(0) : (op == ReduceOp::Max ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max());
+  };
+  if (inner == 1) {
+    auto row = [&](std::int64_t o) {
+      const T* p = x + o * r;
+      T acc = init();
+      if (op == ReduceOp::Sum) {
+#pragma omp simd reduction(+ : acc)
+        for (std::int64_t i = 0; i < r; ++i) acc += p[i];
+      } else if (op == ReduceOp::Max) {
+        for (std::int64_t i = 0; i < r; ++i) acc = (p[i] > acc || std::isnan(static_cast<double>(p[i]))) ? p[i] : acc;
+      } else {
+        for (std::int64_t i = 0; i < r; ++i) acc = (p[i] < acc || std::isnan(static_cast<double>(p[i]))) ? p[i] : acc;
+      }
+      y[o] = acc;
+    };
+    if (outer * r >= kParallelMin && outer > 1) {
+#pragma omp parallel for schedule(static)
+      for (std::int64_t o = 0; o < outer; ++o) row(o);
+    } else {
+      for (std::int64_t o = 0; o < outer; ++o) row(o);
+    }
+    return;
+  }
+  auto block = [&](std::int64_t o, std::int64_t j0, std::int64_t j1) {
+    const T* xo = x + o * r * inner;
+    T* yo = y + o * inner;
+    if (inner > 64 && r * inner * std::int64_t(sizeof(T)) > (std::int64_t(1) << 19)) {
+      // Too large for the column groups to stay in L2 between passes: stream the rows
+      // with the running values in y, as the column groups would in the same row order.
+      for (std::int64_t j = j0; j < j1; ++j) yo[j] = init();
+      for (std::int64_t i = 0; i < r; ++i) {
+        const T* p = xo + i * inner;
+        if (op == ReduceOp::Sum) {
+#pragma omp simd
+          for (std::int64_t j = j0; j < j1; ++j) yo[j] += p[j];
+        } else if (op == ReduceOp::Max) {
+          for (std::int64_t j = j0; j < j1; ++j) yo[j] = p[j] > yo[j] ? p[j] : yo[j];
+        } else {
+          for (std::int64_t j = j0; j < j1; ++j) yo[j] = p[j] < yo[j] ? p[j] : yo[j];
+        }
+      }
+    } else if (op == ReduceOp::Sum) {
+      reduce_cols(xo, yo, r, inner, j0, j1, init(), [](T acc, T v) { return acc + v; });
+    } else if (op == ReduceOp::Max) {
+      reduce_cols(xo, yo, r, inner, j0, j1, init(), [](T acc, T v) { return v > acc ? v : acc; });
+    } else {
+      reduce_cols(xo, yo, r, inner, j0, j1, init(), [](T acc, T v) { return v < acc ? v : acc; });
+    }
+  };
+  std::int64_t total = outer * r * inner;
+  if (total >= kParallelMin && outer > 1) {
+#pragma omp parallel for schedule(static)
+    for (std::int64_t o = 0; o < outer; ++o) block(o, 0, inner);
+  } else if (total >= kParallelMin) {
+    int nt = omp_get_max_threads();
+    std::int64_t chunk = (inner + nt - 1) / nt;
+#pragma omp parallel for schedule(static)
+    for (int t = 0; t < nt; ++t) block(0, std::min(inner, t * chunk), std::min(inner, (t + 1) * chunk));
+  } else {
+    for (std::int64_t o = 0; o < outer; ++o) block(o, 0, inner);
+  }
+}
+
+// --- arg_reduce: the index of the first max (min) along r ------------------------------
+template <class T>
+void arg_reduce_typed(ArgReduceOp op, const T* x, std::int64_t* y, std::int64_t outer, std::int64_t r,
+                      std::int64_t inner) {
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t j = 0; j < inner; ++j) {
+      const T* p = x + o * r * inner + j;
+      std::int64_t best = 0;
+      T bv = p[0];
+      for (std::int64_t i = 1; i < r; ++i) {
+        T v = p[i * inner];
+        if (op == ArgReduceOp::ArgMax ? v > bv : v < bv) { bv = v; best = i; }
+      }
+      y[o * inner + j] = best;
+    }
+}
+
+}  // namespace
+
+// --- the reduction primitives --------------------------------------------------------------
+void reduce(ReduceOp op, DType dt, const void* x, void* y, std::int64_t outer, std::int64_t r, std::int64_t inner) {
+  DEZERO_DISPATCH(dt, T, reduce_typed<T>(op, static_cast<const T*>(x), static_cast<T*>(y), outer, r, inner))
+}
+
+void arg_reduce(ArgReduceOp op, DType dt, const void* x, std::int64_t* y, std::int64_t outer, std::int64_t r,
+                std::int64_t inner) {
+  DEZERO_DISPATCH(dt, T, arg_reduce_typed<T>(op, static_cast<const T*>(x), y, outer, r, inner))
+}
+
+}  // namespace dezero::detail::cpu
