@@ -1,5 +1,5 @@
-// bench/sgemm_shapes.cpp - single-threaded float32 GEMM: Eigen (mapped exactly as
-// the CPU backend's gemm_one used to) against detail::sgemm, on the products of one
+// bench/sgemm_shapes.cpp - single-threaded float32 GEMM: Eigen (mapped as the CPU
+// backend's gemm_one in cpu/gemm.cpp maps it) against detail::sgemm, on the products of one
 // MNIST MLP training step (batch 100, 784-1000-1000-10) and 1000^3. Eigen and sgemm
 // repetitions are interleaved and the median is reported: the machine is shared
 // and noisy. Prints GFLOP/s for both and sgemm / Eigen.

@@ -273,7 +273,7 @@ TEST_CASE("tensor: matmul 2-d, 1-d and batched N-d vs NumPy") {
 }
 
 // The host GEMM runs single-threaded below 2^21 multiply-adds and threaded above
-// (cpu_backend.cpp); both sides of that line, and a small product after a large
+// (cpu/gemm.cpp); both sides of that line, and a small product after a large
 // one, give the naive product.
 TEST_CASE("tensor: matmul below and above the host GEMM threading threshold") {
   random::seed(3);

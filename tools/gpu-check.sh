@@ -31,14 +31,14 @@ for d in /usr/local/cuda/lib64 /usr/local/cuda-*/lib64 /usr/local/cuda/targets/x
          $(python3 -c 'import nvidia, os; p=os.path.dirname(nvidia.__file__); print(" ".join(os.path.join(p,x,"lib") for x in os.listdir(p)))' 2>/dev/null); do
   [ -d "$d" ] && LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$d"
 done
-export LD_LIBRARY_PATH="$ROOT/$B:${LD_LIBRARY_PATH:-}"
+export LD_LIBRARY_PATH="$ROOT/$B/dezero:${LD_LIBRARY_PATH:-}"
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-8}"
 status=0
 step() { echo; echo "== $*"; }
 
 step "device"
 nvidia-smi -L 2>/dev/null || echo "(nvidia-smi not found)"
-missing=$(ldd "$B/libdezero.so" | grep "not found")
+missing=$(ldd "$B/dezero/libdezero.so" | grep "not found")
 [ -n "$missing" ] && { echo "missing libraries:"; echo "$missing"; status=1; }
 # libdezero loads these on first use (dezero/cuda/libs.cpp): say where they are.
 for lib in libcublas libcublasLt libcurand libnvrtc libcudnn; do
