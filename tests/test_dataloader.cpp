@@ -14,7 +14,7 @@ namespace T = dezero::transforms;
 
 namespace {
 std::vector<std::int64_t> fixture_ints(const std::string& key) {
-  std::ifstream in(std::string(DEZERO_TEST_DATA_DIR) + "/spiral.txt");
+  std::ifstream in(dzt::data_dir() + "/spiral.txt");
   std::string name;
   std::size_t n;
   while (in >> name >> n) {
@@ -132,7 +132,7 @@ TEST_CASE("DataLoader: per-sample transform path gives the same batches as get()
 }
 
 TEST_CASE("DataLoader over MNIST fixtures: one gather per batch, float32 (B, 784)") {
-  datasets::MNIST ds(true, datasets::MNIST::default_transform(), {}, std::string(DEZERO_TEST_DATA_DIR) + "/mnist");
+  datasets::MNIST ds(true, datasets::MNIST::default_transform(), {}, dzt::data_dir() + "/mnist");
   DataLoader loader(ds, 5);
   std::vector<Shape> shapes;
   for (auto& [x, t] : loader) {

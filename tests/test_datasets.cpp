@@ -23,7 +23,7 @@ namespace {
 using dzt::ScopedEnv;
 using dzt::TempDir;
 
-const std::string kData = DEZERO_TEST_DATA_DIR;
+const std::string kData = dzt::data_dir();
 
 // name -> values of tests/data/spiral.txt
 std::map<std::string, std::vector<double>> read_fixture(const std::string& path) {

@@ -27,7 +27,7 @@ namespace {
 using dzt::ScopedEnv;
 using dzt::TempDir;
 
-const std::string kData = DEZERO_TEST_DATA_DIR;
+const std::string kData = dzt::data_dir();
 
 // Serves files of `root`: GET /<name> sends the file; GET /short/<name> announces the
 // file's length but sends half and closes; anything else is a 404.

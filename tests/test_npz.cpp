@@ -14,7 +14,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string data_path(const std::string& name) { return std::string(DEZERO_TEST_DATA_DIR) + "/" + name; }
+std::string data_path(const std::string& name) { return dzt::data_dir() + "/" + name; }
 
 
 fs::path out_dir() {

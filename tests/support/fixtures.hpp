@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "test_util.hpp"
+
 namespace dzt {
 
 struct FixtureFile {
@@ -80,7 +82,7 @@ inline FixtureFile parse_fixture_file(const std::string& path) {
 inline const FixtureFile& fixture_file(const std::string& file) {
   static std::map<std::string, FixtureFile> cache;
   auto it = cache.find(file);
-  if (it == cache.end()) it = cache.emplace(file, parse_fixture_file(std::string(DEZERO_TEST_DATA_DIR) + "/" + file)).first;
+  if (it == cache.end()) it = cache.emplace(file, parse_fixture_file(data_dir() + "/" + file)).first;
   return it->second;
 }
 

@@ -46,6 +46,13 @@ inline bool allclose(const dezero::Tensor& a, const dezero::Tensor& b, double rt
 }
 
 // --- files and the environment ---------------------------------------------------------------
+// The folder of the test data (tests/data): $DEZERO_TEST_DATA_DIR when it is set (a copy of the
+// folder carried elsewhere, e.g. in the GPU bundle), else the source tree's, compiled in.
+inline std::string data_dir() {
+  const char* d = std::getenv("DEZERO_TEST_DATA_DIR");
+  return d != nullptr && *d != '\0' ? std::string(d) : std::string(DEZERO_TEST_DATA_DIR);
+}
+
 // A fresh directory under the system's temporary folder, removed with everything in it.
 struct TempDir {
   std::filesystem::path path;
