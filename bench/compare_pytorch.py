@@ -6,6 +6,8 @@ PyTorch (when it is installed, e.g. Debian's python3-torch) and our programs,
 then prints the figures side by side with the ratio PyTorch / dezero-cpp.
 
   python3 bench/compare_pytorch.py [--build build] [--device cpu|cuda] [--threads 2] [--only w1|w3]
+
+--build is a build folder or a GPU-check bundle (it runs BUILD/bench/<program>).
 """
 import argparse
 import os
@@ -66,7 +68,13 @@ def torch_w3(torch, device, steps=20000):
 
 
 def ours(build, prog, device):
-    out = subprocess.run([f"{build}/bench/{prog}", "--device", device], capture_output=True, text=True)
+    # DEZERO_LD_LIBRARY_PATH, when set, is the library search path of our program only
+    # (tools/gpu-check.sh points it at the CUDA libraries it found); PyTorch, in this
+    # process, keeps its own.
+    env = dict(os.environ)
+    if os.environ.get("DEZERO_LD_LIBRARY_PATH"):
+        env["LD_LIBRARY_PATH"] = os.environ["DEZERO_LD_LIBRARY_PATH"]
+    out = subprocess.run([f"{build}/bench/{prog}", "--device", device], capture_output=True, text=True, env=env)
     if out.returncode != 0:
         sys.exit(f"{prog} failed: {out.stderr}")
     print(out.stdout.strip())
