@@ -30,7 +30,7 @@ FASHION_DIR=/usr/share/datasets/fashion-mnist
 FASHION_FILES=(train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images-idx3-ubyte.gz t10k-labels-idx1-ubyte.gz)
 
 die() { echo "gpu-check: $*" >&2; exit 1; }
-usage() { sed -n '2,21p' "$SELF" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,16p' "$SELF" | sed 's/^# \{0,1\}//'; }
 
 # --- staging (source tree) ----------------------------------------------------------------------
 
@@ -60,7 +60,12 @@ stage() {
   fi
   rm -rf "$out"
   mkdir -p "$out/dezero" "$out/tests" "$out/examples" "$out/bench"
-  cp -P "$build"/dezero/libdezero.so* "$out/dezero/"   # the real file and its soname links
+  # The library under its soname only (what the binaries NEED): a real file, no symlinks to lose
+  # on the way.
+  local lib
+  lib=$(readelf -d "$build/dezero/libdezero.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+  [ -n "$lib" ] || die "stage: $build/dezero/libdezero.so has no SONAME"
+  cp -L "$build/dezero/$lib" "$out/dezero/$lib"
   for f in "${BINARIES[@]}"; do cp "$build/$f" "$out/$f"; done
   cp -r "$root/tests/data" "$out/tests/data"
   cp "$root/bench/compare_pytorch.py" "$out/bench/"
@@ -72,8 +77,7 @@ stage() {
 
   # Every RUNPATH must be relative to the binary ($ORIGIN/...), and must resolve inside the bundle.
   local elf rp entry bad=""
-  for elf in "$out"/dezero/libdezero.so.*.* "${BINARIES[@]/#/$out/}"; do
-    [ -L "$elf" ] && continue
+  for elf in "$out/dezero/$lib" "${BINARIES[@]/#/$out/}"; do
     rp=$(readelf -d "$elf" | sed -n 's/.*(\(RUNPATH\|RPATH\)).*\[\(.*\)\]/\2/p')
     local entries=()
     IFS=: read -ra entries <<<"$rp"
@@ -88,10 +92,16 @@ stage() {
 
   # The sonames libdezero dlopen()s (none in a build without the CUDA backend).
   local sonames
-  sonames=$(strings -a "$out"/dezero/libdezero.so.*.* | grep -E '^lib(cublas|curand|nvrtc|cudnn)\.so\.[0-9]+$' | sort -u | tr '\n' ' ' || true)
+  sonames=$(strings -a "$out/dezero/$lib" | grep -E '^lib(cublas|curand|nvrtc|cudnn)\.so\.[0-9]+$' | sort -u | tr '\n' ' ' || true)
   {
     echo "dezero-cpp GPU-check bundle"
-    echo "commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$root" diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
+    local commit
+    if commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null); then
+      git -C "$root" diff --quiet HEAD 2>/dev/null || commit+=" (with uncommitted changes)"
+    else
+      commit=unknown
+    fi
+    echo "commit: $commit"
     echo "staged: $(date -u +%Y-%m-%dT%H:%M:%SZ) from $(basename "$build")"
     echo "cuda-libs: ${sonames% }"
   } >"$out/MANIFEST"
@@ -109,13 +119,19 @@ status=0
 step() { echo; echo "== $*"; }
 fail() { echo "FAILED: $*"; status=1; }
 
+# The shared libraries a binary loads, as ldd lists them (the dynamic loader's own list without ldd).
+list_libs() {
+  if command -v ldd >/dev/null 2>&1; then ldd "$1"; else /lib64/ld-linux-x86-64.so.2 --list "$1"; fi
+}
+
 # Every carried binary's shared libraries must resolve before anything runs.
 check_ldd() {
-  local f missing="" out
-  for f in dezero/libdezero.so "${BINARIES[@]}"; do
-    out=$(ldd "$HERE/$f" 2>&1) || { missing+="  $f: ldd failed: $out"$'\n'; continue; }
+  local f name missing="" out
+  for f in "$HERE"/dezero/libdezero.so* "${BINARIES[@]/#/$HERE/}"; do
+    name=${f#"$HERE"/}
+    out=$(list_libs "$f" 2>&1) || { missing+="  $name: $out"$'\n'; continue; }
     out=$(grep "not found" <<<"$out" || true)
-    [ -n "$out" ] && missing+="  $f:"$'\n'"$(sed 's/^\s*/    /' <<<"$out")"$'\n'
+    [ -n "$out" ] && missing+="  $name:"$'\n'"$(sed 's/^\s*/    /' <<<"$out")"$'\n'
   done
   if [ -n "$missing" ]; then
     echo "gpu-check: shared libraries not found on this machine (nothing was run):"
