@@ -313,6 +313,16 @@ TEST_CASE("cuda: elementwise kernels compile with NVRTC and run") {
   CHECK(w.sum().item<double>() == 100.0);
 }
 
+namespace {
+Tensor g_static_gpu_tensor;  // constructed before main, given a GPU tensor by a test, freed at exit
+}
+
+TEST_CASE("cuda: a GPU tensor held by a static object is freed at exit") {
+  if (skip_without_gpu()) return;
+  g_static_gpu_tensor = ones(Shape{256}, float32, Device::cuda(0));  // its free runs during static destruction
+  CHECK(g_static_gpu_tensor.sum().item<float>() == 256.0f);
+}
+
 #ifdef DEZERO_WITH_CUDA
 #include "dezero/cuda/detail/libs.hpp"
 
