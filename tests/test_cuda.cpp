@@ -313,16 +313,116 @@ TEST_CASE("cuda: elementwise kernels compile with NVRTC and run") {
   CHECK(w.sum().item<double>() == 100.0);
 }
 
+namespace {
+Tensor g_static_gpu_tensor;  // constructed before main, given a GPU tensor by a test, freed at exit
+}
+
+TEST_CASE("cuda: a GPU tensor held by a static object is freed at exit") {
+  if (skip_without_gpu()) return;
+  g_static_gpu_tensor = ones(Shape{256}, float32, Device::cuda(0));  // its free runs during static destruction
+  CHECK(g_static_gpu_tensor.sum().item<float>() == 256.0f);
+}
+
 #ifdef DEZERO_WITH_CUDA
+#include <filesystem>
+
 #include "dezero/cuda/detail/libs.hpp"
 
-// cuBLAS, cuRAND, NVRTC and cuDNN are dlopen()ed on first use: every entry point the
-// backend forwards to must exist in the installed libraries. Needs no GPU.
+namespace {
+namespace fs = std::filesystem;
+namespace cd = cuda::detail;
+}  // namespace
+
+TEST_CASE("cuda: GPU libraries are looked for in DEZERO_CUDA_LIB_PATH, by soname, then next to the build's folder") {
+  auto c = cd::library_candidates("libx.so.1", "/opt/cuda/lib/", "/a:/b/::/a");
+  REQUIRE(c.size() == 6);
+  CHECK(c[0] == "/a/libx.so.1");
+  CHECK(c[1] == "/b/libx.so.1");
+  CHECK(c[2] == "libx.so.1");
+  CHECK(c[3] == "/opt/cuda/lib/libx.so.1");
+  CHECK(c[4] == "/opt/cuda/lib64/libx.so.1");
+  CHECK(c[5].rfind("/opt/cuda/targets/", 0) == 0);
+  CHECK(c[5].find("-linux/lib/libx.so.1") != std::string::npos);
+  CHECK(cd::library_candidates("libx.so.1", "", nullptr) == std::vector<std::string>{"libx.so.1"});
+}
+
+TEST_CASE("cuda: a GPU library that cannot be loaded names every path tried and the hint") {
+  dzt::TempDir tmp;
+  dzt::ScopedEnv env("DEZERO_CUDA_LIB_PATH", (tmp.path / "nowhere").string());
+  std::string e = what_of([&] { cd::open_library("libdezero-missing", "libdezero-missing.so.1", tmp.str()); });
+  INFO(e);
+  CHECK(e.find("cannot load libdezero-missing") != std::string::npos);
+  for (const std::string& c : cd::library_candidates("libdezero-missing.so.1", tmp.str(), (tmp.path / "nowhere").c_str()))
+    CHECK(e.find(c) != std::string::npos);
+  CHECK(e.find("DEZERO_CUDA_LIB_PATH") != std::string::npos);
+  CHECK(e.find("LD_LIBRARY_PATH") != std::string::npos);
+}
+
+// Also run alone by CTest (cuda_lib_path), where nothing has loaded cuRAND before it.
+TEST_CASE("cuda: a library in DEZERO_CUDA_LIB_PATH is the one loaded") {
+  if (!cd::loaded_library_path("curand").empty()) {
+    MESSAGE("skipped: cuRAND was loaded earlier in this process (from " << cd::loaded_library_path("curand") << ")");
+    return;
+  }
+  dzt::TempDir tmp;
+  dzt::ScopedEnv env("DEZERO_CUDA_LIB_PATH", "/nonexistent-dezero-dir:" + tmp.str());
+  std::vector<std::string> c = cd::library_search_paths("curand");
+  REQUIRE(c.size() >= 4);
+  std::string soname = c[2];
+  CHECK(soname.find('/') == std::string::npos);
+  CHECK(c[0] == "/nonexistent-dezero-dir/" + soname);
+  CHECK(c[1] == (tmp.path / soname).string());
+  std::string real;
+  for (std::size_t i = 3; i < c.size() && real.empty(); ++i)
+    if (fs::exists(c[i])) real = fs::canonical(c[i]).string();
+  if (real.empty()) {
+    MESSAGE("skipped: " << soname << " is not in the folder the build found it in");
+    return;
+  }
+  fs::create_symlink(real, tmp.path / soname);
+  CHECK(cd::load_gpu_library("curand") == (tmp.path / soname).string());
+  CHECK(cd::loaded_library_path("curand") == (tmp.path / soname).string());
+}
+
+TEST_CASE("cuda: an empty DEZERO_CUDA_LIB_PATH folder falls back to the soname and the build's folder") {
+  dzt::TempDir tmp;
+  dzt::ScopedEnv env("DEZERO_CUDA_LIB_PATH", tmp.str());
+  std::string path = cd::load_gpu_library("cublas");
+  CHECK(!path.empty());
+  CHECK(path.rfind(tmp.str(), 0) != 0);
+  CHECK(cd::loaded_library_path("cublas") == path);
+}
+
+TEST_CASE("cuda: NVRTC's builtins are loaded from NVRTC's folder") {
+  std::string nvrtc = cd::load_gpu_library("nvrtc");
+  std::string builtins = cd::loaded_library_path("nvrtc-builtins");
+  INFO("NVRTC: " << nvrtc << ", builtins: " << builtins);
+  REQUIRE(!builtins.empty());
+  CHECK(fs::path(builtins).filename().string().rfind("libnvrtc-builtins.so.", 0) == 0);
+  CHECK(fs::canonical(builtins).parent_path() == fs::canonical(nvrtc).parent_path());
+}
+
+// cuBLAS, cuRAND and NVRTC are dlopen()ed on first use: every entry point the backend
+// forwards to must exist in the installed libraries. cuDNN is checked only where it
+// loads (nothing requires it yet). Needs no GPU.
 TEST_CASE("cuda: the run-time-loaded GPU libraries have every entry point dezero calls") {
-  std::vector<std::string> problems = cuda::detail::check_gpu_libraries();
-  std::string all;
-  for (const auto& p : problems) all += p + "\n";
-  INFO(all);
-  CHECK(problems.empty());
+  auto lines = [](const std::vector<std::string>& v) {
+    std::string all;
+    for (const auto& p : v) all += p + "\n";
+    return all;
+  };
+  std::vector<std::string> problems = cd::check_gpu_libraries();
+  CHECK_MESSAGE(problems.empty(), lines(problems));
+  for (std::string lib : {"cublas", "curand", "nvrtc", "nvrtc-builtins"})
+    MESSAGE(lib << ": " << cd::loaded_library_path(lib));
+  try {
+    cd::load_gpu_library("cudnn");
+  } catch (const DeviceError& e) {
+    MESSAGE("skipped cuDNN's entry points (cuDNN does not load): " << e.what());
+    return;
+  }
+  MESSAGE("cudnn: " << cd::loaded_library_path("cudnn"));
+  std::vector<std::string> cudnn = cd::check_library_entry_points("cudnn");
+  CHECK_MESSAGE(cudnn.empty(), lines(cudnn));
 }
 #endif

@@ -196,3 +196,25 @@ TEST_CASE("a body shorter than Content-Length or a 404 leaves no file and names 
   CHECK(e.find("short/t10k-labels-idx1-ubyte.gz") != std::string::npos);
   CHECK(tmp.entries() == 0);
 }
+
+// libcurl is dlopen()ed by the first download. CTest runs this case alone as
+// download_without_libcurl, with DEZERO_LIBCURL naming a library that does not exist;
+// in the suite's own run (DEZERO_LIBCURL unset) it has nothing to check.
+TEST_CASE("get_file without libcurl is an IOError naming it, and leaves no file") {
+  const char* lib = std::getenv("DEZERO_LIBCURL");
+  if (!lib || std::string(lib).find("missing") == std::string::npos) {
+    MESSAGE("skipped: run by CTest's download_without_libcurl (DEZERO_LIBCURL names a missing library)");
+    return;
+  }
+  Tensor t = ones(Shape{2, 3});  // everything but a download works without libcurl
+  CHECK(t.sum().item<double>() == 6.0);
+  TempDir tmp;
+  std::string e = io_error_of([&] { utils::get_file("http://127.0.0.1:9/file.gz", "", tmp.str()); });
+  INFO(e);
+  CHECK(e.find(lib) != std::string::npos);
+  CHECK(e.find("libcurl") != std::string::npos);
+  CHECK(e.find("apt-get install libcurl4") != std::string::npos);
+  CHECK(tmp.entries() == 0);
+  // the failure is kept: a second download says the same
+  CHECK(io_error_of([&] { utils::get_file("http://127.0.0.1:9/file.gz", "", tmp.str()); }) == e);
+}

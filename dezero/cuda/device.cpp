@@ -5,6 +5,7 @@
 // What needs no GPU (get_device_from_array, get_device) is in host.cpp, shared with
 // the build without CUDA; that build's versions of the functions here are in stub.cpp.
 #include <string>
+#include <type_traits>
 
 #include "dezero/cuda/detail/runtime.hpp"
 #include "dezero/cuda/device.hpp"
@@ -13,25 +14,24 @@
 namespace dezero::cuda::detail {
 
 // --- availability -------------------------------------------------------------------
+// Probed once. The result is trivially destructible, so it stays readable during
+// static destruction: a GPU tensor owned by a static object is freed then, and its
+// free still asks for the device count.
 namespace {
 struct Probe {
-  int count = 0;
-  std::string why;  // why there is no device
+  int count;
+  cudaError_t error;  // why there is no device (cudaSuccess: the count was 0)
 };
-const Probe& probe() {
+static_assert(std::is_trivially_destructible_v<Probe>);
+Probe probe() {
   static const Probe p = [] {
-    Probe r;
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess) {
-      r.why = std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
       cudaGetLastError();
       n = 0;
-    } else if (n == 0) {
-      r.why = "cudaGetDeviceCount returned 0";
     }
-    r.count = n;
-    return r;
+    return Probe{n, e};
   }();
   return p;
 }
@@ -41,7 +41,10 @@ bool runtime_available() { return probe().count > 0; }
 int device_count_cached() { return probe().count; }
 
 std::string no_device_message(const std::string& what) {
-  return what + ": no CUDA device is available on this machine (" + probe().why +
+  cudaError_t e = probe().error;
+  std::string why = e != cudaSuccess ? std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e)
+                                     : std::string("cudaGetDeviceCount returned 0");
+  return what + ": no CUDA device is available on this machine (" + why +
          "); hint: run on a machine with an NVIDIA GPU and its driver, or keep tensors on the CPU "
          "(Device::cpu()); dezero::cuda::is_available() tells which case applies";
 }

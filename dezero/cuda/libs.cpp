@@ -4,20 +4,36 @@
 // uses dezero map and relocate ~250 MB of GPU libraries at start-up (0.26 s and
 // 260 MB of RSS for a CPU-only "hello"), and made a CPU-only run fail on a machine
 // without them. Instead this file defines, with hidden visibility, each entry point
-// the backend calls; the first call dlopen()s the library (by its soname, so
-// LD_LIBRARY_PATH and the usual folders apply, then from the toolkit folder found
-// at build time) and forwards to the real function. The CUDA runtime itself is
-// linked statically and loads the driver on its own.
+// the backend calls; the first call dlopen()s the library and forwards to the real
+// function. The CUDA runtime itself is linked statically and loads the driver on
+// its own.
 //
-// A missing library is a DeviceError that names it, raised from the call that
-// needed it. Adding a call to a new entry point elsewhere in dezero/cuda fails to link
-// until it is listed here.
+// Where a library is looked for, in order (library_candidates):
+//   1. each folder of $DEZERO_CUDA_LIB_PATH (':'-separated);
+//   2. its soname, through the loader (LD_LIBRARY_PATH, RUNPATH, the ldconfig cache);
+//   3. the folder the build found it in, then lib64/ and targets/<arch>-linux/lib/
+//      next to that folder (a toolkit's usual layouts).
+// After NVRTC, its builtins library (libnvrtc-builtins.so.<major>.<minor>, which NVRTC
+// dlopen()s by soname while compiling) is loaded from NVRTC's own folder, so that
+// NVRTC finds it however NVRTC itself was found; when it is not there, nothing fails
+// until NVRTC needs it, and NVRTC's error then lists the paths tried.
+//
+// A missing library is a DeviceError that names every path tried, raised from the
+// call that needed it: check_gpu_libraries() loads cuBLAS, cuRAND and NVRTC; cuDNN
+// is loaded only by its first user. Adding a call to a new entry point elsewhere in
+// dezero/cuda fails to link until it is listed here.
 #include <cublas_v2.h>
 #include <cudnn.h>
 #include <curand.h>
 #include <dlfcn.h>
+#include <link.h>
 #include <nvrtc.h>
+#include <sys/stat.h>
 
+#include <algorithm>
+#include <cctype>
+#include <climits>
+#include <cstdlib>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -32,34 +48,120 @@ enum Lib { kCublas, kCurand, kNvrtc, kCudnn, kLibCount };
 // CMake passes each library's soname and the folder it was found in at build time.
 struct LibInfo {
   const char* what;
+  const char* key;  // the name detail::load_gpu_library() takes
   const char* soname;
   const char* dir;
+  bool checked;  // loaded by check_gpu_libraries()
 };
 constexpr LibInfo kLibs[kLibCount] = {
-    {"cuBLAS", DEZERO_CUBLAS_SONAME, DEZERO_CUBLAS_DIR},
-    {"cuRAND", DEZERO_CURAND_SONAME, DEZERO_CURAND_DIR},
-    {"NVRTC", DEZERO_NVRTC_SONAME, DEZERO_NVRTC_DIR},
-    {"cuDNN", DEZERO_CUDNN_SONAME, DEZERO_CUDNN_DIR},
+    {"cuBLAS", "cublas", DEZERO_CUBLAS_SONAME, DEZERO_CUBLAS_DIR, true},
+    {"cuRAND", "curand", DEZERO_CURAND_SONAME, DEZERO_CURAND_DIR, true},
+    {"NVRTC", "nvrtc", DEZERO_NVRTC_SONAME, DEZERO_NVRTC_DIR, true},
+    {"cuDNN", "cudnn", DEZERO_CUDNN_SONAME, DEZERO_CUDNN_DIR, false},
 };
 
-void* open_lib(Lib lib) {
-  static void* handles[kLibCount] = {};
-  static std::mutex mu;
-  std::lock_guard<std::mutex> lock(mu);
-  if (handles[lib]) return handles[lib];
-  const LibInfo& info = kLibs[lib];
-  void* h = dlopen(info.soname, RTLD_NOW | RTLD_LOCAL);
-  std::string first_error = h ? "" : dlerror();
-  if (!h) {
-    std::string fallback = std::string(info.dir) + "/" + info.soname;
-    h = dlopen(fallback.c_str(), RTLD_NOW | RTLD_LOCAL);
+#if defined(__aarch64__)
+constexpr const char* kTargetLibDir = "targets/sbsa-linux/lib";
+#else
+constexpr const char* kTargetLibDir = "targets/x86_64-linux/lib";
+#endif
+
+// What has been loaded, kept for the whole process (never destroyed, so forwarders
+// called during static destruction still find it).
+struct State {
+  std::mutex mu;
+  void* handles[kLibCount] = {};
+  std::string paths[kLibCount];
+  std::string builtins_name;                 // libnvrtc-builtins.so.<major>.<minor>
+  std::string builtins_path;                 // where it was loaded from ("" when not)
+  std::vector<std::string> builtins_tried;  // the paths tried when it was not found
+};
+State& state() {
+  static State* s = new State();  // leaked on purpose
+  return *s;
+}
+
+bool has_slash(const std::string& p) { return p.find('/') != std::string::npos; }
+bool file_exists(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0;
+}
+std::string strip_trailing_slashes(std::string d) {
+  while (d.size() > 1 && d.back() == '/') d.pop_back();
+  return d;
+}
+std::string join(const std::string& dir, const std::string& name) {
+  std::string d = strip_trailing_slashes(dir);
+  return d == "/" ? d + name : d + "/" + name;
+}
+std::vector<std::string> split_path_list(const char* list) {
+  std::vector<std::string> out;
+  if (!list) return out;
+  std::string s = list;
+  std::size_t start = 0;
+  while (start <= s.size()) {
+    std::size_t end = s.find(':', start);
+    if (end == std::string::npos) end = s.size();
+    if (end > start) out.push_back(s.substr(start, end - start));
+    start = end + 1;
   }
-  if (!h)
-    throw dezero::DeviceError(std::string("cuda: cannot load ") + info.what + " (" + first_error +
-                              "); hint: put the CUDA toolkit's lib64 folder (with " + info.soname +
-                              ") on LD_LIBRARY_PATH");
-  handles[lib] = h;
-  return h;
+  return out;
+}
+void add_unique(std::vector<std::string>& v, const std::string& p) {
+  if (std::find(v.begin(), v.end(), p) == v.end()) v.push_back(p);
+}
+
+// The file the loader mapped for `h` (for a library opened by soname).
+std::string mapped_path(void* h, const std::string& fallback) {
+  link_map* lm = nullptr;
+  if (dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name && lm->l_name[0]) return lm->l_name;
+  return fallback;
+}
+
+// Loads libnvrtc-builtins.so.<major>.<minor> next to the NVRTC that was loaded.
+// Called with the state's mutex held.
+void load_nvrtc_builtins(State& s, void* nvrtc, const std::string& nvrtc_path) {
+  int major = 0, minor = 0;
+  auto version = reinterpret_cast<decltype(&nvrtcVersion)>(dlsym(nvrtc, "nvrtcVersion"));
+  if (!version || version(&major, &minor) != NVRTC_SUCCESS) {
+    s.builtins_tried.push_back("(nvrtcVersion failed: the builtins' name is unknown)");
+    return;
+  }
+  s.builtins_name = "libnvrtc-builtins.so." + std::to_string(major) + "." + std::to_string(minor);
+  std::vector<std::string> dirs;
+  char origin[PATH_MAX + 1] = {};
+  if (dlinfo(nvrtc, RTLD_DI_ORIGIN, origin) == 0 && origin[0]) add_unique(dirs, origin);
+  if (char* real = ::realpath(nvrtc_path.c_str(), nullptr)) {  // NVRTC reached through a symlink
+    std::string r = real;
+    std::free(real);
+    add_unique(dirs, r.substr(0, r.find_last_of('/')));
+  }
+  std::vector<std::string> cands;
+  for (const std::string& d : dirs) add_unique(cands, join(d, s.builtins_name));
+  for (const std::string& c :
+       dezero::cuda::detail::library_candidates(s.builtins_name, "", std::getenv("DEZERO_CUDA_LIB_PATH")))
+    add_unique(cands, c);
+  for (const std::string& c : cands) {
+    if (void* h = dlopen(c.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
+      s.builtins_path = has_slash(c) ? c : mapped_path(h, c);
+      s.builtins_tried.clear();
+      return;
+    }
+    dlerror();
+    s.builtins_tried.push_back(c);
+  }
+}
+
+void* open_lib(Lib lib) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (s.handles[lib]) return s.handles[lib];
+  const LibInfo& info = kLibs[lib];
+  dezero::cuda::detail::OpenedLibrary o = dezero::cuda::detail::open_library(info.what, info.soname, info.dir);
+  if (lib == kNvrtc) load_nvrtc_builtins(s, o.handle, o.path);
+  s.paths[lib] = o.path;
+  s.handles[lib] = o.handle;
+  return o.handle;
 }
 
 void* symbol(Lib lib, const char* name) {
@@ -69,6 +171,14 @@ void* symbol(Lib lib, const char* name) {
     throw dezero::DeviceError(std::string("cuda: ") + kLibs[lib].soname + " has no symbol " + name +
                               "; hint: the library is older than the toolkit dezero was built with");
   return f;
+}
+
+Lib lib_by_name(const std::string& name) {
+  std::string n = name;
+  for (char& ch : n) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  for (int i = 0; i < kLibCount; ++i)
+    if (n == kLibs[i].key) return static_cast<Lib>(i);
+  throw dezero::ValueError("cuda: no GPU library named '" + name + "' (cublas, curand, nvrtc or cudnn)");
 }
 
 // Every forwarded entry point, for check_gpu_libraries().
@@ -87,17 +197,84 @@ struct Register {
 }  // namespace
 
 namespace dezero::cuda::detail {
+
+std::vector<std::string> library_candidates(const std::string& soname, const std::string& build_dir,
+                                            const char* env_path) {
+  std::vector<std::string> out;
+  for (const std::string& d : split_path_list(env_path)) add_unique(out, join(d, soname));
+  add_unique(out, soname);
+  if (!build_dir.empty()) {
+    std::string dir = strip_trailing_slashes(build_dir);
+    add_unique(out, join(dir, soname));
+    std::string parent = dir.substr(0, dir.find_last_of('/'));
+    if (parent.empty()) parent = "/";
+    add_unique(out, join(join(parent, "lib64"), soname));
+    add_unique(out, join(join(parent, kTargetLibDir), soname));
+  }
+  return out;
+}
+
+OpenedLibrary open_library(const std::string& what, const std::string& soname, const std::string& build_dir) {
+  std::string tried;
+  for (const std::string& c : library_candidates(soname, build_dir, std::getenv("DEZERO_CUDA_LIB_PATH"))) {
+    if (void* h = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL)) return {h, has_slash(c) ? c : mapped_path(h, c)};
+    const char* e = dlerror();
+    tried += "\n  " + c;
+    if (!has_slash(c)) tried += " (by soname: LD_LIBRARY_PATH and the ldconfig cache)";
+    // a file that is there but cannot be loaded (a missing dependency, another architecture): say why
+    if ((!has_slash(c) || file_exists(c)) && e) tried += std::string(": ") + e;
+  }
+  throw DeviceError("cuda: cannot load " + what + " (" + soname + "); tried:" + tried +
+                    "\nhint: set DEZERO_CUDA_LIB_PATH (a ':'-separated list of folders) or LD_LIBRARY_PATH to "
+                    "the folder that holds " + soname);
+}
+
+std::vector<std::string> library_search_paths(const std::string& name) {
+  const LibInfo& info = kLibs[lib_by_name(name)];
+  return library_candidates(info.soname, info.dir, std::getenv("DEZERO_CUDA_LIB_PATH"));
+}
+
+std::string load_gpu_library(const std::string& name) {
+  Lib lib = lib_by_name(name);
+  open_lib(lib);
+  return loaded_library_path(name);
+}
+
+std::string loaded_library_path(const std::string& name) {
+  State& s = state();
+  if (name == "nvrtc-builtins") {
+    std::lock_guard<std::mutex> lock(s.mu);
+    return s.builtins_path;
+  }
+  Lib lib = lib_by_name(name);
+  std::lock_guard<std::mutex> lock(s.mu);
+  return s.paths[lib];
+}
+
+std::vector<std::string> check_library_entry_points(const std::string& name) {
+  Lib lib = lib_by_name(name);
+  void* h = open_lib(lib);
+  std::vector<std::string> missing;
+  for (const Entry& e : registry())
+    if (e.lib == lib && !dlsym(h, e.name))
+      missing.push_back(std::string("cuda: ") + kLibs[lib].soname + " has no symbol " + e.name +
+                        "; hint: the library is older than the toolkit dezero was built with");
+  return missing;
+}
+
 std::vector<std::string> check_gpu_libraries() {
   std::vector<std::string> problems;
-  for (const Entry& e : registry()) {
+  for (int i = 0; i < kLibCount; ++i) {
+    if (!kLibs[i].checked) continue;
     try {
-      symbol(e.lib, e.name);
+      for (std::string& m : check_library_entry_points(kLibs[i].key)) problems.push_back(std::move(m));
     } catch (const std::exception& ex) {
       problems.push_back(ex.what());
     }
   }
   return problems;
 }
+
 }  // namespace dezero::cuda::detail
 
 // NAME PARAMS forwards to the same function in LIB; the declaration in the library's
@@ -150,7 +327,26 @@ DEZERO_FORWARD(kCurand, curandStatus_t, curandGenerateNormalDouble,
            (generator, outputPtr, n, mean, stddev))
 
 // --- NVRTC --------------------------------------------------------------------------------
-DEZERO_FORWARD(kNvrtc, const char*, nvrtcGetErrorString, (nvrtcResult result), (result))
+// When NVRTC could not open its builtins library, its error names the paths tried for it.
+extern "C" __attribute__((visibility("hidden"))) const char* nvrtcGetErrorString(nvrtcResult result) {
+  using Fn = const char* (*)(nvrtcResult);
+  static Fn fn = reinterpret_cast<Fn>(symbol(kNvrtc, "nvrtcGetErrorString"));
+  if (result != NVRTC_ERROR_BUILTIN_OPERATION_FAILURE) return fn(result);
+  static const std::string* with_builtins = [] {  // built once, after NVRTC was loaded; leaked on purpose
+    State& s = state();
+    std::lock_guard<std::mutex> lock(s.mu);
+    std::string m = fn(NVRTC_ERROR_BUILTIN_OPERATION_FAILURE);
+    if (s.builtins_path.empty()) {
+      std::string name = s.builtins_name.empty() ? "libnvrtc-builtins" : s.builtins_name;
+      m += " (" + name + " was not found next to NVRTC (" + s.paths[kNvrtc] + "); tried:";
+      for (const std::string& t : s.builtins_tried) m += " " + t;
+      m += "; hint: set DEZERO_CUDA_LIB_PATH or LD_LIBRARY_PATH to the folder that holds " + name + ")";
+    }
+    return new std::string(m);
+  }();
+  return with_builtins->c_str();
+}
+static const Register dz_register_nvrtcGetErrorString(kNvrtc, "nvrtcGetErrorString");
 DEZERO_FORWARD(kNvrtc, nvrtcResult, nvrtcGetNumSupportedArchs, (int* numArchs), (numArchs))
 DEZERO_FORWARD(kNvrtc, nvrtcResult, nvrtcGetSupportedArchs, (int* supportedArchs), (supportedArchs))
 DEZERO_FORWARD(kNvrtc, nvrtcResult, nvrtcCreateProgram,

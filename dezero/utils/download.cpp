@@ -1,6 +1,13 @@
 // dezero/utils/download.cpp - utils::cache_dir and utils::get_file (DeZero's utils.get_file) with libcurl:
 // a progress bar on stderr, "<file>.part" renamed only after a complete transfer.
+//
+// libdezero does not link libcurl: the first download dlopen()s libcurl.so.4 (or
+// $DEZERO_LIBCURL, a file name or path) and looks up the few entry points used here,
+// so a program that downloads nothing runs where libcurl is not installed, and a
+// missing libcurl is an IOError raised by the download that needed it. curl.h is
+// used for the types and constants only.
 #include <curl/curl.h>
+#include <dlfcn.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -12,6 +19,7 @@
 #include <mutex>
 #include <string>
 #include <system_error>
+#include <type_traits>
 
 #include "dezero/download.hpp"
 #include "dezero/error.hpp"
@@ -45,11 +53,62 @@ std::string progress_line(std::int64_t downloaded, std::int64_t total) {
 }
 
 namespace {
-void global_init() {
-  static std::once_flag once;
-  static CURLcode rc = CURLE_OK;
-  std::call_once(once, [] { rc = curl_global_init(CURL_GLOBAL_DEFAULT); });
-  if (rc != CURLE_OK) throw IOError(std::string("get_file: libcurl failed to initialise: ") + curl_easy_strerror(rc));
+// libcurl's entry points, each with the exact type curl.h declares (curl_easy_setopt
+// and curl_easy_getinfo are variadic, and are called through variadic pointers).
+struct Curl {
+  decltype(&::curl_global_init) global_init = nullptr;
+  decltype(&::curl_easy_init) easy_init = nullptr;
+  decltype(&::curl_easy_cleanup) easy_cleanup = nullptr;
+  decltype(&::curl_easy_setopt) easy_setopt = nullptr;
+  decltype(&::curl_easy_perform) easy_perform = nullptr;
+  decltype(&::curl_easy_getinfo) easy_getinfo = nullptr;
+  decltype(&::curl_easy_strerror) easy_strerror = nullptr;
+  std::string error;  // why libcurl cannot be used ("" when it can)
+};
+
+// Loads libcurl and runs curl_global_init once per process (thread-safe); the
+// outcome, failure included, is kept.
+Curl load_curl() {
+  Curl c;
+  const char* env = std::getenv("DEZERO_LIBCURL");
+  std::string names[] = {env && *env ? env : "libcurl.so.4", "libcurl-gnutls.so.4"};
+  void* h = nullptr;
+  std::string why;
+  for (const std::string& n : names) {
+    h = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (h) break;
+    const char* e = dlerror();
+    why += (why.empty() ? "" : "; ") + std::string(e ? e : n + ": cannot be loaded");
+    if (env && *env) break;  // the library asked for, or nothing
+  }
+  if (!h) {
+    c.error = "cannot load libcurl (" + why +
+              "); hint: install libcurl (apt-get install libcurl4), put the folder with libcurl.so.4 on "
+              "LD_LIBRARY_PATH, or set DEZERO_LIBCURL to its path";
+    return c;
+  }
+  auto sym = [&](auto& fn, const char* name) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
+    if (!fn && c.error.empty())
+      c.error = std::string("the loaded libcurl has no symbol ") + name + "; hint: install libcurl (apt-get install libcurl4)";
+  };
+  sym(c.global_init, "curl_global_init");
+  sym(c.easy_init, "curl_easy_init");
+  sym(c.easy_cleanup, "curl_easy_cleanup");
+  sym(c.easy_setopt, "curl_easy_setopt");
+  sym(c.easy_perform, "curl_easy_perform");
+  sym(c.easy_getinfo, "curl_easy_getinfo");
+  sym(c.easy_strerror, "curl_easy_strerror");
+  if (!c.error.empty()) return c;
+  CURLcode rc = c.global_init(CURL_GLOBAL_DEFAULT);
+  if (rc != CURLE_OK) c.error = std::string("libcurl failed to initialise: ") + c.easy_strerror(rc);
+  return c;
+}
+
+const Curl& curl_api() {
+  static const Curl c = load_curl();  // leaked handle: libcurl stays loaded
+  if (!c.error.empty()) throw IOError("get_file: " + c.error);
+  return c;
 }
 
 struct Transfer {
@@ -108,45 +167,45 @@ std::string get_file(const std::string& url, const std::string& file_name, const
   std::error_code ec;
   fs::create_directories(folder, ec);
   if (ec) throw IOError("get_file: cannot create the directory " + folder.string() + ": " + ec.message());
-  global_init();
+  const Curl& api = curl_api();
 
   PartFile part{fs::path(target.string() + ".part")};
   part.f = std::fopen(part.path.c_str(), "wb");
   if (!part.f) throw IOError("get_file: cannot write " + part.path.string() + ": " + std::strerror(errno));
 
-  std::unique_ptr<CURL, void (*)(CURL*)> curl(curl_easy_init(), curl_easy_cleanup);
+  std::unique_ptr<CURL, void (*)(CURL*)> curl(api.easy_init(), api.easy_cleanup);
   if (!curl) throw IOError("get_file: curl_easy_init failed for " + url);
   Transfer tr;
   tr.out = part.f;
   char errbuf[CURL_ERROR_SIZE] = {0};
   CURL* c = curl.get();
-  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
-  curl_easy_setopt(c, CURLOPT_FAILONERROR, 1L);
-  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &tr);
-  curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-  curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-  curl_easy_setopt(c, CURLOPT_XFERINFODATA, &tr);
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 30L);
-  curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);   // abort a transfer stalled for a minute
-  curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 60L);
-  curl_easy_setopt(c, CURLOPT_USERAGENT, "dezero-cpp");
+  api.easy_setopt(c, CURLOPT_URL, url.c_str());
+  api.easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+  api.easy_setopt(c, CURLOPT_FAILONERROR, 1L);
+  api.easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+  api.easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
+  api.easy_setopt(c, CURLOPT_WRITEDATA, &tr);
+  api.easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+  api.easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+  api.easy_setopt(c, CURLOPT_XFERINFODATA, &tr);
+  api.easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 30L);
+  api.easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);   // abort a transfer stalled for a minute
+  api.easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 60L);
+  api.easy_setopt(c, CURLOPT_USERAGENT, "dezero-cpp");
 
   std::cerr << "Downloading: " << name << "\n";
-  CURLcode rc = curl_easy_perform(c);
+  CURLcode rc = api.easy_perform(c);
   long status = 0;
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  api.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
   curl_off_t expected = -1;
-  curl_easy_getinfo(c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &expected);
+  api.easy_getinfo(c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &expected);
   auto fail = [&](const std::string& why) {
     if (!tr.last_line.empty()) std::cerr << "\n";
     throw IOError("get_file: downloading " + url + " failed: " + why + "; " + target.string() +
                   " was not written (the partial file was removed)");
   };
   if (rc != CURLE_OK) {
-    std::string why = errbuf[0] ? errbuf : curl_easy_strerror(rc);
+    std::string why = errbuf[0] ? errbuf : api.easy_strerror(rc);
     if (status >= 400) why += " (HTTP " + std::to_string(status) + ")";
     fail(why);
   }
