@@ -277,6 +277,17 @@ run_bundle() {
     starts bench/w1_mlp_epoch --epochs 0
     starts tests/dezero_tests --no-intro --count
 
+    step "the MNIST step's data folder holds the data set"
+    local fm="$HERE/data/fashion-mnist"
+    if [ -d "$fm" ]; then
+      if (cd "$RUNS" && dz "$HERE/examples/mnist" --device cpu --epochs 0 --dataset fashion-mnist --data "$fm") \
+           >"$RUNS/mnist-data.log" 2>&1 && grep -q "dataset: Fashion-MNIST" "$RUNS/mnist-data.log"; then
+        echo "examples/mnist --data $fm loads Fashion-MNIST from the bundle: ok"
+      else fail "examples/mnist did not load Fashion-MNIST from $fm"; sed 's/^/  /' "$RUNS/mnist-data.log"; fi
+    else
+      echo "(no data/fashion-mnist in this bundle)"
+    fi
+
     step "the tests read their data from DEZERO_TEST_DATA_DIR"
     local nowhere="$RUNS/no-such-data" out
     out=$(env -u LD_LIBRARY_PATH DEZERO_TEST_DATA_DIR="$nowhere" "$HERE/tests/dezero_tests" --no-intro \
