@@ -223,6 +223,45 @@ TEST_CASE("cuda: streams and events order work and time it") {
   x = Tensor();  // freed after the streams finished
 }
 
+// A destroyed stream leaves nothing keyed by its handle in the pool: its cached blocks,
+// and those of its tensors freed later, are reused on the null stream, never by a new
+// stream (which the driver may give the same handle).
+TEST_CASE("cuda: a destroyed stream's cached blocks go to the null stream") {
+  if (skip_without_gpu()) return;
+  auto pool = cuda::memory_pool(0);
+  if (!pool.caching()) return;  // DEZERO_CUDA_MEMORY_POOL=0: nothing is cached
+  cuda::Device(0).synchronize();
+  pool.free_all_blocks();
+  const std::int64_t big = 1 << 20, small = 1 << 18;  // 4 MiB and 1 MiB of float32
+  Tensor survivor;
+  {
+    cuda::Stream s(true);
+    cuda::StreamGuard g(s);
+    { Tensor t = zeros({big}, float32, Device::cuda(0)); }  // freed into s's list
+    survivor = zeros({small}, float32, Device::cuda(0));    // allocated on s, alive past it
+    s.synchronize();
+    CHECK(pool.free_bytes() == std::size_t(4) << 20);
+  }  // the guard restores the null stream, then s is destroyed
+  CHECK(pool.free_bytes() == std::size_t(4) << 20);  // still cached, now for the null stream
+  std::size_t mallocs = pool.n_malloc_calls();
+  Tensor reused = zeros({big}, float32, Device::cuda(0));  // on the null stream
+  CHECK(pool.n_malloc_calls() == mallocs);
+  CHECK(pool.free_bytes() == 0);
+  survivor = Tensor();  // allocated on the dead stream: goes to the null stream's list
+  CHECK(pool.free_bytes() == std::size_t(1) << 20);
+  {
+    cuda::Stream s2(true);  // may get s's handle: must not see the null stream's blocks
+    cuda::StreamGuard g(s2);
+    Tensor t = zeros({small}, float32, Device::cuda(0));
+    CHECK(pool.n_malloc_calls() == mallocs + 1);
+    s2.synchronize();
+  }
+  mallocs = pool.n_malloc_calls();
+  Tensor again = zeros({small}, float32, Device::cuda(0));  // either cached 1 MiB block
+  CHECK(pool.n_malloc_calls() == mallocs);
+  cuda::Device(0).synchronize();
+}
+
 TEST_CASE("cuda: element-wise, reduce, matmul, indexing, softmax equal the CPU") {
   if (skip_without_gpu()) return;
   random::seed(0);

@@ -63,6 +63,13 @@ class DeviceBuffer {
   void* ptr_;
 };
 
+// A stream the library created is being destroyed (Stream's destructor, stream.cpp,
+// after it synchronised): the blocks cached for it in the free lists move to the legacy
+// null stream's list, and blocks still in use that were allocated on it go there when
+// they are freed. No block stays keyed by the dead handle, so none is stranded, and
+// none is handed to a later stream that the driver gives the same handle.
+void pool_forget_stream(int device, cudaStream_t stream) noexcept;
+
 // --- per-device library handles (detail/handles.cpp) -------------------------------------
 // Lock the mutex while the handle is bound to a stream and used.
 cublasHandle_t cublas_handle(int device, cudaStream_t stream);
