@@ -175,6 +175,8 @@ TEST_CASE("cuda: to_gpu / to_cpu round trip keeps values for every dtype") {
 TEST_CASE("cuda: pool bytes return to baseline after 100 iterations") {
   if (skip_without_gpu()) return;
   auto pool = cuda::memory_pool(0);
+  // The null stream's cuBLAS workspace comes from the pool at its first matmul and stays.
+  (void)matmul(ones({2, 2}, float32, Device::cuda(0)), ones({2, 2}, float32, Device::cuda(0)));
   std::size_t base = pool.used_bytes();
   std::size_t mallocs_after_first = 0;
   for (int it = 0; it < 100; ++it) {
@@ -259,6 +261,48 @@ TEST_CASE("cuda: a destroyed stream's cached blocks go to the null stream") {
   mallocs = pool.n_malloc_calls();
   Tensor again = zeros({small}, float32, Device::cuda(0));  // either cached 1 MiB block
   CHECK(pool.n_malloc_calls() == mallocs);
+  cuda::Device(0).synchronize();
+}
+
+// Each stream's GEMMs get their own cuBLAS workspace (32 MiB from sm_90 on, 4 MiB
+// before) from the pool, given back when the stream is destroyed.
+TEST_CASE("cuda: every stream has its own cuBLAS workspace, released with the stream") {
+  if (skip_without_gpu()) return;
+  auto pool = cuda::memory_pool(0);
+  const std::size_t ws = (std::stoi(cuda::Device(0).compute_capability()) >= 90 ? 32u : 4u) << 20;
+  random::seed(21);
+  Tensor a = random::randn({64, 64}, float32, Device::cuda(0)), b = random::randn({64, 64}, float32, Device::cuda(0));
+  Tensor c0 = matmul(a, b);  // the null stream has its workspace now
+  cuda::Device(0).synchronize();
+  const std::size_t base = pool.used_bytes();
+  {
+    cuda::Stream s1(true), s2(true);
+    Tensor c1, c2;
+    {
+      cuda::StreamGuard g(s1);
+      c1 = matmul(a, b);
+    }
+    {
+      cuda::StreamGuard g(s2);
+      c2 = matmul(a, b);
+    }
+    s1.synchronize();
+    s2.synchronize();
+    CHECK(pool.used_bytes() == base + 2 * ws + 2 * c0.nbytes());
+    CHECK(utils::array_equal(c1.to_cpu(), c0.to_cpu()));
+    CHECK(utils::array_equal(c2.to_cpu(), c0.to_cpu()));
+    {
+      cuda::StreamGuard g(s1);
+      c1 = matmul(c1, b);  // the same workspace again
+      s1.synchronize();
+    }
+    CHECK(pool.used_bytes() == base + 2 * ws + 2 * c0.nbytes());
+    c1 = Tensor();
+    c2 = Tensor();
+  }
+  CHECK(pool.used_bytes() == base);  // both workspaces are back in the pool
+  Tensor c3 = matmul(a, b);          // and the null stream's still works
+  CHECK(utils::array_equal(c3.to_cpu(), c0.to_cpu()));
   cuda::Device(0).synchronize();
 }
 
