@@ -128,7 +128,9 @@ class Tensor {
   Tensor transpose(const std::vector<int>& axes) const;
   Tensor T() const { return transpose(); }
 
-  // Reductions (NumPy semantics, axes may be negative).
+  // Reductions (NumPy semantics, axes may be negative). On every device max / min
+  // propagate NaN and start from -inf / +inf (the max of an all -inf array is -inf);
+  // argmax / argmin give the index of the first NaN when there is one.
   Tensor sum(const Axes& axes = Axes(), bool keepdims = false) const;
   Tensor mean(const Axes& axes = Axes(), bool keepdims = false) const;
   Tensor max(const Axes& axes = Axes(), bool keepdims = false) const;

@@ -42,6 +42,9 @@ Handles& handles(int device) {
 
 std::mutex& library_mutex(int device) { return handles(device).mu; }
 
+namespace {
+// cuBLAS's recommended workspace: 32 MiB from sm_90 (Hopper) on, 4 MiB before. Called
+// under library_mutex(device).
 std::size_t cublas_workspace_bytes(int device) {
   Handles& h = handles(device);
   if (!h.workspace_bytes) {
@@ -51,6 +54,7 @@ std::size_t cublas_workspace_bytes(int device) {
   }
   return h.workspace_bytes;
 }
+}  // namespace
 
 cublasHandle_t cublas_handle(int device, cudaStream_t stream) {
   Handles& h = handles(device);

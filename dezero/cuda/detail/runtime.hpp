@@ -72,10 +72,10 @@ void pool_forget_stream(int device, cudaStream_t stream) noexcept;
 
 // --- per-device library handles (detail/handles.cpp) -------------------------------------
 // Lock the mutex while the handle is bound to a stream and used. cublas_handle also
-// sets the stream's own cuBLAS workspace (cublas_workspace_bytes, taken from the pool
-// on the stream's first GEMM and kept), so GEMMs on two streams never share one.
+// sets the stream's own cuBLAS workspace (32 MiB from sm_90 on, 4 MiB before, taken
+// from the pool on the stream's first GEMM and kept), so GEMMs on two streams never
+// share one.
 cublasHandle_t cublas_handle(int device, cudaStream_t stream);
-std::size_t cublas_workspace_bytes(int device);  // 32 MiB from sm_90 (Hopper) on, 4 MiB before
 // Gives the stream's workspace back to the pool (Stream's destructor, before
 // pool_forget_stream); takes library_mutex(device).
 void release_cublas_workspace(int device, cudaStream_t stream) noexcept;
