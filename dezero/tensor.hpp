@@ -128,7 +128,9 @@ class Tensor {
   Tensor transpose(const std::vector<int>& axes) const;
   Tensor T() const { return transpose(); }
 
-  // Reductions (NumPy semantics, axes may be negative).
+  // Reductions (NumPy semantics, axes may be negative). On every device max / min
+  // propagate NaN and start from -inf / +inf (the max of an all -inf array is -inf);
+  // argmax / argmin give the index of the first NaN when there is one.
   Tensor sum(const Axes& axes = Axes(), bool keepdims = false) const;
   Tensor mean(const Axes& axes = Axes(), bool keepdims = false) const;
   Tensor max(const Axes& axes = Axes(), bool keepdims = false) const;
@@ -136,7 +138,8 @@ class Tensor {
   Tensor argmax(std::optional<int> axis = std::nullopt) const;  // int64 result
   Tensor argmin(std::optional<int> axis = std::nullopt) const;
 
-  // Indexing: NumPy's x[...]; integer arrays follow NumPy's advanced indexing.
+  // Indexing: NumPy's x[...]; integer arrays follow NumPy's advanced indexing. An
+  // out-of-range index is an IndexError on every device (see get_item below).
   Tensor operator[](const Index& index) const;
   Tensor operator[](const Indices& indices) const;
 
@@ -281,13 +284,22 @@ Tensor min(const Tensor& x, const Axes& axes = Axes(), bool keepdims = false);
 // broadcast batch axes (np.matmul).
 Tensor matmul(const Tensor& a, const Tensor& b);
 Tensor dot(const Tensor& a, const Tensor& b);
+// x[indices] (NumPy's basic and advanced indexing). Integer indices, scalar or array,
+// follow NumPy on every device: a negative index counts from the end of its axis, and
+// one outside [-n, n) is an IndexError naming get_item, the index, the axis and its
+// size. Index arrays on a GPU are checked with one min / max reduction and one small
+// read back to the host, so each index array costs one sync there.
 Tensor get_item(const Tensor& x, const Indices& indices);
 // The gradient of get_item: zeros of `shape` with gy added at the indexed places;
-// repeated indices accumulate (np.add.at).
+// repeated indices accumulate (np.add.at). Indices are checked as in get_item (errors
+// name scatter_add), so nothing is ever written outside the result.
 Tensor scatter_add(const Tensor& gy, const Shape& shape, const Indices& indices);
 Tensor concatenate(const std::vector<Tensor>& xs, int axis = 0);
 Tensor stack(const std::vector<Tensor>& xs, int axis = 0);
 // Row gather/scatter along axis 0 with int32/int64 indices: take(x, idx)[i] = x[idx[i]].
+// Every index must be in [0, x.shape()[0]) (unlike np.take, negative ones do not wrap):
+// IndexError naming take, the first bad index and its position otherwise, on both
+// devices. On a GPU the check is one min / max reduction and one sync per call.
 Tensor take(const Tensor& x, const Tensor& indices);
 
 // Copies src into dst's storage (broadcasting src, casting to dst's dtype, across devices).

@@ -175,6 +175,8 @@ TEST_CASE("cuda: to_gpu / to_cpu round trip keeps values for every dtype") {
 TEST_CASE("cuda: pool bytes return to baseline after 100 iterations") {
   if (skip_without_gpu()) return;
   auto pool = cuda::memory_pool(0);
+  // The null stream's cuBLAS workspace comes from the pool at its first matmul and stays.
+  (void)matmul(ones({2, 2}, float32, Device::cuda(0)), ones({2, 2}, float32, Device::cuda(0)));
   std::size_t base = pool.used_bytes();
   std::size_t mallocs_after_first = 0;
   for (int it = 0; it < 100; ++it) {
@@ -221,6 +223,87 @@ TEST_CASE("cuda: streams and events order work and time it") {
   CHECK(cuda::get_elapsed_time(start, stop) >= 0.0f);
   s1.synchronize();
   x = Tensor();  // freed after the streams finished
+}
+
+// A destroyed stream leaves nothing keyed by its handle in the pool: its cached blocks,
+// and those of its tensors freed later, are reused on the null stream, never by a new
+// stream (which the driver may give the same handle).
+TEST_CASE("cuda: a destroyed stream's cached blocks go to the null stream") {
+  if (skip_without_gpu()) return;
+  auto pool = cuda::memory_pool(0);
+  if (!pool.caching()) return;  // DEZERO_CUDA_MEMORY_POOL=0: nothing is cached
+  cuda::Device(0).synchronize();
+  pool.free_all_blocks();
+  const std::int64_t big = 1 << 20, small = 1 << 18;  // 4 MiB and 1 MiB of float32
+  Tensor survivor;
+  {
+    cuda::Stream s(true);
+    cuda::StreamGuard g(s);
+    { Tensor t = zeros({big}, float32, Device::cuda(0)); }  // freed into s's list
+    survivor = zeros({small}, float32, Device::cuda(0));    // allocated on s, alive past it
+    s.synchronize();
+    CHECK(pool.free_bytes() == std::size_t(4) << 20);
+  }  // the guard restores the null stream, then s is destroyed
+  CHECK(pool.free_bytes() == std::size_t(4) << 20);  // still cached, now for the null stream
+  std::size_t mallocs = pool.n_malloc_calls();
+  Tensor reused = zeros({big}, float32, Device::cuda(0));  // on the null stream
+  CHECK(pool.n_malloc_calls() == mallocs);
+  CHECK(pool.free_bytes() == 0);
+  survivor = Tensor();  // allocated on the dead stream: goes to the null stream's list
+  CHECK(pool.free_bytes() == std::size_t(1) << 20);
+  {
+    cuda::Stream s2(true);  // may get s's handle: must not see the null stream's blocks
+    cuda::StreamGuard g(s2);
+    Tensor t = zeros({small}, float32, Device::cuda(0));
+    CHECK(pool.n_malloc_calls() == mallocs + 1);
+    s2.synchronize();
+  }
+  mallocs = pool.n_malloc_calls();
+  Tensor again = zeros({small}, float32, Device::cuda(0));  // either cached 1 MiB block
+  CHECK(pool.n_malloc_calls() == mallocs);
+  cuda::Device(0).synchronize();
+}
+
+// Each stream's GEMMs get their own cuBLAS workspace (32 MiB from sm_90 on, 4 MiB
+// before) from the pool, given back when the stream is destroyed.
+TEST_CASE("cuda: every stream has its own cuBLAS workspace, released with the stream") {
+  if (skip_without_gpu()) return;
+  auto pool = cuda::memory_pool(0);
+  const std::size_t ws = (std::stoi(cuda::Device(0).compute_capability()) >= 90 ? 32u : 4u) << 20;
+  random::seed(21);
+  Tensor a = random::randn({64, 64}, float32, Device::cuda(0)), b = random::randn({64, 64}, float32, Device::cuda(0));
+  Tensor c0 = matmul(a, b);  // the null stream has its workspace now
+  cuda::Device(0).synchronize();
+  const std::size_t base = pool.used_bytes();
+  {
+    cuda::Stream s1(true), s2(true);
+    Tensor c1, c2;
+    {
+      cuda::StreamGuard g(s1);
+      c1 = matmul(a, b);
+    }
+    {
+      cuda::StreamGuard g(s2);
+      c2 = matmul(a, b);
+    }
+    s1.synchronize();
+    s2.synchronize();
+    CHECK(pool.used_bytes() == base + 2 * ws + 2 * c0.nbytes());
+    CHECK(utils::array_equal(c1.to_cpu(), c0.to_cpu()));
+    CHECK(utils::array_equal(c2.to_cpu(), c0.to_cpu()));
+    {
+      cuda::StreamGuard g(s1);
+      c1 = matmul(c1, b);  // the same workspace again
+      s1.synchronize();
+    }
+    CHECK(pool.used_bytes() == base + 2 * ws + 2 * c0.nbytes());
+    c1 = Tensor();
+    c2 = Tensor();
+  }
+  CHECK(pool.used_bytes() == base);  // both workspaces are back in the pool
+  Tensor c3 = matmul(a, b);          // and the null stream's still works
+  CHECK(utils::array_equal(c3.to_cpu(), c0.to_cpu()));
+  cuda::Device(0).synchronize();
 }
 
 TEST_CASE("cuda: element-wise, reduce, matmul, indexing, softmax equal the CPU") {

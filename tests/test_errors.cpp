@@ -95,6 +95,60 @@ TEST_CASE("errors: axis and index mistakes") {
   });
 }
 
+// Out-of-range integer indices are NumPy's IndexError on every device, before any
+// kernel reads or writes (a GPU checks an index array with one min / max reduction and
+// one sync): the message names the function called, the bad value, the axis size and a
+// hint. In-range negative indices still count from the end.
+TEST_CASE("errors: out-of-range integer indices on every device") {
+  dzt::on_each_device([](Device dev) {
+    Tensor a = arange(0, 6, 1, float64, dev).reshape({2, 3});
+    Tensor wrap = a[array({-1, -2, 1}, int64, dev)];
+    CHECK(wrap.shape() == Shape{3, 3});
+    CHECK(wrap.to_vector<double>() == std::vector<double>{3, 4, 5, 0, 1, 2, 3, 4, 5});
+    CHECK(a[{Slice(), array({-3, 2}, int32, dev)}].to_vector<double>() == std::vector<double>{0, 2, 3, 5});
+
+    // get_item: an index equal to the size, and one below -size.
+    CHECK_MSG(thrown<IndexError>([&] { a[array({0, 2}, int64, dev)]; }), "get_item", "index 2", "axis 0", "size 2",
+              "hint");
+    CHECK_MSG(thrown<IndexError>([&] { a[array({1, -3}, int64, dev)]; }), "get_item", "index -3", "size 2", "hint");
+    CHECK_MSG(thrown<IndexError>([&] { a[{Slice(), array({3}, int32, dev)}]; }), "get_item", "index 3", "axis 1",
+              "size 3");
+    CHECK_MSG(thrown<IndexError>([&] { a[{Slice(), array({-4}, int64, dev)}]; }), "get_item", "index -4", "axis 1");
+    CHECK_MSG(thrown<IndexError>([&] { F::get_item(Variable(a), {array({7}, int64, dev)}); }), "get_item", "index 7");
+
+    // take: indices in [0, n), no wrapping.
+    CHECK_MSG(thrown<IndexError>([&] { take(a, array({1, 2}, int64, dev)); }), "take", "index 2", "position 1",
+              "size 2", "hint");
+    CHECK_MSG(thrown<IndexError>([&] { take(a, array({-1}, int32, dev)); }), "take", "index -1", "size 2");
+
+    // scatter_add (get_item's gradient) never writes outside the result.
+    Tensor gy = ones({2, 3}, float64, dev);
+    CHECK_MSG(thrown<IndexError>([&] { scatter_add(gy, Shape{2, 3}, {array({0, 2}, int64, dev)}); }), "scatter_add",
+              "index 2", "size 2", "hint");
+    CHECK_MSG(thrown<IndexError>([&] { scatter_add(gy, Shape{2, 3}, {array({-3, 0}, int64, dev)}); }), "scatter_add",
+              "index -3");
+    Tensor g = scatter_add(gy, Shape{2, 3}, {array({-1, -1}, int64, dev)});
+    CHECK(g.to_vector<double>() == std::vector<double>{0, 0, 0, 2, 2, 2});
+    Variable x(a);
+    Variable y = F::get_item(x, {array({1, -1, 0}, int64, dev)});
+    y.backward();
+    CHECK(x.grad().data().to_vector<double>() == std::vector<double>{1, 1, 1, 2, 2, 2});
+
+    // embed_id: ids are rows of W.
+    Variable W(zeros({5, 3}, float64, dev));
+    CHECK_MSG(thrown<IndexError>([&] { F::embed_id(Variable(array({0, 5}, int64, dev)), W); }), "embed_id", "index 5",
+              "position 1", "size 5", "hint");
+    CHECK_MSG(thrown<IndexError>([&] { F::embed_id(Variable(array({-1}, int32, dev)), W); }), "embed_id", "index -1");
+
+    // softmax_cross_entropy: labels are class ids in [0, C).
+    Variable logits(zeros({2, 4}, float32, dev));
+    CHECK_MSG(thrown<IndexError>([&] { F::softmax_cross_entropy(logits, Variable(array({0, 4}, int64, dev))); }),
+              "softmax_cross_entropy", "label 4", "position 1", "4 classes", "hint");
+    CHECK_MSG(thrown<IndexError>([&] { F::softmax_cross_entropy(logits, Variable(array({-1, 0}, int32, dev))); }),
+              "softmax_cross_entropy", "label -1", "position 0");
+  });
+}
+
 // --- dtypes -----------------------------------------------------------------------------------------------------
 TEST_CASE("errors: dtype mistakes") {
   Tensor a = zeros({2, 3}, float64);

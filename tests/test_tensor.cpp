@@ -399,6 +399,100 @@ TEST_CASE("tensor: sum / max / min over axis 0 for every column count match a ro
   CHECK(sum(x, Axes(1)).to_vector<double>() == want);
 }
 
+// max / min start from -inf / +inf and let a NaN through in every layout, as NumPy
+// does: rows (axis 1), columns of many widths (axis 0: the CPU's register groups and
+// its streamed path for (300, 1000), the GPU's split columns), all axes (the GPU's
+// split rows for 100000 elements); argmax / argmin give the first NaN's index.
+TEST_CASE("tensor: max / min / argmax with NaN and infinities match NumPy on every device") {
+  dzt::on_each_device([](Device dev) {
+    const double inf = INFINITY, nan = std::nan("");
+    auto same = [](const std::vector<double>& a, const std::vector<double>& b) {
+      if (a.size() != b.size()) return false;
+      for (std::size_t i = 0; i < a.size(); ++i)
+        if (!(a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i])))) return false;
+      return true;
+    };
+    random::seed(13);
+    const std::pair<std::int64_t, std::int64_t> shapes[] = {{37, 1},  {37, 2},   {37, 5},    {37, 16}, {37, 33},
+                                                            {37, 64}, {37, 130}, {300, 1000}, {200, 3}};
+    for (DType dt : {float32, float64}) {
+      for (auto [rows, cols] : shapes) {
+        // Column j by j % 5: randn; one NaN (row j % rows); all -inf; all +inf; -inf, +inf and a NaN last.
+        std::vector<double> v = random::randn({rows, cols}).to_vector<double>();
+        for (std::int64_t j = 0; j < cols; ++j)
+          for (std::int64_t i = 0; i < rows; ++i) {
+            double& e = v[i * cols + j];
+            switch (j % 5) {
+              case 1: if (i == j % rows) e = nan; break;
+              case 2: e = -inf; break;
+              case 3: e = inf; break;
+              case 4: e = i == rows - 1 ? nan : (i % 2 ? inf : -inf); break;
+              default: break;
+            }
+          }
+        Tensor x = array(v, Shape{rows, cols}, dt, dev);
+        std::vector<double> xv = x.to_vector<double>();  // the values in dt
+        std::vector<double> mx(cols, -inf), mn(cols, inf);
+        std::vector<std::int64_t> amx(cols, 0), amn(cols, 0);
+        for (std::int64_t j = 0; j < cols; ++j)
+          for (std::int64_t i = 0; i < rows; ++i) {
+            double e = xv[i * cols + j];
+            if (std::isnan(e) || e > mx[j]) mx[j] = std::isnan(mx[j]) ? mx[j] : e;
+            if (std::isnan(e) || e < mn[j]) mn[j] = std::isnan(mn[j]) ? mn[j] : e;
+            double a = xv[amx[j] * cols + j], b = xv[amn[j] * cols + j];
+            if (!std::isnan(a) && (std::isnan(e) || e > a)) amx[j] = i;
+            if (!std::isnan(b) && (std::isnan(e) || e < b)) amn[j] = i;
+          }
+        INFO("shape (" << rows << ", " << cols << ") " << dtype_name(dt));
+        CHECK(same(max(x, Axes(0)).to_vector<double>(), mx));
+        CHECK(same(min(x, Axes(0)).to_vector<double>(), mn));
+        CHECK(x.argmax(0).to_vector<std::int64_t>() == amx);
+        CHECK(x.argmin(0).to_vector<std::int64_t>() == amn);
+        Tensor xt = x.T().copy();  // (cols, rows): the same folds along rows
+        CHECK(same(max(xt, Axes(1)).to_vector<double>(), mx));
+        CHECK(same(min(xt, Axes(1)).to_vector<double>(), mn));
+        CHECK(xt.argmax(1).to_vector<std::int64_t>() == amx);
+        CHECK(xt.argmin(1).to_vector<std::int64_t>() == amn);
+      }
+      // All axes, 100000 elements: all -inf, all +inf, one NaN at the end, one +inf.
+      const Shape big{5, 20000};
+      CHECK(full(big, -inf, dt, dev).max().item<double>() == -inf);
+      CHECK(full(big, -inf, dt, dev).min().item<double>() == -inf);
+      CHECK(full(big, inf, dt, dev).min().item<double>() == inf);
+      CHECK(full(big, inf, dt, dev).max().item<double>() == inf);
+      std::vector<double> r = random::randn(big).to_vector<double>();
+      r.back() = nan;
+      Tensor xr = array(r, big, dt, dev);
+      CHECK(std::isnan(xr.max().item<double>()));
+      CHECK(std::isnan(xr.min().item<double>()));
+      CHECK(xr.argmax().item<std::int64_t>() == 99999);
+      CHECK(std::isnan(max(xr, Axes({0, 1}), true).item<double>()));
+      r.back() = inf;
+      r[7] = -inf;
+      Tensor xi = array(r, big, dt, dev);
+      CHECK(xi.max().item<double>() == inf);
+      CHECK(xi.min().item<double>() == -inf);
+      CHECK(xi.argmin().item<std::int64_t>() == 7);
+      // A short row: NaN first, in the middle, last; argmax / argmin take the first NaN.
+      Tensor a = array({1.0, nan, 3.0, nan, -2.0}, dt, dev);
+      CHECK(std::isnan(a.max().item<double>()));
+      CHECK(std::isnan(a.min().item<double>()));
+      CHECK(a.argmax().item<std::int64_t>() == 1);
+      CHECK(a.argmin().item<std::int64_t>() == 1);
+      CHECK(array({nan, 5.0}, dt, dev).argmin().item<std::int64_t>() == 0);
+      CHECK(array({-inf, -inf}, dt, dev).max().item<double>() == -inf);
+      CHECK(array({-inf, -inf}, dt, dev).argmax().item<std::int64_t>() == 0);
+    }
+    // Integers keep their lowest / highest value as the identity.
+    Tensor i64v = array({std::numeric_limits<std::int64_t>::min(), std::int64_t(-3)}, int64, dev);
+    CHECK(i64v.max().item<std::int64_t>() == -3);
+    CHECK(i64v.min().item<std::int64_t>() == std::numeric_limits<std::int64_t>::min());
+    Tensor i32v = array({std::numeric_limits<std::int32_t>::max(), 4}, int32, dev).reshape({2, 1});
+    CHECK(max(i32v, Axes(0)).item<std::int32_t>() == std::numeric_limits<std::int32_t>::max());
+    CHECK(min(i32v, Axes(0)).item<std::int32_t>() == 4);
+  });
+}
+
 // The sigmoid's and relu's backwards are one kernel each, gy * y * (1 - y) and
 // gy * (x > 0) in that order: the same bits as the unfused expressions, on every
 // device (zeros, -0 and NaN included), and a broadcast gy still works.

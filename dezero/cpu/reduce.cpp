@@ -1,12 +1,13 @@
 // dezero/cpu/reduce.cpp - the host backend's reductions: reduce (sum, max, min) and
 // arg_reduce (argmax, argmin) over the middle axis of x viewed as (outer, r, inner),
 // into y viewed as (outer, inner). inner == 1 (the last axis) folds one row per
-// output (sum as an OpenMP SIMD reduction; max and min let a NaN through); otherwise
-// column groups keep their running values in registers (reduce_cols), and blocks too
-// large for L2 stream their rows through y. Large inputs split over threads by outer,
-// or, for a single outer, by column ranges.
+// output (sum as an OpenMP SIMD reduction); otherwise column groups keep their running
+// values in registers (reduce_cols), and blocks too large for L2 stream their rows
+// through y. Large inputs split over threads by outer, or, for a single outer, by
+// column ranges. As on the GPU and in NumPy, max and min start from -inf / +inf
+// (integers: their lowest / highest value) and a NaN anywhere gives NaN, in every
+// layout (fold_max, fold_min); argmax / argmin give the index of the first NaN.
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <type_traits>
 
@@ -19,6 +20,23 @@
 namespace dezero::detail::cpu {
 
 namespace {
+
+// --- NaN-propagating folds and NumPy's identities -----------------------------------------
+// acc is the running value, v the next element. v != v (v is NaN) takes the NaN, and a
+// NaN acc is kept (NaN > v and NaN < v are false). Two compares and a blend: the column
+// groups stay vectorised. For integers v != v is false and folds away.
+template <class T>
+inline T fold_max(T acc, T v) { return (v > acc || v != v) ? v : acc; }
+template <class T>
+inline T fold_min(T acc, T v) { return (v < acc || v != v) ? v : acc; }
+
+template <class T>
+T reduce_identity(ReduceOp op) {
+  using L = std::numeric_limits<T>;
+  if (op == ReduceOp::Sum) return T(0);
+  if constexpr (L::has_infinity) return op == ReduceOp::Max ? -L::infinity() : L::infinity();
+  return op == ReduceOp::Max ? L::lowest() : L::max();
+}
 
 // --- reduce ------------------------------------------------------------------------------
 // y[j] = fold(x[0, j], x[1, j], ..., x[r-1, j]) for the columns j in [j0, j1) of an
@@ -56,9 +74,7 @@ void reduce_cols(const T* x, T* y, std::int64_t r, std::int64_t inner, std::int6
 
 template <class T>
 void reduce_typed(ReduceOp op, const T* x, T* y, std::int64_t outer, std::int64_t r, std::int64_t inner) {
-  auto init = [&]() -> T {
-    return op == ReduceOp::Sum ? T(0) : (op == ReduceOp::Max ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max());
-  };
+  auto init = [&]() -> T { return reduce_identity<T>(op); };
   if (inner == 1) {
     auto row = [&](std::int64_t o) {
       const T* p = x + o * r;
@@ -67,9 +83,9 @@ void reduce_typed(ReduceOp op, const T* x, T* y, std::int64_t outer, std::int64_
 #pragma omp simd reduction(+ : acc)
         for (std::int64_t i = 0; i < r; ++i) acc += p[i];
       } else if (op == ReduceOp::Max) {
-        for (std::int64_t i = 0; i < r; ++i) acc = (p[i] > acc || std::isnan(static_cast<double>(p[i]))) ? p[i] : acc;
+        for (std::int64_t i = 0; i < r; ++i) acc = fold_max(acc, p[i]);
       } else {
-        for (std::int64_t i = 0; i < r; ++i) acc = (p[i] < acc || std::isnan(static_cast<double>(p[i]))) ? p[i] : acc;
+        for (std::int64_t i = 0; i < r; ++i) acc = fold_min(acc, p[i]);
       }
       y[o] = acc;
     };
@@ -94,17 +110,17 @@ void reduce_typed(ReduceOp op, const T* x, T* y, std::int64_t outer, std::int64_
 #pragma omp simd
           for (std::int64_t j = j0; j < j1; ++j) yo[j] += p[j];
         } else if (op == ReduceOp::Max) {
-          for (std::int64_t j = j0; j < j1; ++j) yo[j] = p[j] > yo[j] ? p[j] : yo[j];
+          for (std::int64_t j = j0; j < j1; ++j) yo[j] = fold_max(yo[j], p[j]);
         } else {
-          for (std::int64_t j = j0; j < j1; ++j) yo[j] = p[j] < yo[j] ? p[j] : yo[j];
+          for (std::int64_t j = j0; j < j1; ++j) yo[j] = fold_min(yo[j], p[j]);
         }
       }
     } else if (op == ReduceOp::Sum) {
       reduce_cols(xo, yo, r, inner, j0, j1, init(), [](T acc, T v) { return acc + v; });
     } else if (op == ReduceOp::Max) {
-      reduce_cols(xo, yo, r, inner, j0, j1, init(), [](T acc, T v) { return v > acc ? v : acc; });
+      reduce_cols(xo, yo, r, inner, j0, j1, init(), [](T acc, T v) { return fold_max(acc, v); });
     } else {
-      reduce_cols(xo, yo, r, inner, j0, j1, init(), [](T acc, T v) { return v < acc ? v : acc; });
+      reduce_cols(xo, yo, r, inner, j0, j1, init(), [](T acc, T v) { return fold_min(acc, v); });
     }
   };
   std::int64_t total = outer * r * inner;
@@ -121,7 +137,7 @@ void reduce_typed(ReduceOp op, const T* x, T* y, std::int64_t outer, std::int64_
   }
 }
 
-// --- arg_reduce: the index of the first max (min) along r ------------------------------
+// --- arg_reduce: the index of the first max (min) along r, or of the first NaN ----------
 template <class T>
 void arg_reduce_typed(ArgReduceOp op, const T* x, std::int64_t* y, std::int64_t outer, std::int64_t r,
                       std::int64_t inner) {
@@ -132,7 +148,8 @@ void arg_reduce_typed(ArgReduceOp op, const T* x, std::int64_t* y, std::int64_t 
       T bv = p[0];
       for (std::int64_t i = 1; i < r; ++i) {
         T v = p[i * inner];
-        if (op == ArgReduceOp::ArgMax ? v > bv : v < bv) { bv = v; best = i; }
+        // once bv is NaN nothing replaces it (bv == bv is false)
+        if (bv == bv && (v != v || (op == ArgReduceOp::ArgMax ? v > bv : v < bv))) { bv = v; best = i; }
       }
       y[o * inner + j] = best;
     }

@@ -291,6 +291,7 @@ std::vector<std::string> check_gpu_libraries() {
 DEZERO_FORWARD(kCublas, cublasStatus_t, cublasCreate_v2, (cublasHandle_t * handle), (handle))
 DEZERO_FORWARD(kCublas, cublasStatus_t, cublasSetStream_v2, (cublasHandle_t handle, cudaStream_t stream),
            (handle, stream))
+DEZERO_FORWARD(kCublas, cublasStatus_t, cublasSetWorkspace_v2, (cublasHandle_t handle, void* workspace, size_t workspaceSizeInBytes), (handle, workspace, workspaceSizeInBytes))
 DEZERO_FORWARD(kCublas, const char*, cublasGetStatusString, (cublasStatus_t status), (status))
 DEZERO_FORWARD(kCublas, const char*, cublasGetStatusName, (cublasStatus_t status), (status))
 DEZERO_FORWARD(kCublas, cublasStatus_t, cublasSgemmStridedBatched,

@@ -5,7 +5,11 @@
 // freed block goes back to a free list of the stream that allocated it instead of
 // cudaFree. An allocation on stream S reuses the smallest free block of S that is
 // at least as large (and at most twice as large), so a block is only ever reused
-// in S's order: no event or host wait is needed. Blocks are never split. A
+// in S's order: no event or host wait is needed. When a Stream the library created
+// is destroyed (after it synchronised), its cached blocks move to the legacy null
+// stream's list, and blocks still in use that were allocated on it are marked to go
+// there when freed (forget_stream): no block stays keyed by a dead handle, which the
+// driver may give to a later stream. Blocks are never split. A
 // training step that allocates the same sizes each iteration therefore takes
 // nothing from the driver after the first one (n_malloc_calls stays flat).
 // On cudaErrorMemoryAllocation every cached block is freed and the call retried
@@ -110,6 +114,20 @@ class DevicePool {
   void free_all_blocks() {
     std::lock_guard<std::mutex> lock(mu_);
     release_cached_locked();
+  }
+
+  // `stream` is gone and everything enqueued on it has finished: its free blocks are
+  // safe on the null stream, which is ordered after the work of every blocking stream.
+  void forget_stream(cudaStream_t stream) noexcept {
+    if (!stream) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = free_.lower_bound({stream, 0});
+    while (it != free_.end() && it->first.first == stream) {
+      free_.emplace(std::make_pair(cudaStream_t{nullptr}, it->first.second), it->second);
+      it = free_.erase(it);
+    }
+    for (auto& kv : live_)
+      if (kv.second.stream == stream) kv.second.stream = nullptr;
   }
 
   struct Stats {
@@ -247,6 +265,12 @@ void* pool_malloc(int device, std::size_t nbytes, cudaStream_t stream) {
 void pool_free(int device, void* ptr) noexcept {
   try {
     if (DevicePool* p = pool_if_exists(device, false)) p->free(ptr);
+  } catch (...) {
+  }
+}
+void pool_forget_stream(int device, cudaStream_t stream) noexcept {
+  try {
+    if (DevicePool* p = pool_if_exists(device, false)) p->forget_stream(stream);
   } catch (...) {
   }
 }

@@ -4,8 +4,10 @@
 // Twin of cpu/reduce.cpp. Contiguous rows (inner == 1) are reduced by a warp per short
 // row or a block per long one; strided columns (inner > 1) by a thread per output.
 // When there are too few outputs to fill the GPU, the reduced axis is split into
-// chunks whose partial results are reduced again (reduce_typed). max and min
-// propagate NaN (red_combine, detail/launch.cuh).
+// chunks whose partial results are reduced again (reduce_typed). max and min start
+// from -inf / +inf (integers: their lowest / highest value) and propagate NaN
+// (red_identity, red_combine in detail/launch.cuh); argmax / argmin give the index of
+// the first NaN, as NumPy does.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -75,7 +77,8 @@ __global__ void arg_reduce_kernel(ArgReduceOp op, const T* x, i64* y, i64 outer,
     T bv = p[0];
     for (i64 i = 1; i < r; ++i) {
       T v = p[i * inner];
-      if (op == ArgReduceOp::ArgMax ? v > bv : v < bv) {
+      // NumPy: the first NaN wins; once bv is NaN nothing replaces it.
+      if (!is_nan(bv) && (is_nan(v) || (op == ArgReduceOp::ArgMax ? v > bv : v < bv))) {
         bv = v;
         best = i;
       }

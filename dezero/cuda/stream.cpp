@@ -29,6 +29,8 @@ struct Stream::Impl {
       cudaGetDevice(&prev);
       cudaSetDevice(device);
       cudaStreamSynchronize(h);  // blocks cached for this stream become safe for any later stream
+      release_cublas_workspace(device, h);
+      pool_forget_stream(device, h);  // before the driver can hand h to a new stream
       cudaStreamDestroy(h);
       if (prev >= 0) cudaSetDevice(prev);
       cudaGetLastError();

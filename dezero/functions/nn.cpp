@@ -7,6 +7,7 @@
 
 #include "dezero/functions.hpp"
 #include "dezero/tensor/checks.hpp"
+#include "dezero/tensor/fused.hpp"
 
 namespace dezero {
 namespace {
@@ -14,11 +15,14 @@ namespace {
 // --- embed_id ------------------------------------------------------------------------------
 class EmbedIDGrad;
 
-// y = W[ids]; the ids are a constant of the function, not an input.
+// y = W[ids]; the ids are a constant of the function, not an input. Each id must be a
+// row of W, in [0, V) (IndexError naming embed_id otherwise, on both devices).
 class EmbedID : public Function {
  public:
   explicit EmbedID(Tensor ids) : ids_(std::move(ids)) {}
-  TensorList forward(const TensorList& xs) override { return {take(xs[0], ids_)}; }
+  TensorList forward(const TensorList& xs) override {
+    return {detail::take_rows("embed_id", xs[0], ids_, "embed_id's ids (rows of W)")};
+  }
   VariableList backward(const VariableList& gys) override;
 
  private:

@@ -11,7 +11,10 @@ Variable accuracy(const Variable& y, const Variable& t);
 // mode; x itself under test_mode(). The mask comes from dezero::random (seedable).
 Variable dropout(const Variable& x, double dropout_ratio = 0.5);
 // W[x]: rows of W (V, D) picked by the int32/int64 ids in x (any shape) -> x.shape + (D,).
-// The gradient scatter-adds (repeated ids accumulate); x gets none.
+// The gradient scatter-adds (repeated ids accumulate); x gets none. Every id must be
+// in [0, V): one outside (negative ones included: they do not wrap) is an IndexError
+// naming embed_id, the id, its position and V, on both devices. On a GPU that check is
+// one min / max reduction of x and one small read back to the host (a sync) per call.
 Variable embed_id(const Variable& x, const Variable& W);
 
 }  // namespace dezero::F

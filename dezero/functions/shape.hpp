@@ -11,6 +11,8 @@ Variable reshape(const Variable& x, const Shape& shape);  // no node when the sh
 Variable transpose(const Variable& x, const std::vector<int>& axes = {});  // {} reverses the axes
 Variable expand_dims(const Variable& x, int axis);
 Variable flatten(const Variable& x);  // (N, ...) -> (N, -1)
+// x[indices] (dezero::get_item, tensor.hpp): an out-of-range integer index is an
+// IndexError naming get_item on every device (one sync per index array on a GPU).
 Variable get_item(const Variable& x, const Indices& indices);  // backward: scatter-add
 
 }  // namespace dezero::F

@@ -3,6 +3,8 @@
 // defined or on the same device as another, normalise axes. No backend here.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,5 +25,20 @@ void check_same_device(const char* op, const Tensor& a, const Tensor& b);
 // Normalises an axis against ndim (negative counts from the end); IndexError naming `op`.
 int normalize_axis(const char* op, int axis, int ndim);
 std::vector<int> normalize_axes(const char* op, const Axes& axes, int ndim);
+
+// --- integer index arrays (defined in index.cpp) ----------------------------------------
+// The first element of the integer tensor idx (any shape, row-major order) outside
+// [lo, hi), or nothing when all are inside; `negative` (when given) is set to whether
+// any element is < 0. On the CPU one pass over idx. On a GPU one min and one max
+// reduction on the device and one 16-byte read back to the host (a sync); only when
+// something is out of range is idx copied to the host to find the first offender, so
+// both devices report the same element. The callers turn it into an IndexError that
+// names the user's function, the value, the axis size and a hint.
+struct BadIndex {
+  std::int64_t position;
+  std::int64_t value;
+};
+std::optional<BadIndex> find_bad_index(const Tensor& idx, std::int64_t lo, std::int64_t hi,
+                                       bool* negative = nullptr);
 
 }  // namespace dezero::detail

@@ -99,14 +99,10 @@ Tensor sce_labels(const char* op, const Tensor& x, const Tensor& t) {
     throw ShapeError(std::string(op) + ": logits " + describe(x) + " need " + std::to_string(n) +
                      " labels, got " + describe(t));
   Tensor t64 = (t.dtype() == int64 ? t : t.astype(int64)).reshape(Shape{n});
-  if (t64.device().is_cpu()) {
-    const std::int64_t* p = t64.data<std::int64_t>();
-    for (std::int64_t i = 0; i < n; ++i)
-      if (p[i] < 0 || p[i] >= c)
-        throw IndexError(std::string(op) + ": label " + std::to_string(p[i]) + " at position " + std::to_string(i) +
-                         " is out of range for " + std::to_string(c) + " classes (logits " + describe(x) +
-                         "); hint: labels must be in [0, " + std::to_string(c) + ")");
-  }
+  if (auto bad = find_bad_index(t64, 0, c))
+    throw IndexError(std::string(op) + ": label " + std::to_string(bad->value) + " at position " +
+                     std::to_string(bad->position) + " is out of range for " + std::to_string(c) + " classes (logits " +
+                     describe(x) + "); hint: labels must be in [0, " + std::to_string(c) + ")");
   return t64;
 }
 

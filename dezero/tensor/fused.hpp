@@ -36,11 +36,19 @@ Tensor sigmoid_grad(const Tensor& gy, const Tensor& y);
 // The relu's backward, gy * (x > 0), likewise one kernel instead of a mask and a product.
 Tensor relu_grad(const Tensor& gy, const Tensor& x);
 
+// --- row gather under the caller's name -------------------------------------------------
+// take(x, indices) with errors naming `op` (embed_id); `hint` names the indices in the
+// hint ("embed_id's ids"). x: (n, ...), indices: int32/int64 of any shape, each in
+// [0, n), else IndexError (on a GPU the check costs one sync, see find_bad_index).
+// Defined in shape.cpp, next to take.
+Tensor take_rows(const char* op, const Tensor& x, const Tensor& indices, const char* hint);
+
 // --- softmax cross entropy -------------------------------------------------------------
 // Labels for the softmax cross entropy: t holds N int32/int64 class ids (any
 // shape with N elements), returned as a contiguous int64 (N,) tensor on x's
-// device. On the CPU every label is checked against [0, C).
-// x: (N, C) float32/float64.
+// device. Every label is checked against [0, C) on both devices, an IndexError
+// naming `op` and the first bad label otherwise (on a GPU one min / max reduction
+// and one sync, see find_bad_index). x: (N, C) float32/float64.
 Tensor sce_labels(const char* op, const Tensor& x, const Tensor& t);
 
 // loss = -mean_n log_softmax(x)[n, t[n]]: a 0-d tensor of x's dtype (one fused call).

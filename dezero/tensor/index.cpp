@@ -6,10 +6,16 @@
 // indexing computes each result element's offset in the source with tensor ops
 // on the source's device, then gathers (or scatter-adds) through the offsets.
 //
+// Integer arrays follow NumPy on both devices: a negative index counts from the end,
+// and one still out of range is an IndexError naming the first bad index, its axis
+// and size (find_bad_index: on a GPU that costs one min / max reduction and one sync
+// per index array).
+//
 // One difference from NumPy, kept for simplicity: integer scalars are applied as
 // basic indices before the arrays, so x[0, :, [1, 2]] has shape (n, 2) where
 // NumPy (which treats 0 as an array index there) gives (2, n).
 #include <algorithm>
+#include <optional>
 
 #include "dezero/tensor/strided.hpp"
 
@@ -17,6 +23,30 @@ namespace dezero {
 
 using detail::backend_of;
 using detail::Strided;
+
+// --- bounds of integer index arrays (tensor/checks.hpp) -----------------------------------
+std::optional<detail::BadIndex> detail::find_bad_index(const Tensor& idx, std::int64_t lo, std::int64_t hi,
+                                                       bool* negative) {
+  if (negative) *negative = false;
+  if (!idx.size()) return std::nullopt;
+  Tensor host = idx.dtype() == int64 ? idx : idx.astype(int64);
+  if (!idx.device().is_cpu()) {
+    // x: any shape -> (2,) [min, max] on the device, read back in one copy.
+    Tensor mm = concatenate({host.min().reshape(Shape{1}), host.max().reshape(Shape{1})}).to(Device::cpu());
+    const std::int64_t* q = mm.data<std::int64_t>();
+    if (negative) *negative = q[0] < 0;
+    if (q[0] >= lo && q[1] < hi) return std::nullopt;
+    host = host.to(Device::cpu());  // out of range: find the first offender as the CPU does
+  }
+  const std::int64_t* q = host.data<std::int64_t>();
+  bool neg = false;
+  for (std::int64_t k = 0; k < host.size(); ++k) {
+    if (q[k] < lo || q[k] >= hi) return BadIndex{k, q[k]};
+    neg |= q[k] < 0;
+  }
+  if (negative) *negative = neg;
+  return std::nullopt;
+}
 
 Index::Index(const Tensor& array) : kind_(Kind::Array), array_(std::make_unique<Tensor>(array)) {}
 Index::Index(const Index& o) : kind_(o.kind_), integer_(o.integer_), slice_(o.slice_) {
@@ -72,17 +102,17 @@ struct IndexPlan {
   bool adjacent = true;
 };
 
-IndexPlan plan(const Tensor& x, const Indices& ix) {
-  const char* op = "get_item";
+// op names the user's function in errors: get_item, or scatter_add (get_item's gradient).
+IndexPlan plan(const char* op, const Tensor& x, const Indices& ix) {
   detail::check_defined(op, x);
   int consumed = 0, ellipses = 0;
   for (auto& i : ix) {
     if (i.kind() == Index::Kind::Ellipsis) ++ellipses;
     else if (i.kind() != Index::Kind::NewAxis) ++consumed;
   }
-  if (ellipses > 1) throw IndexError("get_item: an index can only have a single ellipsis ('...')");
+  if (ellipses > 1) throw IndexError(std::string(op) + ": an index can only have a single ellipsis ('...')");
   if (consumed > x.ndim())
-    throw IndexError("get_item: too many indices for array: array is " + std::to_string(x.ndim()) +
+    throw IndexError(std::string(op) + ": too many indices for array: array is " + std::to_string(x.ndim()) +
                      "-dimensional, but " + std::to_string(consumed) + " were indexed (" + indices_str(ix) + ")");
   Indices full;
   for (auto& i : ix) {
@@ -105,8 +135,10 @@ IndexPlan plan(const Tensor& x, const Indices& ix) {
       case Index::Kind::Integer: {
         std::int64_t n = x.shape()[dim], v = i.integer();
         if (v < -n || v >= n)
-          throw IndexError("get_item: index " + std::to_string(v) + " is out of bounds for axis " + std::to_string(dim) +
-                           " with size " + std::to_string(n) + " (shape " + x.shape().str() + ")");
+          throw IndexError(std::string(op) + ": index " + std::to_string(v) + " is out of bounds for axis " +
+                           std::to_string(dim) + " with size " + std::to_string(n) + " (shape " + x.shape().str() +
+                           "); hint: indices along this axis must be in [" + std::to_string(-n) + ", " +
+                           std::to_string(n) + ")");
         if (v < 0) v += n;
         p.offset += v * st[dim];
         ++dim;
@@ -115,7 +147,7 @@ IndexPlan plan(const Tensor& x, const Indices& ix) {
       case Index::Kind::Slice: {
         const Slice& s = i.slice();
         std::int64_t n = x.shape()[dim], step = s.step;
-        if (step == 0) throw ValueError("get_item: slice step cannot be zero");
+        if (step == 0) throw ValueError(std::string(op) + ": slice step cannot be zero");
         std::int64_t start, stop;
         auto clampi = [&](std::int64_t v, std::int64_t lo, std::int64_t hi) { return std::min(std::max(v, lo), hi); };
         if (step > 0) {
@@ -140,23 +172,17 @@ IndexPlan plan(const Tensor& x, const Indices& ix) {
         Tensor a = i.array();
         detail::check_same_device(op, x, a);
         if (is_floating(a.dtype()))
-          throw IndexError("get_item: arrays used as indices must be of integer type, got " +
+          throw IndexError(std::string(op) + ": arrays used as indices must be of integer type, got " +
                            std::string(dtype_name(a.dtype())));
         if (a.dtype() != int64) a = a.astype(int64);
         std::int64_t n = x.shape()[dim];
-        if (a.device().is_cpu()) {
-          const std::int64_t* q = a.data<std::int64_t>();
-          bool neg = false;
-          for (std::int64_t k = 0; k < a.size(); ++k) {
-            if (q[k] < -n || q[k] >= n)
-              throw IndexError("get_item: index " + std::to_string(q[k]) + " is out of bounds for axis " +
-                               std::to_string(dim) + " with size " + std::to_string(n));
-            neg |= q[k] < 0;
-          }
-          if (neg) a = a + less(a, 0.0) * static_cast<double>(n);
-        } else {
-          a = a + less(a, 0.0) * static_cast<double>(n);  // no bounds check on the device (no sync)
-        }
+        bool neg = false;
+        if (auto bad = detail::find_bad_index(a, -n, n, &neg))
+          throw IndexError(std::string(op) + ": index " + std::to_string(bad->value) + " is out of bounds for axis " +
+                           std::to_string(dim) + " with size " + std::to_string(n) + " (shape " + x.shape().str() +
+                           "); hint: indices along this axis must be in [" + std::to_string(-n) + ", " +
+                           std::to_string(n) + ")");
+        if (neg) a = a + less(a, 0.0) * static_cast<double>(n);  // negative indices count from the end
         int pos = static_cast<int>(p.axes.size());
         if (last_array_pos >= 0 && last_array_pos != pos) p.adjacent = false;
         last_array_pos = pos;
@@ -179,8 +205,8 @@ struct Resolved {
   Strided view;    // basic indexing: the source view (result shape)
 };
 
-Resolved resolve(const Tensor& x, const Indices& ix) {
-  IndexPlan p = plan(x, ix);
+Resolved resolve(const char* op, const Tensor& x, const Indices& ix) {
+  IndexPlan p = plan(op, x, ix);
   Resolved r;
   if (p.arrays.empty()) {
     r.view.ndim = static_cast<int>(p.axes.size());
@@ -192,7 +218,7 @@ Resolved resolve(const Tensor& x, const Indices& ix) {
     return r;
   }
   Shape bshape;
-  for (auto& a : p.arrays) bshape = broadcast_shapes(bshape, a.shape(), "get_item");
+  for (auto& a : p.arrays) bshape = broadcast_shapes(bshape, a.shape(), op);
   // Result layout: basic axes with the broadcast index axes at the first array slot
   // (adjacent arrays) or in front (NumPy's rule for separated arrays).
   int insert_at = p.adjacent ? p.array_slots[0] : 0;
@@ -227,7 +253,7 @@ Resolved resolve(const Tensor& x, const Indices& ix) {
 }  // namespace
 
 Tensor get_item(const Tensor& x, const Indices& indices) {
-  Resolved r = resolve(x, indices);
+  Resolved r = resolve("get_item", x, indices);
   Tensor y = Tensor::empty(r.shape, x.dtype(), x.device());
   if (!y.size()) return y;
   if (r.offsets.defined()) {
@@ -239,7 +265,7 @@ Tensor get_item(const Tensor& x, const Indices& indices) {
   // Basic indexing: find the offset and check whether the view is contiguous.
   std::int64_t offset = 0;
   {
-    IndexPlan p = plan(x, indices);
+    IndexPlan p = plan("get_item", x, indices);
     offset = p.offset;
   }
   Strided dst = detail::make_contiguous(r.shape);
@@ -258,7 +284,7 @@ Tensor get_item(const Tensor& x, const Indices& indices) {
 Tensor scatter_add(const Tensor& gy, const Shape& shape, const Indices& indices) {
   detail::check_defined("scatter_add", gy);
   Tensor gx = zeros(shape, gy.dtype(), gy.device());
-  Resolved r = resolve(gx, indices);
+  Resolved r = resolve("scatter_add", gx, indices);
   if (r.shape != gy.shape())
     throw ShapeError("scatter_add: the gradient has shape " + gy.shape().str() + " but indexing " + shape.str() +
                      " with " + indices_str(indices) + " gives " + r.shape.str());
@@ -268,7 +294,7 @@ Tensor scatter_add(const Tensor& gy, const Shape& shape, const Indices& indices)
                                gx.raw_data(), gy.size());
     return gx;
   }
-  IndexPlan p = plan(gx, indices);
+  IndexPlan p = plan("scatter_add", gx, indices);
   Strided src = detail::make_contiguous(r.shape);
   Strided dst = r.view;
   Strided* views[] = {&src, &dst};

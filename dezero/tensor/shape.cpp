@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "dezero/tensor/fused.hpp"
 #include "dezero/tensor/strided.hpp"
 
 namespace dezero {
@@ -151,20 +152,20 @@ Tensor stack(const std::vector<Tensor>& xs, int axis) {
   return concatenate(e, a);
 }
 
-Tensor take(const Tensor& x, const Tensor& indices) {
-  detail::check_same_device("take", x, indices);
-  if (x.ndim() == 0) throw ShapeError("take: cannot take rows of a 0-d tensor");
+// take, and embed_id's forward under its own name: x: (n, ...), indices: any shape of
+// ids in [0, n) -> (indices.shape..., ...).
+Tensor detail::take_rows(const char* op, const Tensor& x, const Tensor& indices, const char* hint) {
+  detail::check_same_device(op, x, indices);
+  if (x.ndim() == 0) throw ShapeError(std::string(op) + ": cannot take rows of a 0-d tensor");
   if (is_floating(indices.dtype()))
-    throw DtypeError("take: indices must be int32 or int64, got " + std::string(dtype_name(indices.dtype())));
+    throw DtypeError(std::string(op) + ": indices must be int32 or int64, got " + dtype_name(indices.dtype()));
   Tensor idx = indices.dtype() == int64 ? indices : indices.astype(int64);
   std::int64_t rows = x.shape()[0];
-  if (idx.device().is_cpu()) {
-    const std::int64_t* p = idx.data<std::int64_t>();
-    for (std::int64_t i = 0; i < idx.size(); ++i)
-      if (p[i] < 0 || p[i] >= rows)
-        throw IndexError("take: index " + std::to_string(p[i]) + " is out of bounds for axis 0 with size " +
-                         std::to_string(rows));
-  }
+  if (auto bad = detail::find_bad_index(idx, 0, rows))
+    throw IndexError(std::string(op) + ": index " + std::to_string(bad->value) + " at position " +
+                     std::to_string(bad->position) + " is out of bounds for axis 0 with size " + std::to_string(rows) +
+                     " (" + detail::describe(x) + "); hint: " + hint + " must be in [0, " + std::to_string(rows) +
+                     "), negative ones are not wrapped");
   Shape out = idx.shape();
   out.insert(out.end(), x.shape().begin() + 1, x.shape().end());
   Tensor y = Tensor::empty(out, x.dtype(), x.device());
@@ -173,5 +174,7 @@ Tensor take(const Tensor& x, const Tensor& indices) {
                               idx.size(), rows ? x.size() / rows : 0);
   return y;
 }
+
+Tensor take(const Tensor& x, const Tensor& indices) { return detail::take_rows("take", x, indices, "take's indices"); }
 
 }  // namespace dezero

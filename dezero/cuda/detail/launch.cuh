@@ -13,8 +13,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cfloat>
 #include <climits>
+#include <cmath>
 #include <cstdint>
 
 #include "dezero/backend/backend.hpp"
@@ -95,6 +95,8 @@ __device__ __forceinline__ void atomic_add(std::int64_t* p, std::int64_t v) {
 }
 
 // --- reductions: identity, combine (NaN propagates for max/min), warp and block ----------
+// The identities are NumPy's: 0 for sum, -inf / +inf for a floating max / min (so the
+// max of an all -inf row is -inf), the lowest / highest value for an integer one.
 template <class T>
 __host__ __device__ __forceinline__ T red_identity(ReduceOp op);
 #define DEZERO_IDENTITY(T, LO, HI)                                                     \
@@ -102,8 +104,8 @@ __host__ __device__ __forceinline__ T red_identity(ReduceOp op);
   __host__ __device__ __forceinline__ T red_identity<T>(ReduceOp op) {                 \
     return op == ReduceOp::Sum ? T(0) : (op == ReduceOp::Max ? T(LO) : T(HI));         \
   }
-DEZERO_IDENTITY(float, -FLT_MAX, FLT_MAX)
-DEZERO_IDENTITY(double, -DBL_MAX, DBL_MAX)
+DEZERO_IDENTITY(float, -INFINITY, INFINITY)
+DEZERO_IDENTITY(double, -INFINITY, INFINITY)
 DEZERO_IDENTITY(std::int32_t, INT_MIN, INT_MAX)
 DEZERO_IDENTITY(std::int64_t, LLONG_MIN, LLONG_MAX)
 #undef DEZERO_IDENTITY

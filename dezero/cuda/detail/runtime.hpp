@@ -63,9 +63,22 @@ class DeviceBuffer {
   void* ptr_;
 };
 
+// A stream the library created is being destroyed (Stream's destructor, stream.cpp,
+// after it synchronised): the blocks cached for it in the free lists move to the legacy
+// null stream's list, and blocks still in use that were allocated on it go there when
+// they are freed. No block stays keyed by the dead handle, so none is stranded, and
+// none is handed to a later stream that the driver gives the same handle.
+void pool_forget_stream(int device, cudaStream_t stream) noexcept;
+
 // --- per-device library handles (detail/handles.cpp) -------------------------------------
-// Lock the mutex while the handle is bound to a stream and used.
+// Lock the mutex while the handle is bound to a stream and used. cublas_handle also
+// sets the stream's own cuBLAS workspace (32 MiB from sm_90 on, 4 MiB before, taken
+// from the pool on the stream's first GEMM and kept), so GEMMs on two streams never
+// share one.
 cublasHandle_t cublas_handle(int device, cudaStream_t stream);
+// Gives the stream's workspace back to the pool (Stream's destructor, before
+// pool_forget_stream); takes library_mutex(device).
+void release_cublas_workspace(int device, cudaStream_t stream) noexcept;
 curandGenerator_t curand_generator(int device, cudaStream_t stream);
 std::mutex& library_mutex(int device);
 int sm_count(int device);
