@@ -8,7 +8,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 source tools/deps.sh
-dezero_install_packages "${DEZERO_BUILD_PACKAGES[@]}"
+# dataset-fashion-mnist: the data set of the GPU bundle, which the bundle dry run stages and checks.
+dezero_install_packages "${DEZERO_BUILD_PACKAGES[@]}" dataset-fashion-mnist
 JOBS="$(nproc)"
 
 echo "== build (Release, CUDA=AUTO)"
