@@ -69,7 +69,9 @@ class Variable {
   Variable(Tensor data, std::string name = "");  // NOLINT implicit: Tensors are accepted wherever Variables are
 
   bool defined() const { return node_ != nullptr; }
-  const Tensor& data() const;
+  const Tensor& data() const;  // an undefined Tensor for an empty Variable()
+  // data(), or a ValueError naming op for an empty Variable().
+  const Tensor& defined_data(const char* op) const;
   void set_data(Tensor data);
   Variable grad() const;  // empty Variable when there is none
   bool has_grad() const;
@@ -84,12 +86,13 @@ class Variable {
   void set_requires_grad(bool r);
   bool is_parameter() const;
 
-  const Shape& shape() const { return data().shape(); }
-  int ndim() const { return data().ndim(); }
-  std::int64_t size() const { return data().size(); }
-  DType dtype() const { return data().dtype(); }
+  // On an empty Variable() these throw ValueError, as every other use of one does.
+  const Shape& shape() const { return defined_data("shape").shape(); }
+  int ndim() const { return defined_data("ndim").ndim(); }
+  std::int64_t size() const { return defined_data("size").size(); }
+  DType dtype() const { return defined_data("dtype").dtype(); }
   Device device() const { return data().device(); }
-  std::int64_t len() const { return data().len(); }
+  std::int64_t len() const { return defined_data("len").len(); }
 
   // Step 7-8: back-propagate from this variable. With retain_grad=false only the
   // leaves keep their gradients; create_graph=true records the backward pass

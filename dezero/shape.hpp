@@ -12,6 +12,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "dezero/error.hpp"
+
 namespace dezero {
 
 // A tensor's shape: (2, 3) is Shape{2, 3}; a 0-d tensor has Shape{}.
@@ -159,10 +161,35 @@ class Shape {
 
   // --- shape helpers
   int ndim() const { return static_cast<int>(size()); }
+  // The product of the extents, unchecked: for shapes that already back a tensor.
   std::int64_t numel() const {
     std::int64_t n = 1;
     for (auto d : *this) n *= d;
     return n;
+  }
+  // The product of the extents for a shape about to be allocated or adopted: a
+  // ShapeError naming op and the shape when an extent is negative or the product
+  // does not fit in int64. One checked multiply per extent.
+  std::int64_t checked_numel(const char* op) const {
+    std::int64_t n = 1;
+    bool overflow = false;
+    for (auto d : *this) {
+      if (d < 0) throw ShapeError(std::string(op) + ": negative dimension in shape " + str());
+      overflow |= __builtin_mul_overflow(n, d, &n);
+    }
+    if (overflow && numel_nonzero())
+      throw ShapeError(std::string(op) + ": shape " + str() +
+                       " has more elements than int64 can count; hint: check the extents (a product past 2^63 - 1)");
+    return overflow ? 0 : n;
+  }
+  // checked_numel times elem_size bytes, checked as well: the byte count must fit
+  // in int64 (and so in size_t).
+  std::size_t checked_nbytes(const char* op, std::size_t elem_size) const {
+    std::int64_t n = checked_numel(op), bytes = 0;
+    if (__builtin_mul_overflow(n, static_cast<std::int64_t>(elem_size), &bytes))
+      throw ShapeError(std::string(op) + ": shape " + str() + " needs " + std::to_string(n) + " elements of " +
+                       std::to_string(elem_size) + " bytes, more bytes than int64 can count; hint: check the extents");
+    return static_cast<std::size_t>(bytes);
   }
   // Python's tuple spelling: "()", "(10,)", "(2, 3)".
   std::string str() const {
@@ -197,6 +224,11 @@ class Shape {
     o.ptr_ = o.inline_;
     o.cap_ = kInline;
     o.size_ = 0;
+  }
+  bool numel_nonzero() const {  // no zero extent: a zero anywhere makes the product 0
+    for (auto d : *this)
+      if (d == 0) return false;
+    return true;
   }
   void check(size_type i) const {
     if (i >= size_) throw std::out_of_range("Shape::at: index " + std::to_string(i) + " >= size " + std::to_string(size_));

@@ -96,7 +96,10 @@ class Tensor {
   Tensor() = default;  // undefined: holds no storage (defined() == false)
   Tensor(std::shared_ptr<Storage> storage, std::int64_t offset, Shape shape, DType dtype);
   // A new, uninitialised tensor.
-  static Tensor empty(const Shape& shape, DType dtype = float32, Device device = Device::cpu());
+  // op names the caller in the ShapeError of a negative extent or of a shape whose
+  // element or byte count does not fit in int64.
+  static Tensor empty(const Shape& shape, DType dtype = float32, Device device = Device::cpu(),
+                      const char* op = "empty");
 
   bool defined() const { return storage_ != nullptr; }
   const Shape& shape() const { return shape_; }

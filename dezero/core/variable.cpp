@@ -62,6 +62,11 @@ const std::string& empty_string() {
 }  // namespace
 
 const Tensor& Variable::data() const { return node_ ? node_->data : empty_tensor(); }
+const Tensor& Variable::defined_data(const char* op) const {
+  if (!node_)
+    throw ValueError(std::string(op) + ": the variable is empty (Variable()); hint: give it a tensor first");
+  return node_->data;
+}
 void Variable::set_data(Tensor data) {
   if (!node_) node_ = std::make_shared<VariableNode>();
   node_->data = std::move(data);

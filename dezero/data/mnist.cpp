@@ -81,11 +81,19 @@ Tensor read_idx(const std::string& path) {
   for (int d = 0; d < ndim; ++d) shape.push_back(big_endian(dims_raw.data() + 4 * d));
   // The header alone is not trusted with an allocation: the bytes are read first
   // (growing by chunks), then converted.
+  // Each multiplication is checked before it happens: a product past 2^40 bytes (or
+  // one that would wrap) is a corrupt header, reported with the bytes actually there.
   std::uint64_t total = 1;
   for (auto d : shape) {
-    total *= static_cast<std::uint64_t>(d);
-    if (total > (std::uint64_t(1) << 40))
-      throw IOError("read_idx: " + path + " has an implausible header " + shape.str() + "; the file is corrupt");
+    if (__builtin_mul_overflow(total, static_cast<std::uint64_t>(d), &total) || total > (std::uint64_t(1) << 40)) {
+      std::uint64_t present = 0;
+      unsigned char buf[1 << 16];
+      for (std::size_t got; (got = f.read(buf, sizeof buf)) > 0;) present += got;
+      throw IOError("read_idx: " + path + " has a corrupt header: its dims " + shape.str() +
+                    " claim more than 2^40 bytes of data, which does not match the file size (" +
+                    std::to_string(present) + " bytes after the header); hint: delete the file so that it is "
+                    "downloaded again");
+    }
   }
   std::vector<unsigned char> bytes;
   bytes.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(total, std::uint64_t(1) << 26)));

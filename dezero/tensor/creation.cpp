@@ -22,9 +22,10 @@ namespace dezero {
 // --- array / from_blob: values from host memory ----------------------------------------
 template <class T>
 Tensor array(const std::vector<T>& values, const Shape& shape, std::optional<DType> dtype, Device device) {
-  if (static_cast<std::int64_t>(values.size()) != shape.numel())
+  std::int64_t n = shape.checked_numel("array");
+  if (static_cast<std::int64_t>(values.size()) != n)
     throw ShapeError("array: " + std::to_string(values.size()) + " values do not fill shape " + shape.str() + " (" +
-                     std::to_string(shape.numel()) + " elements)");
+                     std::to_string(n) + " elements)");
   return from_blob(values.data(), shape, dtype_of<T>(), dtype, device);
 }
 template Tensor array<float>(const std::vector<float>&, const Shape&, std::optional<DType>, Device);
@@ -33,7 +34,7 @@ template Tensor array<std::int32_t>(const std::vector<std::int32_t>&, const Shap
 template Tensor array<std::int64_t>(const std::vector<std::int64_t>&, const Shape&, std::optional<DType>, Device);
 
 Tensor from_blob(const void* data, const Shape& shape, DType src_dtype, std::optional<DType> dtype, Device device) {
-  Tensor h = Tensor::empty(shape, src_dtype, Device::cpu());
+  Tensor h = Tensor::empty(shape, src_dtype, Device::cpu(), "from_blob");
   if (h.nbytes()) std::memcpy(h.raw_data(), data, h.nbytes());
   if (dtype && *dtype != src_dtype) h = h.astype(*dtype);
   return h.to(device);
@@ -84,13 +85,18 @@ Tensor array(std::initializer_list<std::initializer_list<std::initializer_list<d
 }
 
 // --- filled: full, zeros, ones and the *_like ------------------------------------------
-Tensor full(const Shape& shape, double value, DType dtype, Device device) {
-  Tensor t = Tensor::empty(shape, dtype, device);
+namespace {
+Tensor filled(const char* op, const Shape& shape, double value, DType dtype, Device device) {
+  Tensor t = Tensor::empty(shape, dtype, device, op);
   t.fill_(value);
   return t;
 }
-Tensor zeros(const Shape& shape, DType dtype, Device device) { return full(shape, 0.0, dtype, device); }
-Tensor ones(const Shape& shape, DType dtype, Device device) { return full(shape, 1.0, dtype, device); }
+}  // namespace
+Tensor full(const Shape& shape, double value, DType dtype, Device device) {
+  return filled("full", shape, value, dtype, device);
+}
+Tensor zeros(const Shape& shape, DType dtype, Device device) { return filled("zeros", shape, 0.0, dtype, device); }
+Tensor ones(const Shape& shape, DType dtype, Device device) { return filled("ones", shape, 1.0, dtype, device); }
 Tensor zeros_like(const Tensor& t) { detail::check_defined("zeros_like", t); return zeros(t.shape(), t.dtype(), t.device()); }
 Tensor ones_like(const Tensor& t) { detail::check_defined("ones_like", t); return ones(t.shape(), t.dtype(), t.device()); }
 Tensor full_like(const Tensor& t, double v) { detail::check_defined("full_like", t); return full(t.shape(), v, t.dtype(), t.device()); }

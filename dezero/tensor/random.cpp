@@ -37,14 +37,14 @@ void check_float(const char* op, DType dt) {
 
 Tensor randn(const Shape& shape, DType dtype, Device device) {
   check_float("randn", dtype);
-  Tensor t = Tensor::empty(shape, dtype, device);
+  Tensor t = Tensor::empty(shape, dtype, device, "random::randn");
   if (t.size()) detail::backend_for(device).random_normal(dtype, t.raw_data(), t.size());
   return t;
 }
 
 Tensor rand(const Shape& shape, DType dtype, Device device) {
   check_float("rand", dtype);
-  Tensor t = Tensor::empty(shape, dtype, device);
+  Tensor t = Tensor::empty(shape, dtype, device, "random::rand");
   if (t.size()) detail::backend_for(device).random_uniform(dtype, t.raw_data(), t.size());
   return t;
 }
@@ -56,7 +56,7 @@ Tensor uniform(double low, double high, const Shape& shape, DType dtype, Device 
 Tensor randint(std::int64_t low, std::int64_t high, const Shape& shape, DType dtype, Device device) {
   if (high <= low) throw ValueError("random::randint: low >= high (" + std::to_string(low) + " >= " + std::to_string(high) + ")");
   auto& g = detail::global_generator();
-  std::vector<std::int64_t> v(static_cast<std::size_t>(shape.numel()));
+  std::vector<std::int64_t> v(shape.checked_nbytes("random::randint", sizeof(std::int64_t)) / sizeof(std::int64_t));
   {
     std::lock_guard<std::mutex> lock(g.mutex());
     for (auto& x : v) x = low + static_cast<std::int64_t>(g.interval(static_cast<std::uint64_t>(high - low - 1)));

@@ -35,6 +35,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
                        b.str() + "; hint: axes are matched from the right and must be equal or 1");
     out[i] = da == 1 ? db : da;
   }
+  out.checked_numel(op);
   return out;
 }
 
@@ -78,7 +79,7 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape) {
   if (!ok)
     throw ShapeError("broadcast_to: cannot broadcast an array of shape " + x.shape().str() + " to shape " +
                      shape.str() + "; hint: axes are matched from the right and must be equal or 1");
-  Tensor y = Tensor::empty(shape, x.dtype(), x.device());
+  Tensor y = Tensor::empty(shape, x.dtype(), x.device(), "broadcast_to");
   if (!y.size()) return y;
   Strided dst = detail::make_contiguous(shape);
   Strided src = detail::make_broadcast(x.shape(), shape);

@@ -45,15 +45,13 @@ Storage::~Storage() {
 // --- Tensor: construction and element access -------------------------------------------
 Tensor::Tensor(std::shared_ptr<Storage> storage, std::int64_t offset, Shape shape, DType dtype)
     : storage_(std::move(storage)), offset_(offset), shape_(std::move(shape)), dtype_(dtype) {
-  for (auto d : shape_)
-    if (d < 0) throw ShapeError("Tensor: negative dimension in shape " + shape_.str());
-  size_ = shape_.numel();
+  size_ = shape_.checked_numel("Tensor");
   if (shape_.ndim() > detail::kMaxDims)
     throw ShapeError("Tensor: at most " + std::to_string(detail::kMaxDims) + " axes are supported, got " + shape_.str());
 }
 
-Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
-  std::size_t n = static_cast<std::size_t>(std::max<std::int64_t>(shape.numel(), 0)) * dtype_size(dtype);
+Tensor Tensor::empty(const Shape& shape, DType dtype, Device device, const char* op) {
+  std::size_t n = shape.checked_nbytes(op, dtype_size(dtype));
   return Tensor(std::make_shared<Storage>(n, device), 0, shape, dtype);
 }
 
@@ -144,8 +142,9 @@ Tensor Tensor::reshape(const Shape& shape) const {
       infer = i;
     } else if (s[i] < 0) {
       throw ShapeError("reshape: negative dimension in " + shape.str());
-    } else {
-      known *= s[i];
+    } else if (__builtin_mul_overflow(known, s[i], &known)) {
+      s.checked_numel("reshape");  // throws unless an extent is 0
+      known = 0;
     }
   }
   if (infer >= 0) {
@@ -154,7 +153,7 @@ Tensor Tensor::reshape(const Shape& shape) const {
                        ") into shape " + shape.str());
     s[infer] = size_ / known;
   }
-  if (s.numel() != size_)
+  if (s.checked_numel("reshape") != size_)
     throw ShapeError("reshape: cannot reshape array of size " + std::to_string(size_) + " (shape " + shape_.str() +
                      ") into shape " + shape.str() + "; hint: the number of elements must stay the same");
   return Tensor(storage_, offset_, s, dtype_);
