@@ -90,7 +90,7 @@ Tensor read_idx(const std::string& path) {
       unsigned char buf[1 << 16];
       for (std::size_t got; (got = f.read(buf, sizeof buf)) > 0;) present += got;
       throw IOError("read_idx: " + path + " has a corrupt header: its dims " + shape.str() +
-                    " claim more than 2^40 bytes of data, which does not match the file size (" +
+                    " claim an implausible size (more than 2^40 bytes of data), which does not match the file size (" +
                     std::to_string(present) + " bytes after the header); hint: delete the file so that it is "
                     "downloaded again");
     }

@@ -143,7 +143,10 @@ Tensor Tensor::reshape(const Shape& shape) const {
     } else if (s[i] < 0) {
       throw ShapeError("reshape: negative dimension in " + shape.str());
     } else if (__builtin_mul_overflow(known, s[i], &known)) {
-      s.checked_numel("reshape");  // throws unless an extent is 0
+      Shape t = s;  // the standard overflow error, the unknown extent counted as 1
+      for (auto& d : t)
+        if (d == -1) d = 1;
+      t.checked_numel("reshape");  // throws unless an extent is 0
       known = 0;
     }
   }
