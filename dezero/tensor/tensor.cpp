@@ -143,10 +143,9 @@ Tensor Tensor::reshape(const Shape& shape) const {
     } else if (s[i] < 0) {
       throw ShapeError("reshape: negative dimension in " + shape.str());
     } else if (__builtin_mul_overflow(known, s[i], &known)) {
-      Shape t = s;  // the standard overflow error, the unknown extent counted as 1
-      for (auto& d : t)
-        if (d == -1) d = 1;
-      t.checked_numel("reshape");  // throws unless an extent is 0
+      if (std::find(s.begin(), s.end(), 0) == s.end())  // a zero extent makes the product 0
+        throw ShapeError("reshape: shape " + shape.str() +
+                         " has more elements than int64 can count; hint: check the extents (a product past 2^63 - 1)");
       known = 0;
     }
   }
