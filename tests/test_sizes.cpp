@@ -103,18 +103,54 @@ TEST_CASE("sizes: an IDX header whose size wraps is an IOError naming the file a
             "does not match the file size");
 }
 
-TEST_CASE("sizes: an .npy header whose size overflows is an IOError") {
+// The .npy bytes of a (1, 4) float64 array whose header claims shape (2^62, 4), the
+// header length unchanged (padding spaces traded for the longer tuple).
+std::string overflowing_npy() {
   std::string bytes = utils::serialize_npy(zeros({1, 4}, float64));
   const std::string from = "(1, 4), }", to = std::string("(") + "4611686018427387904, 4), }";
   auto at = bytes.find(from);
   REQUIRE(at != std::string::npos);
   bytes.replace(at, from.size(), to);
-  // Keep the header length: drop as many of its padding spaces as were added.
   auto nl = bytes.find('\n', at);
   REQUIRE(nl != std::string::npos);
   bytes.erase(nl - (to.size() - from.size()), to.size() - from.size());
-  std::string m = thrown<IOError>([&] { utils::parse_npy(bytes, "x.npy"); });
-  CHECK_MSG(m, "x.npy", kBigStr);
+  return bytes;
+}
+std::uint32_t crc32_of(const std::string& s) {
+  std::uint32_t c = 0xFFFFFFFFu;
+  for (unsigned char b : s) {
+    c ^= b;
+    for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
+  }
+  return ~c;
+}
+
+TEST_CASE("sizes: an .npy header whose size overflows is an IOError, alone and inside an .npz") {
+  const std::string npy = overflowing_npy();
+  CHECK_MSG(thrown<IOError>([&] { utils::parse_npy(npy, "x.npy"); }), "x.npy", kBigStr);
+
+  // The same entry in a stored .npz: the original entry's bytes and CRC swapped for the
+  // overflowing ones (same length), so that only the shape is wrong.
+  const std::string good = utils::serialize_npy(zeros({1, 4}, float64));
+  REQUIRE(good.size() == npy.size());
+  std::string zip = utils::serialize_npz({{"x", zeros({1, 4}, float64)}});
+  auto at = zip.find(good);
+  REQUIRE(at != std::string::npos);
+  zip.replace(at, good.size(), npy);
+  auto le32 = [](std::uint32_t v) {
+    std::string b(4, '\0');
+    for (int k = 0; k < 4; ++k) b[k] = static_cast<char>((v >> (8 * k)) & 0xFF);
+    return b;
+  };
+  const std::string old_crc = le32(crc32_of(good)), new_crc = le32(crc32_of(npy));
+  int swapped = 0;
+  for (auto p = zip.find(old_crc); p != std::string::npos; p = zip.find(old_crc, p + 4), ++swapped)
+    zip.replace(p, 4, new_crc);
+  CHECK(swapped == 2);  // local header and central directory
+  dzt::TempDir dir;
+  const std::string path = (dir.path / "big.npz").string();
+  dzt::write_bytes(path, zip);
+  CHECK_MSG(thrown<IOError>([&] { utils::load_npz(path); }), "big.npz", kBigStr);
 }
 
 TEST_CASE("sizes: an empty Variable's shape, ndim, size, dtype and len are ValueErrors") {
