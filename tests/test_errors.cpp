@@ -304,7 +304,8 @@ TEST_CASE("errors: transpose and axis mistakes name the function, the axes, the 
     const char* range = "hint: axis must be in [-ndim, ndim), here [-2, 2)";
     CHECK_THROWS_AS(a.sum(2), IndexError);
     CHECK_MSG(thrown<IndexError>([&] { a.sum(2); }), "sum: ", "axis 2", "dimension 2", range);
-    CHECK_MSG(thrown<IndexError>([&] { F::sum(a, Axes{0, -3}); }), "sum: ", "axis -3", "dimension 2", range);
+    CHECK_MSG(thrown<IndexError>([&] { F::sum(a, Axes{0, -3}); }), "sum: ", "axis -3", "axes (0, -3)", "dimension 2",
+              range);
     CHECK_MSG(thrown<ValueError>([&] { a.sum({0, -2}); }), "sum: ", "duplicate", "dimension 2", "hint:");
     CHECK_MSG(thrown<IndexError>([&] { a.max(2); }), "max: ", "axis 2", "dimension 2", range);
     CHECK_MSG(thrown<IndexError>([&] { F::max(a, -3); }), "max: ", "axis -3", "dimension 2", range);
