@@ -299,7 +299,8 @@ TEST_CASE("errors: transpose and axis mistakes name the function, the axes, the 
     CHECK_THROWS_AS(F::transpose(a, {1, 1}), ValueError);
     CHECK_MSG(thrown<ValueError>([&] { F::transpose(a, {1, 1}); }), "transpose: ", "repeated axis 1", "axes (1, 1)",
               "(2, 3)", perm);
-    CHECK_MSG(thrown<ValueError>([&] { a.transpose({0, -1}).transpose({1, -1}); }), "transpose: ", "axes (1, -1)", perm);
+    CHECK_MSG(thrown<ValueError>([&] { a.transpose({0, -1}).transpose({1, -1}); }), "transpose: ", "axes (1, -1)",
+              perm);
 
     const char* range = "hint: axis must be in [-ndim, ndim), here [-2, 2)";
     CHECK_THROWS_AS(a.sum(2), IndexError);

@@ -56,7 +56,8 @@ std::vector<int> normalize_axes(const char* op, const Axes& axes, int ndim) {
     int n = a < 0 ? a + ndim : a;
     if (n < 0 || n >= ndim)
       throw IndexError(std::string(op) + ": axis " + std::to_string(a) +
-                       (axes.list().size() > 1 ? " in axes " + axes.str() : std::string()) + " is out of bounds for an array of dimension " + std::to_string(ndim) + axis_hint(ndim));
+                       (axes.list().size() > 1 ? " in axes " + axes.str() : std::string()) +
+                       " is out of bounds for an array of dimension " + std::to_string(ndim) + axis_hint(ndim));
     if (std::find(out.begin(), out.end(), n) != out.end())
       throw ValueError(std::string(op) + ": duplicate value in axes " + axes.str() + " for an array of dimension " +
                        std::to_string(ndim) + "; hint: name each axis once (a negative axis counts from the end)");
