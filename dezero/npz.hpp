@@ -30,6 +30,11 @@ using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 // corrupt file; DtypeError for an element type dezero cannot hold.
 NamedTensors load_npz(const std::string& path);
 
+namespace detail {
+// load_npz with its errors prefixed by `op` (Layer::load_weights reports as itself).
+NamedTensors load_npz_as(const std::string& op, const std::string& path);
+}  // namespace detail
+
 // Writes `arrays` (any device; copied to the host) as an .npz file at `path`
 // exactly (no ".npz" is appended). Names must be unique and non-empty.
 void save_npz(const std::string& path, const NamedTensors& arrays, bool compressed = false);

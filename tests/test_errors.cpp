@@ -220,3 +220,106 @@ TEST_CASE("errors: backward on a Variable with no data, or with a mismatched gra
   CHECK_MSG(thrown<Error>([&] { F::exp(Variable()); }), "no data");
   CHECK_MSG(thrown<ValueError>([&] { Variable().set_grad(x); }), "set_grad");
 }
+
+// --- errors that name the function the user called --------------------------------------------
+TEST_CASE("errors: mean_squared_error checks its inputs' shapes itself") {
+  dzt::on_each_device([](Device dev) {
+    Variable x0(zeros({2, 3}, float32, dev)), x1(zeros({4}, float32, dev));
+    const std::string m = thrown<ShapeError>([&] { F::mean_squared_error(x0, x1); });
+    CHECK_MSG(m, "mean_squared_error: ", "(2, 3)", "(4,)", "hint: x0 and x1 must have the same shape or broadcast");
+    CHECK_FALSE(has(m, "sub:"));
+    CHECK_THROWS_AS(F::mean_squared_error(x0, x1), ShapeError);
+    // Broadcasting shapes are still accepted.
+    Variable y = F::mean_squared_error(Variable(ones({2, 3}, float32, dev)), Variable(zeros({3}, float32, dev)));
+    CHECK(y.data().to_vector<double>() == std::vector<double>{3.0});  // sum(1 * 6) / N with N = 2
+  });
+}
+
+TEST_CASE("errors: an EmbedID id out of range names embed_id") {
+  dzt::on_each_device([](Device dev) {
+    L::EmbedID emb(5, 3);
+    emb.to(dev);
+    CHECK_THROWS_AS(emb(Variable(array({1, 7}, int64, dev))), IndexError);
+    const std::string m = thrown<IndexError>([&] { emb(Variable(array({1, 7}, int64, dev))); });
+    CHECK_MSG(m, "embed_id: ", "index 7", "size 5", "(5, 3)", "hint:");
+    CHECK_FALSE(has(m, "get_item"));
+  });
+}
+
+TEST_CASE("errors: load_weights on a directory, a missing or an unreadable file says which") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "dezero_test_errors_load";
+  fs::create_directories(dir);
+  random::seed(1);
+  L::Linear model(2);
+  model(Variable(ones({1, 3})));
+  const std::vector<double> before = model.W.data().to_vector<double>();
+
+  const std::string d = dir.string();
+  CHECK_THROWS_AS(model.load_weights(d), IOError);
+  const std::string is_dir = "load_weights: '" + d + "' is a directory";
+  CHECK_MSG(thrown<IOError>([&] { model.load_weights(d); }), is_dir.c_str(), "not an .npz file", "hint:");
+  CHECK_FALSE(has(thrown<IOError>([&] { model.load_weights(d); }), "0 bytes"));
+
+  const std::string missing = (dir / "nothing_here.npz").string();
+  fs::remove(missing);
+  CHECK_THROWS_AS(model.load_weights(missing), IOError);
+  const std::string lw_missing = "load_weights: '" + missing + "' does not exist";
+  const std::string ln_missing = "load_npz: '" + missing + "' does not exist";
+  CHECK_MSG(thrown<IOError>([&] { model.load_weights(missing); }), lw_missing.c_str(), "hint:");
+  CHECK_MSG(thrown<IOError>([&] { utils::load_npz(missing); }), ln_missing.c_str(), "hint:");
+
+  const std::string locked = (dir / "locked.npz").string();
+  model.save_weights(locked);
+  fs::permissions(locked, fs::perms::none);
+  if (std::ifstream(locked)) {
+    MESSAGE("skipped the unreadable-file check: this user can read a file with no permissions (root)");
+  } else {
+    CHECK_THROWS_AS(model.load_weights(locked), IOError);
+    const std::string unreadable = "load_weights: '" + locked + "' cannot be opened for reading";
+    CHECK_MSG(thrown<IOError>([&] { model.load_weights(locked); }), unreadable.c_str(), "hint:");
+  }
+  fs::permissions(locked, fs::perms::owner_read | fs::perms::owner_write);
+  fs::remove(locked);
+
+  CHECK(model.W.data().to_vector<double>() == before);  // untouched by every failed load
+}
+
+TEST_CASE("errors: transpose and axis mistakes name the function, the axes, the ndim and a hint") {
+  dzt::on_each_device([](Device dev) {
+    Tensor a = zeros({2, 3}, float64, dev);
+    const char* perm = "hint: axes must be a permutation of 0..ndim-1";
+    // wrong length, out of range, repeated: Tensor method and F::
+    CHECK_THROWS_AS(a.transpose({0}), ValueError);
+    CHECK_MSG(thrown<ValueError>([&] { a.transpose({0}); }), "transpose: ", "axes (0,)", "(2, 3)", perm);
+    CHECK_MSG(thrown<ValueError>([&] { F::transpose(a, {0, 1, 2}); }), "transpose: ", "axes (0, 1, 2)", "(2, 3)", perm);
+    CHECK_THROWS_AS(a.transpose({0, 2}), IndexError);
+    CHECK_MSG(thrown<IndexError>([&] { a.transpose({0, 2}); }), "transpose: ", "axis 2", "axes (0, 2)", "(2, 3)", perm);
+    CHECK_MSG(thrown<IndexError>([&] { F::transpose(a, {-3, 0}); }), "transpose: ", "axis -3", "(2, 3)", perm);
+    CHECK_THROWS_AS(F::transpose(a, {1, 1}), ValueError);
+    CHECK_MSG(thrown<ValueError>([&] { F::transpose(a, {1, 1}); }), "transpose: ", "repeated axis 1", "axes (1, 1)",
+              "(2, 3)", perm);
+    CHECK_MSG(thrown<ValueError>([&] { a.transpose({0, -1}).transpose({1, -1}); }), "transpose: ", "axes (1, -1)",
+              perm);
+
+    const char* range = "hint: axis must be in [-ndim, ndim), here [-2, 2)";
+    CHECK_THROWS_AS(a.sum(2), IndexError);
+    CHECK_MSG(thrown<IndexError>([&] { a.sum(2); }), "sum: ", "axis 2", "dimension 2", range);
+    CHECK_MSG(thrown<IndexError>([&] { F::sum(a, Axes{0, -3}); }), "sum: ", "axis -3", "axes (0, -3)", "dimension 2",
+              range);
+    CHECK_MSG(thrown<ValueError>([&] { a.sum({0, -2}); }), "sum: ", "duplicate", "dimension 2", "hint:");
+    CHECK_MSG(thrown<IndexError>([&] { a.max(2); }), "max: ", "axis 2", "dimension 2", range);
+    CHECK_MSG(thrown<IndexError>([&] { F::max(a, -3); }), "max: ", "axis -3", "dimension 2", range);
+    CHECK_MSG(thrown<IndexError>([&] { a.min(5); }), "min: ", "axis 5", "dimension 2", range);
+    CHECK_MSG(thrown<IndexError>([&] { F::min(a, 2); }), "min: ", "axis 2", "dimension 2", range);
+    CHECK_THROWS_AS(F::expand_dims(a, 3), IndexError);
+    CHECK_MSG(thrown<IndexError>([&] { F::expand_dims(a, 3); }), "expand_dims: ", "axis 3", "dimension 3",
+              "hint: axis must be in [-ndim, ndim), here [-3, 3)");
+    CHECK_MSG(thrown<IndexError>([&] { expand_dims(a, -4); }), "expand_dims: ", "axis -4", "dimension 3", "hint:");
+    CHECK_THROWS_AS(F::softmax(a, 2), IndexError);
+    CHECK_MSG(thrown<IndexError>([&] { F::softmax(a, 2); }), "softmax: ", "axis 2", "dimension 2", range);
+    CHECK_MSG(thrown<IndexError>([&] { F::log_softmax(a, -3); }), "log_softmax: ", "axis -3", "dimension 2", range);
+    CHECK_MSG(thrown<IndexError>([&] { array(1.0, std::nullopt, dev).sum(0); }), "sum: ", "axis 0", "dimension 0",
+              "hint: a 0-d array has no axes");
+  });
+}

@@ -1,6 +1,7 @@
 // dezero/functions/loss.cpp - mean_squared_error, softmax_cross_entropy,
 // sigmoid_cross_entropy, binary_cross_entropy (DeZero functions.py;
 // steps 42, 43, 47). Losses are 0-d Variables in the logits' dtype.
+#include <algorithm>
 #include <string>
 
 #include "dezero/functions/loss.hpp"
@@ -116,6 +117,19 @@ class SigmoidCrossEntropy : public Function {
 namespace F {
 
 Variable mean_squared_error(const Variable& x0, const Variable& x1) {
+  // Checked here so that a mismatch names mean_squared_error, not the subtraction inside it.
+  detail::check_same_device("mean_squared_error", x0.data(), x1.data());
+  const Shape &s0 = x0.shape(), &s1 = x1.shape();
+  const int n = std::max(s0.ndim(), s1.ndim());
+  for (int i = 0; i < n; ++i) {
+    const int i0 = i - (n - s0.ndim()), i1 = i - (n - s1.ndim());
+    const std::int64_t d0 = i0 >= 0 ? s0[i0] : 1, d1 = i1 >= 0 ? s1[i1] : 1;
+    if (d0 != d1 && d0 != 1 && d1 != 1)
+      throw ShapeError("mean_squared_error: x0 " + detail::describe(x0.data()) + " and x1 " +
+                       detail::describe(x1.data()) +
+                       " do not match; hint: x0 and x1 must have the same shape or broadcast "
+                       "(axes are matched from the right and must be equal or 1)");
+  }
   return call<MeanSquaredError>({x0, x1});
 }
 

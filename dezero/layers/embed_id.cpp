@@ -15,12 +15,13 @@ EmbedID::EmbedID(std::int64_t in_size, std::int64_t out_size, DType dtype) {
   W = register_parameter("W", Parameter(random::randn({in_size, out_size}, float64).astype(dtype), "W"));
 }
 
-// ids: integer (any shape) -> (*ids.shape, out_size)
+// ids: integer (any shape) in [0, in_size) -> (*ids.shape, out_size). F::embed_id checks
+// the range, so an id out of range is an IndexError naming embed_id on every device.
 Variable EmbedID::forward(const Variable& ids) {
   if (!is_integer(ids.dtype()))
     throw DtypeError(std::string("EmbedID: ids must be int32 or int64, got ") + dtype_name(ids.dtype()) +
                      "; hint: astype(dezero::int64)");
-  return F::get_item(W, Indices{Index(ids.data())});
+  return F::embed_id(ids, W);
 }
 
 }  // namespace dezero::L

@@ -8,7 +8,8 @@
 namespace dezero::L {
 
 // --- EmbedID ------------------------------------------------------------------------------------
-// y = W[ids]. W: (in_size, out_size) = randn. ids: integer tensor of any shape.
+// y = W[ids]. W: (in_size, out_size) = randn. ids: integer tensor of any shape, each
+// in [0, in_size) (checked by F::embed_id: IndexError naming embed_id, no wrapping).
 // (DeZero keeps W float64; here it is `dtype`, float32 by default like Linear.)
 class EmbedID : public Layer {
  public:

@@ -167,7 +167,7 @@ void Layer::save_weights(const std::string& path, bool compressed) const {
 }
 
 void Layer::load_weights(const std::string& path) {
-  utils::NamedTensors file = utils::load_npz(path);
+  utils::NamedTensors file = utils::detail::load_npz_as("load_weights", path);
   std::map<std::string, Tensor> by_key(file.begin(), file.end());
   auto ps = named_params();
   const std::string where = "load_weights: '" + path + "'";

@@ -30,11 +30,18 @@ void check_same_device(const char* op, const Tensor& a, const Tensor& b) {
 }
 
 // --- axes ------------------------------------------------------------------------------
+namespace {
+std::string axis_hint(int ndim) {
+  if (ndim <= 0) return "; hint: a 0-d array has no axes (reshape it to at least 1-d first)";
+  return "; hint: axis must be in [-ndim, ndim), here [" + std::to_string(-ndim) + ", " + std::to_string(ndim) + ")";
+}
+}  // namespace
+
 int normalize_axis(const char* op, int axis, int ndim) {
   int a = axis < 0 ? axis + ndim : axis;
   if (a < 0 || a >= std::max(ndim, 0) || (ndim == 0))
     throw IndexError(std::string(op) + ": axis " + std::to_string(axis) + " is out of bounds for an array of dimension " +
-                     std::to_string(ndim));
+                     std::to_string(ndim) + axis_hint(ndim));
   return a;
 }
 
@@ -46,9 +53,14 @@ std::vector<int> normalize_axes(const char* op, const Axes& axes, int ndim) {
     return out;
   }
   for (int a : axes.list()) {
-    int n = normalize_axis(op, a, ndim);
+    int n = a < 0 ? a + ndim : a;
+    if (n < 0 || n >= ndim)
+      throw IndexError(std::string(op) + ": axis " + std::to_string(a) +
+                       (axes.list().size() > 1 ? " in axes " + axes.str() : std::string()) +
+                       " is out of bounds for an array of dimension " + std::to_string(ndim) + axis_hint(ndim));
     if (std::find(out.begin(), out.end(), n) != out.end())
-      throw ValueError(std::string(op) + ": duplicate value in axis " + axes.str());
+      throw ValueError(std::string(op) + ": duplicate value in axes " + axes.str() + " for an array of dimension " +
+                       std::to_string(ndim) + "; hint: name each axis once (a negative axis counts from the end)");
     out.push_back(n);
   }
   std::sort(out.begin(), out.end());

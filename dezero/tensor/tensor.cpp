@@ -179,14 +179,29 @@ Tensor Tensor::transpose() const {
 Tensor Tensor::transpose(const std::vector<int>& axes) const {
   detail::check_defined("transpose", *this);
   if (axes.empty()) return transpose();
+  auto axes_str = [&] {
+    std::string t = "(";
+    for (std::size_t i = 0; i < axes.size(); ++i) t += (i ? ", " : "") + std::to_string(axes[i]);
+    return t + (axes.size() == 1 ? ",)" : ")");
+  };
+  auto hint = [&] {
+    return "; hint: axes must be a permutation of 0..ndim-1" +
+           (ndim() > 0 ? " (here 0.." + std::to_string(ndim() - 1) + ", negative axes count from the end)"
+                       : std::string());
+  };
   if (static_cast<int>(axes.size()) != ndim())
-    throw ValueError("transpose: axes don't match array: " + std::to_string(axes.size()) + " axes for shape " +
-                     shape_.str());
+    throw ValueError("transpose: axes " + axes_str() + " don't match an array of shape " + shape_.str() + ": " +
+                     std::to_string(axes.size()) + " axes for " + std::to_string(ndim()) + " dimensions" + hint());
   std::vector<int> perm(axes.size());
   std::vector<bool> seen(axes.size(), false);
   for (std::size_t i = 0; i < axes.size(); ++i) {
-    int a = detail::normalize_axis("transpose", axes[i], ndim());
-    if (seen[a]) throw ValueError("transpose: repeated axis in transpose axes");
+    int a = axes[i] < 0 ? axes[i] + ndim() : axes[i];
+    if (a < 0 || a >= ndim())
+      throw IndexError("transpose: axis " + std::to_string(axes[i]) + " in axes " + axes_str() +
+                       " is out of bounds for an array of shape " + shape_.str() + hint());
+    if (seen[a])
+      throw ValueError("transpose: repeated axis " + std::to_string(axes[i]) + " in axes " + axes_str() +
+                       " for an array of shape " + shape_.str() + hint());
     seen[a] = true;
     perm[i] = a;
   }

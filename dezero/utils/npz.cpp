@@ -10,13 +10,16 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <set>
 #include <sstream>
+#include <system_error>
 
 namespace dezero::utils {
 
@@ -493,14 +496,31 @@ std::string serialize_npz(const NamedTensors& arrays, bool compressed) {
 }
 
 // --- files ------------------------------------------------------------------------------------
-NamedTensors load_npz(const std::string& path) {
+namespace detail {
+NamedTensors load_npz_as(const std::string& op, const std::string& path) {
+  const std::string where = op + ": '" + path + "'";
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (st.type() == std::filesystem::file_type::not_found)
+    throw IOError(where + " does not exist; hint: check the path (a relative path is resolved against the "
+                  "working directory)");
+  if (st.type() == std::filesystem::file_type::directory)
+    throw IOError(where + " is a directory, not an .npz file; hint: pass the path of the file that "
+                  "save_weights / save_npz wrote, e.g. '" + path + "/model.npz'");
   std::ifstream f(path, std::ios::binary);
-  if (!f) throw IOError("load_npz: cannot open '" + path + "' for reading; hint: check the path");
+  if (!f) {
+    const int err = errno;
+    throw IOError(where + " cannot be opened for reading (" + std::strerror(err) +
+                  "); hint: check the file's permissions");
+  }
   std::ostringstream ss;
   ss << f.rdbuf();
-  if (f.bad()) throw IOError("load_npz: error reading '" + path + "'");
-  return parse_npz(ss.str(), "load_npz: '" + path + "'");
+  if (f.bad()) throw IOError(where + ": error while reading the file; hint: check the file and the disk");
+  return parse_npz(ss.str(), where);
 }
+}  // namespace detail
+
+NamedTensors load_npz(const std::string& path) { return detail::load_npz_as("load_npz", path); }
 
 void save_npz(const std::string& path, const NamedTensors& arrays, bool compressed) {
   const std::string bytes = serialize_npz(arrays, compressed);
