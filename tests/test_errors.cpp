@@ -6,21 +6,8 @@
 
 using namespace dezero;
 
-namespace {
-// The message of the E thrown by f; "NO THROW" or "WRONG TYPE: ..." otherwise.
-template <class E>
-std::string thrown(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("WRONG TYPE: ") + e.what();
-  }
-  return "NO THROW";
-}
-bool has(const std::string& msg, const std::string& part) { return msg.find(part) != std::string::npos; }
-}  // namespace
+using dzt::has;
+using dzt::thrown;
 
 #define CHECK_MSG(msg, ...)                                      \
   do {                                                           \

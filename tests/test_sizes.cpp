@@ -6,19 +6,10 @@
 
 using namespace dezero;
 
+using dzt::has;
+using dzt::thrown;
+
 namespace {
-template <class E>
-std::string thrown(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("WRONG TYPE: ") + e.what();
-  }
-  return "NO THROW";
-}
-bool has(const std::string& msg, const std::string& part) { return msg.find(part) != std::string::npos; }
 
 const Shape kBig{1LL << 62, 4};                        // 2^64 elements
 const Shape kCube{1LL << 31, 1LL << 31, 1LL << 31};    // 2^93 elements

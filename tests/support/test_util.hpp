@@ -19,6 +19,20 @@
 
 namespace dzt {
 
+// The message of the E thrown by f; "NO THROW" or "WRONG TYPE: ..." otherwise.
+template <class E>
+std::string thrown(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    return std::string("WRONG TYPE: ") + e.what();
+  }
+  return "NO THROW";
+}
+inline bool has(const std::string& msg, const std::string& part) { return msg.find(part) != std::string::npos; }
+
 inline void on_each_device(const std::function<void(dezero::Device)>& body) {
   SUBCASE("cpu") { body(dezero::Device::cpu()); }
   SUBCASE("cuda") {
