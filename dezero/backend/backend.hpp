@@ -64,6 +64,18 @@ struct UpdateArgs {
   double lr = 0, momentum = 0, eps = 0, rho = 0, beta1 = 0, beta2 = 0;
 };
 
+// The geometry of one 2-d convolution or pooling over NCHW data (DeZero step 55's
+// names): input (n, c, h, w), window (kh, kw), stride (sh, sw), zero padding (ph, pw)
+// and output (oh, ow) = ((h + 2ph - kh) / sh + 1, (w + 2pw - kw) / sw + 1), or a
+// deconvolution's larger `outsize`. `oc` is the other side's channel count: a conv's
+// output channels (weights (oc, c, kh, kw)); 0 for pooling and im2col.
+struct ConvGeom {
+  std::int64_t n = 0, c = 0, h = 0, w = 0;
+  std::int64_t kh = 0, kw = 0, sh = 1, sw = 1, ph = 0, pw = 0;
+  std::int64_t oh = 0, ow = 0;
+  std::int64_t oc = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -114,6 +126,26 @@ class Backend {
   virtual bool gemm_bias(DType /*dt*/, bool /*ta*/, bool /*tb*/, std::int64_t /*m*/, std::int64_t /*n*/,
                          std::int64_t /*k*/, const void* /*a*/, std::int64_t /*lda*/, const void* /*b*/,
                          std::int64_t /*ldb*/, const void* /*bias*/, void* /*c*/, std::int64_t /*ldc*/) {
+    return false;
+  }
+
+  // --- convolution through a vendor library (cuDNN on the GPU, oneDNN on the host) ----
+  // Each returns false, with nothing done, where the backend has no library path for
+  // this case; the caller then computes it with im2col/col2im and gemm. Pointers are
+  // contiguous NCHW on this device; b may be null (no bias).
+  //   conv2d_forward:         y (n, oc, oh, ow) = x (n, c, h, w) * W (oc, c, kh, kw) + b (oc)
+  //   conv2d_backward_data:   gx (n, c, h, w) from gy (n, oc, oh, ow) and W (deconv2d's forward)
+  //   conv2d_backward_filter: gW (oc, c, kh, kw) from x and gy
+  virtual bool conv2d_forward(DType /*dt*/, const void* /*x*/, const void* /*w*/, const void* /*b*/, void* /*y*/,
+                              const ConvGeom& /*g*/) {
+    return false;
+  }
+  virtual bool conv2d_backward_data(DType /*dt*/, const void* /*w*/, const void* /*gy*/, void* /*gx*/,
+                                    const ConvGeom& /*g*/) {
+    return false;
+  }
+  virtual bool conv2d_backward_filter(DType /*dt*/, const void* /*x*/, const void* /*gy*/, void* /*gw*/,
+                                      const ConvGeom& /*g*/) {
     return false;
   }
 
