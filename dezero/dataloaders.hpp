@@ -4,8 +4,10 @@
 //   for (int epoch = 0; epoch < 5; ++epoch)
 //     for (auto& [x, t] : train_loader) { ... }       // x: (100, ...), t: (100,)
 //
-// Like DeZero, the loader draws its first permutation (random::permutation, so seeds
-// reproduce DeZero) when it is built and a new one each time an epoch ends; every
+// Like DeZero, the loader draws its first permutation (from `gen`: by default
+// random::permutation's global stream, so seeds reproduce DeZero; a random::Generator
+// gives the loader an order of its own) when it is built and a new one each time an
+// epoch ends; every
 // range-for that runs to the end is one epoch. A loop left early resumes where it
 // stopped; reset() starts the epoch over. A loader holds a reference to its dataset,
 // which must outlive it.
@@ -30,9 +32,10 @@ namespace dezero {
 class DataLoader {
  public:
   // drop_last: leave out the last, smaller batch (DeZero always keeps it).
-  DataLoader(const datasets::Dataset& dataset, std::int64_t batch_size, bool shuffle = true, bool drop_last = false);
-  DataLoader(const datasets::Dataset&& dataset, std::int64_t batch_size, bool shuffle = true,
-             bool drop_last = false) = delete;  // would dangle
+  DataLoader(const datasets::Dataset& dataset, std::int64_t batch_size, bool shuffle = true, bool drop_last = false,
+             random::Generator gen = random::Generator::global());
+  DataLoader(const datasets::Dataset&& dataset, std::int64_t batch_size, bool shuffle = true, bool drop_last = false,
+             random::Generator gen = random::Generator::global()) = delete;  // would dangle
   virtual ~DataLoader() = default;
 
   class iterator {
@@ -100,6 +103,7 @@ class DataLoader {
   std::int64_t iteration_ = 0;
   std::vector<std::int64_t> index_;
   Device device_;
+  random::Generator gen_;
 
  private:
   // The host -> device pipeline of to_gpu() (pinned buffers, side stream, the batch in

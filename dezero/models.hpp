@@ -64,9 +64,11 @@ class Sequential : public Model {
 
 // --- MLP (step 45) -------------------------------------------------------------------------------
 // One Linear(out) per size (l0, l1, ...); `activation` after every one but the last.
+// The weights are drawn from `gen` (dezero::random's global stream by default).
 class MLP : public Model {
  public:
-  explicit MLP(const std::vector<std::int64_t>& fc_output_sizes, Activation activation = F::sigmoid);
+  explicit MLP(const std::vector<std::int64_t>& fc_output_sizes, Activation activation = F::sigmoid,
+               random::Generator gen = random::Generator::global());
   Variable forward(const Variable& x) override;
 
   std::vector<L::LayerRef<L::Linear>> layers;

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "dezero/device.hpp"
@@ -27,8 +28,14 @@ namespace dezero {
 // --- storage ---------------------------------------------------------------
 // A block of memory on one device, freed (returned to that device's allocator)
 // when the last tensor that uses it goes away.
+// A block of device memory. Host blocks of at most kInlineBytes (scalars, the
+// (1,)-(2,) float64 and (1,)-(4,) float32 vectors a graph of scalars is made of) live
+// inside the Storage object itself: one allocation less per tensor (bench/
+// graph_memory.cpp: 48 bytes less per graph node), 16-byte aligned instead of 64.
+// The sanitizer build keeps them on the heap, so that overflows are still caught.
 class Storage {
  public:
+  static constexpr std::size_t kInlineBytes = 16;
   Storage(std::size_t nbytes, Device device);  // allocates
   ~Storage();
   Storage(const Storage&) = delete;
@@ -45,6 +52,7 @@ class Storage {
   void* data_ = nullptr;
   std::size_t nbytes_ = 0;
   Device device_;
+  alignas(16) unsigned char inline_[kInlineBytes];
 };
 
 class Tensor;
@@ -308,8 +316,44 @@ Tensor take(const Tensor& x, const Tensor& indices);
 // Copies src into dst's storage (broadcasting src, casting to dst's dtype, across devices).
 void copyto(Tensor& dst, const Tensor& src);
 
+namespace detail {
+class Generator;  // backend/generator.hpp
+}
+
 // --- random numbers (NumPy's legacy MT19937 stream: same seed, same values) ----
+// The free functions draw from one process-wide stream, as DeZero's np.random does:
+// random::seed(42) seeds it for every thread (a lock makes concurrent draws safe, but
+// two threads then share, and interleave, one stream).
+// A Generator is a stream of its own (NumPy's RandomState(seed)): seeded, independent
+// of the global one and of every other Generator. Generator(42).randn(...) gives the
+// same values as seed(42); randn(...). Copies are handles to the same stream (pass it
+// to layers, dropout and DataLoaders by value); draws lock it, so sharing one between
+// threads is safe but makes its sequence depend on their timing: give each thread its
+// own. Generator::global() is the process-wide stream itself.
 namespace random {
+class Generator {
+ public:
+  explicit Generator(std::uint64_t seed = 5489);
+  static Generator global();
+  void seed(std::uint64_t s);
+  Tensor randn(const Shape& shape, DType dtype = float64, Device device = Device::cpu());
+  Tensor rand(const Shape& shape, DType dtype = float64, Device device = Device::cpu());
+  Tensor uniform(double low, double high, const Shape& shape, DType dtype = float64, Device device = Device::cpu());
+  Tensor randint(std::int64_t low, std::int64_t high, const Shape& shape, DType dtype = int64,
+                 Device device = Device::cpu());
+  Tensor permutation(std::int64_t n, Device device = Device::cpu());
+  double random_double();
+  double gauss();
+  bool is_global() const;
+  bool operator==(const Generator& o) const { return impl_ == o.impl_; }
+  bool operator!=(const Generator& o) const { return impl_ != o.impl_; }
+  detail::Generator& impl() const { return *impl_; }
+
+ private:
+  explicit Generator(std::shared_ptr<detail::Generator> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<detail::Generator> impl_;
+};
+
 void seed(std::uint64_t s);
 Tensor randn(const Shape& shape, DType dtype = float64, Device device = Device::cpu());
 Tensor rand(const Shape& shape, DType dtype = float64, Device device = Device::cpu());

@@ -16,6 +16,8 @@
 
 namespace dezero::detail {
 
+class Generator;  // backend/generator.hpp
+
 constexpr int kMaxDims = 12;
 
 // An N-d view used by the broadcasting and strided-copy primitives: an extent
@@ -171,10 +173,11 @@ class Backend {
   virtual void optimizer_update(UpdateRule rule, DType dt, void* param, const void* grad, void* s1, void* s2,
                                 std::int64_t n, const UpdateArgs& args) = 0;
 
-  // --- random numbers: fill with samples from the host generator's stream ------------
-  // (the CPU backend draws from dezero::random's MT19937; CUDA uses cuRAND seeded from it)
-  virtual void random_uniform(DType dt, void* dst, std::int64_t n) = 0;
-  virtual void random_normal(DType dt, void* dst, std::int64_t n) = 0;
+  // --- random numbers: fill with samples from a host generator's stream -------------
+  // (the CPU backend draws from `gen`'s MT19937 under its lock; CUDA seeds cuRAND from it).
+  // `gen` is the process-wide stream of dezero::random or a random::Generator's own.
+  virtual void random_uniform(Generator& gen, DType dt, void* dst, std::int64_t n) = 0;
+  virtual void random_normal(Generator& gen, DType dt, void* dst, std::int64_t n) = 0;
 };
 
 // The backend of a device; throws DeviceError when the device is unavailable.

@@ -104,8 +104,12 @@ class CpuBackend final : public Backend {
   }
 
   // --- random numbers (random.cpp) ----------------------------------------------------------
-  void random_uniform(DType dt, void* dst, std::int64_t n) override { cpu::random_uniform(dt, dst, n); }
-  void random_normal(DType dt, void* dst, std::int64_t n) override { cpu::random_normal(dt, dst, n); }
+  void random_uniform(Generator& g, DType dt, void* dst, std::int64_t n) override {
+    cpu::random_uniform(g, dt, dst, n);
+  }
+  void random_normal(Generator& g, DType dt, void* dst, std::int64_t n) override {
+    cpu::random_normal(g, dt, dst, n);
+  }
 
  private:
   cpu::HostBlockCache* cache_;  // never destroyed, like the backend

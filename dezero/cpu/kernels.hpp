@@ -73,7 +73,7 @@ void optimizer_update(UpdateRule rule, DType dt, void* param, const void* grad, 
                       const UpdateArgs& args);
 
 // --- random numbers (random.cpp): samples from the host generator's MT19937 stream ------
-void random_uniform(DType dt, void* dst, std::int64_t n);
-void random_normal(DType dt, void* dst, std::int64_t n);
+void random_uniform(Generator& g, DType dt, void* dst, std::int64_t n);
+void random_normal(Generator& g, DType dt, void* dst, std::int64_t n);
 
 }  // namespace dezero::detail::cpu

@@ -1,7 +1,7 @@
 // dezero/cpu/random.cpp - the host backend's random fills: samples drawn one by one,
-// in order, from the process-wide generator behind dezero::random (backend/
-// generator.hpp: NumPy's legacy MT19937 stream, so that a seed gives the book's
-// NumPy values), under the generator's lock. Serial on purpose: the stream's order
+// in order, from the generator the caller names (the process-wide one behind
+// dezero::random, or a random::Generator's; backend/generator.hpp: NumPy's legacy
+// MT19937 stream, so that a seed gives the book's NumPy values), under its lock. Serial on purpose: the stream's order
 // is the result. Not the GPU's generator (cuRAND, seeded from this stream).
 #include <cstdint>
 #include <mutex>
@@ -13,8 +13,7 @@
 namespace dezero::detail::cpu {
 
 // --- the random primitives -------------------------------------------------------------------
-void random_uniform(DType dt, void* dst, std::int64_t n) {
-  auto& g = global_generator();
+void random_uniform(Generator& g, DType dt, void* dst, std::int64_t n) {
   std::lock_guard<std::mutex> lock(g.mutex());
   DEZERO_DISPATCH(dt, T, {
     T* p = static_cast<T*>(dst);
@@ -22,8 +21,7 @@ void random_uniform(DType dt, void* dst, std::int64_t n) {
   })
 }
 
-void random_normal(DType dt, void* dst, std::int64_t n) {
-  auto& g = global_generator();
+void random_normal(Generator& g, DType dt, void* dst, std::int64_t n) {
   std::lock_guard<std::mutex> lock(g.mutex());
   DEZERO_DISPATCH(dt, T, {
     T* p = static_cast<T*>(dst);

@@ -106,8 +106,12 @@ class CudaBackend final : public Backend {
   }
 
   // --- random numbers (random.cu) -------------------------------------------------------
-  void random_uniform(DType dt, void* dst, std::int64_t n) override { gpu::random_uniform(id_, dt, dst, n); }
-  void random_normal(DType dt, void* dst, std::int64_t n) override { gpu::random_normal(id_, dt, dst, n); }
+  void random_uniform(Generator& g, DType dt, void* dst, std::int64_t n) override {
+    gpu::random_uniform(id_, g, dt, dst, n);
+  }
+  void random_normal(Generator& g, DType dt, void* dst, std::int64_t n) override {
+    gpu::random_normal(id_, g, dt, dst, n);
+  }
 
  private:
   int id_;

@@ -21,23 +21,23 @@ namespace {
 namespace cd = ::dezero::cuda::detail;
 using i64 = std::int64_t;
 
-// cuRAND (Philox) reseeded on every call with 64 bits drawn from dezero's host
-// generator, so random::seed(s) makes GPU samples reproducible as well.
-void random_fill(int device, bool normal, DType dt, void* dst, i64 n) {
+// cuRAND (Philox) reseeded on every call with 64 bits drawn from the caller's host
+// generator (dezero::random's or a random::Generator's), so seeding it makes GPU
+// samples reproducible as well.
+void random_fill(int device, Generator& host, bool normal, DType dt, void* dst, i64 n) {
   if (n <= 0) return;
   cd::ScopedDevice g(device);
   cudaStream_t s = cd::current_stream(device);
   if (is_integer(dt)) {  // as the CPU backend: samples converted to the integer type
     cd::DeviceBuffer tmp(device, static_cast<std::size_t>(n) * sizeof(double), s);
-    random_fill(device, normal, float64, tmp.get(), n);
+    random_fill(device, host, normal, float64, tmp.get(), n);
     gpu::cast(device, float64, tmp.get(), dt, dst, n);
     return;
   }
   std::uint64_t seed;
   {
-    auto& gen = global_generator();
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    seed = gen.next64();
+    std::lock_guard<std::mutex> lock(host.mutex());
+    seed = host.next64();
   }
   std::size_t esize = dtype_size(dt);
   // curandGenerateNormal* needs an even count and an aligned pointer.
@@ -69,8 +69,12 @@ void random_fill(int device, bool normal, DType dt, void* dst, i64 n) {
 
 namespace gpu {
 
-void random_uniform(int device, DType dt, void* dst, std::int64_t n) { random_fill(device, false, dt, dst, n); }
-void random_normal(int device, DType dt, void* dst, std::int64_t n) { random_fill(device, true, dt, dst, n); }
+void random_uniform(int device, Generator& g, DType dt, void* dst, std::int64_t n) {
+  random_fill(device, g, false, dt, dst, n);
+}
+void random_normal(int device, Generator& g, DType dt, void* dst, std::int64_t n) {
+  random_fill(device, g, true, dt, dst, n);
+}
 
 }  // namespace gpu
 

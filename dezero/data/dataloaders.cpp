@@ -10,15 +10,17 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "dezero/cuda.hpp"
 #include "dezero/tensor/fused.hpp"
 
 namespace dezero {
 
-DataLoader::DataLoader(const datasets::Dataset& dataset, std::int64_t batch_size, bool shuffle, bool drop_last)
+DataLoader::DataLoader(const datasets::Dataset& dataset, std::int64_t batch_size, bool shuffle, bool drop_last,
+                       random::Generator gen)
     : dataset_(dataset), batch_size_(batch_size), shuffle_(shuffle), drop_last_(drop_last),
-      data_size_(dataset.size()) {
+      data_size_(dataset.size()), gen_(std::move(gen)) {
   if (batch_size <= 0) throw ValueError("DataLoader: batch_size must be positive, got " + std::to_string(batch_size));
   max_iter_ = drop_last ? data_size_ / batch_size : (data_size_ + batch_size - 1) / batch_size;
   reset();
@@ -170,7 +172,7 @@ void DataLoader::reset() {
   }
   iteration_ = 0;
   if (shuffle_) {
-    index_ = random::permutation(data_size_).to_vector<std::int64_t>();
+    index_ = gen_.permutation(data_size_).to_vector<std::int64_t>();
   } else {
     index_.resize(static_cast<std::size_t>(data_size_));
     for (std::int64_t i = 0; i < data_size_; ++i) index_[static_cast<std::size_t>(i)] = i;

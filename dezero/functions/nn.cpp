@@ -63,12 +63,12 @@ Variable accuracy(const Variable& y, const Variable& t) {
 }
 
 // --- dropout (step 54) -----------------------------------------------------------------------
-Variable dropout(const Variable& x, double dropout_ratio) {
+Variable dropout(const Variable& x, double dropout_ratio, random::Generator gen) {
   if (!Config::train) return x;
   if (!(dropout_ratio >= 0.0 && dropout_ratio < 1.0))
     throw ValueError("dropout: dropout_ratio must be in [0, 1), got " + std::to_string(dropout_ratio));
   DType dt = is_floating(x.dtype()) ? x.dtype() : float64;
-  Tensor keep = greater(random::rand(x.shape(), dt, x.device()), dropout_ratio);
+  Tensor keep = greater(gen.rand(x.shape(), dt, x.device()), dropout_ratio);
   return x * Variable(keep / (1.0 - dropout_ratio));
 }
 

@@ -8,8 +8,9 @@ namespace dezero::F {
 // Fraction of rows whose argmax over axis 1 equals t: a float64 0-d Variable outside the graph.
 Variable accuracy(const Variable& y, const Variable& t);
 // Inverted dropout (step 54): x * (rand(x.shape) > ratio) / (1 - ratio) in train
-// mode; x itself under test_mode(). The mask comes from dezero::random (seedable).
-Variable dropout(const Variable& x, double dropout_ratio = 0.5);
+// mode; x itself under test_mode(). The mask comes from `gen` (dezero::random's global
+// stream by default; a random::Generator for a stream of the caller's own).
+Variable dropout(const Variable& x, double dropout_ratio = 0.5, random::Generator gen = random::Generator::global());
 // W[x]: rows of W (V, D) picked by the int32/int64 ids in x (any shape) -> x.shape + (D,).
 // The gradient scatter-adds (repeated ids accumulate); x gets none. Every id must be
 // in [0, V): one outside (negative ones included: they do not wrap) is an IndexError

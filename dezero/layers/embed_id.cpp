@@ -8,11 +8,11 @@
 namespace dezero::L {
 
 // --- EmbedID -------------------------------------------------------------------------------------
-EmbedID::EmbedID(std::int64_t in_size, std::int64_t out_size, DType dtype) {
+EmbedID::EmbedID(std::int64_t in_size, std::int64_t out_size, DType dtype, random::Generator gen) {
   if (in_size <= 0 || out_size <= 0)
     throw ValueError("EmbedID: sizes must be positive, got (" + std::to_string(in_size) + ", " +
                      std::to_string(out_size) + ")");
-  W = register_parameter("W", Parameter(random::randn({in_size, out_size}, float64).astype(dtype), "W"));
+  W = register_parameter("W", Parameter(gen.randn({in_size, out_size}, float64).astype(dtype), "W"));
 }
 
 // ids: integer (any shape) in [0, in_size) -> (*ids.shape, out_size). F::embed_id checks

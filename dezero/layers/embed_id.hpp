@@ -13,7 +13,7 @@ namespace dezero::L {
 // (DeZero keeps W float64; here it is `dtype`, float32 by default like Linear.)
 class EmbedID : public Layer {
  public:
-  EmbedID(std::int64_t in_size, std::int64_t out_size, DType dtype = float32);
+  EmbedID(std::int64_t in_size, std::int64_t out_size, DType dtype = float32, random::Generator gen = random::Generator::global());
   Variable forward(const Variable& ids) override;
   Parameter W;
 };

@@ -3,14 +3,15 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "dezero/functions.hpp"
 
 namespace dezero::L {
 
 // --- Linear --------------------------------------------------------------------------------------
-Linear::Linear(std::int64_t out_size_, bool nobias, DType dtype_, std::int64_t in_size_)
-    : in_size(in_size_), out_size(out_size_), dtype(dtype_) {
+Linear::Linear(std::int64_t out_size_, bool nobias, DType dtype_, std::int64_t in_size_, random::Generator gen_)
+    : in_size(in_size_), out_size(out_size_), dtype(dtype_), gen(std::move(gen_)) {
   if (out_size <= 0) throw ValueError("Linear: out_size must be positive, got " + std::to_string(out_size));
   if (in_size < 0) throw ValueError("Linear: in_size must be positive (or 0 for lazy), got " + std::to_string(in_size));
   if (!is_floating(dtype)) throw DtypeError(std::string("Linear: dtype must be float32 or float64, got ") + dtype_name(dtype));
@@ -22,7 +23,7 @@ Linear::Linear(std::int64_t out_size_, bool nobias, DType dtype_, std::int64_t i
 void Linear::init_W(Device device) {
   // DeZero: randn(I, O).astype(dtype) * sqrt(1 / I); drawn on the host so that a
   // seed gives the same weights on every device.
-  Tensor w = random::randn({in_size, out_size}, float64).astype(dtype) * std::sqrt(1.0 / static_cast<double>(in_size));
+  Tensor w = gen.randn({in_size, out_size}, float64).astype(dtype) * std::sqrt(1.0 / static_cast<double>(in_size));
   W.set_data(w.to(device));
 }
 

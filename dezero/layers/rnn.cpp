@@ -7,12 +7,12 @@
 namespace dezero::L {
 
 // --- RNN -----------------------------------------------------------------------------------------
-RNN::RNN(std::int64_t hidden_size, std::int64_t in_size) {
-  x2h = register_layer("x2h", std::make_shared<Linear>(hidden_size, false, float32, in_size));
+RNN::RNN(std::int64_t hidden_size, std::int64_t in_size, random::Generator gen) {
+  x2h = register_layer("x2h", std::make_shared<Linear>(hidden_size, false, float32, in_size, gen));
   // DeZero passed in_size here (bug: h2h maps h, of hidden_size). Left lazy, it takes
   // its in_size from h - always hidden_size - and draws its weights at the same point
   // of the random stream as DeZero does with in_size=None.
-  h2h = register_layer("h2h", std::make_shared<Linear>(hidden_size, true, float32, 0));
+  h2h = register_layer("h2h", std::make_shared<Linear>(hidden_size, true, float32, 0, gen));
 }
 
 void RNN::reset_state() { h = Variable(); }
@@ -25,16 +25,16 @@ Variable RNN::forward(const Variable& x) {
 }
 
 // --- LSTM ----------------------------------------------------------------------------------------
-LSTM::LSTM(std::int64_t hidden_size, std::int64_t in_size) {
+LSTM::LSTM(std::int64_t hidden_size, std::int64_t in_size, random::Generator gen) {
   const std::int64_t H = hidden_size, I = in_size;
-  x2f = register_layer("x2f", std::make_shared<Linear>(H, false, float32, I));
-  x2i = register_layer("x2i", std::make_shared<Linear>(H, false, float32, I));
-  x2o = register_layer("x2o", std::make_shared<Linear>(H, false, float32, I));
-  x2u = register_layer("x2u", std::make_shared<Linear>(H, false, float32, I));
-  h2f = register_layer("h2f", std::make_shared<Linear>(H, true, float32, H));
-  h2i = register_layer("h2i", std::make_shared<Linear>(H, true, float32, H));
-  h2o = register_layer("h2o", std::make_shared<Linear>(H, true, float32, H));
-  h2u = register_layer("h2u", std::make_shared<Linear>(H, true, float32, H));
+  x2f = register_layer("x2f", std::make_shared<Linear>(H, false, float32, I, gen));
+  x2i = register_layer("x2i", std::make_shared<Linear>(H, false, float32, I, gen));
+  x2o = register_layer("x2o", std::make_shared<Linear>(H, false, float32, I, gen));
+  x2u = register_layer("x2u", std::make_shared<Linear>(H, false, float32, I, gen));
+  h2f = register_layer("h2f", std::make_shared<Linear>(H, true, float32, H, gen));
+  h2i = register_layer("h2i", std::make_shared<Linear>(H, true, float32, H, gen));
+  h2o = register_layer("h2o", std::make_shared<Linear>(H, true, float32, H, gen));
+  h2u = register_layer("h2u", std::make_shared<Linear>(H, true, float32, H, gen));
 }
 
 void LSTM::reset_state() {

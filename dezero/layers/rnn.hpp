@@ -13,7 +13,7 @@ namespace dezero::L {
 // h2h's weight is (hidden_size, hidden_size) (DeZero built it from in_size: a bug).
 class RNN : public Layer {
  public:
-  explicit RNN(std::int64_t hidden_size, std::int64_t in_size = 0);
+  explicit RNN(std::int64_t hidden_size, std::int64_t in_size = 0, random::Generator gen = random::Generator::global());
   Variable forward(const Variable& x) override;
   void reset_state();
 
@@ -25,7 +25,7 @@ class RNN : public Layer {
 // f, i, o = sigmoid(x2* (x) + h2* (h)), u = tanh(x2u(x) + h2u(h)); c = f*c + i*u; h = o*tanh(c).
 class LSTM : public Layer {
  public:
-  explicit LSTM(std::int64_t hidden_size, std::int64_t in_size = 0);
+  explicit LSTM(std::int64_t hidden_size, std::int64_t in_size = 0, random::Generator gen = random::Generator::global());
   Variable forward(const Variable& x) override;
   void reset_state();
 

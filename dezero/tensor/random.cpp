@@ -3,7 +3,8 @@
 // The stream is NumPy's legacy one (np.random.seed / rand / randn / permutation),
 // so a program seeded like the book's produces the book's numbers (step 42's
 // regression data, the spiral dataset of steps 48-50). Device tensors are filled
-// by their backend from this same seed.
+// by their backend from the same stream. The free functions use the process-wide
+// generator; a random::Generator owns another, with the same algorithm.
 #include <cmath>
 #include <numeric>
 
@@ -21,74 +22,107 @@ Generator& global_generator() {
 
 namespace random {
 
-void seed(std::uint64_t s) {
-  if (s > 0xffffffffULL) throw ValueError("random::seed: seed must be between 0 and 2**32 - 1, got " + std::to_string(s));
-  auto& g = detail::global_generator();
-  std::lock_guard<std::mutex> lock(g.mutex());
-  g.reseed(static_cast<std::uint32_t>(s));
+namespace {
+
+std::uint32_t checked_seed(const char* op, std::uint64_t s) {
+  if (s > 0xffffffffULL)
+    throw ValueError(std::string(op) + ": seed must be between 0 and 2**32 - 1 (NumPy's limit), got " +
+                     std::to_string(s));
+  return static_cast<std::uint32_t>(s);
 }
 
-namespace {
 void check_float(const char* op, DType dt) {
   if (!is_floating(dt))
-    throw DtypeError(std::string("random::") + op + ": dtype must be float32 or float64, got " + dtype_name(dt));
+    throw DtypeError(std::string("random::") + op + ": dtype must be float32 or float64, got " + dtype_name(dt) +
+                     "; hint: draw float64 and call astype(), or use randint for integers");
 }
+
 }  // namespace
 
-Tensor randn(const Shape& shape, DType dtype, Device device) {
+// --- Generator: a handle to one stream -------------------------------------------------------
+Generator::Generator(std::uint64_t s)
+    : impl_(std::make_shared<detail::Generator>(checked_seed("random::Generator", s))) {}
+
+Generator Generator::global() {
+  // Aliasing constructor: a handle that does not own the static stream.
+  return Generator(std::shared_ptr<detail::Generator>(std::shared_ptr<void>(), &detail::global_generator()));
+}
+
+bool Generator::is_global() const { return impl_.get() == &detail::global_generator(); }
+
+void Generator::seed(std::uint64_t s) {
+  std::uint32_t v = checked_seed(is_global() ? "random::seed" : "Generator::seed", s);
+  std::lock_guard<std::mutex> lock(impl_->mutex());
+  impl_->reseed(v);
+}
+
+Tensor Generator::randn(const Shape& shape, DType dtype, Device device) {
   check_float("randn", dtype);
   Tensor t = Tensor::empty(shape, dtype, device, "random::randn");
-  if (t.size()) detail::backend_for(device).random_normal(dtype, t.raw_data(), t.size());
+  if (t.size()) detail::backend_for(device).random_normal(*impl_, dtype, t.raw_data(), t.size());
   return t;
 }
 
-Tensor rand(const Shape& shape, DType dtype, Device device) {
+Tensor Generator::rand(const Shape& shape, DType dtype, Device device) {
   check_float("rand", dtype);
   Tensor t = Tensor::empty(shape, dtype, device, "random::rand");
-  if (t.size()) detail::backend_for(device).random_uniform(dtype, t.raw_data(), t.size());
+  if (t.size()) detail::backend_for(device).random_uniform(*impl_, dtype, t.raw_data(), t.size());
   return t;
 }
 
-Tensor uniform(double low, double high, const Shape& shape, DType dtype, Device device) {
+Tensor Generator::uniform(double low, double high, const Shape& shape, DType dtype, Device device) {
   return rand(shape, dtype, device) * (high - low) + low;
 }
 
-Tensor randint(std::int64_t low, std::int64_t high, const Shape& shape, DType dtype, Device device) {
-  if (high <= low) throw ValueError("random::randint: low >= high (" + std::to_string(low) + " >= " + std::to_string(high) + ")");
-  auto& g = detail::global_generator();
+Tensor Generator::randint(std::int64_t low, std::int64_t high, const Shape& shape, DType dtype, Device device) {
+  if (high <= low)
+    throw ValueError("random::randint: low >= high (" + std::to_string(low) + " >= " + std::to_string(high) +
+                     "); hint: the range is [low, high), high excluded");
   std::vector<std::int64_t> v(shape.checked_nbytes("random::randint", sizeof(std::int64_t)) / sizeof(std::int64_t));
   {
-    std::lock_guard<std::mutex> lock(g.mutex());
-    for (auto& x : v) x = low + static_cast<std::int64_t>(g.interval(static_cast<std::uint64_t>(high - low - 1)));
+    std::lock_guard<std::mutex> lock(impl_->mutex());
+    for (auto& x : v) x = low + static_cast<std::int64_t>(impl_->interval(static_cast<std::uint64_t>(high - low - 1)));
   }
   return array(v, shape, dtype, device);
 }
 
-Tensor permutation(std::int64_t n, Device device) {
+Tensor Generator::permutation(std::int64_t n, Device device) {
   if (n < 0) throw ValueError("random::permutation: n must be non-negative, got " + std::to_string(n));
   std::vector<std::int64_t> v(static_cast<std::size_t>(n));
   std::iota(v.begin(), v.end(), 0);
-  auto& g = detail::global_generator();
   {
-    std::lock_guard<std::mutex> lock(g.mutex());
+    std::lock_guard<std::mutex> lock(impl_->mutex());
     for (std::int64_t i = n - 1; i >= 1; --i) {  // NumPy's legacy shuffle
-      std::int64_t j = static_cast<std::int64_t>(g.interval(static_cast<std::uint64_t>(i)));
+      std::int64_t j = static_cast<std::int64_t>(impl_->interval(static_cast<std::uint64_t>(i)));
       std::swap(v[i], v[j]);
     }
   }
   return array(v, Shape{n}, int64, device);
 }
 
-double random_double() {
-  auto& g = detail::global_generator();
-  std::lock_guard<std::mutex> lock(g.mutex());
-  return g.uniform();
+double Generator::random_double() {
+  std::lock_guard<std::mutex> lock(impl_->mutex());
+  return impl_->uniform();
 }
-double gauss() {
-  auto& g = detail::global_generator();
-  std::lock_guard<std::mutex> lock(g.mutex());
-  return g.gauss();
+
+double Generator::gauss() {
+  std::lock_guard<std::mutex> lock(impl_->mutex());
+  return impl_->gauss();
 }
+
+// --- the process-wide stream (DeZero's np.random) -------------------------------------------
+void seed(std::uint64_t s) { Generator::global().seed(s); }
+Tensor randn(const Shape& shape, DType dtype, Device device) { return Generator::global().randn(shape, dtype, device); }
+Tensor rand(const Shape& shape, DType dtype, Device device) { return Generator::global().rand(shape, dtype, device); }
+Tensor uniform(double low, double high, const Shape& shape, DType dtype, Device device) {
+  return Generator::global().uniform(low, high, shape, dtype, device);
+}
+Tensor randint(std::int64_t low, std::int64_t high, const Shape& shape, DType dtype, Device device) {
+  return Generator::global().randint(low, high, shape, dtype, device);
+}
+Tensor permutation(std::int64_t n, Device device) { return Generator::global().permutation(n, device); }
+double random_double() { return Generator::global().random_double(); }
+double gauss() { return Generator::global().gauss(); }
 
 }  // namespace random
 }  // namespace dezero

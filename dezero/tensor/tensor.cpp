@@ -28,13 +28,22 @@ using detail::UnaryOp;
 namespace {
 std::atomic<std::uint64_t> g_storage_allocations{0};
 }
+namespace {
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kInlineStorage = false;
+#else
+constexpr bool kInlineStorage = true;
+#endif
+}  // namespace
+
 Storage::Storage(std::size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
-  data_ = backend_for(device).allocate(nbytes);
+  if (kInlineStorage && nbytes <= kInlineBytes && device.is_cpu()) data_ = inline_;
+  else data_ = backend_for(device).allocate(nbytes);
   g_storage_allocations.fetch_add(1, std::memory_order_relaxed);
 }
 std::uint64_t Storage::allocation_count() { return g_storage_allocations.load(std::memory_order_relaxed); }
 Storage::~Storage() {
-  if (data_) {
+  if (data_ && data_ != static_cast<void*>(inline_)) {
     try {
       backend_for(device_).deallocate(data_, nbytes_);
     } catch (...) {  // never throw from a destructor

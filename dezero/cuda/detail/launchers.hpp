@@ -66,7 +66,7 @@ void optimizer_update(int device, UpdateRule rule, DType dt, void* param, const 
                       std::int64_t n, const UpdateArgs& args);
 
 // --- random numbers (random.cu) ----------------------------------------------------------
-void random_uniform(int device, DType dt, void* dst, std::int64_t n);
-void random_normal(int device, DType dt, void* dst, std::int64_t n);
+void random_uniform(int device, Generator& g, DType dt, void* dst, std::int64_t n);
+void random_normal(int device, Generator& g, DType dt, void* dst, std::int64_t n);
 
 }  // namespace dezero::detail::gpu
