@@ -47,6 +47,10 @@ class Storage {
   // How many Storage blocks this process has allocated so far, on any device
   // (tests use it to check that an optimizer step allocates nothing).
   static std::uint64_t allocation_count();
+  // How many Storage blocks are alive now, on any device, and their bytes (step 17
+  // prints them to show that a graph's memory is freed as soon as it is unreachable).
+  static std::uint64_t live_count();
+  static std::uint64_t live_bytes();
 
  private:
   void* data_ = nullptr;

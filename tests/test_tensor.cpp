@@ -122,6 +122,23 @@ TEST_CASE("tensor: reshape is a view; copy is not; in-place ops broadcast") {
   CHECK(x.flatten().shape() == Shape{6});
 }
 
+TEST_CASE("tensor: Storage::live_count / live_bytes follow allocations, views and frees") {
+  const auto count0 = Storage::live_count();
+  const auto bytes0 = Storage::live_bytes();
+  {
+    Tensor x = zeros({10, 10}, float64);
+    CHECK(Storage::live_count() == count0 + 1);
+    CHECK(Storage::live_bytes() == bytes0 + 800);
+    Tensor v = x.reshape({100});  // a view shares the storage
+    CHECK(Storage::live_count() == count0 + 1);
+    Tensor y = x + 1.0;
+    CHECK(Storage::live_count() == count0 + 2);
+    CHECK(Storage::live_bytes() == bytes0 + 1600);
+  }
+  CHECK(Storage::live_count() == count0);
+  CHECK(Storage::live_bytes() == bytes0);
+}
+
 // --- dtypes and promotion -------------------------------------------------------------
 TEST_CASE("tensor: dtype promotion (NumPy 1.x rules)") {
   dzt::on_each_device([](Device dev) {

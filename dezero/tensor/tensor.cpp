@@ -27,8 +27,8 @@ using detail::UnaryOp;
 // --- Storage ---------------------------------------------------------------------------
 namespace {
 std::atomic<std::uint64_t> g_storage_allocations{0};
-}
-namespace {
+std::atomic<std::uint64_t> g_storage_live{0};
+std::atomic<std::uint64_t> g_storage_live_bytes{0};
 #if defined(__SANITIZE_ADDRESS__)
 constexpr bool kInlineStorage = false;
 #else
@@ -40,9 +40,15 @@ Storage::Storage(std::size_t nbytes, Device device) : nbytes_(nbytes), device_(d
   if (kInlineStorage && nbytes <= kInlineBytes && device.is_cpu()) data_ = inline_;
   else data_ = backend_for(device).allocate(nbytes);
   g_storage_allocations.fetch_add(1, std::memory_order_relaxed);
+  g_storage_live.fetch_add(1, std::memory_order_relaxed);
+  g_storage_live_bytes.fetch_add(nbytes, std::memory_order_relaxed);
 }
 std::uint64_t Storage::allocation_count() { return g_storage_allocations.load(std::memory_order_relaxed); }
+std::uint64_t Storage::live_count() { return g_storage_live.load(std::memory_order_relaxed); }
+std::uint64_t Storage::live_bytes() { return g_storage_live_bytes.load(std::memory_order_relaxed); }
 Storage::~Storage() {
+  g_storage_live.fetch_sub(1, std::memory_order_relaxed);
+  g_storage_live_bytes.fetch_sub(nbytes_, std::memory_order_relaxed);
   if (data_ && data_ != static_cast<void*>(inline_)) {
     try {
       backend_for(device_).deallocate(data_, nbytes_);
