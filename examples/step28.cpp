@@ -78,8 +78,7 @@ int main() {
     marks << "x0,x1\n0,2\n" << path.back().first << "," << path.back().second << "\n1,1\n";
   }
   std::cout << "wrote step28_path.csv, step28_rosenbrock.csv and step28_marks.csv\n";
-  plot::Panel panel{"gradient descent on f(x0, x1) = 100 (x1 - x0^2)^2 + (x0 - 1)^2, lr 0.001, 1000 steps",
-                    "x0", "x1", {}, ""};
+  plot::Panel panel{"f(x0, x1) = 100 (x1 - x0^2)^2 + (x0 - 1)^2", "x0", "x1", {}, ""};
   panel.layers = {
       {"step28_rosenbrock.csv", "1:2:3", "f = 1, 4, 16, 64, 256, 1024", "lines lc rgb '#a0a0a0'", true},
       {"step28_path.csv", "2:3", "path of (x0, x1)", "lines lw 2 lc rgb '#1f77b4'"},
@@ -89,5 +88,5 @@ int main() {
   panel.setup =
       "set cntrparam levels discrete 1, 4, 16, 64, 256, 1024\nset xrange [-2:2]\nset yrange [-1:3]\n"
       "set size ratio -1\nset key outside right top";
-  plot::draw("step28.png", plot::Figure{"Step 28: minimising the Rosenbrock function", {panel}, 900, 640});
+  plot::draw("step28.png", plot::Figure{"Step 28: gradient descent on the Rosenbrock function (lr 0.001, 1000 steps)", {panel}, 900, 640});
 }
