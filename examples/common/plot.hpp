@@ -13,6 +13,7 @@
 // MNIST learning curves): it writes <stem>.csv itself.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -95,9 +96,6 @@ inline std::string script(const std::string& png, const Figure& fig) {
      << "  set terminal png size " << fig.width << "," << height << " noenhanced\n"
      << "}\n"
      << "set output " << quote(png) << "\n"
-     << "set datafile separator comma\n"
-     << "set datafile columnheaders\n"
-     << "set datafile missing 'NaN'\n"
      << "set multiplot layout " << fig.panels.size() << ",1";
   if (!fig.title.empty()) gp << " title " << quote(fig.title) << " font ',13'";
   gp << "\n";
@@ -139,10 +137,14 @@ inline std::string draw(const std::string& png, const Figure& fig) {
     }
     f << script(png, fig);
   }
+  std::vector<std::string> files;  // the data files, each once, in the order of the layers
   std::string data;
   for (const Panel& p : fig.panels)
     for (const Layer& l : p.layers)
-      if (data.find(l.csv) == std::string::npos) data += (data.empty() ? "" : ", ") + l.csv;
+      if (std::find(files.begin(), files.end(), l.csv) == files.end()) {
+        files.push_back(l.csv);
+        data += (data.empty() ? "" : ", ") + l.csv;
+      }
   if (!gnuplot_available()) {
     std::cout << "gnuplot is not on the PATH: the data is in " << data << "; to draw " << png
               << ", run: gnuplot " << gp_path << "\n";
