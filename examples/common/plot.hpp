@@ -222,9 +222,10 @@ inline std::string line_chart(const std::string& png, const std::vector<std::vec
       const std::string& first = panels[p][0].label;
       panel.ylabel = first.substr(first.find_last_of(' ') == std::string::npos ? 0 : first.find_last_of(' ') + 1);
     }
-    // Integer epochs on the x axis, the legend under it, the panels' y axes aligned.
+    // Integer epochs on the x axis; fixed margins keep the panels aligned, the legend right of them.
     panel.setup = "set xtics 1\nset xrange [" + std::string(n > 1 ? "1" : "0") + ":" + std::to_string(n > 1 ? n : 2) +
-                  "]\nset key below horizontal\nset lmargin 12";
+                  "]\nset offsets 0, 0, graph 0.05, graph 0.05\nset key outside right top vertical Left reverse\n"
+                  "set lmargin 12\nset rmargin 24";
     for (const Series& s : panels[p]) {
       std::string style = "linespoints lw 2 pt 7 ps 0.8";
       if (s.color != std::array<std::uint8_t, 3>{}) style += " lc rgb " + quote(hex_color(s.color));
