@@ -1,11 +1,11 @@
 # check_output.cmake - runs one example and checks what it prints (CTest helper).
 #
 #   cmake -DEXE=<program> [-DARGS=a|b] [-DWORKDIR=<dir>] -DEXPECT=<s1>|<s2>|...
-#         [-DLAST=<line>] [-DFILES=<f1>|<f2>] [-DNO_GPU=<s1>|<s2>] -P check_output.cmake
+#         [-DLAST=<line>] [-DFILES=<f1>|<f2>] [-DABSENT=<f1>|<f2>] [-DNO_GPU=<s1>|<s2>] -P check_output.cmake
 #
 # Passes when the program exits with 0, its stdout contains every EXPECT string
-# literally and in that order, its last line equals LAST (when given) and every
-# file in FILES exists in WORKDIR afterwards. Lists are '|'-separated because
+# literally and in that order, its last line equals LAST (when given), every
+# file in FILES exists in WORKDIR afterwards and no file in ABSENT does. Lists are '|'-separated because
 # CTest splits arguments at ';'.
 #
 # NO_GPU (for a program run with --device cuda): when its stdout or stderr contains
@@ -19,11 +19,12 @@ endif()
 string(REPLACE "|" ";" args "${ARGS}")
 string(REPLACE "|" ";" expect "${EXPECT}")
 string(REPLACE "|" ";" files "${FILES}")
+string(REPLACE "|" ";" absent "${ABSENT}")
 if(NOT WORKDIR)
   set(WORKDIR ".")
 endif()
 file(MAKE_DIRECTORY "${WORKDIR}")
-foreach(f IN LISTS files)
+foreach(f IN LISTS files absent)
   file(REMOVE "${WORKDIR}/${f}")
 endforeach()
 
@@ -83,6 +84,28 @@ endif()
 foreach(f IN LISTS files)
   if(NOT EXISTS "${WORKDIR}/${f}")
     message(FATAL_ERROR "check_output: ${EXE} did not write ${WORKDIR}/${f}")
+  endif()
+endforeach()
+# A .png must be a whole PNG file: the signature first, the IEND chunk last (gnuplot
+# leaves an empty or cut-off file behind when a plot command fails).
+foreach(f IN LISTS files)
+  if(f MATCHES "\\.png$")
+    file(SIZE "${WORKDIR}/${f}" size)
+    if(size LESS 100)
+      message(FATAL_ERROR "check_output: ${WORKDIR}/${f} has only ${size} bytes")
+    endif()
+    file(READ "${WORKDIR}/${f}" head LIMIT 8 HEX)
+    math(EXPR tail_at "${size} - 12")
+    file(READ "${WORKDIR}/${f}" tail OFFSET ${tail_at} HEX)
+    if(NOT head STREQUAL "89504e470d0a1a0a" OR NOT tail MATCHES "^0000000049454e44ae426082$")
+      message(FATAL_ERROR "check_output: ${WORKDIR}/${f} is not a complete PNG file")
+    endif()
+  endif()
+endforeach()
+
+foreach(f IN LISTS absent)
+  if(EXISTS "${WORKDIR}/${f}")
+    message(FATAL_ERROR "check_output: ${EXE} wrote ${WORKDIR}/${f}, which it should not have")
   endif()
 endforeach()
 message(STATUS "check_output: ${EXE} ok")

@@ -3,9 +3,9 @@
 // again each time: sin -> cos -> -sin -> -cos.
 //
 // The book plots y, y', y'', y''' over linspace(-7, 7, 200) with matplotlib.
-// There is no matplotlib here: the values at x = 1 are printed and the curves
-// are written to a CSV file (x,y,dy,d2y,d3y; default sin.csv, or argv[1]) to
-// plot with any tool.
+// Here the values at x = 1 are printed, the curves are written to a CSV file
+// (x,y,dy,d2y,d3y; default sin.csv, or argv[1]) and drawn by gnuplot into sin.png
+// (examples/common/plot.hpp; without gnuplot it prints the command that draws it).
 //
 // The DeZero Python it mirrors (steps/step34.py):
 //   x = Variable(np.linspace(-7, 7, 200))
@@ -28,6 +28,8 @@
 #include <iostream>
 #include <string>
 #include <vector>
+
+#include "common/plot.hpp"
 
 namespace F = dezero::F;
 using dezero::Tensor;
@@ -80,5 +82,12 @@ int main(int argc, char** argv) {
     for (const auto& c : cols) out << "," << repr(c[j]);
     out << "\n";
   }
+  out.close();
   std::cout << "wrote " << xs.size() << " rows to " << csv_path << "\n";
+
+  // --- the book's figure: plt.plot(x.data, logs[i], label=labels[i]) ---
+  plot::Panel panel{"y = sin(x) and its derivatives, by backward(create_graph=true)", "x", "y", {}, ""};
+  for (int i = 0; i < 4; ++i) panel.layers.push_back({csv_path, "1:" + std::to_string(i + 2), labels[i]});
+  panel.setup = "set xrange [-7:7]\nset yrange [-1.2:1.2]\nset key outside right top";
+  plot::draw(plot::stem_of(csv_path) + ".png", plot::Figure{"Step 34: higher-order derivatives", {panel}, 900, 480});
 }

@@ -3,7 +3,9 @@
 // the graph of the (iters+1)-th derivative is written with plot_dot_graph
 // (tanh.dot, and tanh.png when Graphviz is installed). The book uses iters = 1
 // (the 2nd derivative); examples/tanh.py uses iters = 3. Usage: step35 [--iters N]
-// [--out FILE]. Also prints tanh and its derivatives of orders 1..4 at x = 1.
+// [--out FILE]. Also prints tanh and its derivatives of orders 1..4 at x = 1, and
+// draws them over [-4, 4] (tanh_derivatives.csv, and tanh_derivatives.png through
+// gnuplot: examples/common/plot.hpp).
 //
 // The DeZero Python it mirrors (steps/step35.py):
 //   x = Variable(np.array(1.0))
@@ -25,7 +27,11 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <fstream>
 #include <string>
+#include <vector>
+
+#include "common/plot.hpp"
 
 namespace F = dezero::F;
 using dezero::Variable;
@@ -79,4 +85,32 @@ int main(int argc, char** argv) {
     x.cleargrad();
     gx.backward(/*retain_grad=*/false, /*create_graph=*/true);
   }
+
+  // --- tanh and its derivatives of orders 1..4 over linspace(-4, 4, 200), drawn ---
+  Variable xs(dezero::linspace(-4, 4, 200));
+  Variable ys = F::tanh(xs);
+  ys.backward(/*retain_grad=*/false, /*create_graph=*/true);
+  std::vector<std::vector<double>> cols = {xs.data().to_vector<double>(), ys.data().to_vector<double>()};
+  for (int order = 1; order <= 4; ++order) {
+    Variable gx = xs.grad();
+    cols.push_back(gx.data().to_vector<double>());
+    xs.cleargrad();
+    if (order < 4) gx.backward(/*retain_grad=*/false, /*create_graph=*/true);
+  }
+  const std::string csv = "tanh_derivatives.csv";
+  {
+    std::ofstream out(csv);
+    out << "x,y,dy,d2y,d3y,d4y\n";
+    out.precision(12);
+    for (std::size_t j = 0; j < cols[0].size(); ++j) {
+      for (std::size_t c = 0; c < cols.size(); ++c) out << (c ? "," : "") << cols[c][j];
+      out << "\n";
+    }
+  }
+  std::cout << "wrote " << cols[0].size() << " rows to " << csv << "\n";
+  plot::Panel panel{"y = tanh(x) and its derivatives of orders 1 to 4", "x", "y", {}, ""};
+  const char* labels[] = {"y = tanh(x)", "y'", "y''", "y'''", "y''''"};
+  for (int c = 0; c < 5; ++c) panel.layers.push_back({csv, "1:" + std::to_string(c + 2), labels[c]});
+  panel.setup = "set xrange [-4:4]\nset key outside right top";
+  plot::draw("tanh_derivatives.png", plot::Figure{"Step 35: higher-order derivatives of tanh", {panel}, 900, 480});
 }

@@ -33,10 +33,16 @@
 //
 // The weights are float32 (Linear's default dtype) and x is float64, so the loss
 // is float64; `p.data -= ...` updates in place and keeps the weights float32.
+// The book's figure (the data and the fitted curve) is drawn by gnuplot into
+// step44.png from step44_data.csv and step44_fit.csv (examples/common/plot.hpp).
 #include <dezero/dezero.hpp>
 
 #include <cmath>
+#include <fstream>
 #include <iostream>
+#include <vector>
+
+#include "common/plot.hpp"
 
 namespace F = dezero::F;
 namespace L = dezero::L;
@@ -75,4 +81,28 @@ int main() {
     }
     if (i % 1000 == 0) std::cout << loss << "\n";
   }
+
+  // --- the figure: the data and predict(x) over [0, 1] ---
+  dezero::Tensor grid = dezero::linspace(0, 1, 100).reshape({100, 1});
+  std::vector<double> gx = grid.to_vector<double>(), gy;
+  {
+    auto guard = dezero::no_grad();
+    gy = predict(grid).data().astype(dezero::float64).to_vector<double>();
+  }
+  std::vector<double> xs = x.to_vector<double>(), ys = y.to_vector<double>();
+  std::ofstream data("step44_data.csv"), fit("step44_fit.csv");
+  data.precision(12);
+  fit.precision(12);
+  data << "x,y\n";
+  for (std::size_t i = 0; i < xs.size(); ++i) data << xs[i] << "," << ys[i] << "\n";
+  fit << "x,y_pred\n";
+  for (std::size_t i = 0; i < gx.size(); ++i) fit << gx[i] << "," << gy[i] << "\n";
+  data.close();
+  fit.close();
+  std::cout << "wrote step44_data.csv (" << xs.size() << " points) and step44_fit.csv (" << gx.size() << " points)\n";
+  plot::Panel panel{"y = sin(2 pi x) + noise, fitted by Linear(10) -> sigmoid -> Linear(1)", "x", "y", {}, ""};
+  panel.layers = {{"step44_data.csv", "1:2", "data (100 points)", "points pt 7 ps 0.8 lc rgb '#1f77b4'"},
+                  {"step44_fit.csv", "1:2", "predict(x) after 10000 iterations", "lines lw 3 lc rgb '#d62728'"}};
+  panel.setup = "set xrange [0:1]\nset key outside right top";
+  plot::draw("step44.png", plot::Figure{"Step 44: non-linear regression with layers", {panel}, 1000, 520});
 }

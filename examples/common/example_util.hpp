@@ -1,5 +1,5 @@
 // examples/common/example_util.hpp - what the book's programs need around them to be
-// checked by CTest: an --epochs option, a CSV instead of a plot, and a loss target.
+// checked by CTest: an --epochs option, a CSV and its plot, and a loss target.
 // (The book's model and training code stay in each step's file.)
 #pragma once
 
@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "plot.hpp"
+
 namespace example {
 
 // The integer after `flag` on the command line (e.g. --epochs 10), else `fallback`.
@@ -23,7 +25,8 @@ inline int int_arg(int argc, char** argv, const char* flag, int fallback) {
 }
 
 // Steps 59-60 end by predicting a cos wave one step ahead with the trained recurrent
-// model and plotting it; we write (index, cos, prediction) to a CSV instead.
+// model and plotting it; we write (index, cos, prediction) to a CSV and draw it with
+// gnuplot into the PNG of the same stem (step59.csv -> step59.png; plot.hpp).
 template <class RecurrentModel>
 void write_cos_prediction(RecurrentModel& model, const std::string& path) {
   std::vector<double> xs = dezero::cos(dezero::linspace(0, 4 * M_PI, 1000)).to_vector<double>(), preds;
@@ -35,7 +38,18 @@ void write_cos_prediction(RecurrentModel& model, const std::string& path) {
   std::ofstream csv(path);
   csv << "i,cos,pred\n";
   for (std::size_t i = 0; i < xs.size(); ++i) csv << i << "," << xs[i] << "," << preds[i] << "\n";
+  csv.close();
   std::printf("wrote %zu predictions to %s\n", preds.size(), path.c_str());
+  std::fflush(stdout);
+
+  std::string stem = plot::stem_of(path), name = stem.substr(stem.find_last_of('/') + 1);
+  plot::Panel panel{"the trained model fed cos(x) one sample at a time, reset_state() first",
+                    "sample index (x = linspace(0, 4 pi, 1000))", "y", {}, ""};
+  panel.layers = {{path, "1:2", "y = cos(x)", "lines lw 2 lc rgb '#1f77b4'"},
+                  {path, "1:3", "predict", "lines lw 2 lc rgb '#ff7f0e'"}};
+  panel.setup = "set xrange [0:" + std::to_string(xs.size() - 1) + "]\nset key outside right top";
+  std::string title = name.rfind("step", 0) == 0 ? "Step " + name.substr(4) + ": " : std::string();
+  plot::draw(stem + ".png", plot::Figure{title + "predicting the next value of a wave", {panel}, 1000, 480});
 }
 
 // Prints how far the loss fell from the first epoch to the last; the exit code is 1
