@@ -19,6 +19,8 @@ dezero_install_packages() {
 # Build dependencies: Eigen, doctest, zlib, libcurl; Graphviz renders graphs; NumPy
 # checks that our .npz files load in NumPy.
 DEZERO_BUILD_PACKAGES=(libeigen3-dev doctest-dev zlib1g-dev libcurl4-openssl-dev graphviz python3-numpy)
+# The fuzz targets (tests/fuzz, tools/fuzz.sh): clang with libFuzzer and its OpenMP runtime.
+DEZERO_FUZZ_PACKAGES=(clang libclang-rt-dev libomp-dev)
 
 # nvcc is on PATH on our machines; make sure CMake finds it even when it is only in /usr/local/cuda.
 if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then

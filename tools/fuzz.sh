@@ -3,22 +3,23 @@
 # UBSan, host backend only) in build-fuzz/ and runs them.
 #
 #   bash tools/fuzz.sh              CTest: each target over its seeds, then a fixed number
-#                                   of new inputs (DEZERO_FUZZ_RUNS, 100000), then its
+#                                   of new inputs (100000; 15000 for IDX), then its
 #                                   saved crash inputs (what tools/test.sh runs in CI)
 #   bash tools/fuzz.sh --time 3600  each target for an hour (one after the other), new
 #                                   inputs kept in build-fuzz/tests/fuzz/corpus/<target>
 #   bash tools/fuzz.sh --time 3600 npz    one target only
+#   bash tools/fuzz.sh --runs 1000000 npy  a number of new inputs instead of a time
 #
 # A crash is saved under build-fuzz/tests/fuzz/artifacts/<target>/; copy it into
 # tests/fuzz/regressions/<target>/ with the fix, and CTest replays it from then on.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
-TIME=""
-if [ "${1:-}" = "--time" ]; then
-  TIME="$2"
-  shift 2
-fi
+LIMIT=""
+case "${1:-}" in
+  --time) LIMIT="-max_total_time=$2"; shift 2 ;;
+  --runs) LIMIT="-runs=$2"; shift 2 ;;
+esac
 TARGETS=("$@")
 [ ${#TARGETS[@]} -eq 0 ] && TARGETS=(npz npy idx)
 CLANGXX="${CLANGXX:-$(command -v clang++ || true)}"
@@ -30,15 +31,15 @@ JOBS="$(nproc)"
 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER="$CLANGXX" -DDEZERO_FUZZ=ON \
   -DDEZERO_CUDA=OFF -DDEZERO_BUILD_TESTS=OFF -DDEZERO_BUILD_EXAMPLES=OFF -DDEZERO_BUILD_BENCH=OFF >/dev/null
 cmake --build build-fuzz -j"$JOBS" --target $(printf 'fuzz_%s ' "${TARGETS[@]}")
-if [ -z "$TIME" ]; then
+if [ -z "$LIMIT" ]; then
   ctest --test-dir build-fuzz --output-on-failure -j"$JOBS" -R "^fuzz_($(IFS='|'; echo "${TARGETS[*]}"))"
   exit 0
 fi
 for t in "${TARGETS[@]}"; do
-  echo "== fuzz_$t for $TIME s"
+  echo "== fuzz_$t ($LIMIT)"
   dir=build-fuzz/tests/fuzz
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 OMP_NUM_THREADS=1 \
     "$dir/fuzz_$t" -rss_limit_mb=2048 -malloc_limit_mb=1024 -max_len=65536 -timeout=10 \
-    -artifact_prefix="$dir/artifacts/$t/" -print_final_stats=1 -max_total_time="$TIME" \
+    -artifact_prefix="$dir/artifacts/$t/" -print_final_stats=1 "$LIMIT" \
     "$dir/corpus/$t" "tests/fuzz/corpus/$t"
 done

@@ -3,13 +3,14 @@
 # missing, builds dezero with the CUDA backend (when the toolkit is present),
 # runs the test suite (CUDA cases report "skipped: no CUDA device" without a GPU),
 # builds a consumer project against the installed package (find_package(dezero)),
-# then builds and runs the suite again with AddressSanitizer + UBSan.
+# then builds and runs the suite again with AddressSanitizer + UBSan, then runs the
+# fuzz targets of tests/fuzz (clang's libFuzzer) for a fixed number of inputs each.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 source tools/deps.sh
 # dataset-fashion-mnist: the data set of the GPU bundle, which the bundle dry run stages and checks.
-dezero_install_packages "${DEZERO_BUILD_PACKAGES[@]}" dataset-fashion-mnist
+dezero_install_packages "${DEZERO_BUILD_PACKAGES[@]}" "${DEZERO_FUZZ_PACKAGES[@]}" dataset-fashion-mnist
 JOBS="$(nproc)"
 
 echo "== build (Release, CUDA=AUTO)"
@@ -32,4 +33,7 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDEZERO_SANITIZE=ON 
 cmake --build build-asan -j"$JOBS"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j"$JOBS"
+
+echo "== fuzz targets (clang libFuzzer + ASan + UBSan): seeds, new inputs, saved crash inputs"
+bash tools/fuzz.sh
 echo "== all done"
