@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <dezero/dezero.hpp>
 #include <string>
@@ -330,8 +331,9 @@ TEST_CASE("cudnn conv: float32 matches to float32 precision (no TF32 by default)
   if (skip_without_cudnn()) return;
   REQUIRE_FALSE(cuda::get_allow_tf32());
   random::seed(1);
-  // sums of up to 16 * 9 products of N(0, 1) values: float32's rounding, far below TF32's 1e-3
-  for (const ConvGeom& g : geometries()) check_geometry(g, float32, true, 1e-5, 2e-5);
+  // sums of up to 6272 products of N(0, 1) values: float32 rounding (also through Winograd or
+  // FFT algorithms) stays within 1e-4 + 1e-4 |y|; TF32 (10-bit mantissas, ~5e-4 per product) does not
+  for (const ConvGeom& g : geometries()) check_geometry(g, float32, true, 1e-4, 1e-4);
 }
 
 TEST_CASE("cudnn conv: TF32 allowed still computes the convolution (to TF32 precision)") {
@@ -355,7 +357,7 @@ TEST_CASE("cudnn conv: with no workspace allowed the workspace-free algorithms s
   random::seed(3);
   try {
     for (const ConvGeom& g : geometries()) check_geometry(g, float64, true, 1e-10, 1e-10);
-    check_geometry(geometries()[5], float32, true, 1e-5, 2e-5);
+    check_geometry(geometries()[5], float32, true, 1e-4, 1e-4);
   } catch (...) {
     cuda::set_max_workspace_size(old);
     throw;
@@ -363,7 +365,7 @@ TEST_CASE("cudnn conv: with no workspace allowed the workspace-free algorithms s
   cuda::set_max_workspace_size(old);
   // and a large limit (algorithms that want workspace may be picked)
   cuda::set_max_workspace_size(std::size_t(256) << 20);
-  check_geometry(geometries()[5], float32, true, 1e-5, 2e-5);
+  check_geometry(geometries()[5], float32, true, 1e-4, 1e-4);
   cuda::set_max_workspace_size(old);
 }
 
@@ -420,4 +422,65 @@ TEST_CASE("cudnn conv: every workspace goes back to the pool; a second call reus
   CHECK(cuda::memory_pool(0).used_bytes() == used);
   CHECK(dzt::vals(y) == dzt::vals(y2));  // the same algorithm twice: the same bits
   cuda::set_max_workspace_size(old);
+}
+
+TEST_CASE("cudnn conv: on a stream of its own (the handle and the workspace follow the current stream)") {
+  if (skip_without_cudnn()) return;
+  random::seed(5);
+  cuda::Stream s(true);
+  {
+    cuda::StreamGuard guard(s);
+    check_geometry(geometries()[5], float32, true, 1e-4, 1e-4);  // copies to the host synchronise s
+  }
+  s.synchronize();
+  CHECK(s.done());
+}
+
+// Milliseconds per call of the three passes and their GFLOP/s (2 * n * oc * oh * ow * c *
+// kh * kw each), float32, for the small CNN of W2 (batch 100) and one larger layer. Printed
+// for tools/gpu-check.sh; asserts only that cuDNN took every call.
+TEST_CASE("cudnn conv: timings") {
+  if (skip_without_cudnn()) return;
+  struct Layer {
+    const char* name;
+    ConvGeom g;
+  };
+  const Layer layers[] = {{"W2 conv1", geom(100, 1, 28, 28, 16, 3, 3, 1, 1, 1, 1)},
+                          {"W2 conv2", geom(100, 16, 14, 14, 32, 3, 3, 1, 1, 1, 1)},
+                          {"3x3 64->64 at 56x56, batch 32", geom(32, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1)}};
+  Device gpu = Device::cuda(0);
+  detail::Backend& be = detail::backend_for(gpu);
+  const int reps = 20;
+  for (const Layer& l : layers) {
+    const ConvGeom& g = l.g;
+    Tensor x = random::randn(Shape{g.n, g.c, g.h, g.w}, float32, gpu);
+    Tensor W = random::randn(Shape{g.oc, g.c, g.kh, g.kw}, float32, gpu);
+    Tensor b = random::randn(Shape{g.oc}, float32, gpu);
+    Tensor y = Tensor::empty(Shape{g.n, g.oc, g.oh, g.ow}, float32, gpu);
+    Tensor gx = Tensor::empty(x.shape(), float32, gpu), gW = Tensor::empty(W.shape(), float32, gpu);
+    double flops = 2.0 * g.n * g.oc * g.oh * g.ow * g.c * g.kh * g.kw;
+    std::string line = std::string(l.name) + " " + str(g) + ":";
+    for (int pass = 0; pass < 3; ++pass) {
+      auto call = [&] {
+        if (pass == 0) return be.conv2d_forward(float32, x.raw_data(), W.raw_data(), b.raw_data(), y.raw_data(), g);
+        if (pass == 1) return be.conv2d_backward_data(float32, W.raw_data(), y.raw_data(), gx.raw_data(), g);
+        return be.conv2d_backward_filter(float32, x.raw_data(), y.raw_data(), gW.raw_data(), g);
+      };
+      REQUIRE(call());  // the first call chooses the algorithm
+      cuda::Event start, end;
+      start.record();
+      bool all = true;
+      for (int i = 0; i < reps; ++i) all = call() && all;
+      end.record();
+      end.synchronize();
+      CHECK(all);
+      double ms = start.elapsed_time(end) / reps;
+      char buf[128];
+      std::snprintf(buf, sizeof buf, " %s %.4f ms (%.0f GFLOP/s)",
+                    pass == 0 ? "forward" : pass == 1 ? "backward data" : "backward filter", ms,
+                    flops / (ms * 1e-3) / 1e9);
+      line += buf;
+    }
+    MESSAGE("cudnn timing: " << line);
+  }
 }

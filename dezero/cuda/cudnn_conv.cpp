@@ -54,38 +54,15 @@ static_assert(int(ConvMath::default_math) == CUDNN_DEFAULT_MATH && int(ConvMath:
                   int(ConvMath::fma) == CUDNN_FMA_MATH,
               "ConvMath mirrors cudnnMathType_t");
 
-// --- is cuDNN usable? ------------------------------------------------------------------------
-// Once per process: DEZERO_CUDNN=0 turns it off; otherwise libcudnn must load and say it
-// is 8.x or later. A failure here is not an error: convolutions take the im2col path.
-std::size_t loaded_version() noexcept {
-  static const std::size_t v = [] {
-    try {
-      cd::load_gpu_library("cudnn");
-      return cudnnGetVersion();
-    } catch (const std::exception&) {
-      return std::size_t(0);
-    }
-  }();
-  return v;
-}
-bool cudnn_usable() noexcept {
-  static const bool usable = [] {
-    const char* env = std::getenv("DEZERO_CUDNN");
-    if (env != nullptr && std::strcmp(env, "0") == 0) return false;
-    return cd::cudnn_version_usable(loaded_version());
-  }();
-  return usable;
-}
-
 // The handle of `device` bound to `stream` (call under library_mutex(device)), or null when
 // creating it failed the first time for this device (a cuDNN that loads but cannot
 // initialise: again the im2col path). Later failures are errors.
 cudnnHandle_t handle_or_null(int device, cudaStream_t stream) {
-  static std::mutex mu;
-  static std::vector<signed char>* state = new std::vector<signed char>();  // 0 unknown, 1 good, -1 bad
+  static auto* mu = new std::mutex();                   // leaked on purpose, like the handles
+  static auto* state = new std::vector<signed char>();  // per device: 0 unknown, 1 good, -1 bad
   signed char known = 0;
   {
-    std::lock_guard<std::mutex> lock(mu);
+    std::lock_guard<std::mutex> lock(*mu);
     if (static_cast<std::size_t>(device) >= state->size()) state->resize(device + 1, 0);
     known = (*state)[device];
   }
@@ -98,7 +75,7 @@ cudnnHandle_t handle_or_null(int device, cudaStream_t stream) {
   } catch (const std::exception&) {
     ok = false;
   }
-  std::lock_guard<std::mutex> lock(mu);
+  std::lock_guard<std::mutex> lock(*mu);
   (*state)[device] = ok ? 1 : -1;
   return h;
 }
@@ -190,6 +167,40 @@ struct Scalars {
   double d[2] = {0.0, 1.0};
   const void* get(DType dt, int v) const { return dt == float32 ? static_cast<const void*>(&f[v]) : &d[v]; }
 };
+
+// --- is cuDNN usable? ------------------------------------------------------------------------
+// Once per process: DEZERO_CUDNN=0 turns it off; otherwise libcudnn must load, say it is
+// 8.x or later, and make the three kinds of descriptor (which needs no GPU, and loads
+// cuDNN 9's ops and cnn sub-libraries). A failure here is not an error: convolutions take
+// the im2col path.
+std::size_t loaded_version() noexcept {
+  static const std::size_t v = [] {
+    try {
+      cd::load_gpu_library("cudnn");
+      return cudnnGetVersion();
+    } catch (const std::exception&) {
+      return std::size_t(0);
+    }
+  }();
+  return v;
+}
+bool cudnn_usable() noexcept {
+  static const bool usable = [] {
+    const char* env = std::getenv("DEZERO_CUDNN");
+    if (env != nullptr && std::strcmp(env, "0") == 0) return false;
+    if (!cd::cudnn_version_usable(loaded_version())) return false;
+    try {
+      ConvGeom g;
+      g.n = g.c = g.oc = 1;
+      g.h = g.w = g.kh = g.kw = g.oh = g.ow = 1;
+      ConvDescs d(float32, g, ConvMath::fma);
+      return true;
+    } catch (const std::exception&) {
+      return false;
+    }
+  }();
+  return usable;
+}
 
 // --- the algorithm cache ---------------------------------------------------------------------
 std::mutex& cache_mutex() {
