@@ -5,14 +5,16 @@
 // TF32 switch, and in a CUDA build that the cuDNN found by the build loads and is 8.x or
 // later. With a GPU: the backend's three entry points against a direct convolution in
 // double on the host, on several geometries, float32 and float64, with TF32 allowed and
-// with no workspace, a deconvolution's geometry, the cases cuDNN declines, and the pool
-// getting every workspace back.
+// with no workspace, a deconvolution's geometry, the cases cuDNN declines, the pool
+// getting every workspace back, a stream of its own, the timings gpu-check prints, and
+// F::conv2d / F::deconv2d on the GPU (cuDNN) against the CPU (im2col), with gradients.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <dezero/dezero.hpp>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -483,4 +485,68 @@ TEST_CASE("cudnn conv: timings") {
     }
     MESSAGE("cudnn timing: " << line);
   }
+}
+
+// --- through dezero::F: the GPU (cuDNN) against the CPU (im2col), values and gradients -------
+namespace {
+
+struct FCase {
+  Shape x, W;
+  Pair stride, pad;
+};
+
+// loss = sum(f(x, W, b) * gy) on `dev`; returns y, gx, gW, gb on the host.
+std::vector<Tensor> run_f(bool deconv, const FCase& c, const Tensor& x0, const Tensor& W0, const Tensor& b0,
+                          const Tensor& gy0, Device dev, std::optional<Pair> outsize = std::nullopt) {
+  Variable x(x0.to(dev)), W(W0.to(dev)), b(b0.to(dev));
+  Variable y = deconv ? F::deconv2d(x, W, b, c.stride, c.pad, outsize) : F::conv2d(x, W, b, c.stride, c.pad);
+  Variable loss = F::sum(y * Variable(gy0.to(dev)));
+  loss.backward();
+  return {y.data().to_cpu(), x.grad().data().to_cpu(), W.grad().data().to_cpu(), b.grad().data().to_cpu()};
+}
+
+void check_f(bool deconv, const FCase& c, DType dt, double rtol, double atol,
+             std::optional<Pair> outsize = std::nullopt) {
+  CAPTURE(deconv);
+  CAPTURE(dtype_name(dt));
+  Tensor x = random::randn(c.x, dt), W = random::randn(c.W, dt);
+  Tensor b = random::randn(Shape{deconv ? c.W[1] : c.W[0]}, dt);
+  Variable probe = deconv ? F::deconv2d(Variable(x), Variable(W), Variable(b), c.stride, c.pad, outsize)
+                          : F::conv2d(Variable(x), Variable(W), Variable(b), c.stride, c.pad);
+  Tensor gy = random::randn(probe.shape(), dt);
+  std::vector<Tensor> cpu = run_f(deconv, c, x, W, b, gy, Device::cpu(), outsize);
+  std::vector<Tensor> gpu = run_f(deconv, c, x, W, b, gy, Device::cuda(0), outsize);
+  const char* what[] = {"y", "gx", "gW", "gb"};
+  for (int i = 0; i < 4; ++i) {
+    CAPTURE(what[i]);
+    CHECK(cpu[i].shape() == gpu[i].shape());
+    CHECK(dzt::allclose(gpu[i], cpu[i], rtol, atol));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cudnn conv: F::conv2d and F::deconv2d on the GPU match the CPU, values and gradients") {
+  if (skip_without_cudnn()) return;
+  random::seed(6);
+  const FCase convs[] = {
+      {Shape{2, 3, 7, 7}, Shape{4, 3, 3, 3}, 1, 1},
+      {Shape{1, 2, 5, 6}, Shape{3, 2, 2, 3}, Pair{2, 1}, Pair{0, 1}},
+      {Shape{3, 4, 8, 8}, Shape{5, 4, 1, 1}, 1, 0},
+      {Shape{2, 2, 9, 7}, Shape{3, 2, 3, 3}, 2, Pair{1, 0}},
+  };
+  for (const FCase& c : convs) {
+    check_f(false, c, float64, 1e-9, 1e-9);
+    check_f(false, c, float32, 1e-4, 1e-4);
+  }
+  // deconv2d: W (C, OC, KH, KW); its forward is cuDNN's backward data
+  const FCase deconvs[] = {
+      {Shape{2, 4, 5, 5}, Shape{4, 3, 3, 3}, 2, 1},
+      {Shape{1, 3, 4, 6}, Shape{3, 2, 2, 3}, Pair{1, 2}, Pair{0, 1}},
+  };
+  for (const FCase& c : deconvs) {
+    check_f(true, c, float64, 1e-9, 1e-9);
+    check_f(true, c, float32, 1e-4, 1e-4);
+  }
+  check_f(true, deconvs[0], float64, 1e-9, 1e-9, Pair{10, 10});  // outsize 1 larger than the formula's 9
 }
