@@ -212,8 +212,7 @@ std::unordered_map<ConvAlgoKey, ConvAlgoChoice, cd::ConvAlgoKeyHash>& cache() {
   return *c;
 }
 
-// The pass's rows from cudnnGet*Algorithm_v7 (false: cuDNN refused the case), and the
-// workspace of one algorithm (false: not supported).
+// cudnnGet*Algorithm_v7's rows, fastest first, without cuDNN's types.
 template <class Perf>
 std::vector<ConvAlgoCandidate> rows_of(const std::vector<Perf>& perf, int returned) {
   std::vector<ConvAlgoCandidate> rows;
@@ -223,6 +222,8 @@ std::vector<ConvAlgoCandidate> rows_of(const std::vector<Perf>& perf, int return
   return rows;
 }
 
+// The pass's rows from cudnnGet*Algorithm_v7 (false: cuDNN refused the case, which is then
+// declined rather than an error), and the workspace of one algorithm (false: not supported).
 bool heuristics(ConvPass pass, cudnnHandle_t h, const ConvDescs& d, std::vector<ConvAlgoCandidate>& rows) {
   int count = 0;
   int returned = 0;
