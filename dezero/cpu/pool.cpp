@@ -30,6 +30,9 @@ using i64 = std::int64_t;
 
 // The window's max and its position, every position inside the image: no bounds
 // checks, and selects instead of branches (the argmax of random data is unpredictable).
+// (Unrolled 2 x 2 and 3 x 3 windows, even written as a tournament of pairs, measured
+// 2.7x slower than this rolled loop: GCC turned their selects into branches, which the
+// argmax of random data mispredicts.)
 template <class T>
 inline void window_max_inside(const T* base, i64 w, i64 kh, i64 kw, T& best, i64& arg) {
   best = base[0];
@@ -75,6 +78,7 @@ void forward_plane(const T* x, T* y, i64* idx, const ConvGeom& g) {
     }
   }
 }
+
 
 // The input offset of window (oy, ox)'s position k, or -1 when it is in the padding.
 inline i64 source_of(i64 oy, i64 ox, i64 k, const ConvGeom& g) {
