@@ -7,7 +7,7 @@
 // double on the host, on several geometries, float32 and float64, with TF32 allowed and
 // with no workspace, a deconvolution's geometry, the cases cuDNN declines, the pool
 // getting every workspace back, a stream of its own, the timings gpu-check prints, and
-// F::conv2d / F::deconv2d on the GPU (cuDNN) against the CPU (im2col), with gradients.
+// F::conv2d / F::deconv2d on the GPU (cuDNN) against the CPU backend, with gradients.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -487,7 +487,7 @@ TEST_CASE("cudnn conv: timings") {
   }
 }
 
-// --- through dezero::F: the GPU (cuDNN) against the CPU (im2col), values and gradients -------
+// --- through dezero::F: the GPU (cuDNN) against the CPU backend, values and gradients ----
 namespace {
 
 struct FCase {
