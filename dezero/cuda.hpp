@@ -7,14 +7,14 @@
 // a machine without a GPU, is_available() is false and everything that needs a device
 // throws a DeviceError saying "no CUDA device is available on this machine" with a
 // hint. Statistics (memory_pool()) and pure host helpers (get_array_module, memoize,
-// workspace limits) work everywhere.
+// workspace limit, the TF32 switch) work everywhere.
 #pragma once
 
 // --- devices, transfers, get_array_module --------------------------------------------
 #include "dezero/cuda/device.hpp"
 // --- streams and events ----------------------------------------------------------------
 #include "dezero/cuda/stream.hpp"
-// --- the device memory pool, pinned memory, the cuDNN workspace limit -------------------
+// --- the device memory pool, pinned memory, the cuDNN workspace limit, TF32 --------------
 #include "dezero/cuda/memory_pool.hpp"
 // --- memoize / clear_memo --------------------------------------------------------------
 #include "dezero/cuda/memoize.hpp"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tools/gpu-check.sh - the GPU check. It runs from a bundle: one compact folder that holds only
-# what the check needs (libdezero, the test suite, examples/mnist, the W1/W3 benchmarks,
+# what the check needs (libdezero, the test suite, examples/mnist, examples/mnist_cnn where it
+# was built, the W1/W3 benchmarks,
 # bench/compare_pytorch.py, the test data, Fashion-MNIST and a copy of this script), so it can
 # be carried to a GPU machine that has no compiler, no packages and no network, and run there
 # from wherever it lands.
@@ -26,6 +27,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 SELF="$HERE/$(basename "${BASH_SOURCE[0]}")"
 MAX_BUNDLE_MB=40   # MiB; what travels to the GPU machine is at most 64 MiB in all
 BINARIES=(tests/dezero_tests examples/mnist bench/w1_mlp_epoch bench/w3_overhead)
+OPTIONAL_BINARIES=(examples/mnist_cnn)   # carried and run when the build has them
 FASHION_DIR=/usr/share/datasets/fashion-mnist
 FASHION_FILES=(train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images-idx3-ubyte.gz t10k-labels-idx1-ubyte.gz)
 
@@ -67,6 +69,10 @@ stage() {
   [ -n "$lib" ] || die "stage: $build/dezero/libdezero.so has no SONAME"
   cp -L "$build/dezero/$lib" "$out/dezero/$lib"
   for f in "${BINARIES[@]}"; do cp "$build/$f" "$out/$f"; done
+  local carried=("${BINARIES[@]}")
+  for f in "${OPTIONAL_BINARIES[@]}"; do
+    if [ -x "$build/$f" ]; then cp "$build/$f" "$out/$f"; carried+=("$f"); fi
+  done
   cp -r "$root/tests/data" "$out/tests/data"
   cp "$root/bench/compare_pytorch.py" "$out/bench/"
   if [ -n "$have_data" ]; then
@@ -74,10 +80,15 @@ stage() {
     for f in "${FASHION_FILES[@]}"; do cp "$FASHION_DIR/$f" "$out/data/fashion-mnist/"; done
   fi
   cp "$SELF" "$out/gpu-check.sh"
+  # The carried copies lose their symbol tables (about 1.5 MB; backtraces keep the dynamic
+  # symbols): the bundle then has room under its limit for the CNN example and benchmarks.
+  if command -v strip >/dev/null 2>&1; then
+    strip --strip-unneeded "$out/dezero/$lib" "${carried[@]/#/$out/}"
+  fi
 
   # Every RUNPATH must be relative to the binary ($ORIGIN/...), and must resolve inside the bundle.
   local elf rp entry bad=""
-  for elf in "$out/dezero/$lib" "${BINARIES[@]/#/$out/}"; do
+  for elf in "$out/dezero/$lib" "${carried[@]/#/$out/}"; do
     rp=$(readelf -d "$elf" | sed -n 's/.*(\(RUNPATH\|RPATH\)).*\[\(.*\)\]/\2/p')
     local entries=()
     IFS=: read -ra entries <<<"$rp"
@@ -127,7 +138,8 @@ list_libs() {
 # Every carried binary's shared libraries must resolve before anything runs.
 check_ldd() {
   local f name missing="" out
-  for f in "$HERE"/dezero/libdezero.so* "${BINARIES[@]/#/$HERE/}"; do
+  for f in "$HERE"/dezero/libdezero.so* "${BINARIES[@]/#/$HERE/}" "${OPTIONAL_BINARIES[@]/#/$HERE/}"; do
+    [ -e "$f" ] || continue   # an optional binary this bundle does not carry
     name=${f#"$HERE"/}
     out=$(list_libs "$f" 2>&1) || { missing+="  $name: $out"$'\n'; continue; }
     out=$(grep "not found" <<<"$out" || true)
@@ -145,8 +157,8 @@ check_ldd() {
 # (nvidia/<package>/lib; `nvidia` is a namespace package, so it has no __file__).
 candidate_dirs() {
   local d
-  for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
-           /usr/local/cuda-*/lib64 /usr/local/cuda-*/targets/x86_64-linux/lib; do
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib \
+           /usr/local/cuda-*/lib64 /usr/local/cuda-*/lib /usr/local/cuda-*/targets/x86_64-linux/lib; do
     [ -d "$d" ] && echo "$d"
   done
   command -v python3 >/dev/null 2>&1 || return 0
@@ -161,7 +173,9 @@ EOF
 }
 
 # Finds the libraries libdezero loads at run time; sets DZ_LIB_DIRS (the folders, in order)
-# and returns 1 when a required one is missing. cuDNN is optional: nothing uses it yet.
+# and returns 1 when a required one is missing. cuDNN is optional: without it the convolutions
+# use im2col + cuBLAS. (cuDNN 9's libcudnn.so.9 loads its sub-libraries, libcudnn_cnn.so.9 and
+# the others, from its own folder, which is then on the path too.)
 DZ_LIB_DIRS=""
 find_cuda_libs() {
   local sonames names=() name d f found where missing=0
@@ -203,7 +217,7 @@ find_cuda_libs() {
         case ":$DZ_LIB_DIRS:" in *":$where:"*) ;; *) DZ_LIB_DIRS="${DZ_LIB_DIRS:+$DZ_LIB_DIRS:}$where" ;; esac
       fi
     elif [[ $name == libcudnn.so.* ]]; then
-      printf '  %-28s %s\n' "$name:" "not found (optional: nothing uses it yet)"
+      printf '  %-28s %s\n' "$name:" "not found (optional: convolutions then use im2col + cuBLAS)"
     else
       printf '  %-28s %s\n' "$name:" "NOT FOUND"
       missing=1
@@ -276,6 +290,8 @@ run_bundle() {
     starts bench/w3_overhead --steps 10
     starts bench/w1_mlp_epoch --epochs 0
     starts tests/dezero_tests --no-intro --count
+    if [ -x "$HERE/examples/mnist_cnn" ]; then starts examples/mnist_cnn --help
+    else echo "(no examples/mnist_cnn in this bundle)"; fi
 
     step "the MNIST step's data folder holds the data set"
     local fm="$HERE/data/fashion-mnist"
@@ -316,6 +332,34 @@ run_bundle() {
     if [ -f "$fm/train-images-idx3-ubyte.gz" ]; then
       (cd "$RUNS" && dz timeout 300 "$HERE/examples/mnist" --device cuda --epochs 1 --dataset fashion-mnist \
          --data "$fm" --plot gpu_mnist.png) || fail "examples/mnist"
+    else
+      fail "the bundle has no Fashion-MNIST ($fm)"
+    fi
+
+    step "convolutions on the GPU: cuDNN (version, timings), then the im2col path (DEZERO_CUDNN=0)"
+    local conv_log="$RUNS/conv.log"
+    if dz timeout 120 "$HERE/tests/dezero_tests" --no-intro --source-file='*test_cuda_conv.cpp' >"$conv_log" 2>&1; then
+      echo "tests/test_cuda_conv.cpp: ok"
+    else
+      fail "tests/test_cuda_conv.cpp"; grep -v 'MESSAGE: skipped: no CUDA' "$conv_log" | tail -n 60
+    fi
+    grep -E 'MESSAGE: (cuDNN [0-9]+ from|cudnn timing:|skipped)' "$conv_log" | grep -v 'skipped: no CUDA device' |
+      sed 's/^.*MESSAGE: /  /' | uniq || true
+    grep -q 'skipped: cuDNN is not used' "$conv_log" && echo "NOTE: cuDNN was not used: the GPU convolutions ran on im2col"
+    grep '^\[doctest\] test cases' "$conv_log" || true
+    if dz env DEZERO_CUDNN=0 timeout 120 "$HERE/tests/dezero_tests" --no-intro --source-file='*conv*' \
+         --source-file-exclude='*test_cuda_conv.cpp' >"$RUNS/conv-im2col.log" 2>&1; then
+      echo "convolution tests with DEZERO_CUDNN=0: ok ($(grep '^\[doctest\] test cases' "$RUNS/conv-im2col.log" || true))"
+    else
+      fail "convolution tests with DEZERO_CUDNN=0"; tail -n 40 "$RUNS/conv-im2col.log"
+    fi
+
+    step "CNN MNIST example, 1 epoch on the GPU (Fashion-MNIST, carried)"
+    if [ ! -x "$HERE/examples/mnist_cnn" ]; then
+      echo "(no examples/mnist_cnn in this bundle)"
+    elif [ -f "$fm/train-images-idx3-ubyte.gz" ]; then
+      (cd "$RUNS" && dz timeout 300 "$HERE/examples/mnist_cnn" --device cuda --epochs 1 --dataset fashion-mnist \
+         --data "$fm" --plot gpu_mnist_cnn.png) || fail "examples/mnist_cnn"
     else
       fail "the bundle has no Fashion-MNIST ($fm)"
     fi

@@ -291,6 +291,7 @@ std::vector<std::string> check_gpu_libraries() {
 DEZERO_FORWARD(kCublas, cublasStatus_t, cublasCreate_v2, (cublasHandle_t * handle), (handle))
 DEZERO_FORWARD(kCublas, cublasStatus_t, cublasSetStream_v2, (cublasHandle_t handle, cudaStream_t stream),
            (handle, stream))
+DEZERO_FORWARD(kCublas, cublasStatus_t, cublasSetMathMode, (cublasHandle_t handle, cublasMath_t mode), (handle, mode))
 DEZERO_FORWARD(kCublas, cublasStatus_t, cublasSetWorkspace_v2, (cublasHandle_t handle, void* workspace, size_t workspaceSizeInBytes), (handle, workspace, workspaceSizeInBytes))
 DEZERO_FORWARD(kCublas, const char*, cublasGetStatusString, (cublasStatus_t status), (status))
 DEZERO_FORWARD(kCublas, const char*, cublasGetStatusName, (cublasStatus_t status), (status))
@@ -368,3 +369,88 @@ DEZERO_FORWARD(kNvrtc, nvrtcResult, nvrtcGetProgramLog, (nvrtcProgram prog, char
 DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnCreate, (cudnnHandle_t * handle), (handle))
 DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnSetStream, (cudnnHandle_t handle, cudaStream_t streamId), (handle, streamId))
 DEZERO_FORWARD(kCudnn, const char*, cudnnGetErrorString, (cudnnStatus_t status), (status))
+DEZERO_FORWARD(kCudnn, size_t, cudnnGetVersion, (void), ())
+// descriptors (cudnn_conv.cpp's RAII wrappers)
+DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnCreateTensorDescriptor, (cudnnTensorDescriptor_t * tensorDesc), (tensorDesc))
+DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnDestroyTensorDescriptor, (cudnnTensorDescriptor_t tensorDesc), (tensorDesc))
+DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnSetTensor4dDescriptor,
+           (cudnnTensorDescriptor_t tensorDesc, cudnnTensorFormat_t format, cudnnDataType_t dataType, int n, int c,
+            int h, int w),
+           (tensorDesc, format, dataType, n, c, h, w))
+DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnCreateFilterDescriptor, (cudnnFilterDescriptor_t * filterDesc), (filterDesc))
+DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnDestroyFilterDescriptor, (cudnnFilterDescriptor_t filterDesc), (filterDesc))
+DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnSetFilter4dDescriptor,
+           (cudnnFilterDescriptor_t filterDesc, cudnnDataType_t dataType, cudnnTensorFormat_t format, int k, int c,
+            int h, int w),
+           (filterDesc, dataType, format, k, c, h, w))
+DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnCreateConvolutionDescriptor, (cudnnConvolutionDescriptor_t * convDesc),
+           (convDesc))
+DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnDestroyConvolutionDescriptor, (cudnnConvolutionDescriptor_t convDesc),
+           (convDesc))
+DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnSetConvolution2dDescriptor,
+           (cudnnConvolutionDescriptor_t convDesc, int pad_h, int pad_w, int u, int v, int dilation_h, int dilation_w,
+            cudnnConvolutionMode_t mode, cudnnDataType_t computeType),
+           (convDesc, pad_h, pad_w, u, v, dilation_h, dilation_w, mode, computeType))
+DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnSetConvolutionMathType,
+           (cudnnConvolutionDescriptor_t convDesc, cudnnMathType_t mathType), (convDesc, mathType))
+// convolution forward, backward data and backward filter, each: the heuristics' list, the
+// workspace of one algorithm, the call
+DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnGetConvolutionForwardAlgorithmMaxCount, (cudnnHandle_t handle, int* count),
+           (handle, count))
+DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnGetConvolutionForwardAlgorithm_v7,
+           (cudnnHandle_t handle, const cudnnTensorDescriptor_t srcDesc, const cudnnFilterDescriptor_t filterDesc,
+            const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t destDesc,
+            const int requestedAlgoCount, int* returnedAlgoCount, cudnnConvolutionFwdAlgoPerf_t* perfResults),
+           (handle, srcDesc, filterDesc, convDesc, destDesc, requestedAlgoCount, returnedAlgoCount, perfResults))
+DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnGetConvolutionForwardWorkspaceSize,
+           (cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const cudnnFilterDescriptor_t wDesc,
+            const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t yDesc,
+            cudnnConvolutionFwdAlgo_t algo, size_t* sizeInBytes),
+           (handle, xDesc, wDesc, convDesc, yDesc, algo, sizeInBytes))
+DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnConvolutionForward,
+           (cudnnHandle_t handle, const void* alpha, const cudnnTensorDescriptor_t xDesc, const void* x,
+            const cudnnFilterDescriptor_t wDesc, const void* w, const cudnnConvolutionDescriptor_t convDesc,
+            cudnnConvolutionFwdAlgo_t algo, void* workSpace, size_t workSpaceSizeInBytes, const void* beta,
+            const cudnnTensorDescriptor_t yDesc, void* y),
+           (handle, alpha, xDesc, x, wDesc, w, convDesc, algo, workSpace, workSpaceSizeInBytes, beta, yDesc, y))
+DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnGetConvolutionBackwardDataAlgorithmMaxCount,
+           (cudnnHandle_t handle, int* count), (handle, count))
+DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnGetConvolutionBackwardDataAlgorithm_v7,
+           (cudnnHandle_t handle, const cudnnFilterDescriptor_t filterDesc, const cudnnTensorDescriptor_t diffDesc,
+            const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t gradDesc,
+            const int requestedAlgoCount, int* returnedAlgoCount, cudnnConvolutionBwdDataAlgoPerf_t* perfResults),
+           (handle, filterDesc, diffDesc, convDesc, gradDesc, requestedAlgoCount, returnedAlgoCount, perfResults))
+DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnGetConvolutionBackwardDataWorkspaceSize,
+           (cudnnHandle_t handle, const cudnnFilterDescriptor_t wDesc, const cudnnTensorDescriptor_t dyDesc,
+            const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t dxDesc,
+            cudnnConvolutionBwdDataAlgo_t algo, size_t* sizeInBytes),
+           (handle, wDesc, dyDesc, convDesc, dxDesc, algo, sizeInBytes))
+DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnConvolutionBackwardData,
+           (cudnnHandle_t handle, const void* alpha, const cudnnFilterDescriptor_t wDesc, const void* w,
+            const cudnnTensorDescriptor_t dyDesc, const void* dy, const cudnnConvolutionDescriptor_t convDesc,
+            cudnnConvolutionBwdDataAlgo_t algo, void* workSpace, size_t workSpaceSizeInBytes, const void* beta,
+            const cudnnTensorDescriptor_t dxDesc, void* dx),
+           (handle, alpha, wDesc, w, dyDesc, dy, convDesc, algo, workSpace, workSpaceSizeInBytes, beta, dxDesc, dx))
+DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnGetConvolutionBackwardFilterAlgorithmMaxCount,
+           (cudnnHandle_t handle, int* count), (handle, count))
+DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnGetConvolutionBackwardFilterAlgorithm_v7,
+           (cudnnHandle_t handle, const cudnnTensorDescriptor_t srcDesc, const cudnnTensorDescriptor_t diffDesc,
+            const cudnnConvolutionDescriptor_t convDesc, const cudnnFilterDescriptor_t gradDesc,
+            const int requestedAlgoCount, int* returnedAlgoCount, cudnnConvolutionBwdFilterAlgoPerf_t* perfResults),
+           (handle, srcDesc, diffDesc, convDesc, gradDesc, requestedAlgoCount, returnedAlgoCount, perfResults))
+DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnGetConvolutionBackwardFilterWorkspaceSize,
+           (cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t dyDesc,
+            const cudnnConvolutionDescriptor_t convDesc, const cudnnFilterDescriptor_t gradDesc,
+            cudnnConvolutionBwdFilterAlgo_t algo, size_t* sizeInBytes),
+           (handle, xDesc, dyDesc, convDesc, gradDesc, algo, sizeInBytes))
+DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnConvolutionBackwardFilter,
+           (cudnnHandle_t handle, const void* alpha, const cudnnTensorDescriptor_t xDesc, const void* x,
+            const cudnnTensorDescriptor_t dyDesc, const void* dy, const cudnnConvolutionDescriptor_t convDesc,
+            cudnnConvolutionBwdFilterAlgo_t algo, void* workSpace, size_t workSpaceSizeInBytes, const void* beta,
+            const cudnnFilterDescriptor_t dwDesc, void* dw),
+           (handle, alpha, xDesc, x, dyDesc, dy, convDesc, algo, workSpace, workSpaceSizeInBytes, beta, dwDesc, dw))
+// the forward bias: y += b broadcast over (n, h, w)
+DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnAddTensor,
+           (cudnnHandle_t handle, const void* alpha, const cudnnTensorDescriptor_t aDesc, const void* A,
+            const void* beta, const cudnnTensorDescriptor_t cDesc, void* C),
+           (handle, alpha, aDesc, A, beta, cDesc, C))

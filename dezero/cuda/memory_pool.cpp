@@ -268,6 +268,9 @@ void pool_free(int device, void* ptr) noexcept {
   } catch (...) {
   }
 }
+std::size_t max_workspace_size() { return ::dezero::cuda::get_max_workspace_size(); }
+bool allow_tf32() { return ::dezero::cuda::get_allow_tf32(); }
+
 void pool_forget_stream(int device, cudaStream_t stream) noexcept {
   try {
     if (DevicePool* p = pool_if_exists(device, false)) p->forget_stream(stream);

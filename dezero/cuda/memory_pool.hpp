@@ -58,9 +58,19 @@ struct PinnedPoolStats {
 PinnedPoolStats pinned_memory_pool_stats();
 void free_all_pinned_blocks();
 
-// --- cuDNN workspace ---------------------------------------------------------------
+// --- cuDNN workspace and math mode --------------------------------------------------
 // Upper bound on the scratch memory a cuDNN algorithm may use (CuPy's default: 8 MiB).
+// The convolutions choose their algorithm among those that fit (an algorithm is chosen
+// once per geometry, dtype, device and limit); thread-safe.
 void set_max_workspace_size(std::size_t bytes);
 std::size_t get_max_workspace_size();
+
+// TF32 tensor cores for float32 convolutions (cuDNN) and matmuls (cuBLAS): off by
+// default, so float32 results on the GPU match the CPU's to float32 precision. On
+// (Ampere and later) they run faster and keep about 10 bits of mantissa in the
+// products (PyTorch's torch.backends.cudnn.allow_tf32 / cuda.matmul.allow_tf32).
+// float64 is never affected; thread-safe; applies to the calls made after it.
+void set_allow_tf32(bool allow);
+bool get_allow_tf32();
 
 }  // namespace dezero::cuda

@@ -4,6 +4,7 @@
 //
 // One mutex per device guards them: a handle is bound to the caller's stream and used
 // under library_mutex(device), so threads with different current streams take turns.
+// cuBLAS's math mode follows cuda::get_allow_tf32() at each use.
 // The calls only enqueue work, though: GEMMs on two streams may still run at the same
 // time, so each (device, stream) has its own cuBLAS workspace, a pool block allocated
 // on that stream at its first GEMM and kept until the stream is destroyed
@@ -63,6 +64,9 @@ cublasHandle_t cublas_handle(int device, cudaStream_t stream) {
     DEZERO_CUBLAS_CHECK(cublasCreate(&h.cublas));
   }
   DEZERO_CUBLAS_CHECK(cublasSetStream(h.cublas, stream));
+  // cuBLAS's default math never uses TF32 for float32 (unless NVIDIA_TF32_OVERRIDE says
+  // so); cuda::set_allow_tf32(true) lets it, for the GEMMs enqueued from then on.
+  DEZERO_CUBLAS_CHECK(cublasSetMathMode(h.cublas, allow_tf32() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
   std::size_t bytes = cublas_workspace_bytes(device);
   void*& ws = h.workspaces[stream];
   if (!ws) {

@@ -70,9 +70,15 @@ class DeviceBuffer {
 // none is handed to a later stream that the driver gives the same handle.
 void pool_forget_stream(int device, cudaStream_t stream) noexcept;
 
+// --- dezero::cuda's settings that the library calls read (memory_pool.cpp) ----------------
+// cuda::get_max_workspace_size() and cuda::get_allow_tf32() (cuda/memory_pool.hpp), for the
+// kernel files, which sit below the public dezero::cuda layer.
+std::size_t max_workspace_size();
+bool allow_tf32();
+
 // --- per-device library handles (detail/handles.cpp) -------------------------------------
 // Lock the mutex while the handle is bound to a stream and used. cublas_handle also
-// sets the stream's own cuBLAS workspace (32 MiB from sm_90 on, 4 MiB before, taken
+// sets the math mode (TF32 tensor ops only when allow_tf32()) and the stream's own cuBLAS workspace (32 MiB from sm_90 on, 4 MiB before, taken
 // from the pool on the stream's first GEMM and kept), so GEMMs on two streams never
 // share one.
 cublasHandle_t cublas_handle(int device, cudaStream_t stream);

@@ -1,0 +1,142 @@
+// dezero/cuda/detail/conv_algo.hpp - how cudnn_conv.cpp picks a cuDNN convolution
+// algorithm, as plain host code that needs neither cuDNN nor a GPU (internal;
+// tests/test_cuda_conv.cpp checks it on every machine).
+//
+// - ConvAlgoKey: what an algorithm is chosen once for. Everything that changes the
+//   answer is in it: the pass, the whole ConvGeom, the dtype, the device, the TF32
+//   switch and the workspace limit (set_max_workspace_size() after a choice makes a
+//   new one rather than reusing an algorithm that no longer fits).
+// - choose_conv_algo: cuDNN's heuristics (cudnnGet*Algorithm_v7) list algorithms
+//   fastest first; the first one that succeeded, whose math mode is allowed and whose
+//   workspace fits the limit is taken, else the pass's fallback, which needs none.
+// - cudnn_version_usable: the version check made before cuDNN's first use.
+// Needs no GPU; cudnn_version() and cudnn_enabled() need a CUDA build.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <vector>
+
+#include "dezero/backend/backend.hpp"
+#include "dezero/dtype.hpp"
+
+namespace dezero::cuda::detail {
+
+// The three calls of the legacy convolution API that dezero uses.
+enum class ConvPass : int { forward = 0, backward_data = 1, backward_filter = 2 };
+
+// cuDNN's cudnnMathType_t, with the same values (cudnn_conv.cpp checks them).
+enum class ConvMath : int { default_math = 0, tensor_op = 1, tensor_op_allow_conversion = 2, fma = 3 };
+
+// The math mode the convolution descriptor asks for: for float32, FMA only (no TF32:
+// cuDNN 8+'s default math lets float32 run on TF32 tensor cores, which keep 10 bits of
+// mantissa) unless TF32 is allowed; cuDNN's default for float64, which has no TF32.
+inline ConvMath requested_conv_math(DType dt, bool allow_tf32) {
+  return dt == float32 && !allow_tf32 ? ConvMath::fma : ConvMath::default_math;
+}
+
+// Whether a heuristic answer's math mode may be used: never down-conversion to half
+// precision (..._ALLOW_CONVERSION); for float32 without TF32 only FMA.
+inline bool conv_math_allowed(ConvMath m, DType dt, bool allow_tf32) {
+  if (m == ConvMath::tensor_op_allow_conversion) return false;
+  if (dt == float32 && !allow_tf32) return m == ConvMath::fma;
+  return true;
+}
+
+struct ConvAlgoKey {
+  ConvPass pass = ConvPass::forward;
+  int device = 0;
+  DType dtype = float32;
+  bool allow_tf32 = false;
+  std::size_t workspace_limit = 0;
+  dezero::detail::ConvGeom g;
+};
+
+inline bool operator==(const ConvAlgoKey& a, const ConvAlgoKey& b) {
+  const auto& x = a.g;
+  const auto& y = b.g;
+  return a.pass == b.pass && a.device == b.device && a.dtype == b.dtype && a.allow_tf32 == b.allow_tf32 &&
+         a.workspace_limit == b.workspace_limit && x.n == y.n && x.c == y.c && x.h == y.h && x.w == y.w &&
+         x.kh == y.kh && x.kw == y.kw && x.sh == y.sh && x.sw == y.sw && x.ph == y.ph && x.pw == y.pw &&
+         x.oh == y.oh && x.ow == y.ow && x.oc == y.oc;
+}
+inline bool operator!=(const ConvAlgoKey& a, const ConvAlgoKey& b) { return !(a == b); }
+
+struct ConvAlgoKeyHash {
+  std::size_t operator()(const ConvAlgoKey& k) const {
+    std::uint64_t h = 1469598103934665603ull;  // FNV-1a over the fields
+    auto mix = [&h](std::uint64_t v) {
+      for (int i = 0; i < 8; ++i) {
+        h ^= (v >> (8 * i)) & 0xffu;
+        h *= 1099511628211ull;
+      }
+    };
+    const auto& g = k.g;
+    for (std::int64_t v : {g.n, g.c, g.h, g.w, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, g.oh, g.ow, g.oc})
+      mix(static_cast<std::uint64_t>(v));
+    mix(static_cast<std::uint64_t>(k.pass));
+    mix(static_cast<std::uint64_t>(k.device));
+    mix(static_cast<std::uint64_t>(k.dtype));
+    mix(k.allow_tf32 ? 1u : 0u);
+    mix(static_cast<std::uint64_t>(k.workspace_limit));
+    return static_cast<std::size_t>(h);
+  }
+};
+
+// One row of cudnnGet*Algorithm_v7's answer, without cuDNN's types.
+struct ConvAlgoCandidate {
+  int algo = 0;
+  bool ok = false;             // status == CUDNN_STATUS_SUCCESS
+  std::size_t workspace = 0;   // bytes (perf.memory)
+  ConvMath math = ConvMath::default_math;
+};
+
+struct ConvAlgoChoice {
+  int algo = -1;  // -1: cuDNN does not take this case (the caller falls back to im2col)
+  ConvMath math = ConvMath::default_math;
+  std::size_t workspace = 0;
+  bool fallback = false;  // the pass's workspace-free algorithm, not a heuristic's pick
+};
+
+// The first usable row, else `fallback_algo` with the requested math mode (its workspace
+// is asked for afterwards: cudnn_conv.cpp gives up when even that one does not fit).
+inline ConvAlgoChoice choose_conv_algo(const std::vector<ConvAlgoCandidate>& rows, std::size_t limit, DType dt,
+                                       bool allow_tf32, int fallback_algo) {
+  for (const ConvAlgoCandidate& r : rows) {
+    if (!r.ok || r.workspace > limit || !conv_math_allowed(r.math, dt, allow_tf32)) continue;
+    return {r.algo, r.math, r.workspace, false};
+  }
+  return {fallback_algo, requested_conv_math(dt, allow_tf32), 0, true};
+}
+
+// cudnnGetVersion(): major * 1000 + minor * 100 + patch before 9, major * 10000 +
+// minor * 100 + patch from 9 on (9.1.0 is 90100, 8.9.7 is 8907).
+inline int cudnn_version_major(std::size_t v) { return static_cast<int>(v >= 10000 ? v / 10000 : v / 1000); }
+// The legacy convolution API with the _v7 heuristics and FMA math: cuDNN 8 or later.
+inline bool cudnn_version_usable(std::size_t v) { return cudnn_version_major(v) >= 8; }
+
+// Defined in cudnn_conv.cpp (CUDA builds only): what cudnnGetVersion() says, 0 when cuDNN
+// does not load; and whether the convolutions use cuDNN at all (it loads, is 8.x or later,
+// and DEZERO_CUDNN is not 0). Neither needs a GPU.
+std::size_t cudnn_version() noexcept;
+bool cudnn_enabled() noexcept;
+
+// Whether cuDNN's 4-d descriptors can hold the case (int sizes, at most INT_MAX elements
+// per tensor) and its output size is the convolution's: (h + 2ph - kh) / sh + 1 = oh and
+// the same across. A deconvolution whose `outsize` adds more than stride - 1 to that
+// (DeZero allows it) is not one cuDNN can express: the caller's col2im path handles it.
+inline bool conv_geometry_fits_cudnn(const dezero::detail::ConvGeom& g) {
+  constexpr std::int64_t kMax = 2147483647;
+  for (std::int64_t v : {g.n, g.c, g.h, g.w, g.kh, g.kw, g.sh, g.sw, g.oh, g.ow, g.oc})
+    if (v <= 0 || v > kMax) return false;
+  if (g.ph < 0 || g.pw < 0 || g.ph > kMax || g.pw > kMax) return false;
+  if (g.h + 2 * g.ph < g.kh || g.w + 2 * g.pw < g.kw) return false;
+  if ((g.h + 2 * g.ph - g.kh) / g.sh + 1 != g.oh || (g.w + 2 * g.pw - g.kw) / g.sw + 1 != g.ow) return false;
+  auto fits = [kMax](std::int64_t a, std::int64_t b, std::int64_t c, std::int64_t d) {
+    return a <= kMax / b && a * b <= kMax / c && a * b * c <= kMax / d;
+  };
+  return fits(g.n, g.c, g.h, g.w) && fits(g.n, g.oc, g.oh, g.ow) && fits(g.oc, g.c, g.kh, g.kw);
+}
+
+}  // namespace dezero::cuda::detail
