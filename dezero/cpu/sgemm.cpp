@@ -107,7 +107,9 @@ Buffers& buffers() {
 // (GCC 12 flags the _mm512_undefined_ps() inside these shuffle intrinsics as uninitialised.)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)  // a GCC-only warning
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 void transpose_block(const float* src, std::int64_t ld, std::int64_t rows, std::int64_t cols, float* dst,
                      std::int64_t dst_ld, int width) {
   __m512 r[16], t[16];
