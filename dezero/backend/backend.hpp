@@ -149,6 +149,27 @@ class Backend {
     return false;
   }
 
+  // --- convolution and pooling helpers (im2col.cpp / im2col.cu, pool.cpp / pool.cu) ----
+  // Required: the im2col + GEMM path and max pooling run on these on every device.
+  // Zero padding everywhere (DeZero's): a window position outside the image reads 0.
+  //   im2col: col (n, c, kh, kw, oh, ow) from x (n, c, h, w); col[.., i, j, y, x] =
+  //           x[.., y*sh - ph + i, x*sw - pw + j], 0 outside the image.
+  //   col2im: x (n, c, h, w) = the sum of every col element that im2col would have
+  //           read from that pixel (x is overwritten, not accumulated into).
+  virtual void im2col(DType dt, const void* x, void* col, const ConvGeom& g) = 0;
+  virtual void col2im(DType dt, const void* col, void* x, const ConvGeom& g) = 0;
+  // Max pooling over the windows of g (oc unused): y (n, c, oh, ow) is each window's
+  // max, idx (n, c, oh, ow) int64 its position i * kw + j in the window (the first
+  // max, np.argmax's; a padded position counts as the value 0).
+  //   max_pool_backward: gx (n, c, h, w) = gy added at each window's idx (overwritten);
+  //                      a max that fell on the padding sends its gradient nowhere.
+  //   max_pool_gather:   y (n, c, oh, ow) = x at each window's idx (0 on the padding),
+  //                      the forward of the gradient's own gradient.
+  virtual void max_pool_forward(DType dt, const void* x, void* y, std::int64_t* idx, const ConvGeom& g) = 0;
+  virtual void max_pool_backward(DType dt, const void* gy, const std::int64_t* idx, void* gx,
+                                 const ConvGeom& g) = 0;
+  virtual void max_pool_gather(DType dt, const void* x, const std::int64_t* idx, void* y, const ConvGeom& g) = 0;
+
   // --- indexing: element offsets as int64 on this device ----------------------------
   virtual void gather(DType dt, const void* src, const std::int64_t* offsets, void* dst, std::int64_t n) = 0;
   virtual void scatter_add(DType dt, const void* src, const std::int64_t* offsets, void* dst,

@@ -1,7 +1,8 @@
 // dezero/cpu/cpu_backend.cpp - the host backend: CpuBackend, the Backend of
 // backend/backend.hpp for Device::cpu(), and cpu_backend(), its one instance. Each
 // virtual forwards to its family file through kernels.hpp (memory.cpp,
-// elementwise.cpp, reduce.cpp, gemm.cpp, index.cpp, nn.cpp, random.cpp), where the
+// elementwise.cpp, reduce.cpp, gemm.cpp, im2col.cpp, pool.cpp, index.cpp, nn.cpp,
+// random.cpp), where the
 // loops are: Eigen or our AVX-512 kernels for GEMM, plain loops that the compiler
 // vectorises for everything else, OpenMP threads for large arrays only (small arrays
 // stay on the calling thread: overhead is the product for small nets). No loops here.
@@ -71,6 +72,19 @@ class CpuBackend final : public Backend {
                  std::int64_t lda, const void* b, std::int64_t ldb, const void* bias, void* c,
                  std::int64_t ldc) override {
     return cpu::gemm_bias(dt, ta, tb, m, n, k, a, lda, b, ldb, bias, c, ldc);
+  }
+
+  // --- convolution and pooling helpers (im2col.cpp, pool.cpp) --------------------------------
+  void im2col(DType dt, const void* x, void* col, const ConvGeom& g) override { cpu::im2col(dt, x, col, g); }
+  void col2im(DType dt, const void* col, void* x, const ConvGeom& g) override { cpu::col2im(dt, col, x, g); }
+  void max_pool_forward(DType dt, const void* x, void* y, std::int64_t* idx, const ConvGeom& g) override {
+    cpu::max_pool_forward(dt, x, y, idx, g);
+  }
+  void max_pool_backward(DType dt, const void* gy, const std::int64_t* idx, void* gx, const ConvGeom& g) override {
+    cpu::max_pool_backward(dt, gy, idx, gx, g);
+  }
+  void max_pool_gather(DType dt, const void* x, const std::int64_t* idx, void* y, const ConvGeom& g) override {
+    cpu::max_pool_gather(dt, x, idx, y, g);
   }
 
   // --- indexing (index.cpp) -----------------------------------------------------------------

@@ -72,6 +72,13 @@ void gemm_typed(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k
                 std::int64_t ldc, std::int64_t sc, std::int64_t batch) {
   int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   double flops = 2.0 * double(m) * double(n) * double(k);
+  if (threads > 1 && flops < kGemmParallelFlops && batch >= threads && flops * double(batch) >= kGemmParallelFlops) {
+    // Many small products (a convolution's one GEMM per image): the images go onto threads.
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (std::int64_t i = 0; i < batch; ++i)
+      gemm_one<T>(ta, tb, m, n, k, alpha, a + i * sa, lda, b + i * sb, ldb, beta, c + i * sc, ldc);
+    return;
+  }
   if (threads <= 1 || flops < kGemmParallelFlops) {
     for (std::int64_t i = 0; i < batch; ++i)
       gemm_one<T>(ta, tb, m, n, k, alpha, a + i * sa, lda, b + i * sb, ldb, beta, c + i * sc, ldc);

@@ -56,6 +56,13 @@ void gemm(DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64
 bool gemm_bias(DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const void* a,
                std::int64_t lda, const void* b, std::int64_t ldb, const void* bias, void* c, std::int64_t ldc);
 
+// --- convolution and pooling helpers (im2col.cpp, pool.cpp): float32 and float64 -----
+void im2col(DType dt, const void* x, void* col, const ConvGeom& g);
+void col2im(DType dt, const void* col, void* x, const ConvGeom& g);
+void max_pool_forward(DType dt, const void* x, void* y, std::int64_t* idx, const ConvGeom& g);
+void max_pool_backward(DType dt, const void* gy, const std::int64_t* idx, void* gx, const ConvGeom& g);
+void max_pool_gather(DType dt, const void* x, const std::int64_t* idx, void* y, const ConvGeom& g);
+
 // --- indexing (index.cpp): element offsets as int64 ----------------------------------------
 void gather(DType dt, const void* src, const std::int64_t* offsets, void* dst, std::int64_t n);
 void scatter_add(DType dt, const void* src, const std::int64_t* offsets, void* dst, std::int64_t n);

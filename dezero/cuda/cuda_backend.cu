@@ -3,7 +3,7 @@
 //
 // Twin of cpu/cpu_backend.cpp. This file only wires the Backend virtuals to the
 // family files, which hold the kernels and their launchers (detail/launchers.hpp):
-// memory.cu, elementwise.cu, reduce.cu, gemm.cu (cuBLAS), index.cu, nn.cu and
+// memory.cu, elementwise.cu, reduce.cu, gemm.cu (cuBLAS), im2col.cu, pool.cu, index.cu, nn.cu and
 // random.cu (cuRAND), the same stems as cpu/. Everything runs as kernels or library
 // calls on the calling thread's current stream of the device; nothing waits for the
 // device except copy_to_host and synchronize(). Not here: the device memory pool
@@ -73,6 +73,19 @@ class CudaBackend final : public Backend {
             std::int64_t lda, std::int64_t stride_a, const void* b, std::int64_t ldb, std::int64_t stride_b,
             double beta, void* c, std::int64_t ldc, std::int64_t stride_c, std::int64_t batch) override {
     gpu::gemm(id_, dt, ta, tb, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, batch);
+  }
+
+  // --- convolution and pooling helpers (im2col.cu, pool.cu) ---------------------------------
+  void im2col(DType dt, const void* x, void* col, const ConvGeom& g) override { gpu::im2col(id_, dt, x, col, g); }
+  void col2im(DType dt, const void* col, void* x, const ConvGeom& g) override { gpu::col2im(id_, dt, col, x, g); }
+  void max_pool_forward(DType dt, const void* x, void* y, std::int64_t* idx, const ConvGeom& g) override {
+    gpu::max_pool_forward(id_, dt, x, y, idx, g);
+  }
+  void max_pool_backward(DType dt, const void* gy, const std::int64_t* idx, void* gx, const ConvGeom& g) override {
+    gpu::max_pool_backward(id_, dt, gy, idx, gx, g);
+  }
+  void max_pool_gather(DType dt, const void* x, const std::int64_t* idx, void* y, const ConvGeom& g) override {
+    gpu::max_pool_gather(id_, dt, x, idx, y, g);
   }
 
   // --- indexing (index.cu) --------------------------------------------------------------

@@ -7,11 +7,14 @@
 // never touch raw pointers or a backend. This header includes no backend header; the
 // layers above the tensor may include it (and tensor/checks.hpp), never
 // tensor/strided.hpp or dezero/backend/. No autograd here. Defined in fused.cpp,
-// except matmul_t (linalg.cpp, next to matmul).
+// except matmul_t (linalg.cpp, next to matmul) and the convolution section (conv.cpp).
 #pragma once
 
 #include <cstddef>
 
+#include <utility>
+
+#include "dezero/pair.hpp"
 #include "dezero/tensor.hpp"
 
 namespace dezero::detail {
@@ -62,6 +65,44 @@ Tensor softmax_cross_entropy_grad(const Tensor& x, const Tensor& t, const Tensor
 // If bias is defined, y = op(a) @ op(b) + bias (bias broadcast over rows).
 // a: (m, k), or (k, m) when ta; b: (k, n), or (n, k) when tb; bias: (n,) or broadcastable to (m, n).
 Tensor matmul_t(const Tensor& a, const Tensor& b, bool ta, bool tb, const Tensor& bias = Tensor());
+
+// --- convolution and pooling (conv.cpp; functions/conv.cpp and pooling.cpp) -------------
+// NCHW, zero padding, DeZero's output size (h + 2 ph - kh) / sh + 1. Each entry checks
+// its operands and throws a dezero::Error naming `op` (the user's function), the
+// shapes and a hint: a non-4-d input, an integer dtype or mixed dtypes, two devices,
+// a kernel or stride < 1, a pad < 0, a kernel larger than the padded input, a channel
+// mismatch. Floating dtypes only (float32, float64), x and W alike.
+
+// Only the checks of im2col (for the composite functions: conv2d_simple, pooling_simple,
+// average_pooling, so that their errors name them).
+void check_window(const char* op, const Tensor& x, Pair k, Pair s, Pair p);
+// x (n, c, h, w) -> col (n, c, kh, kw, oh, ow) (Backend::im2col).
+Tensor im2col(const char* op, const Tensor& x, Pair k, Pair s, Pair p);
+// col (n, c, kh, kw, oh, ow) -> x (n, c, h, w) of x_shape, the adjoint of im2col.
+Tensor col2im(const char* op, const Tensor& col, const Shape& x_shape, Pair s, Pair p);
+
+// y (n, oc, oh, ow) = x (n, c, h, w) * W (oc, c, kh, kw) + b (oc,) (b may be undefined):
+// Backend::conv2d_forward (the library path) when it takes the case, else im2col and
+// one GEMM per image, W (oc, c kh kw) @ col (c kh kw, oh ow), which lands in NCHW.
+Tensor conv2d_forward(const char* op, const Tensor& x, const Tensor& W, const Tensor& b, Pair s, Pair p);
+// The convolution's gradient with respect to its input, and deconv2d's forward:
+// gx (n, c, out.h, out.w) from gy (n, oc, oh, ow) and W (oc, c, kh, kw), plus b (c,)
+// when defined. out must give back (oh, ow) through the conv size formula.
+// Backend::conv2d_backward_data, else W^T @ gy per image, then col2im.
+Tensor conv2d_backward_data(const char* op, const Tensor& gy, const Tensor& W, const Tensor& b, Pair s, Pair p,
+                            Pair out);
+// The convolution's gradient with respect to W: gW (oc, c, kh, kw) from x (n, c, h, w)
+// and gy (n, oc, oh, ow). Backend::conv2d_backward_filter, else gy @ col^T per image,
+// summed over the batch.
+Tensor conv2d_backward_filter(const char* op, const Tensor& x, const Tensor& gy, Pair k, Pair s, Pair p);
+
+// Max pooling: y (n, c, oh, ow) and idx (n, c, oh, ow) int64, each window's first max
+// and its position i * kw + j (the padding counts as zeros, as in DeZero).
+std::pair<Tensor, Tensor> max_pool(const char* op, const Tensor& x, Pair k, Pair s, Pair p);
+// gx (x_shape) = gy (n, c, oh, ow) added at each window's idx.
+Tensor max_pool_backward(const Tensor& gy, const Tensor& idx, const Shape& x_shape, Pair k, Pair s, Pair p);
+// y (n, c, oh, ow) = x (n, c, h, w) at each window's idx (0 on the padding).
+Tensor max_pool_gather(const Tensor& x, const Tensor& idx, Pair k, Pair s, Pair p);
 
 // --- optimizer updates (optimizers/rules.cpp, hooks.cpp) -------------------------------
 // In place on param and its state tensors, one fused Backend::optimizer_update kernel

@@ -49,6 +49,13 @@ void gemm(int device, DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n
           const void* a, std::int64_t lda, std::int64_t stride_a, const void* b, std::int64_t ldb,
           std::int64_t stride_b, double beta, void* c, std::int64_t ldc, std::int64_t stride_c, std::int64_t batch);
 
+// --- convolution and pooling helpers (im2col.cu, pool.cu) -------------------------------
+void im2col(int device, DType dt, const void* x, void* col, const ConvGeom& g);
+void col2im(int device, DType dt, const void* col, void* x, const ConvGeom& g);
+void max_pool_forward(int device, DType dt, const void* x, void* y, std::int64_t* idx, const ConvGeom& g);
+void max_pool_backward(int device, DType dt, const void* gy, const std::int64_t* idx, void* gx, const ConvGeom& g);
+void max_pool_gather(int device, DType dt, const void* x, const std::int64_t* idx, void* y, const ConvGeom& g);
+
 // --- indexing (index.cu) -----------------------------------------------------------------
 void gather(int device, DType dt, const void* src, const std::int64_t* off, void* dst, std::int64_t n);
 void scatter_add(int device, DType dt, const void* src, const std::int64_t* off, void* dst, std::int64_t n);

@@ -1,0 +1,123 @@
+// dezero/cuda/pool.cu - max pooling on a CUDA device: forward with each window's
+// argmax, its backward and the gather that is the backward's own backward (DeZero's
+// Pooling, Pooling2DGrad, Pooling2DWithIndexes; the last runs on the device here,
+// where DeZero's used NumPy's arange on CuPy arrays and failed).
+//
+// Twin of cpu/pool.cpp, with the same semantics: zero padding, idx = i * kw + j of the
+// first max. forward and gather: one thread per output element; backward: one thread
+// per input pixel, gathering from the windows that cover it (Chainer's
+// max_pooling_2d backward), so no atomics. Runs on the current stream.
+#include <cstdint>
+
+#include "dezero/backend/backend.hpp"
+#include "dezero/cuda/detail/launch.cuh"
+#include "dezero/cuda/detail/launchers.hpp"
+#include "dezero/cuda/detail/runtime.hpp"
+
+namespace dezero::detail {
+
+namespace {
+
+namespace cd = ::dezero::cuda::detail;
+
+template <class T>
+__global__ void max_pool_forward_kernel(const T* x, T* y, i64* idx, ConvGeom g, i64 total) {
+  DEZERO_GRID_LOOP(t, total) {
+    i64 ox = t % g.ow, r = t / g.ow;
+    i64 oy = r % g.oh, plane = r / g.oh;
+    const T* p = x + plane * g.h * g.w;
+    T best = 0;
+    i64 arg = -1;
+    for (i64 i = 0; i < g.kh; ++i) {
+      i64 iy = oy * g.sh - g.ph + i;
+      bool row_in = iy >= 0 && iy < g.h;
+      for (i64 j = 0; j < g.kw; ++j) {
+        i64 ix = ox * g.sw - g.pw + j;
+        T v = (row_in && ix >= 0 && ix < g.w) ? p[iy * g.w + ix] : T(0);
+        if (arg < 0 || v > best) {
+          best = v;
+          arg = i * g.kw + j;
+        }
+      }
+    }
+    y[t] = best;
+    idx[t] = arg;
+  }
+}
+
+template <class T>
+__global__ void max_pool_backward_kernel(const T* gy, const i64* idx, T* gx, ConvGeom g, i64 total) {
+  DEZERO_GRID_LOOP(t, total) {
+    i64 px = t % g.w + g.pw, r = t / g.w;
+    i64 py = r % g.h + g.ph, plane = r / g.h;
+    i64 oy0 = py >= g.kh ? (py - g.kh) / g.sh + 1 : 0;
+    i64 oy1 = py / g.sh + 1 < g.oh ? py / g.sh + 1 : g.oh;
+    i64 ox0 = px >= g.kw ? (px - g.kw) / g.sw + 1 : 0;
+    i64 ox1 = px / g.sw + 1 < g.ow ? px / g.sw + 1 : g.ow;
+    i64 base = plane * g.oh * g.ow;
+    T v = 0;
+    for (i64 oy = oy0; oy < oy1; ++oy)
+      for (i64 ox = ox0; ox < ox1; ++ox) {
+        i64 o = base + oy * g.ow + ox;
+        if (idx[o] == (py - oy * g.sh) * g.kw + (px - ox * g.sw)) v += gy[o];
+      }
+    gx[t] = v;
+  }
+}
+
+template <class T>
+__global__ void max_pool_gather_kernel(const T* x, const i64* idx, T* y, ConvGeom g, i64 total) {
+  DEZERO_GRID_LOOP(t, total) {
+    i64 ox = t % g.ow, r = t / g.ow;
+    i64 oy = r % g.oh, plane = r / g.oh;
+    i64 k = idx[t];
+    i64 iy = oy * g.sh - g.ph + k / g.kw, ix = ox * g.sw - g.pw + k % g.kw;
+    y[t] = (iy >= 0 && iy < g.h && ix >= 0 && ix < g.w) ? x[(plane * g.h + iy) * g.w + ix] : T(0);
+  }
+}
+
+}  // namespace
+
+namespace gpu {
+
+void max_pool_forward(int device, DType dt, const void* x, void* y, std::int64_t* idx, const ConvGeom& g) {
+  i64 total = g.n * g.c * g.oh * g.ow;
+  if (total <= 0) return;
+  cd::ScopedDevice guard(device);
+  cudaStream_t s = cd::current_stream(device);
+  if (dt == float32)
+    DEZERO_LAUNCH(max_pool_forward_kernel<float>, total, s, static_cast<const float*>(x), static_cast<float*>(y), idx,
+                  g, total);
+  else
+    DEZERO_LAUNCH(max_pool_forward_kernel<double>, total, s, static_cast<const double*>(x), static_cast<double*>(y),
+                  idx, g, total);
+}
+
+void max_pool_backward(int device, DType dt, const void* gy, const std::int64_t* idx, void* gx, const ConvGeom& g) {
+  i64 total = g.n * g.c * g.h * g.w;
+  if (total <= 0) return;
+  cd::ScopedDevice guard(device);
+  cudaStream_t s = cd::current_stream(device);
+  if (dt == float32)
+    DEZERO_LAUNCH(max_pool_backward_kernel<float>, total, s, static_cast<const float*>(gy), idx,
+                  static_cast<float*>(gx), g, total);
+  else
+    DEZERO_LAUNCH(max_pool_backward_kernel<double>, total, s, static_cast<const double*>(gy), idx,
+                  static_cast<double*>(gx), g, total);
+}
+
+void max_pool_gather(int device, DType dt, const void* x, const std::int64_t* idx, void* y, const ConvGeom& g) {
+  i64 total = g.n * g.c * g.oh * g.ow;
+  if (total <= 0) return;
+  cd::ScopedDevice guard(device);
+  cudaStream_t s = cd::current_stream(device);
+  if (dt == float32)
+    DEZERO_LAUNCH(max_pool_gather_kernel<float>, total, s, static_cast<const float*>(x), idx, static_cast<float*>(y), g,
+                  total);
+  else
+    DEZERO_LAUNCH(max_pool_gather_kernel<double>, total, s, static_cast<const double*>(x), idx,
+                  static_cast<double*>(y), g, total);
+}
+
+}  // namespace gpu
+}  // namespace dezero::detail

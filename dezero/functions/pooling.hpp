@@ -1,0 +1,25 @@
+// dezero/functions/pooling.hpp - pooling (DeZero's functions_conv.py; step 57):
+// pooling (max), pooling_simple, average_pooling.
+//
+// x (N, C, H, W) -> (N, C, OH, OW), OH = (H + 2 pad - KH) / stride + 1. Padding is
+// DeZero's zero padding: a max-pooling window that touches the padding has a max of
+// at least 0 (Chainer and PyTorch pad with -inf instead), and average pooling counts
+// the padded zeros in its mean (divides by KH * KW). Differentiable to any order, on
+// every device (DeZero's max pooling double backward used NumPy on CuPy arrays).
+#pragma once
+
+#include "dezero/core.hpp"
+#include "dezero/pair.hpp"
+
+namespace dezero::F {
+
+// Max pooling as one Function: the first max of each window; its gradient goes to that
+// element (none when it is in the padding).
+Variable pooling(const Variable& x, Pair kernel_size, Pair stride = 1, Pair pad = 0);
+// The same through composite functions: im2col(to_matrix) -> max over each window ->
+// reshape, transpose to NCHW (ties share the gradient, as F::max's do).
+Variable pooling_simple(const Variable& x, Pair kernel_size, Pair stride = 1, Pair pad = 0);
+// The mean of each window, padding included.
+Variable average_pooling(const Variable& x, Pair kernel_size, Pair stride = 1, Pair pad = 0);
+
+}  // namespace dezero::F

@@ -1,0 +1,281 @@
+// dezero/tensor/conv.cpp - validation + dispatch of the convolution section of
+// tensor/fused.hpp: im2col / col2im, the three convolution products and max pooling
+// (DeZero's functions_conv.py, steps 55-57, without the autograd).
+//
+// Every entry checks its operands once, here, for both devices, and names the user's
+// function in the error. The products try the backend's library path first
+// (Backend::conv2d_forward / _backward_data / _backward_filter: cuDNN on a GPU) and
+// otherwise run im2col + one GEMM per image as a single batched Backend::gemm:
+//   forward:  y[i] (oc, oh ow)     = W (oc, c kh kw) @ col[i] (c kh kw, oh ow)
+//   data:     gcol[i] (c kh kw, oh ow) = W^T @ gy[i] (oc, oh ow), then col2im
+//   filter:   gW (oc, c kh kw)     = sum_i gy[i] @ col[i]^T
+// so the results are NCHW as they come out of the GEMM (no (n, oh, ow, oc) transpose
+// as in DeZero's tensordot + rollaxis).
+#include <string>
+
+#include "dezero/tensor/fused.hpp"
+#include "dezero/tensor/strided.hpp"
+
+namespace dezero::detail {
+
+namespace {
+
+using i64 = std::int64_t;
+
+std::string hw(i64 h, i64 w) { return "(" + std::to_string(h) + ", " + std::to_string(w) + ")"; }
+
+void check_float4d(const char* op, const char* what, const Tensor& t, const char* layout) {
+  check_defined(op, t);
+  if (t.ndim() != 4)
+    throw ShapeError(std::string(op) + ": " + what + " must be 4-d " + layout + ", got " + describe(t) +
+                     "; hint: a single image is x.reshape({1, C, H, W})");
+  if (!is_floating(t.dtype()))
+    throw DtypeError(std::string(op) + ": " + what + " must be float32 or float64, got " + describe(t) +
+                     "; hint: " + what + ".astype(dezero::float32)");
+}
+
+void check_same(const char* op, const Tensor& a, const char* an, const Tensor& b, const char* bn) {
+  check_same_device(op, a, b);
+  if (a.dtype() != b.dtype())
+    throw DtypeError(std::string(op) + ": " + an + " " + describe(a) + " and " + bn + " " + describe(b) +
+                     " have different dtypes; hint: convert one with astype()");
+}
+
+// The geometry of a window (k, s, p) over images of shape xs (n, c, h, w); `x_desc`
+// describes the input for messages.
+ConvGeom geometry(const char* op, const Shape& xs, const std::string& x_desc, Pair k, Pair s, Pair p) {
+  std::string o(op);
+  if (k.h < 1 || k.w < 1)
+    throw ValueError(o + ": kernel size must be positive, got " + k.str() + "; hint: e.g. 3 or {3, 3}");
+  if (s.h < 1 || s.w < 1) throw ValueError(o + ": stride must be positive, got " + s.str() + "; hint: stride 1");
+  if (p.h < 0 || p.w < 0) throw ValueError(o + ": pad must be >= 0, got " + p.str() + "; hint: pad 0");
+  ConvGeom g;
+  g.n = xs[0], g.c = xs[1], g.h = xs[2], g.w = xs[3];
+  g.kh = k.h, g.kw = k.w, g.sh = s.h, g.sw = s.w, g.ph = p.h, g.pw = p.w;
+  if (g.h + 2 * g.ph < g.kh || g.w + 2 * g.pw < g.kw)
+    throw ShapeError(o + ": kernel " + k.str() + " is larger than the padded input " +
+                     hw(g.h + 2 * g.ph, g.w + 2 * g.pw) + " (input " + x_desc + ", pad " + p.str() +
+                     "); hint: use a smaller kernel or a larger pad");
+  g.oh = (g.h + 2 * g.ph - g.kh) / g.sh + 1;
+  g.ow = (g.w + 2 * g.pw - g.kw) / g.sw + 1;
+  return g;
+}
+
+void check_bias(const char* op, const Tensor& b, const Tensor& x, i64 channels) {
+  if (!b.defined()) return;
+  check_same(op, x, "x", b, "b");
+  if (b.ndim() != 1 || b.shape()[0] != channels)
+    throw ShapeError(std::string(op) + ": b must be (" + std::to_string(channels) + ",), one per output channel, got " +
+                     describe(b) + "; hint: pass Variable() for no bias");
+}
+
+// y[n, c, :, :] += b[c]: the bias of a (n, c, h, w) result, in place.
+void add_channel_bias_(Tensor& y, const Tensor& b) {
+  Tensor bb = b.reshape(Shape{1, b.shape()[0], 1, 1});
+  Strided sy = make_contiguous(y.shape()), sb = make_broadcast(bb.shape(), y.shape());
+  backend_of(y).binary(BinaryOp::Add, y.dtype(), y.raw_data(), sy, bb.raw_data(), sb, y.raw_data(), sy);
+}
+
+}  // namespace
+
+// --- im2col / col2im ---------------------------------------------------------------------
+void check_window(const char* op, const Tensor& x, Pair k, Pair s, Pair p) {
+  check_float4d(op, "x", x, "(N, C, H, W)");
+  geometry(op, x.shape(), describe(x), k, s, p);
+}
+
+Tensor im2col(const char* op, const Tensor& x, Pair k, Pair s, Pair p) {
+  check_float4d(op, "x", x, "(N, C, H, W)");
+  ConvGeom g = geometry(op, x.shape(), describe(x), k, s, p);
+  Tensor col = Tensor::empty(Shape{g.n, g.c, g.kh, g.kw, g.oh, g.ow}, x.dtype(), x.device());
+  if (col.size()) backend_of(x).im2col(x.dtype(), x.raw_data(), col.raw_data(), g);
+  return col;
+}
+
+Tensor col2im(const char* op, const Tensor& col, const Shape& x_shape, Pair s, Pair p) {
+  check_defined(op, col);
+  if (col.ndim() != 6 || x_shape.size() != 4)
+    throw ShapeError(std::string(op) + ": expected col (N, C, KH, KW, OH, OW) and a 4-d input shape, got col " +
+                     describe(col) + " and input shape " + x_shape.str() +
+                     "; hint: col2im(col, input_shape, kernel_size, stride, pad)");
+  if (!is_floating(col.dtype()))
+    throw DtypeError(std::string(op) + ": col must be float32 or float64, got " + describe(col));
+  const Shape& cs = col.shape();
+  ConvGeom g = geometry(op, x_shape, "shape " + x_shape.str(), Pair(static_cast<int>(cs[2]), static_cast<int>(cs[3])),
+                        s, p);
+  if (cs[0] != g.n || cs[1] != g.c || cs[4] != g.oh || cs[5] != g.ow)
+    throw ShapeError(std::string(op) + ": col " + describe(col) + " does not fit input shape " + x_shape.str() +
+                     " with stride " + s.str() + " and pad " + p.str() + ": expected (" + std::to_string(g.n) + ", " +
+                     std::to_string(g.c) + ", " + std::to_string(g.kh) + ", " + std::to_string(g.kw) + ", " +
+                     std::to_string(g.oh) + ", " + std::to_string(g.ow) + "); hint: use the im2col arguments");
+  Tensor x = Tensor::empty(x_shape, col.dtype(), col.device());
+  if (x.size() == 0) return x;
+  if (col.size() == 0) {
+    x.fill_(0);
+    return x;
+  }
+  backend_of(col).col2im(col.dtype(), col.raw_data(), x.raw_data(), g);
+  return x;
+}
+
+// --- the three convolution products ----------------------------------------------------------
+Tensor conv2d_forward(const char* op, const Tensor& x, const Tensor& W, const Tensor& b, Pair s, Pair p) {
+  check_float4d(op, "x", x, "(N, C, H, W)");
+  check_float4d(op, "W", W, "(out_channels, in_channels, KH, KW)");
+  check_same(op, x, "x", W, "W");
+  const Shape& ws = W.shape();
+  if (ws[1] != x.shape()[1])
+    throw ShapeError(std::string(op) + ": x " + describe(x) + " has " + std::to_string(x.shape()[1]) +
+                     " channels but W " + describe(W) + " expects " + std::to_string(ws[1]) +
+                     "; hint: W is (out_channels, in_channels, KH, KW)");
+  check_bias(op, b, x, ws[0]);
+  ConvGeom g = geometry(op, x.shape(), describe(x), Pair(static_cast<int>(ws[2]), static_cast<int>(ws[3])), s, p);
+  g.oc = ws[0];
+  Tensor y = Tensor::empty(Shape{g.n, g.oc, g.oh, g.ow}, x.dtype(), x.device());
+  if (y.size() == 0) return y;
+  Backend& be = backend_of(x);
+  DType dt = x.dtype();
+  i64 ckk = g.c * g.kh * g.kw, ohw = g.oh * g.ow;
+  if (ckk == 0) {
+    y.fill_(0);
+    if (b.defined()) add_channel_bias_(y, b);
+    return y;
+  }
+  if (be.conv2d_forward(dt, x.raw_data(), W.raw_data(), b.defined() ? b.raw_data() : nullptr, y.raw_data(), g))
+    return y;
+  Tensor col = Tensor::empty(Shape{g.n, ckk, ohw}, dt, x.device());
+  be.im2col(dt, x.raw_data(), col.raw_data(), g);
+  double beta = 0.0;
+  if (b.defined()) {  // y starts as the bias, the GEMM adds onto it
+    y.fill_(0);
+    add_channel_bias_(y, b);
+    beta = 1.0;
+  }
+  be.gemm(dt, false, false, g.oc, ohw, ckk, 1.0, W.raw_data(), ckk, 0, col.raw_data(), ohw, ckk * ohw, beta,
+          y.raw_data(), ohw, g.oc * ohw, g.n);
+  return y;
+}
+
+Tensor conv2d_backward_data(const char* op, const Tensor& gy, const Tensor& W, const Tensor& b, Pair s, Pair p,
+                            Pair out) {
+  check_float4d(op, "x", gy, "(N, C, H, W)");
+  check_float4d(op, "W", W, "(in_channels, out_channels, KH, KW)");
+  check_same(op, gy, "x", W, "W");
+  const Shape& ws = W.shape();
+  const Shape& ys = gy.shape();
+  if (ws[0] != ys[1])
+    throw ShapeError(std::string(op) + ": x " + describe(gy) + " has " + std::to_string(ys[1]) + " channels but W " +
+                     describe(W) + " expects " + std::to_string(ws[0]) +
+                     "; hint: deconv2d's W is (in_channels, out_channels, KH, KW)");
+  check_bias(op, b, gy, ws[1]);
+  if (out.h < 1 || out.w < 1)
+    throw ValueError(std::string(op) + ": outsize must be positive, got " + out.str());
+  Shape xs{ys[0], ws[1], out.h, out.w};
+  ConvGeom g = geometry(op, xs, "of output size " + out.str(), Pair(static_cast<int>(ws[2]), static_cast<int>(ws[3])),
+                        s, p);
+  if (g.oh != ys[2] || g.ow != ys[3])
+    throw ShapeError(std::string(op) + ": outsize " + out.str() + " is inconsistent with x " + describe(gy) +
+                     ", kernel " + hw(ws[2], ws[3]) + ", stride " + s.str() + " and pad " + p.str() +
+                     ": a convolution of it gives " + hw(g.oh, g.ow) + ", not " + hw(ys[2], ys[3]) +
+                     "; hint: outsize must satisfy (outsize + 2 pad - k) / stride + 1 == input size, e.g. " +
+                     hw(s.h * (ys[2] - 1) + ws[2] - 2 * p.h, s.w * (ys[3] - 1) + ws[3] - 2 * p.w) + " (the default)");
+  g.oc = ws[0];
+  Tensor gx = Tensor::empty(xs, gy.dtype(), gy.device());
+  if (gx.size() == 0) return gx;
+  Backend& be = backend_of(gy);
+  DType dt = gy.dtype();
+  i64 ckk = g.c * g.kh * g.kw, ohw = g.oh * g.ow;
+  if (g.oc == 0 || ohw == 0) {
+    gx.fill_(0);
+  } else if (!be.conv2d_backward_data(dt, W.raw_data(), gy.raw_data(), gx.raw_data(), g)) {
+    Tensor gcol = Tensor::empty(Shape{g.n, ckk, ohw}, dt, gy.device());
+    be.gemm(dt, true, false, ckk, ohw, g.oc, 1.0, W.raw_data(), ckk, 0, gy.raw_data(), ohw, g.oc * ohw, 0.0,
+            gcol.raw_data(), ohw, ckk * ohw, g.n);
+    be.col2im(dt, gcol.raw_data(), gx.raw_data(), g);
+  }
+  if (b.defined()) add_channel_bias_(gx, b);
+  return gx;
+}
+
+Tensor conv2d_backward_filter(const char* op, const Tensor& x, const Tensor& gy, Pair k, Pair s, Pair p) {
+  check_float4d(op, "x", x, "(N, C, H, W)");
+  check_float4d(op, "gy", gy, "(N, OC, OH, OW)");
+  check_same(op, x, "x", gy, "gy");
+  ConvGeom g = geometry(op, x.shape(), describe(x), k, s, p);
+  const Shape& ys = gy.shape();
+  if (ys[0] != g.n || ys[2] != g.oh || ys[3] != g.ow)
+    throw ShapeError(std::string(op) + ": gy " + describe(gy) + " does not fit x " + describe(x) + " with kernel " +
+                     k.str() + ", stride " + s.str() + " and pad " + p.str() + " (output " + hw(g.oh, g.ow) +
+                     "); hint: gy is the gradient of the convolution's output");
+  g.oc = ys[1];
+  Tensor gW = Tensor::empty(Shape{g.oc, g.c, g.kh, g.kw}, x.dtype(), x.device());
+  if (gW.size() == 0) return gW;
+  Backend& be = backend_of(x);
+  DType dt = x.dtype();
+  i64 ckk = g.c * g.kh * g.kw, ohw = g.oh * g.ow;
+  if (g.n == 0 || ohw == 0) {
+    gW.fill_(0);
+    return gW;
+  }
+  if (be.conv2d_backward_filter(dt, x.raw_data(), gy.raw_data(), gW.raw_data(), g)) return gW;
+  Tensor col = Tensor::empty(Shape{g.n, ckk, ohw}, dt, x.device());
+  be.im2col(dt, x.raw_data(), col.raw_data(), g);
+  if (g.n == 1) {
+    be.gemm(dt, false, true, g.oc, ckk, ohw, 1.0, gy.raw_data(), ohw, 0, col.raw_data(), ohw, 0, 0.0, gW.raw_data(),
+            ckk, 0, 1);
+    return gW;
+  }
+  // One partial gW per image (the batch's GEMMs run in parallel), then their sum.
+  Tensor part = Tensor::empty(Shape{g.n, g.oc * ckk}, dt, x.device());
+  be.gemm(dt, false, true, g.oc, ckk, ohw, 1.0, gy.raw_data(), ohw, g.oc * ohw, col.raw_data(), ohw, ckk * ohw, 0.0,
+          part.raw_data(), ckk, g.oc * ckk, g.n);
+  be.reduce(ReduceOp::Sum, dt, part.raw_data(), gW.raw_data(), 1, g.n, g.oc * ckk);
+  return gW;
+}
+
+// --- max pooling ---------------------------------------------------------------------------
+std::pair<Tensor, Tensor> max_pool(const char* op, const Tensor& x, Pair k, Pair s, Pair p) {
+  check_float4d(op, "x", x, "(N, C, H, W)");
+  ConvGeom g = geometry(op, x.shape(), describe(x), k, s, p);
+  Shape ys{g.n, g.c, g.oh, g.ow};
+  Tensor y = Tensor::empty(ys, x.dtype(), x.device());
+  Tensor idx = Tensor::empty(ys, int64, x.device());
+  if (y.size())
+    backend_of(x).max_pool_forward(x.dtype(), x.raw_data(), y.raw_data(), static_cast<std::int64_t*>(idx.raw_data()),
+                                   g);
+  return {y, idx};
+}
+
+Tensor max_pool_backward(const Tensor& gy, const Tensor& idx, const Shape& x_shape, Pair k, Pair s, Pair p) {
+  check_same_device("pooling", gy, idx);
+  ConvGeom g = geometry("pooling", x_shape, "shape " + x_shape.str(), k, s, p);
+  if (gy.shape() != idx.shape() || gy.shape() != Shape{g.n, g.c, g.oh, g.ow} || idx.dtype() != int64)
+    throw ShapeError("pooling: the gradient " + describe(gy) + " and the indexes " + describe(idx) +
+                     " do not fit the input shape " + x_shape.str() + "; hint: an internal call went wrong");
+  Tensor gx = Tensor::empty(x_shape, gy.dtype(), gy.device());
+  if (gx.size() == 0) return gx;
+  if (gy.size() == 0) {
+    gx.fill_(0);
+    return gx;
+  }
+  backend_of(gy).max_pool_backward(gy.dtype(), gy.raw_data(), static_cast<const std::int64_t*>(idx.raw_data()),
+                                   gx.raw_data(), g);
+  return gx;
+}
+
+Tensor max_pool_gather(const Tensor& x, const Tensor& idx, Pair k, Pair s, Pair p) {
+  check_float4d("pooling", "x", x, "(N, C, H, W)");
+  check_same_device("pooling", x, idx);
+  ConvGeom g = geometry("pooling", x.shape(), describe(x), k, s, p);
+  Shape ys{g.n, g.c, g.oh, g.ow};
+  if (idx.shape() != ys || idx.dtype() != int64)
+    throw ShapeError("pooling: the indexes " + describe(idx) + " do not fit x " + describe(x) +
+                     "; hint: an internal call went wrong");
+  Tensor y = Tensor::empty(ys, x.dtype(), x.device());
+  if (y.size())
+    backend_of(x).max_pool_gather(x.dtype(), x.raw_data(), static_cast<const std::int64_t*>(idx.raw_data()),
+                                  y.raw_data(), g);
+  return y;
+}
+
+}  // namespace dezero::detail

@@ -1,0 +1,424 @@
+// tests/test_conv.cpp - convolution and pooling (DeZero's functions_conv.py; steps 55-57):
+// conv2d, conv2d_simple, deconv2d, pooling, pooling_simple, average_pooling, im2col,
+// col2im and dezero::Pair.
+//
+// Reference values come from PyTorch in float64 (tools/make_conv_fixtures.py ->
+// tests/data/conv.txt): forward results and the gradients of sum(y * gy). Every body
+// runs on the CPU and on each GPU. Also: gradient_check for every function, double
+// backprop through a conv weight gradient (DeZero's Conv2DGradW crashed there) and
+// through max pooling, DeZero's test cases for conv and pooling, bad input, and
+// float32 against float64.
+#include <doctest/doctest.h>
+
+#include <dezero/dezero.hpp>
+
+#include "support/fixtures.hpp"
+#include "support/test_util.hpp"
+
+using namespace dezero;
+using dezero::utils::gradient_check;
+
+namespace {
+
+Tensor fx(const std::string& name, Device dev = Device::cpu()) { return dzt::fx("conv.txt", name).to(dev); }
+bool has_fx(const std::string& name) {
+  const auto& f = dzt::fixture_file("conv.txt");
+  return f.arrays.count(name) != 0;
+}
+std::vector<std::int64_t> ints(const std::string& name) { return fx(name).to_vector<std::int64_t>(); }
+bool near(const Variable& v, const Tensor& ref, double tol = 1e-10) { return dzt::close(v.data().to_cpu(), ref, tol, tol); }
+Pair pr(const std::vector<std::int64_t>& a, std::size_t i) { return Pair(int(a[i]), int(a[i + 1])); }
+
+// sum(y * gy) as the loss whose gradients the fixtures hold.
+void backward_with(const Variable& y, const Tensor& gy) { F::sum(y * Variable(gy)).backward(); }
+
+// Gradient of f's output with respect to v, with create_graph, v's own grad cleared:
+// a function of v that gradient_check can differentiate again. gradient_check's
+// numerical pass runs f under no_grad(); the lambdas below switch the graph back on
+// (GRAPH_ON) so that their inner backward has a graph to run on.
+Variable grad_of(Variable out, Variable v) {
+  out.backward(false, true);
+  Variable g = v.grad();
+  v.cleargrad();
+  return g;
+}
+
+#define GRAPH_ON auto graph_on = using_config("enable_backprop", true)
+
+}  // namespace
+
+// --- vocabulary ------------------------------------------------------------------------
+TEST_CASE("Pair: an int or {h, w}; anything else is a ValueError (DeZero's pair)") {
+  Pair a = 3, b = {2, 5};
+  CHECK(a.h == 3);
+  CHECK(a.w == 3);
+  CHECK(b.h == 2);
+  CHECK(b.w == 5);
+  CHECK(b.str() == "(2, 5)");
+  std::string m = dzt::thrown<ValueError>([] { Pair p = {1, 2, 3}; (void)p; });
+  CHECK(dzt::has(m, "pair"));
+  CHECK(dzt::has(m, "hint"));
+  CHECK(utils::get_conv_outsize(4, 3, 1, 1) == 4);  // step 55
+  CHECK(utils::get_deconv_outsize(5, 10, 5, 5) == 20);
+}
+
+// --- conv2d and conv2d_simple against PyTorch -----------------------------------------------
+TEST_CASE("conv2d / conv2d_simple: forward and gradients match PyTorch (strides, pads, rectangular, 1x1, bias)") {
+  dzt::on_each_device([](Device dev) {
+    for (std::string c : {"c1", "c2", "c3", "c4", "c5"}) {
+      CAPTURE(c);
+      auto a = ints(c + "_args");
+      bool bias = has_fx(c + "_b");
+      for (int simple = 0; simple < 2; ++simple) {
+        CAPTURE(simple);
+        Variable x(fx(c + "_x", dev)), W(fx(c + "_W", dev)), b = bias ? Variable(fx(c + "_b", dev)) : Variable();
+        Variable y = simple ? F::conv2d_simple(x, W, b, pr(a, 0), pr(a, 2)) : F::conv2d(x, W, b, pr(a, 0), pr(a, 2));
+        CHECK(y.device() == dev);
+        CHECK(near(y, fx(c + "_y")));
+        backward_with(y, fx(c + "_gy", dev));
+        CHECK(near(x.grad(), fx(c + "_gx")));
+        CHECK(near(W.grad(), fx(c + "_gW")));
+        if (bias) CHECK(near(b.grad(), fx(c + "_gb")));
+      }
+    }
+  });
+}
+
+TEST_CASE("deconv2d: forward and gradients match PyTorch's conv_transpose2d (strides, pads, outsize)") {
+  dzt::on_each_device([](Device dev) {
+    for (std::string c : {"d1", "d2", "d3", "d4"}) {
+      CAPTURE(c);
+      auto a = ints(c + "_args");  // stride, pad, outsize
+      bool bias = has_fx(c + "_b");
+      Variable x(fx(c + "_x", dev)), W(fx(c + "_W", dev)), b = bias ? Variable(fx(c + "_b", dev)) : Variable();
+      Variable y = F::deconv2d(x, W, b, pr(a, 0), pr(a, 2), pr(a, 4));
+      CHECK(near(y, fx(c + "_y")));
+      if (c != "d2") CHECK(near(F::deconv2d(x, W, b, pr(a, 0), pr(a, 2)), fx(c + "_y")));  // the default outsize
+      backward_with(y, fx(c + "_gy", dev));
+      CHECK(near(x.grad(), fx(c + "_gx")));
+      CHECK(near(W.grad(), fx(c + "_gW")));
+      if (bias) CHECK(near(b.grad(), fx(c + "_gb")));
+    }
+  });
+}
+
+// --- pooling against PyTorch --------------------------------------------------------------
+TEST_CASE("pooling / pooling_simple / average_pooling match PyTorch (overlapping, odd sizes, zero padding)") {
+  dzt::on_each_device([](Device dev) {
+    for (std::string c : {"p1", "p2", "p3", "p4", "p5"}) {
+      CAPTURE(c);
+      auto a = ints(c + "_args");  // kernel, stride, pad
+      for (int kind = 0; kind < 3; ++kind) {
+        CAPTURE(kind);
+        std::string r = c + (kind == 2 ? "avg" : "max");
+        Variable x(fx(c + "_x", dev));
+        Variable y = kind == 0   ? F::pooling(x, pr(a, 0), pr(a, 2), pr(a, 4))
+                     : kind == 1 ? F::pooling_simple(x, pr(a, 0), pr(a, 2), pr(a, 4))
+                                 : F::average_pooling(x, pr(a, 0), pr(a, 2), pr(a, 4));
+        CHECK(y.device() == dev);
+        CHECK(near(y, fx(r + "_y")));
+        backward_with(y, fx(r + "_gy", dev));
+        CHECK(near(x.grad(), fx(r + "_gx")));
+      }
+    }
+  });
+}
+
+TEST_CASE("max pooling pads with zeros (DeZero), not -inf: an all-negative window at the border gives 0") {
+  dzt::on_each_device([](Device dev) {
+    Variable x(array({{-1.0, -2.0}, {-3.0, -4.0}}, float64, dev).reshape({1, 1, 2, 2}));
+    Variable y = F::pooling(x, 2, 1, 1);  // (1, 1, 3, 3): all windows but the centre touch the padding
+    CHECK(dzt::vals(y) == std::vector<double>{0, 0, 0, 0, -1, 0, 0, 0, 0});
+    F::sum(y).backward();
+    CHECK(dzt::vals(x.grad()) == std::vector<double>{1, 0, 0, 0});  // the other maxima were padding
+  });
+}
+
+// --- im2col / col2im against PyTorch's unfold / fold ------------------------------------------------
+TEST_CASE("im2col / col2im match unfold / fold, both layouts") {
+  dzt::on_each_device([](Device dev) {
+    for (std::string c : {"i1", "i2", "i3"}) {
+      CAPTURE(c);
+      auto a = ints(c + "_args");
+      Tensor x = fx(c + "_x", dev);
+      Tensor col = fx(c + "_col");
+      const Shape& cs = col.shape();
+      Variable y = F::im2col(x, pr(a, 0), pr(a, 2), pr(a, 4), false);
+      CHECK(near(y, col, 1e-14));
+      Variable m = F::im2col(x, pr(a, 0), pr(a, 2), pr(a, 4), true);
+      Tensor colm = col.transpose({0, 4, 5, 1, 2, 3}).reshape({cs[0] * cs[4] * cs[5], cs[1] * cs[2] * cs[3]});
+      CHECK(near(m, colm, 1e-14));
+      Tensor gcol = fx(c + "_gcol", dev);
+      CHECK(near(F::col2im(gcol, x.shape(), pr(a, 0), pr(a, 2), pr(a, 4), false), fx(c + "_img")));
+      Tensor gm = gcol.transpose({0, 4, 5, 1, 2, 3}).reshape({cs[0] * cs[4] * cs[5], cs[1] * cs[2] * cs[3]});
+      CHECK(near(F::col2im(gm, x.shape(), pr(a, 0), pr(a, 2), pr(a, 4), true), fx(c + "_img")));
+    }
+  });
+}
+
+TEST_CASE("im2col: DeZero's test_forward1 and the step 57 shapes") {
+  dzt::on_each_device([](Device dev) {
+    Variable x(arange(9.0, float64, dev).reshape({1, 1, 3, 3}));
+    Variable y = F::im2col(x, 3, 3, 0, true);
+    CHECK(y.shape() == Shape{1, 9});
+    CHECK(dzt::vals(y) == std::vector<double>{0, 1, 2, 3, 4, 5, 6, 7, 8});
+    CHECK(F::im2col(x, 3, 3, 0, false).shape() == Shape{1, 1, 3, 3, 1, 1});
+    CHECK(F::im2col(random::rand({1, 3, 7, 7}, float32, dev), 5, 1, 0).shape() == Shape{9, 75});
+    CHECK(F::im2col(random::rand({10, 3, 7, 7}, float32, dev), 5, 1, 0).shape() == Shape{90, 75});
+  });
+}
+
+// --- a small CNN end to end ---------------------------------------------------------------------
+namespace {
+struct Cnn {
+  Variable W1, b1, W2, b2, W3, b3;
+  explicit Cnn(Device dev, DType dt)
+      : W1(fx("cnn_W1", dev).astype(dt)), b1(fx("cnn_b1", dev).astype(dt)), W2(fx("cnn_W2", dev).astype(dt)),
+        b2(fx("cnn_b2", dev).astype(dt)), W3(fx("cnn_W3", dev).astype(dt)), b3(fx("cnn_b3", dev).astype(dt)) {}
+  Variable loss(const Variable& x, const Variable& t) const {
+    Variable h = F::pooling(F::relu(F::conv2d(x, W1, b1, 1, 1)), 2, 2);
+    h = F::average_pooling(F::relu(F::conv2d(h, W2, b2, 1, 1)), 2, 2);
+    Variable logits = F::linear(F::reshape(h, Shape{x.shape()[0], -1}), W3, b3);
+    return F::softmax_cross_entropy(logits, t);
+  }
+};
+}  // namespace
+
+TEST_CASE("a small CNN (conv, relu, max pool, conv, relu, average pool, linear) matches PyTorch end to end") {
+  dzt::on_each_device([](Device dev) {
+    Cnn net(dev, float64);
+    Variable loss = net.loss(fx("cnn_x", dev), fx("cnn_t", dev));
+    CHECK(near(loss, fx("cnn_loss")));
+    loss.backward();
+    CHECK(near(net.W1.grad(), fx("cnn_gW1")));
+    CHECK(near(net.b1.grad(), fx("cnn_gb1")));
+    CHECK(near(net.W2.grad(), fx("cnn_gW2")));
+    CHECK(near(net.b2.grad(), fx("cnn_gb2")));
+    CHECK(near(net.W3.grad(), fx("cnn_gW3")));
+    CHECK(near(net.b3.grad(), fx("cnn_gb3")));
+  });
+}
+
+TEST_CASE("float32 agrees with float64 (the CNN, and a conv large enough for the threaded SGEMM path)") {
+  Cnn n32(Device::cpu(), float32), n64(Device::cpu(), float64);
+  Tensor x = fx("cnn_x"), t = fx("cnn_t");
+  Variable l32 = n32.loss(x.astype(float32), t), l64 = n64.loss(x, t);
+  CHECK(l32.dtype() == float32);
+  CHECK(dzt::allclose(l32.data().astype(float64), l64.data(), 1e-5, 1e-6));
+  l32.backward();
+  l64.backward();
+  CHECK(n32.W1.grad().dtype() == float32);
+  CHECK(dzt::allclose(n32.W1.grad().data().astype(float64), n64.W1.grad().data(), 1e-4, 1e-5));
+  CHECK(dzt::allclose(n32.W2.grad().data().astype(float64), n64.W2.grad().data(), 1e-4, 1e-5));
+
+  random::seed(3);
+  Tensor xb = random::randn({8, 16, 14, 14}, float64), wb = random::randn({32, 16, 3, 3}, float64) * 0.1,
+         bb = random::randn({32}, float64), gy = random::randn({8, 32, 14, 14}, float64);
+  Variable X64(xb), W64(wb), X32(xb.astype(float32)), W32(wb.astype(float32));
+  Variable y64 = F::conv2d(X64, W64, bb, 1, 1), y32 = F::conv2d(X32, W32, bb.astype(float32), 1, 1);
+  CHECK(dzt::allclose(y32.data().astype(float64), y64.data(), 1e-4, 1e-4));
+  backward_with(y64, gy);
+  backward_with(y32, gy.astype(float32));
+  CHECK(dzt::allclose(X32.grad().data().astype(float64), X64.grad().data(), 1e-4, 1e-4));
+  CHECK(dzt::allclose(W32.grad().data().astype(float64), W64.grad().data(), 1e-4, 1e-3));
+}
+
+// --- gradient_check for every function -----------------------------------------------------------
+TEST_CASE("gradient_check: conv2d, conv2d_simple, deconv2d with respect to x, W and b") {
+  dzt::on_each_device([](Device dev) {
+    random::seed(0);
+    Tensor x = random::randn({2, 3, 5, 4}, float64, dev), W = random::randn({2, 3, 3, 2}, float64, dev),
+           b = random::randn({2}, float64, dev);
+    for (int simple = 0; simple < 2; ++simple) {
+      auto conv = [simple](const Variable& a, const Variable& w, const Variable& c) {
+        return simple ? F::conv2d_simple(a, w, c, {2, 1}, {1, 2}) : F::conv2d(a, w, c, {2, 1}, {1, 2});
+      };
+      CHECK(gradient_check([&](const Variable& v) { return conv(v, W, b); }, x));
+      CHECK(gradient_check([&](const Variable& v) { return conv(x, v, b); }, W));
+      CHECK(gradient_check([&](const Variable& v) { return conv(x, W, v); }, b));
+    }
+    Tensor xd = random::randn({2, 2, 3, 4}, float64, dev), Wd = random::randn({2, 3, 3, 3}, float64, dev),
+           bd = random::randn({3}, float64, dev);
+    auto de = [](const Variable& a, const Variable& w, const Variable& c) {
+      return F::deconv2d(a, w, c, 2, {1, 0}, Pair{6, 10});
+    };
+    CHECK(gradient_check([&](const Variable& v) { return de(v, Wd, bd); }, xd));
+    CHECK(gradient_check([&](const Variable& v) { return de(xd, v, bd); }, Wd));
+    CHECK(gradient_check([&](const Variable& v) { return de(xd, Wd, v); }, bd));
+  });
+}
+
+TEST_CASE("gradient_check: pooling, pooling_simple, average_pooling, im2col, col2im") {
+  dzt::on_each_device([](Device dev) {
+    random::seed(1);
+    Tensor x = random::randn({2, 2, 5, 6}, float64, dev) * 100.0;  // distinct maxima under the 1e-4 steps
+    CHECK(gradient_check([](const Variable& v) { return F::pooling(v, 3, 2, 1); }, x));
+    CHECK(gradient_check([](const Variable& v) { return F::pooling_simple(v, {2, 3}, 1, 0); }, x));
+    CHECK(gradient_check([](const Variable& v) { return F::average_pooling(v, 3, {1, 2}, 1); }, x));
+    Tensor s = random::randn({1, 2, 4, 5}, float64, dev);
+    for (bool m : {false, true}) {
+      CHECK(gradient_check([m](const Variable& v) { return F::im2col(v, {2, 3}, 1, 1, m); }, s));
+      Tensor col = F::im2col(s, {2, 3}, 1, 1, m).data();
+      CHECK(gradient_check([m](const Variable& v) { return F::col2im(v, Shape{1, 2, 4, 5}, {2, 3}, 1, 1, m); },
+                           random::randn(col.shape(), float64, dev)));
+    }
+  });
+}
+
+// --- double backprop ---------------------------------------------------------------------------
+TEST_CASE("double backprop through a conv WEIGHT gradient (DeZero's Conv2DGradW crashed) and through x.grad") {
+  dzt::on_each_device([](Device dev) {
+    random::seed(2);
+    Tensor x = random::randn({2, 2, 5, 5}, float64, dev), W = random::randn({3, 2, 3, 3}, float64, dev);
+    // gW = d sum(conv(x, W)^3) / dW is a function of W and x; differentiate it again.
+    auto loss = [](const Variable& a, const Variable& w) {
+      Variable y = F::conv2d(a, w, Variable(), 2, 1);
+      return F::sum(y * y * y);
+    };
+    CHECK(gradient_check([&](const Variable& w) {
+      GRAPH_ON;
+      return grad_of(loss(Variable(x), w), w);
+    }, W));
+    CHECK(gradient_check(
+        [&](const Variable& a) {
+          GRAPH_ON;
+          Variable w(W);
+          Variable g = grad_of(loss(a, w), w);
+          Variable av = a;
+          av.cleargrad();
+          return g;
+        },
+        x));
+    CHECK(gradient_check([&](const Variable& a) {
+      GRAPH_ON;
+      return grad_of(loss(a, Variable(W)), a);
+    }, x));
+    // deconv2d's weight gradient is a Conv2DGradW too
+    Tensor Wd = random::randn({2, 3, 3, 3}, float64, dev);
+    CHECK(gradient_check(
+        [&](const Variable& w) {
+          GRAPH_ON;
+          Variable y = F::deconv2d(Variable(x), w, Variable(), 1, 1);
+          return grad_of(F::sum(y * y * y), w);
+        },
+        Wd));
+    // an explicit second derivative of a weight: d/dW sum(gW) with gW from create_graph
+    Variable Wv(W);
+    Variable L = loss(Variable(x), Wv);
+    L.backward(false, true);
+    Variable gW = Wv.grad();
+    Wv.cleargrad();
+    F::sum(gW).backward();
+    CHECK(Wv.has_grad());
+    CHECK(Wv.grad().shape() == W.shape());
+  });
+}
+
+TEST_CASE("double backprop through max pooling on every device (Pooling2DWithIndexes), and a third order") {
+  dzt::on_each_device([](Device dev) {
+    random::seed(4);
+    Tensor x = random::randn({2, 2, 6, 5}, float64, dev) * 10.0;
+    auto loss = [](const Variable& a) {
+      Variable y = F::pooling(a, 3, 2, 1);
+      return F::sum(y * y * y);
+    };
+    CHECK(gradient_check([&](const Variable& a) {
+      GRAPH_ON;
+      return grad_of(loss(a), a);
+    }, x));
+    // third order: d^3/dx^3 sum(y^3) = 6 at each window's max (counted once per window)
+    Variable a(x);
+    Variable g1 = grad_of(loss(a), a);
+    Variable g2 = grad_of(F::sum(g1), a);
+    F::sum(g2).backward();
+    REQUIRE(a.has_grad());
+    CHECK(a.grad().device() == dev);
+    Variable b(x);
+    F::sum(F::pooling(b, 3, 2, 1)).backward();
+    CHECK(dzt::allclose(a.grad().data(), b.grad().data() * 6.0, 1e-12, 1e-12));
+  });
+}
+
+// --- DeZero's test cases (dezero-testcases.md sections 4, 5, 8, 13) ------------------------------------
+TEST_CASE("DeZero test_conv2d / test_deconv2d / test_pooling: shapes, conv2d == conv2d_simple, gradients") {
+  dzt::on_each_device([](Device dev) {
+    random::seed(5);
+    Tensor x = random::randn({1, 5, 15, 15}, float32, dev), W = random::randn({8, 5, 3, 3}, float32, dev);
+    Variable y1 = F::conv2d(x, W, Variable(), 1, 1);
+    CHECK(y1.shape() == Shape{1, 8, 15, 15});
+    CHECK(dzt::allclose(y1.data(), F::conv2d_simple(x, W, Variable(), 1, 1).data(), 1e-5, 1e-5));
+    Variable y2 = F::conv2d(x, W, Variable(), {3, 1}, {2, 1});
+    CHECK(y2.shape() == Shape{1, 8, 6, 15});
+    CHECK(dzt::allclose(y2.data(), F::conv2d_simple(x, W, Variable(), {3, 1}, {2, 1}).data(), 1e-5, 1e-5));
+    Tensor x3 = random::randn({1, 5, 20, 15}, float32, dev), W3 = random::randn({3, 5, 5, 3}, float32, dev),
+           b3 = random::randn({3}, float32, dev);
+    CHECK(F::conv2d(x3, W3, Variable(), 1, 3).shape() == Shape{1, 3, 22, 19});
+    CHECK(dzt::allclose(F::conv2d(x3, W3, b3, 1, 3).data(), F::conv2d_simple(x3, W3, b3, 1, 3).data(), 1e-5, 1e-5));
+    Tensor x64 = x3.astype(float64), W64 = W3.astype(float64), b64 = b3.astype(float64);
+    CHECK(gradient_check([&](const Variable& v) { return F::conv2d(v, W64, b64, 1, 3); }, x64));
+    CHECK(gradient_check([&](const Variable& v) { return F::conv2d(x64, W64, v, 1, 3); }, b64));
+    CHECK(gradient_check([&](const Variable& v) { return F::conv2d(x64, v, b64, 1, 3); }, W64));
+
+    Tensor xd = random::rand({10, 1, 5, 10}, float32, dev), Wd = random::rand({1, 3, 10, 10}, float32, dev);
+    CHECK(F::deconv2d(xd, Wd, random::rand({3}, float32, dev), 5, 5).shape() == Shape{10, 3, 20, 45});
+
+    Tensor p16 = random::randn({1, 5, 16, 16}, float32, dev), p15 = random::randn({1, 5, 15, 15}, float32, dev);
+    CHECK(F::pooling(p16, 2, 2).shape() == Shape{1, 5, 8, 8});
+    CHECK(F::pooling(p15, 2, 2).shape() == Shape{1, 5, 7, 7});
+    CHECK(dzt::allclose(F::pooling(p15, 2, 2).data(), F::pooling_simple(p15, 2, 2).data(), 0, 0));
+    CHECK(F::average_pooling(p15, 2, 2).shape() == Shape{1, 5, 7, 7});
+    Tensor g = p16.astype(float64);
+    CHECK(gradient_check([](const Variable& v) { return F::pooling_simple(v, 2, 2); }, g * 100.0));
+    CHECK(gradient_check([](const Variable& v) { return F::pooling(v, 2, 2); }, g * 1000.0));
+    CHECK(gradient_check([](const Variable& v) { return F::average_pooling(v, 2, 2); }, g * 1000.0));
+  });
+}
+
+// --- bad input: a dezero::Error naming the function, the shapes and a hint, on every device -----------
+TEST_CASE("conv / pooling errors name the function, the shapes and a hint") {
+  dzt::on_each_device([](Device dev) {
+    Tensor x = zeros({2, 3, 5, 5}, float32, dev), W = zeros({4, 3, 3, 3}, float32, dev);
+    auto check_msg = [](const std::string& m, std::initializer_list<const char*> parts) {
+      CAPTURE(m);
+      for (const char* p : parts) CHECK(dzt::has(m, p));
+      CHECK(dzt::has(m, "hint"));
+    };
+    // channel mismatch
+    Tensor W2 = zeros({4, 2, 3, 3}, float32, dev);
+    check_msg(dzt::thrown<ShapeError>([&] { F::conv2d(x, W2); }), {"conv2d", "(2, 3, 5, 5)", "(4, 2, 3, 3)"});
+    check_msg(dzt::thrown<ShapeError>([&] { F::conv2d_simple(x, W2); }), {"conv2d_simple", "(4, 2, 3, 3)"});
+    check_msg(dzt::thrown<ShapeError>([&] { F::deconv2d(x, W); }), {"deconv2d", "(2, 3, 5, 5)", "(4, 3, 3, 3)"});
+    // kernel larger than the padded input
+    Tensor big = zeros({4, 3, 8, 3}, float32, dev);
+    check_msg(dzt::thrown<ShapeError>([&] { F::conv2d(x, big, Variable(), 1, 1); }),
+              {"conv2d", "(8, 3)", "larger than the padded input (7, 7)"});
+    check_msg(dzt::thrown<ShapeError>([&] { F::pooling(x, 6); }), {"pooling", "(6, 6)", "(2, 3, 5, 5)"});
+    check_msg(dzt::thrown<ShapeError>([&] { F::average_pooling(x, {2, 9}); }), {"average_pooling", "(2, 9)"});
+    // non-4-d input, wrong weight rank
+    Tensor x3 = zeros({3, 5, 5}, float32, dev);
+    check_msg(dzt::thrown<ShapeError>([&] { F::conv2d(x3, W); }), {"conv2d", "x must be 4-d", "(3, 5, 5)"});
+    check_msg(dzt::thrown<ShapeError>([&] { F::pooling(x3, 2); }), {"pooling", "(3, 5, 5)"});
+    check_msg(dzt::thrown<ShapeError>([&] { F::pooling_simple(x3, 2); }), {"pooling_simple", "(3, 5, 5)"});
+    check_msg(dzt::thrown<ShapeError>([&] { F::im2col(x3, 2); }), {"im2col", "(3, 5, 5)"});
+    check_msg(dzt::thrown<ShapeError>([&] { F::deconv2d(x3, W); }), {"deconv2d", "(3, 5, 5)"});
+    Tensor W3 = zeros({4, 27}, float32, dev);
+    check_msg(dzt::thrown<ShapeError>([&] { F::conv2d(x, W3); }), {"conv2d", "W must be 4-d", "(4, 27)"});
+    check_msg(dzt::thrown<ShapeError>([&] { F::conv2d_simple(x, W3); }), {"conv2d_simple", "(4, 27)"});
+    // bad Pair values, bad bias, mixed dtypes
+    check_msg(dzt::thrown<ValueError>([&] { F::conv2d(x, W, Variable(), 0); }), {"conv2d", "stride", "(0, 0)"});
+    check_msg(dzt::thrown<ValueError>([&] { F::pooling(x, 2, 1, -1); }), {"pooling", "pad", "(-1, -1)"});
+    check_msg(dzt::thrown<ValueError>([&] { F::pooling(x, {0, 2}); }), {"pooling", "kernel", "(0, 2)"});
+    check_msg(dzt::thrown<ShapeError>([&] { F::conv2d(x, W, zeros({3}, float32, dev)); }), {"conv2d", "(4,)", "(3,)"});
+    check_msg(dzt::thrown<DtypeError>([&] { F::conv2d(x, zeros({4, 3, 3, 3}, float64, dev)); }),
+              {"conv2d", "float32", "float64"});
+    check_msg(dzt::thrown<DtypeError>([&] { F::pooling(zeros({1, 1, 4, 4}, int64, dev), 2); }), {"pooling", "int64"});
+    // outsize inconsistent with the input
+    Tensor xd = zeros({2, 3, 4, 5}, float32, dev), Wd = zeros({3, 2, 3, 3}, float32, dev);
+    CHECK(F::deconv2d(xd, Wd, Variable(), 2, 1, Pair{8, 10}).shape() == Shape{2, 2, 8, 10});
+    check_msg(dzt::thrown<ShapeError>([&] { F::deconv2d(xd, Wd, Variable(), 2, 1, Pair{12, 10}); }),
+              {"deconv2d", "outsize (12, 10)", "(2, 3, 4, 5)", "(7, 9)"});
+    // col2im with a col that does not fit
+    check_msg(dzt::thrown<ShapeError>([&] { F::col2im(zeros({10, 27}, float32, dev), Shape{2, 3, 5, 5}, 3); }),
+              {"col2im", "(10, 27)", "(18, 27)"});
+  });
+}
