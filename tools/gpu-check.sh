@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tools/gpu-check.sh - the GPU check. It runs from a bundle: one compact folder that holds only
-# what the check needs (libdezero, the test suite, examples/mnist, the W1/W3 benchmarks,
+# what the check needs (libdezero, the test suite, examples/mnist and mnist_cnn, the W1-W3 benchmarks,
 # bench/compare_pytorch.py, the test data, Fashion-MNIST and a copy of this script), so it can
 # be carried to a GPU machine that has no compiler, no packages and no network, and run there
 # from wherever it lands.
@@ -25,7 +25,7 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 SELF="$HERE/$(basename "${BASH_SOURCE[0]}")"
 MAX_BUNDLE_MB=40   # MiB; what travels to the GPU machine is at most 64 MiB in all
-BINARIES=(tests/dezero_tests examples/mnist bench/w1_mlp_epoch bench/w3_overhead)
+BINARIES=(tests/dezero_tests examples/mnist examples/mnist_cnn bench/w1_mlp_epoch bench/w2_cnn bench/w3_overhead)
 FASHION_DIR=/usr/share/datasets/fashion-mnist
 FASHION_FILES=(train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images-idx3-ubyte.gz t10k-labels-idx1-ubyte.gz)
 
@@ -273,6 +273,7 @@ run_bundle() {
   if [ "$mode" = smoke ]; then
     step "every program starts"
     starts examples/mnist --help
+    starts examples/mnist_cnn --help
     starts bench/w3_overhead --steps 10
     starts bench/w1_mlp_epoch --epochs 0
     starts tests/dezero_tests --no-intro --count
@@ -318,6 +319,14 @@ run_bundle() {
          --data "$fm" --plot gpu_mnist.png) || fail "examples/mnist"
     else
       fail "the bundle has no Fashion-MNIST ($fm)"
+    fi
+
+    step "CNN MNIST example, 1 epoch on the GPU (Fashion-MNIST, carried)"
+    if [ -f "$fm/train-images-idx3-ubyte.gz" ]; then
+      (cd "$RUNS" && dz timeout 300 "$HERE/examples/mnist_cnn" --device cuda --epochs 1 --dataset fashion-mnist \
+         --data "$fm" --plot gpu_mnist_cnn.png) || fail "examples/mnist_cnn"
+      step "W2 (the small CNN) on the GPU"
+      dz timeout 120 "$HERE/bench/w2_cnn" --device cuda --epochs 2 --data "$fm" || fail "bench/w2_cnn"
     fi
 
     step "W1 / W3 on the GPU"
@@ -374,7 +383,7 @@ case "${1:-}" in
     # shellcheck source=deps.sh
     source tools/deps.sh
     dezero_install_packages "${DEZERO_BUILD_PACKAGES[@]}" dataset-fashion-mnist
-    cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DDEZERO_CUDA=ON -DDEZERO_NATIVE=OFF >/dev/null
+    cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DDEZERO_CUDA=ON -DDEZERO_NATIVE=OFF -DDEZERO_BENCH_LIBTORCH=OFF >/dev/null
     cmake --build build-gpu -j"${JOBS:-$(nproc)}"
     stage build-gpu gpu-bundle
     echo "gpu-check: carry gpu-bundle/ to the GPU machine and run there: bash gpu-bundle/gpu-check.sh"

@@ -17,6 +17,7 @@ int main(int argc, char** argv) try {
   for (auto& m : model->modules(false))
     if (auto* l = m->as<torch::nn::Linear>()) tbench::dezero_init(l->weight, l->bias, l->options.in_features());
   torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.01));
+  model->forward(X.slice(0, 0, B));  // ours creates its lazy weights with one forward here; so do we
   const double flops = 6.0 * N * (784.0 * 1000 + 1000.0 * 1000 + 1000.0 * 10);
   std::cout << "W1: MLP 784-1000-1000-10 ReLU, SGD, batch " << B << ", " << N << " images, device cpu (LibTorch)\n";
   for (int e = 0; e < epochs; ++e) {

@@ -70,6 +70,7 @@ int main(int argc, char** argv) try {
   torch::manual_seed(0);
   auto model = std::make_shared<Net>();
   torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.1));
+  model->forward(X.slice(0, 0, B));  // ours creates its lazy weights with one forward here; so do we
   const double f1 = conv_flops(N, 1, 16, 28, 3), f2 = conv_flops(N, 16, 32, 14, 3);
   const double train_flops = 2 * f1 + 3 * f2;
   std::cout << "W2: CNN conv3x3(1->16)-pool-conv3x3(16->32)-pool-linear, SGD 0.1, batch " << B << ", " << N
