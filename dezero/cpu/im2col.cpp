@@ -18,13 +18,11 @@
 // instead of a whole batch's col written to memory and read back:
 //   forward: y[i] = W (oc, c kh kw) @ col[i] + b       data: col2im(W^T @ gy[i])
 //   filter:  gW = sum_i gy[i] @ col[i]^T, one partial sum per thread, added in thread order
-// (forward and filter compute the transposed products, whose shapes suit the GEMM's
-// register tiles, and transpose the small results).
+// (where oc >= 32, forward and filter compute the transposed products, whose shapes
+// suit the sgemm's register tiles, and transpose the small results).
 #include <omp.h>
 
 #include <algorithm>
-#include <cstring>
-#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -119,8 +117,9 @@ inline int conv_threads(i64 n, double flops) {
   return static_cast<int>(std::min<i64>(omp_get_max_threads(), n));
 }
 
-// A scratch buffer of n T's for the calling thread, kept between calls: a col of a few
-// hundred KB freshly allocated per call would be page-faulted in every time.
+// A scratch buffer of n T's for the calling thread, kept between calls (for the thread's
+// lifetime, at the largest size asked for): a col of a few hundred KB freshly allocated
+// per call would be page-faulted in every time.
 template <class T>
 T* scratch(int slot, i64 n) {
   thread_local std::vector<T> buf[3];
