@@ -522,3 +522,23 @@ TEST_CASE("random geometries: library path == im2col + GEMM path == conv2d_simpl
     }
   });
 }
+
+TEST_CASE("max pooling 2 x 2 / 2: float32 (the host's vector path) == float64, ties to the first max, odd sizes") {
+  dzt::on_each_device([](Device dev) {
+    random::seed(8);
+    // small integers: exact in both dtypes, and many ties, which must go to the first max
+    for (Shape shape : {Shape{2, 3, 10, 41}, Shape{1, 2, 7, 33}, Shape{3, 1, 4, 2}}) {
+      CAPTURE(shape.str());
+      Tensor x = random::randint(-5, 5, shape, int64, dev).astype(float64);
+      Variable a(x), b(x.astype(float32));
+      Variable ya = F::pooling(a, 2, 2), yb = F::pooling(b, 2, 2);
+      CHECK(yb.dtype() == float32);
+      CHECK(dzt::allclose(yb.data().astype(float64), ya.data(), 0, 0));
+      Tensor gy = random::randint(1, 9, ya.shape(), int64, dev).astype(float64);
+      F::sum(ya * Variable(gy)).backward();
+      F::sum(yb * Variable(gy.astype(float32))).backward();
+      CHECK(dzt::allclose(b.grad().data().astype(float64), a.grad().data(), 0, 0));
+      CHECK(dzt::allclose(F::pooling_simple(x, 2, 2).data(), ya.data(), 0, 0));
+    }
+  });
+}
