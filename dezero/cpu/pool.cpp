@@ -138,8 +138,50 @@ inline i64 source_of(i64 oy, i64 ox, i64 k, const ConvGeom& g) {
   return (iy >= 0 && iy < g.h && ix >= 0 && ix < g.w) ? iy * g.w + ix : -1;
 }
 
+#if defined(__AVX512F__)
+// The backward of row_2x2_avx512: 16 windows per step write their 2 x 2 pixels of the two
+// rows, gy at the window's idx and 0 elsewhere (the last step masked). Columns past
+// 2 ow are left to the caller.
+void row_2x2_backward_avx512(const float* gy, const i64* idx, float* g0, float* g1, i64 ow) {
+  const __m512i lo_perm = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const __m512i hi_perm = _mm512_add_epi32(lo_perm, _mm512_set1_epi32(8));
+  for (i64 ox = 0; ox < ow; ox += 16) {
+    i64 n = std::min<i64>(16, ow - ox), n2 = 2 * n;
+    __mmask16 in = n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1);
+    __mmask16 lo = n2 >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n2) - 1);
+    __mmask16 hi = n2 >= 32 ? __mmask16(0xFFFF) : n2 > 16 ? __mmask16((1u << (n2 - 16)) - 1) : __mmask16(0);
+    __m512 v = _mm512_maskz_loadu_ps(in, gy + ox);
+    __m512i k_lo = _mm512_maskz_loadu_epi64(__mmask8(in & 0xFF), idx + ox);
+    __m512i k_hi = _mm512_maskz_loadu_epi64(__mmask8(in >> 8), idx + ox + 8);
+    auto at = [&](long long pos) {  // the windows whose max is at position pos, as a 16-bit mask
+      __m512i p = _mm512_set1_epi64(pos);
+      return __mmask16(_mm512_cmpeq_epi64_mask(k_lo, p) | (unsigned(_mm512_cmpeq_epi64_mask(k_hi, p)) << 8));
+    };
+    __m512 p0 = _mm512_maskz_mov_ps(at(0), v), p1 = _mm512_maskz_mov_ps(at(1), v);
+    __m512 p2 = _mm512_maskz_mov_ps(at(2), v), p3 = _mm512_maskz_mov_ps(at(3), v);
+    _mm512_mask_storeu_ps(g0 + 2 * ox, lo, _mm512_permutex2var_ps(p0, lo_perm, p1));
+    _mm512_mask_storeu_ps(g0 + 2 * ox + 16, hi, _mm512_permutex2var_ps(p0, hi_perm, p1));
+    _mm512_mask_storeu_ps(g1 + 2 * ox, lo, _mm512_permutex2var_ps(p2, lo_perm, p3));
+    _mm512_mask_storeu_ps(g1 + 2 * ox + 16, hi, _mm512_permutex2var_ps(p2, hi_perm, p3));
+  }
+}
+#endif
+
 template <class T>
 void backward_plane(const T* gy, const i64* idx, T* gx, const ConvGeom& g) {
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<T, float>) {
+    if (g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0) {
+      for (i64 oy = 0; oy < g.oh; ++oy) {
+        T* g0 = gx + 2 * oy * g.w;
+        row_2x2_backward_avx512(gy + oy * g.ow, idx + oy * g.ow, g0, g0 + g.w, g.ow);
+        for (i64 c = 2 * g.ow; c < g.w; ++c) g0[c] = g0[g.w + c] = T(0);  // an odd last column
+      }
+      for (i64 r = 2 * g.oh; r < g.h; ++r) std::fill(gx + r * g.w, gx + (r + 1) * g.w, T(0));  // an odd last row
+      return;
+    }
+  }
+#endif
   std::fill(gx, gx + g.h * g.w, T(0));
   for (i64 oy = 0; oy < g.oh; ++oy)
     for (i64 ox = 0; ox < g.ow; ++ox) {
