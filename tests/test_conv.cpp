@@ -511,6 +511,16 @@ TEST_CASE("random geometries: library path == im2col + GEMM path == conv2d_simpl
       detail::set_conv_library_path(true);
       CHECK(d0.shape() == Shape{n, c, h, w});
       CHECK(dzt::allclose(d1.data(), d0.data(), 1e-10, 1e-10));
+      // float32 (the host's vector im2col / col2im rows) against float64
+      Variable x32(x.astype(float32));
+      Variable y32 = F::conv2d(x32, W.astype(float32), b.astype(float32), s, p);
+      F::sum(y32 * y32).backward();
+      CHECK(dzt::allclose(y32.data().astype(float64), y[0].data(), 1e-4, 1e-4));
+      CHECK(dzt::allclose(x32.grad().data().astype(float64), gx[0].data(), 1e-3, 1e-3));
+      Tensor col = F::im2col(x, k, s, p, false).data();
+      CHECK(dzt::allclose(F::im2col(x.astype(float32), k, s, p, false).data().astype(float64), col, 1e-6, 1e-6));
+      CHECK(dzt::allclose(F::col2im(col.astype(float32), x.shape(), k, s, p, false).data().astype(float64),
+                          F::col2im(col, x.shape(), k, s, p, false).data(), 1e-5, 1e-5));
       // max pooling: the Function and the composite (distinct values: no ties)
       Tensor xp = random::randn({n, c, h, w}, float64, dev);
       Variable a(xp), bsim(xp);
