@@ -12,6 +12,7 @@
 
 #include <dezero/dezero.hpp>
 
+#include "dezero/tensor/fused.hpp"  // detail::set_conv_library_path
 #include "support/fixtures.hpp"
 #include "support/test_util.hpp"
 
@@ -26,7 +27,23 @@ bool has_fx(const std::string& name) {
   return f.arrays.count(name) != 0;
 }
 std::vector<std::int64_t> ints(const std::string& name) { return fx(name).to_vector<std::int64_t>(); }
-bool near(const Variable& v, const Tensor& ref, double tol = 1e-10) { return dzt::close(v.data().to_cpu(), ref, tol, tol); }
+bool near(const Variable& v, const Tensor& ref, double tol = 1e-10) {
+  return dzt::close(v.data().to_cpu(), ref, tol, tol);
+}
+
+// body() once through the backend's library path for the convolutions (on the host
+// cpu/im2col.cpp's image-by-image products, cuDNN on a GPU where it is built) and once
+// through tensor/conv.cpp's batched im2col + GEMM, so both paths meet the same values.
+void on_each_conv_path(const std::function<void()>& body) {
+  struct Restore {
+    ~Restore() { detail::set_conv_library_path(true); }
+  } restore;
+  for (bool lib : {true, false}) {
+    CAPTURE(lib);
+    detail::set_conv_library_path(lib);
+    body();
+  }
+}
 Pair pr(const std::vector<std::int64_t>& a, std::size_t i) { return Pair(int(a[i]), int(a[i + 1])); }
 
 // sum(y * gy) as the loss whose gradients the fixtures hold.
@@ -55,7 +72,10 @@ TEST_CASE("Pair: an int or {h, w}; anything else is a ValueError (DeZero's pair)
   CHECK(b.h == 2);
   CHECK(b.w == 5);
   CHECK(b.str() == "(2, 5)");
-  std::string m = dzt::thrown<ValueError>([] { Pair p = {1, 2, 3}; (void)p; });
+  std::string m = dzt::thrown<ValueError>([] {
+    Pair p = {1, 2, 3};
+    (void)p;
+  });
   CHECK(dzt::has(m, "pair"));
   CHECK(dzt::has(m, "hint"));
   CHECK(utils::get_conv_outsize(4, 3, 1, 1) == 4);  // step 55
@@ -65,40 +85,44 @@ TEST_CASE("Pair: an int or {h, w}; anything else is a ValueError (DeZero's pair)
 // --- conv2d and conv2d_simple against PyTorch -----------------------------------------------
 TEST_CASE("conv2d / conv2d_simple: forward and gradients match PyTorch (strides, pads, rectangular, 1x1, bias)") {
   dzt::on_each_device([](Device dev) {
-    for (std::string c : {"c1", "c2", "c3", "c4", "c5"}) {
-      CAPTURE(c);
-      auto a = ints(c + "_args");
-      bool bias = has_fx(c + "_b");
-      for (int simple = 0; simple < 2; ++simple) {
-        CAPTURE(simple);
-        Variable x(fx(c + "_x", dev)), W(fx(c + "_W", dev)), b = bias ? Variable(fx(c + "_b", dev)) : Variable();
-        Variable y = simple ? F::conv2d_simple(x, W, b, pr(a, 0), pr(a, 2)) : F::conv2d(x, W, b, pr(a, 0), pr(a, 2));
-        CHECK(y.device() == dev);
-        CHECK(near(y, fx(c + "_y")));
-        backward_with(y, fx(c + "_gy", dev));
-        CHECK(near(x.grad(), fx(c + "_gx")));
-        CHECK(near(W.grad(), fx(c + "_gW")));
-        if (bias) CHECK(near(b.grad(), fx(c + "_gb")));
+    on_each_conv_path([&] {
+      for (std::string c : {"c1", "c2", "c3", "c4", "c5"}) {
+        CAPTURE(c);
+        auto a = ints(c + "_args");
+        bool bias = has_fx(c + "_b");
+        for (int simple = 0; simple < 2; ++simple) {
+          CAPTURE(simple);
+          Variable x(fx(c + "_x", dev)), W(fx(c + "_W", dev)), b = bias ? Variable(fx(c + "_b", dev)) : Variable();
+          Variable y = simple ? F::conv2d_simple(x, W, b, pr(a, 0), pr(a, 2)) : F::conv2d(x, W, b, pr(a, 0), pr(a, 2));
+          CHECK(y.device() == dev);
+          CHECK(near(y, fx(c + "_y")));
+          backward_with(y, fx(c + "_gy", dev));
+          CHECK(near(x.grad(), fx(c + "_gx")));
+          CHECK(near(W.grad(), fx(c + "_gW")));
+          if (bias) CHECK(near(b.grad(), fx(c + "_gb")));
+        }
       }
-    }
+    });
   });
 }
 
 TEST_CASE("deconv2d: forward and gradients match PyTorch's conv_transpose2d (strides, pads, outsize)") {
   dzt::on_each_device([](Device dev) {
-    for (std::string c : {"d1", "d2", "d3", "d4"}) {
-      CAPTURE(c);
-      auto a = ints(c + "_args");  // stride, pad, outsize
-      bool bias = has_fx(c + "_b");
-      Variable x(fx(c + "_x", dev)), W(fx(c + "_W", dev)), b = bias ? Variable(fx(c + "_b", dev)) : Variable();
-      Variable y = F::deconv2d(x, W, b, pr(a, 0), pr(a, 2), pr(a, 4));
-      CHECK(near(y, fx(c + "_y")));
-      if (c != "d2") CHECK(near(F::deconv2d(x, W, b, pr(a, 0), pr(a, 2)), fx(c + "_y")));  // the default outsize
-      backward_with(y, fx(c + "_gy", dev));
-      CHECK(near(x.grad(), fx(c + "_gx")));
-      CHECK(near(W.grad(), fx(c + "_gW")));
-      if (bias) CHECK(near(b.grad(), fx(c + "_gb")));
-    }
+    on_each_conv_path([&] {
+      for (std::string c : {"d1", "d2", "d3", "d4"}) {
+        CAPTURE(c);
+        auto a = ints(c + "_args");  // stride, pad, outsize
+        bool bias = has_fx(c + "_b");
+        Variable x(fx(c + "_x", dev)), W(fx(c + "_W", dev)), b = bias ? Variable(fx(c + "_b", dev)) : Variable();
+        Variable y = F::deconv2d(x, W, b, pr(a, 0), pr(a, 2), pr(a, 4));
+        CHECK(near(y, fx(c + "_y")));
+        if (c != "d2") CHECK(near(F::deconv2d(x, W, b, pr(a, 0), pr(a, 2)), fx(c + "_y")));  // the default outsize
+        backward_with(y, fx(c + "_gy", dev));
+        CHECK(near(x.grad(), fx(c + "_gx")));
+        CHECK(near(W.grad(), fx(c + "_gW")));
+        if (bias) CHECK(near(b.grad(), fx(c + "_gb")));
+      }
+    });
   });
 }
 
@@ -173,8 +197,12 @@ namespace {
 struct Cnn {
   Variable W1, b1, W2, b2, W3, b3;
   explicit Cnn(Device dev, DType dt)
-      : W1(fx("cnn_W1", dev).astype(dt)), b1(fx("cnn_b1", dev).astype(dt)), W2(fx("cnn_W2", dev).astype(dt)),
-        b2(fx("cnn_b2", dev).astype(dt)), W3(fx("cnn_W3", dev).astype(dt)), b3(fx("cnn_b3", dev).astype(dt)) {}
+      : W1(fx("cnn_W1", dev).astype(dt)),
+        b1(fx("cnn_b1", dev).astype(dt)),
+        W2(fx("cnn_W2", dev).astype(dt)),
+        b2(fx("cnn_b2", dev).astype(dt)),
+        W3(fx("cnn_W3", dev).astype(dt)),
+        b3(fx("cnn_b3", dev).astype(dt)) {}
   Variable loss(const Variable& x, const Variable& t) const {
     Variable h = F::pooling(F::relu(F::conv2d(x, W1, b1, 1, 1)), 2, 2);
     h = F::average_pooling(F::relu(F::conv2d(h, W2, b2, 1, 1)), 2, 2);
@@ -186,65 +214,71 @@ struct Cnn {
 
 TEST_CASE("a small CNN (conv, relu, max pool, conv, relu, average pool, linear) matches PyTorch end to end") {
   dzt::on_each_device([](Device dev) {
-    Cnn net(dev, float64);
-    Variable loss = net.loss(fx("cnn_x", dev), fx("cnn_t", dev));
-    CHECK(near(loss, fx("cnn_loss")));
-    loss.backward();
-    CHECK(near(net.W1.grad(), fx("cnn_gW1")));
-    CHECK(near(net.b1.grad(), fx("cnn_gb1")));
-    CHECK(near(net.W2.grad(), fx("cnn_gW2")));
-    CHECK(near(net.b2.grad(), fx("cnn_gb2")));
-    CHECK(near(net.W3.grad(), fx("cnn_gW3")));
-    CHECK(near(net.b3.grad(), fx("cnn_gb3")));
+    on_each_conv_path([&] {
+      Cnn net(dev, float64);
+      Variable loss = net.loss(fx("cnn_x", dev), fx("cnn_t", dev));
+      CHECK(near(loss, fx("cnn_loss")));
+      loss.backward();
+      CHECK(near(net.W1.grad(), fx("cnn_gW1")));
+      CHECK(near(net.b1.grad(), fx("cnn_gb1")));
+      CHECK(near(net.W2.grad(), fx("cnn_gW2")));
+      CHECK(near(net.b2.grad(), fx("cnn_gb2")));
+      CHECK(near(net.W3.grad(), fx("cnn_gW3")));
+      CHECK(near(net.b3.grad(), fx("cnn_gb3")));
+    });
   });
 }
 
 TEST_CASE("float32 agrees with float64 (the CNN, and a conv large enough for the threaded SGEMM path)") {
-  Cnn n32(Device::cpu(), float32), n64(Device::cpu(), float64);
-  Tensor x = fx("cnn_x"), t = fx("cnn_t");
-  Variable l32 = n32.loss(x.astype(float32), t), l64 = n64.loss(x, t);
-  CHECK(l32.dtype() == float32);
-  CHECK(dzt::allclose(l32.data().astype(float64), l64.data(), 1e-5, 1e-6));
-  l32.backward();
-  l64.backward();
-  CHECK(n32.W1.grad().dtype() == float32);
-  CHECK(dzt::allclose(n32.W1.grad().data().astype(float64), n64.W1.grad().data(), 1e-4, 1e-5));
-  CHECK(dzt::allclose(n32.W2.grad().data().astype(float64), n64.W2.grad().data(), 1e-4, 1e-5));
+  on_each_conv_path([] {
+    Cnn n32(Device::cpu(), float32), n64(Device::cpu(), float64);
+    Tensor x = fx("cnn_x"), t = fx("cnn_t");
+    Variable l32 = n32.loss(x.astype(float32), t), l64 = n64.loss(x, t);
+    CHECK(l32.dtype() == float32);
+    CHECK(dzt::allclose(l32.data().astype(float64), l64.data(), 1e-5, 1e-6));
+    l32.backward();
+    l64.backward();
+    CHECK(n32.W1.grad().dtype() == float32);
+    CHECK(dzt::allclose(n32.W1.grad().data().astype(float64), n64.W1.grad().data(), 1e-4, 1e-5));
+    CHECK(dzt::allclose(n32.W2.grad().data().astype(float64), n64.W2.grad().data(), 1e-4, 1e-5));
 
-  random::seed(3);
-  Tensor xb = random::randn({8, 16, 14, 14}, float64), wb = random::randn({32, 16, 3, 3}, float64) * 0.1,
-         bb = random::randn({32}, float64), gy = random::randn({8, 32, 14, 14}, float64);
-  Variable X64(xb), W64(wb), X32(xb.astype(float32)), W32(wb.astype(float32));
-  Variable y64 = F::conv2d(X64, W64, bb, 1, 1), y32 = F::conv2d(X32, W32, bb.astype(float32), 1, 1);
-  CHECK(dzt::allclose(y32.data().astype(float64), y64.data(), 1e-4, 1e-4));
-  backward_with(y64, gy);
-  backward_with(y32, gy.astype(float32));
-  CHECK(dzt::allclose(X32.grad().data().astype(float64), X64.grad().data(), 1e-4, 1e-4));
-  CHECK(dzt::allclose(W32.grad().data().astype(float64), W64.grad().data(), 1e-4, 1e-3));
+    random::seed(3);  // 5 images: two threads split them 2 + 3; oc = 32 takes the transposed products
+    Tensor xb = random::randn({5, 16, 14, 14}, float64), wb = random::randn({32, 16, 3, 3}, float64) * 0.1,
+           bb = random::randn({32}, float64), gy = random::randn({5, 32, 14, 14}, float64);
+    Variable X64(xb), W64(wb), X32(xb.astype(float32)), W32(wb.astype(float32));
+    Variable y64 = F::conv2d(X64, W64, bb, 1, 1), y32 = F::conv2d(X32, W32, bb.astype(float32), 1, 1);
+    CHECK(dzt::allclose(y32.data().astype(float64), y64.data(), 1e-4, 1e-4));
+    backward_with(y64, gy);
+    backward_with(y32, gy.astype(float32));
+    CHECK(dzt::allclose(X32.grad().data().astype(float64), X64.grad().data(), 1e-4, 1e-4));
+    CHECK(dzt::allclose(W32.grad().data().astype(float64), W64.grad().data(), 1e-4, 1e-3));
+  });
 }
 
 // --- gradient_check for every function -----------------------------------------------------------
 TEST_CASE("gradient_check: conv2d, conv2d_simple, deconv2d with respect to x, W and b") {
   dzt::on_each_device([](Device dev) {
-    random::seed(0);
-    Tensor x = random::randn({2, 3, 5, 4}, float64, dev), W = random::randn({2, 3, 3, 2}, float64, dev),
-           b = random::randn({2}, float64, dev);
-    for (int simple = 0; simple < 2; ++simple) {
-      auto conv = [simple](const Variable& a, const Variable& w, const Variable& c) {
-        return simple ? F::conv2d_simple(a, w, c, {2, 1}, {1, 2}) : F::conv2d(a, w, c, {2, 1}, {1, 2});
+    on_each_conv_path([&] {
+      random::seed(0);
+      Tensor x = random::randn({2, 3, 5, 4}, float64, dev), W = random::randn({2, 3, 3, 2}, float64, dev),
+             b = random::randn({2}, float64, dev);
+      for (int simple = 0; simple < 2; ++simple) {
+        auto conv = [simple](const Variable& a, const Variable& w, const Variable& c) {
+          return simple ? F::conv2d_simple(a, w, c, {2, 1}, {1, 2}) : F::conv2d(a, w, c, {2, 1}, {1, 2});
+        };
+        CHECK(gradient_check([&](const Variable& v) { return conv(v, W, b); }, x));
+        CHECK(gradient_check([&](const Variable& v) { return conv(x, v, b); }, W));
+        CHECK(gradient_check([&](const Variable& v) { return conv(x, W, v); }, b));
+      }
+      Tensor xd = random::randn({2, 2, 3, 4}, float64, dev), Wd = random::randn({2, 3, 3, 3}, float64, dev),
+             bd = random::randn({3}, float64, dev);
+      auto de = [](const Variable& a, const Variable& w, const Variable& c) {
+        return F::deconv2d(a, w, c, 2, {1, 0}, Pair{6, 10});
       };
-      CHECK(gradient_check([&](const Variable& v) { return conv(v, W, b); }, x));
-      CHECK(gradient_check([&](const Variable& v) { return conv(x, v, b); }, W));
-      CHECK(gradient_check([&](const Variable& v) { return conv(x, W, v); }, b));
-    }
-    Tensor xd = random::randn({2, 2, 3, 4}, float64, dev), Wd = random::randn({2, 3, 3, 3}, float64, dev),
-           bd = random::randn({3}, float64, dev);
-    auto de = [](const Variable& a, const Variable& w, const Variable& c) {
-      return F::deconv2d(a, w, c, 2, {1, 0}, Pair{6, 10});
-    };
-    CHECK(gradient_check([&](const Variable& v) { return de(v, Wd, bd); }, xd));
-    CHECK(gradient_check([&](const Variable& v) { return de(xd, v, bd); }, Wd));
-    CHECK(gradient_check([&](const Variable& v) { return de(xd, Wd, v); }, bd));
+      CHECK(gradient_check([&](const Variable& v) { return de(v, Wd, bd); }, xd));
+      CHECK(gradient_check([&](const Variable& v) { return de(xd, v, bd); }, Wd));
+      CHECK(gradient_check([&](const Variable& v) { return de(xd, Wd, v); }, bd));
+    });
   });
 }
 
@@ -259,8 +293,11 @@ TEST_CASE("gradient_check: pooling, pooling_simple, average_pooling, im2col, col
     for (bool m : {false, true}) {
       CHECK(gradient_check([m](const Variable& v) { return F::im2col(v, {2, 3}, 1, 1, m); }, s));
       Tensor col = F::im2col(s, {2, 3}, 1, 1, m).data();
-      CHECK(gradient_check([m](const Variable& v) { return F::col2im(v, Shape{1, 2, 4, 5}, {2, 3}, 1, 1, m); },
-                           random::randn(col.shape(), float64, dev)));
+      CHECK(gradient_check(
+          [m](const Variable& v) {
+            return F::col2im(v, Shape{1, 2, 4, 5}, {2, 3}, 1, 1, m);
+          },
+          random::randn(col.shape(), float64, dev)));
     }
   });
 }
@@ -268,49 +305,55 @@ TEST_CASE("gradient_check: pooling, pooling_simple, average_pooling, im2col, col
 // --- double backprop ---------------------------------------------------------------------------
 TEST_CASE("double backprop through a conv WEIGHT gradient (DeZero's Conv2DGradW crashed) and through x.grad") {
   dzt::on_each_device([](Device dev) {
-    random::seed(2);
-    Tensor x = random::randn({2, 2, 5, 5}, float64, dev), W = random::randn({3, 2, 3, 3}, float64, dev);
-    // gW = d sum(conv(x, W)^3) / dW is a function of W and x; differentiate it again.
-    auto loss = [](const Variable& a, const Variable& w) {
-      Variable y = F::conv2d(a, w, Variable(), 2, 1);
-      return F::sum(y * y * y);
-    };
-    CHECK(gradient_check([&](const Variable& w) {
-      GRAPH_ON;
-      return grad_of(loss(Variable(x), w), w);
-    }, W));
-    CHECK(gradient_check(
-        [&](const Variable& a) {
-          GRAPH_ON;
-          Variable w(W);
-          Variable g = grad_of(loss(a, w), w);
-          Variable av = a;
-          av.cleargrad();
-          return g;
-        },
-        x));
-    CHECK(gradient_check([&](const Variable& a) {
-      GRAPH_ON;
-      return grad_of(loss(a, Variable(W)), a);
-    }, x));
-    // deconv2d's weight gradient is a Conv2DGradW too
-    Tensor Wd = random::randn({2, 3, 3, 3}, float64, dev);
-    CHECK(gradient_check(
-        [&](const Variable& w) {
-          GRAPH_ON;
-          Variable y = F::deconv2d(Variable(x), w, Variable(), 1, 1);
-          return grad_of(F::sum(y * y * y), w);
-        },
-        Wd));
-    // an explicit second derivative of a weight: d/dW sum(gW) with gW from create_graph
-    Variable Wv(W);
-    Variable L = loss(Variable(x), Wv);
-    L.backward(false, true);
-    Variable gW = Wv.grad();
-    Wv.cleargrad();
-    F::sum(gW).backward();
-    CHECK(Wv.has_grad());
-    CHECK(Wv.grad().shape() == W.shape());
+    on_each_conv_path([&] {
+      random::seed(2);
+      Tensor x = random::randn({2, 2, 5, 5}, float64, dev), W = random::randn({3, 2, 3, 3}, float64, dev);
+      // gW = d sum(conv(x, W)^3) / dW is a function of W and x; differentiate it again.
+      auto loss = [](const Variable& a, const Variable& w) {
+        Variable y = F::conv2d(a, w, Variable(), 2, 1);
+        return F::sum(y * y * y);
+      };
+      CHECK(gradient_check(
+          [&](const Variable& w) {
+            GRAPH_ON;
+            return grad_of(loss(Variable(x), w), w);
+          },
+          W));
+      CHECK(gradient_check(
+          [&](const Variable& a) {
+            GRAPH_ON;
+            Variable w(W);
+            Variable g = grad_of(loss(a, w), w);
+            Variable av = a;
+            av.cleargrad();
+            return g;
+          },
+          x));
+      CHECK(gradient_check(
+          [&](const Variable& a) {
+            GRAPH_ON;
+            return grad_of(loss(a, Variable(W)), a);
+          },
+          x));
+      // deconv2d's weight gradient is a Conv2DGradW too
+      Tensor Wd = random::randn({2, 3, 3, 3}, float64, dev);
+      CHECK(gradient_check(
+          [&](const Variable& w) {
+            GRAPH_ON;
+            Variable y = F::deconv2d(Variable(x), w, Variable(), 1, 1);
+            return grad_of(F::sum(y * y * y), w);
+          },
+          Wd));
+      // an explicit second derivative of a weight: d/dW sum(gW) with gW from create_graph
+      Variable Wv(W);
+      Variable L = loss(Variable(x), Wv);
+      L.backward(false, true);
+      Variable gW = Wv.grad();
+      Wv.cleargrad();
+      F::sum(gW).backward();
+      CHECK(Wv.has_grad());
+      CHECK(Wv.grad().shape() == W.shape());
+    });
   });
 }
 
@@ -322,10 +365,12 @@ TEST_CASE("double backprop through max pooling on every device (Pooling2DWithInd
       Variable y = F::pooling(a, 3, 2, 1);
       return F::sum(y * y * y);
     };
-    CHECK(gradient_check([&](const Variable& a) {
-      GRAPH_ON;
-      return grad_of(loss(a), a);
-    }, x));
+    CHECK(gradient_check(
+        [&](const Variable& a) {
+          GRAPH_ON;
+          return grad_of(loss(a), a);
+        },
+        x));
     // third order: d^3/dx^3 sum(y^3) = 6 at each window's max (counted once per window)
     Variable a(x);
     Variable g1 = grad_of(loss(a), a);
@@ -409,16 +454,101 @@ TEST_CASE("conv / pooling errors name the function, the shapes and a hint") {
     check_msg(dzt::thrown<ValueError>([&] { F::pooling(x, 2, 1, -1); }), {"pooling", "pad", "(-1, -1)"});
     check_msg(dzt::thrown<ValueError>([&] { F::pooling(x, {0, 2}); }), {"pooling", "kernel", "(0, 2)"});
     check_msg(dzt::thrown<ShapeError>([&] { F::conv2d(x, W, zeros({3}, float32, dev)); }), {"conv2d", "(4,)", "(3,)"});
-    check_msg(dzt::thrown<DtypeError>([&] { F::conv2d(x, zeros({4, 3, 3, 3}, float64, dev)); }),
+    check_msg(dzt::thrown<DtypeError>([&] {
+                F::conv2d(x, zeros({4, 3, 3, 3}, float64, dev));
+              }),
               {"conv2d", "float32", "float64"});
     check_msg(dzt::thrown<DtypeError>([&] { F::pooling(zeros({1, 1, 4, 4}, int64, dev), 2); }), {"pooling", "int64"});
     // outsize inconsistent with the input
     Tensor xd = zeros({2, 3, 4, 5}, float32, dev), Wd = zeros({3, 2, 3, 3}, float32, dev);
     CHECK(F::deconv2d(xd, Wd, Variable(), 2, 1, Pair{8, 10}).shape() == Shape{2, 2, 8, 10});
-    check_msg(dzt::thrown<ShapeError>([&] { F::deconv2d(xd, Wd, Variable(), 2, 1, Pair{12, 10}); }),
+    check_msg(dzt::thrown<ShapeError>([&] {
+                F::deconv2d(xd, Wd, Variable(), 2, 1, Pair{12, 10});
+              }),
               {"deconv2d", "outsize (12, 10)", "(2, 3, 4, 5)", "(7, 9)"});
     // col2im with a col that does not fit
-    check_msg(dzt::thrown<ShapeError>([&] { F::col2im(zeros({10, 27}, float32, dev), Shape{2, 3, 5, 5}, 3); }),
+    check_msg(dzt::thrown<ShapeError>([&] {
+                F::col2im(zeros({10, 27}, float32, dev), Shape{2, 3, 5, 5}, 3);
+              }),
               {"col2im", "(10, 27)", "(18, 27)"});
+  });
+}
+
+// --- random geometries: the two conv paths, conv2d_simple, pooling_simple agree ------------------------
+TEST_CASE("random geometries: library path == im2col + GEMM path == conv2d_simple; pooling == pooling_simple") {
+  dzt::on_each_device([](Device dev) {
+    random::seed(7);
+    for (int it = 0; it < 25; ++it) {
+      auto r = [](int lo, int hi) { return int(random::randint(lo, hi + 1, {1}).item<std::int64_t>()); };
+      int n = r(1, 3), c = r(1, 4), oc = r(1, 5), h = r(1, 9), w = r(1, 9);
+      Pair k(r(1, 4), r(1, 4)), s(r(1, 3), r(1, 3)), p(r(0, 2), r(0, 2));
+      if (h + 2 * p.h < k.h || w + 2 * p.w < k.w) continue;
+      CAPTURE(it);
+      Tensor x = random::randn({n, c, h, w}, float64, dev), W = random::randn({oc, c, k.h, k.w}, float64, dev),
+             b = random::randn({oc}, float64, dev);
+      Variable y[3], gx[3], gW[3], gb[3];
+      for (int path = 0; path < 3; ++path) {
+        detail::set_conv_library_path(path != 1);
+        Variable xv(x), Wv(W), bv(b);
+        y[path] = path == 2 ? F::conv2d_simple(xv, Wv, bv, s, p) : F::conv2d(xv, Wv, bv, s, p);
+        F::sum(y[path] * y[path]).backward();
+        gx[path] = xv.grad(), gW[path] = Wv.grad(), gb[path] = bv.grad();
+      }
+      detail::set_conv_library_path(true);
+      for (int path = 1; path < 3; ++path) {
+        CHECK(dzt::allclose(y[path].data(), y[0].data(), 1e-10, 1e-10));
+        CHECK(dzt::allclose(gx[path].data(), gx[0].data(), 1e-10, 1e-10));
+        CHECK(dzt::allclose(gW[path].data(), gW[0].data(), 1e-10, 1e-10));
+        CHECK(dzt::allclose(gb[path].data(), gb[0].data(), 1e-10, 1e-10));
+      }
+      // deconv2d of y back to x's size, both paths
+      Tensor Wd = random::randn({oc, c, k.h, k.w}, float64, dev);
+      Variable d0, d1;
+      for (int path = 0; path < 2; ++path) {
+        detail::set_conv_library_path(path == 0);
+        (path ? d1 : d0) = F::deconv2d(y[0].data(), Wd, Variable(), s, p, Pair(h, w));
+      }
+      detail::set_conv_library_path(true);
+      CHECK(d0.shape() == Shape{n, c, h, w});
+      CHECK(dzt::allclose(d1.data(), d0.data(), 1e-10, 1e-10));
+      // float32 (the host's vector im2col / col2im rows) against float64
+      Variable x32(x.astype(float32));
+      Variable y32 = F::conv2d(x32, W.astype(float32), b.astype(float32), s, p);
+      F::sum(y32 * y32).backward();
+      CHECK(dzt::allclose(y32.data().astype(float64), y[0].data(), 1e-4, 1e-4));
+      CHECK(dzt::allclose(x32.grad().data().astype(float64), gx[0].data(), 1e-3, 1e-3));
+      Tensor col = F::im2col(x, k, s, p, false).data();
+      CHECK(dzt::allclose(F::im2col(x.astype(float32), k, s, p, false).data().astype(float64), col, 1e-6, 1e-6));
+      CHECK(dzt::allclose(F::col2im(col.astype(float32), x.shape(), k, s, p, false).data().astype(float64),
+                          F::col2im(col, x.shape(), k, s, p, false).data(), 1e-5, 1e-5));
+      // max pooling: the Function and the composite (distinct values: no ties)
+      Tensor xp = random::randn({n, c, h, w}, float64, dev);
+      Variable a(xp), bsim(xp);
+      Variable ya = F::pooling(a, k, s, p), yb = F::pooling_simple(bsim, k, s, p);
+      CHECK(dzt::allclose(ya.data(), yb.data(), 0, 0));
+      F::sum(ya * ya).backward();
+      F::sum(yb * yb).backward();
+      CHECK(dzt::allclose(a.grad().data(), bsim.grad().data(), 1e-12, 1e-12));
+    }
+  });
+}
+
+TEST_CASE("max pooling 2 x 2 / 2: float32 (the host's vector path) == float64, ties to the first max, odd sizes") {
+  dzt::on_each_device([](Device dev) {
+    random::seed(8);
+    // small integers: exact in both dtypes, and many ties, which must go to the first max
+    for (Shape shape : {Shape{2, 3, 10, 41}, Shape{1, 2, 7, 33}, Shape{3, 1, 4, 2}}) {
+      CAPTURE(shape.str());
+      Tensor x = random::randint(-5, 5, shape, int64, dev).astype(float64);
+      Variable a(x), b(x.astype(float32));
+      Variable ya = F::pooling(a, 2, 2), yb = F::pooling(b, 2, 2);
+      CHECK(yb.dtype() == float32);
+      CHECK(dzt::allclose(yb.data().astype(float64), ya.data(), 0, 0));
+      Tensor gy = random::randint(1, 9, ya.shape(), int64, dev).astype(float64);
+      F::sum(ya * Variable(gy)).backward();
+      F::sum(yb * Variable(gy.astype(float32))).backward();
+      CHECK(dzt::allclose(b.grad().data().astype(float64), a.grad().data(), 0, 0));
+      CHECK(dzt::allclose(F::pooling_simple(x, 2, 2).data(), ya.data(), 0, 0));
+    }
   });
 }

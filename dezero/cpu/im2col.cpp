@@ -7,11 +7,29 @@
 //   col2im: the adjoint, x[n, c, ., .] = sum of the col elements read from that pixel
 //
 // One (n, c) plane per work item on OpenMP threads (planes never share memory, so
-// col2im needs no atomics); the rows of a stride-1 window are contiguous copies.
+// col2im needs no atomics); the rows of a stride-1 window are contiguous copies (and
+// additions), float32 ones in masked AVX-512 steps.
 // Twin of cuda/im2col.cu, which runs one thread per col element (im2col) or per pixel
 // (col2im) like Chainer's kernels.
+//
+// Also the host's three convolution products (Backend::conv2d_forward, _backward_data,
+// _backward_filter), built on the same plane loops: one image at a time per thread,
+// its col (c kh kw, oh ow) in a per-thread buffer that stays in cache between the
+// im2col and the GEMM (gemm.cpp: our AVX-512 sgemm for float32, Eigen for float64),
+// instead of a whole batch's col written to memory and read back:
+//   forward: y[i] = W (oc, c kh kw) @ col[i] + b       data: col2im(W^T @ gy[i])
+//   filter:  gW = sum_i gy[i] @ col[i]^T, one partial sum per thread, added in thread order
+// (where oc >= 32, forward and filter compute the transposed products, whose shapes
+// suit the sgemm's register tiles, and transpose the small results).
+#include <omp.h>
+
 #include <algorithm>
-#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 #include "dezero/cpu/kernels.hpp"
 #include "dezero/cpu/loops.hpp"
@@ -22,12 +40,48 @@ namespace {
 
 using i64 = std::int64_t;
 
+template <class T>
+constexpr DType dtype_of() {
+  return std::is_same_v<T, float> ? DType::Float32 : DType::Float64;
+}
+
 // Output columns x whose input column x*s - p + j lies in [0, w): [lo, hi).
 inline void valid_range(i64 ow, i64 s, i64 p, i64 j, i64 w, i64& lo, i64& hi) {
   // x*s - p + j >= 0  <=>  x >= ceil((p - j) / s);  x*s - p + j < w  <=>  x < ceil((w + p - j) / s)
   auto ceil_div = [](i64 a, i64 b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); };
   lo = std::clamp<i64>(ceil_div(p - j, s), 0, ow);
   hi = std::clamp<i64>(ceil_div(w + p - j, s), lo, ow);
+}
+
+// dst[0, n) = src[0, n) and dst[0, n) += src[0, n) for the short rows of a CNN's images
+// (14 or 28 elements: too short for the compiler's 16-wide loops, which leave them to
+// scalar code, and for a memmove call): float32 in masked AVX-512 steps.
+template <class T>
+inline void copy_row(T* dst, const T* src, i64 n) {
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<T, float>) {
+    for (i64 i = 0; i < n; i += 16) {
+      __mmask16 m = n - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (n - i)) - 1);
+      _mm512_mask_storeu_ps(dst + i, m, _mm512_maskz_loadu_ps(m, src + i));
+    }
+    return;
+  }
+#endif
+  std::copy(src, src + n, dst);
+}
+template <class T>
+inline void add_row(T* dst, const T* src, i64 n) {
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<T, float>) {
+    for (i64 i = 0; i < n; i += 16) {
+      __mmask16 m = n - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (n - i)) - 1);
+      __m512 sum = _mm512_add_ps(_mm512_maskz_loadu_ps(m, dst + i), _mm512_maskz_loadu_ps(m, src + i));
+      _mm512_mask_storeu_ps(dst + i, m, sum);
+    }
+    return;
+  }
+#endif
+  for (i64 i = 0; i < n; ++i) dst[i] += src[i];
 }
 
 template <class T>
@@ -44,7 +98,7 @@ void im2col_plane(const T* x, T* col, const ConvGeom& g) {
         }
         const T* row = x + iy * g.w - g.pw + j;  // row[xo * sw] is column xo's pixel
         std::fill(col, col + lo, T(0));
-        if (g.sw == 1) std::copy(row + lo, row + hi, col + lo);
+        if (g.sw == 1) copy_row(col + lo, row + lo, hi - lo);
         else
           for (i64 xo = lo; xo < hi; ++xo) col[xo] = row[xo * g.sw];
         std::fill(col + hi, col + g.ow, T(0));
@@ -53,8 +107,47 @@ void im2col_plane(const T* x, T* col, const ConvGeom& g) {
   }
 }
 
+#if defined(__AVX512F__)
+// col2im of a float32 plane for horizontal stride 1, gathering: each image row iy gets,
+// per window row i, the sum over j of the col rows (i, j) shifted by j, added in
+// registers and written once. (Scattering row by row, col2im_plane's order, makes
+// every j re-read the row that j - 1 has just written with a masked store, which the
+// CPU cannot forward: a stall per row.)
+void col2im_plane_sw1(const float* col, float* x, const ConvGeom& g) {
+  std::fill(x, x + g.h * g.w, 0.f);
+  i64 ohw = g.oh * g.ow;
+  for (i64 i = 0; i < g.kh; ++i)
+    for (i64 y = 0; y < g.oh; ++y) {
+      i64 iy = y * g.sh - g.ph + i;
+      if (iy < 0 || iy >= g.h) continue;
+      float* r = x + iy * g.w;
+      const float* c0 = col + (i * g.kw * g.oh + y) * g.ow;  // col row (i, 0, y)
+      for (i64 x0 = 0; x0 < g.w; x0 += 16) {
+        // lane l is pixel x0 + l; from col row j it takes element xo = x0 + l + pw - j
+        __m512 acc = _mm512_setzero_ps();
+        for (i64 j = 0; j < g.kw; ++j) {
+          i64 off = x0 + g.pw - j;                                   // xo of lane 0
+          i64 l0 = std::max<i64>(0, -off), l1 = std::min<i64>({16, g.ow - off, g.w - x0});
+          if (l1 <= l0) continue;
+          __mmask16 m = __mmask16(((1u << (l1 - l0)) - 1) << l0);
+          const float* src = c0 + j * ohw + off;  // masked-off lanes are never read
+          acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(m, src));
+        }
+        i64 n = std::min<i64>(16, g.w - x0);
+        __mmask16 mw = n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1);
+        _mm512_mask_storeu_ps(r + x0, mw, _mm512_add_ps(_mm512_maskz_loadu_ps(mw, r + x0), acc));
+      }
+    }
+}
+#endif
+
 template <class T>
 void col2im_plane(const T* col, T* x, const ConvGeom& g) {
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<T, float>) {
+    if (g.sw == 1) return col2im_plane_sw1(col, x, g);
+  }
+#endif
   std::fill(x, x + g.h * g.w, T(0));
   for (i64 i = 0; i < g.kh; ++i) {
     for (i64 j = 0; j < g.kw; ++j) {
@@ -64,8 +157,7 @@ void col2im_plane(const T* col, T* x, const ConvGeom& g) {
         i64 iy = y * g.sh - g.ph + i;
         if (iy < 0 || iy >= g.h) continue;
         T* row = x + iy * g.w - g.pw + j;
-        if (g.sw == 1)
-          for (i64 xo = lo; xo < hi; ++xo) row[xo] += col[xo];
+        if (g.sw == 1) add_row(row + lo, col + lo, hi - lo);
         else
           for (i64 xo = lo; xo < hi; ++xo) row[xo * g.sw] += col[xo];
       }
@@ -85,6 +177,134 @@ void col2im_typed(const T* col, T* x, const ConvGeom& g) {
   par_for(planes * out, planes, [&](i64 p) { col2im_plane(col + p * out, x + p * in, g); });
 }
 
+// --- the convolution products, one image per step -------------------------------------------
+// Images [lo, hi) of the batch for thread t of nt: a static split.
+inline void image_range(i64 n, int t, int nt, i64& lo, i64& hi) {
+  lo = n * t / nt;
+  hi = n * (t + 1) / nt;
+}
+
+// Threads for a batch of n images of `flops` each: all of them when the batch is large
+// enough to pay for the fork (the same 2^21 as gemm.cpp), one otherwise.
+inline int conv_threads(i64 n, double flops) {
+  if (omp_in_parallel() || n < 2 || flops * double(n) < double(1 << 21)) return 1;
+  return static_cast<int>(std::min<i64>(omp_get_max_threads(), n));
+}
+
+// A scratch buffer of n T's for the calling thread, kept between calls (for the thread's
+// lifetime, at the largest size asked for): a col of a few hundred KB freshly allocated
+// per call would be page-faulted in every time.
+template <class T>
+T* scratch(int slot, i64 n) {
+  thread_local std::vector<T> buf[3];
+  std::vector<T>& v = buf[slot];
+  if (static_cast<i64>(v.size()) < n) v.resize(static_cast<std::size_t>(n));
+  return v.data();
+}
+
+// body(t, nt) on nt threads (on the calling thread when nt == 1).
+template <class Body>
+void on_threads(int nt, Body body) {
+  if (nt <= 1) return body(0, 1);
+#pragma omp parallel num_threads(nt)
+  body(omp_get_thread_num(), omp_get_num_threads());
+}
+
+// Where oc >= 32 (float32) the product computed is y[i]^T (oh ow, oc) = col[i]^T @ W^T,
+// then transposed into y[i] with the bias: with oh ow rows and oc columns the sgemm's
+// 14 x 32 register tiles fit a CNN's channel counts (14 x 14 -> 196 = 14 x 14 rows, 32
+// columns) where W @ col's oc rows would leave much of a 14-row tile empty. Narrower
+// (oc < 32) products stay W @ col: gemm.cpp sends n < 32 to Eigen, slower here.
+template <class T>
+bool transposed_products(const ConvGeom& g) {
+  return std::is_same_v<T, float> && g.oc >= 32;
+}
+
+template <class T>
+void conv_forward_typed(const T* x, const T* w, const T* b, T* y, const ConvGeom& g) {
+  i64 ckk = g.c * g.kh * g.kw, ohw = g.oh * g.ow, in = g.c * g.h * g.w, pin = g.h * g.w, pcol = g.kh * g.kw * ohw;
+  int nt = conv_threads(g.n, 2.0 * double(g.oc) * double(ckk) * double(ohw));
+  bool tr = transposed_products<T>(g);
+  on_threads(nt, [&](int t, int n_t) {
+    T* col = scratch<T>(0, ckk * ohw);
+    T* yt = tr ? scratch<T>(1, ohw * g.oc) : nullptr;
+    i64 lo, hi;
+    image_range(g.n, t, n_t, lo, hi);
+    for (i64 i = lo; i < hi; ++i) {
+      for (i64 c = 0; c < g.c; ++c) im2col_plane(x + i * in + c * pin, col + c * pcol, g);
+      T* yi = y + i * g.oc * ohw;
+      if (!tr) {
+        if (b)
+          for (i64 o = 0; o < g.oc; ++o) std::fill(yi + o * ohw, yi + (o + 1) * ohw, b[o]);
+        gemm(dtype_of<T>(), false, false, g.oc, ohw, ckk, 1.0, w, ckk, 0, col, ohw, 0, b ? 1.0 : 0.0, yi, ohw,
+             0, 1);
+        continue;
+      }
+      gemm(dtype_of<T>(), true, true, ohw, g.oc, ckk, 1.0, col, ohw, 0, w, ckk, 0, 0.0, yt, g.oc, 0, 1);
+      for (i64 o = 0; o < g.oc; ++o) {
+        T bo = b ? b[o] : T(0);
+        const T* src = yt + o;
+        T* dst = yi + o * ohw;
+        for (i64 p = 0; p < ohw; ++p) dst[p] = src[p * g.oc] + bo;
+      }
+    }
+  });
+}
+
+template <class T>
+void conv_backward_data_typed(const T* w, const T* gy, T* gx, const ConvGeom& g) {
+  i64 ckk = g.c * g.kh * g.kw, ohw = g.oh * g.ow, in = g.c * g.h * g.w, pin = g.h * g.w, pcol = g.kh * g.kw * ohw;
+  int nt = conv_threads(g.n, 2.0 * double(g.oc) * double(ckk) * double(ohw));
+  on_threads(nt, [&](int t, int n_t) {
+    T* col = scratch<T>(0, ckk * ohw);
+    i64 lo, hi;
+    image_range(g.n, t, n_t, lo, hi);
+    for (i64 i = lo; i < hi; ++i) {
+      gemm(dtype_of<T>(), true, false, ckk, ohw, g.oc, 1.0, w, ckk, 0, gy + i * g.oc * ohw, ohw, 0, 0.0, col,
+           ohw, 0, 1);
+      for (i64 c = 0; c < g.c; ++c) col2im_plane(col + c * pcol, gx + i * in + c * pin, g);
+    }
+  });
+}
+
+// Where oc >= 32 (float32) the product computed is gW^T (c kh kw, oc) = sum_i col[i] @
+// gy[i]^T (the register tiles fit, as in the forward); else gW = sum_i gy[i] @ col[i]^T.
+// One sum per thread; the threads' sums are added in thread order (and transposed).
+template <class T>
+void conv_backward_filter_typed(const T* x, const T* gy, T* gw, const ConvGeom& g) {
+  i64 ckk = g.c * g.kh * g.kw, ohw = g.oh * g.ow, in = g.c * g.h * g.w, pin = g.h * g.w, pcol = g.kh * g.kw * ohw;
+  i64 nw = g.oc * ckk;
+  int nt = conv_threads(g.n, 2.0 * double(g.oc) * double(ckk) * double(ohw));
+  bool tr = transposed_products<T>(g);
+  std::vector<T*> part(static_cast<std::size_t>(nt));  // thread t's sum, in its scratch
+  int used = nt;  // OpenMP may give fewer threads than asked for
+  on_threads(nt, [&](int t, int n_t) {
+    if (t == 0) used = n_t;
+    T* col = scratch<T>(0, ckk * ohw);
+    T* acc = part[t] = scratch<T>(2, nw);
+    i64 lo, hi;
+    image_range(g.n, t, n_t, lo, hi);
+    if (lo == hi) std::fill(acc, acc + nw, T(0));
+    for (i64 i = lo; i < hi; ++i) {
+      for (i64 c = 0; c < g.c; ++c) im2col_plane(x + i * in + c * pin, col + c * pcol, g);
+      double beta = i == lo ? 0.0 : 1.0;
+      const T* gyi = gy + i * g.oc * ohw;
+      if (tr)
+        gemm(dtype_of<T>(), false, true, ckk, g.oc, ohw, 1.0, col, ohw, 0, gyi, ohw, 0, beta, acc, g.oc, 0, 1);
+      else
+        gemm(dtype_of<T>(), false, true, g.oc, ckk, ohw, 1.0, gyi, ohw, 0, col, ohw, 0, beta, acc, ckk, 0, 1);
+    }
+  });
+  for (int t = 1; t < used; ++t)
+    for (i64 k = 0; k < nw; ++k) part[0][k] += part[t][k];
+  if (!tr) {
+    std::copy(part[0], part[0] + nw, gw);
+    return;
+  }
+  for (i64 o = 0; o < g.oc; ++o)
+    for (i64 k = 0; k < ckk; ++k) gw[o * ckk + k] = part[0][k * g.oc + o];
+}
+
 }  // namespace
 
 void im2col(DType dt, const void* x, void* col, const ConvGeom& g) {
@@ -95,6 +315,36 @@ void im2col(DType dt, const void* x, void* col, const ConvGeom& g) {
 void col2im(DType dt, const void* col, void* x, const ConvGeom& g) {
   if (dt == DType::Float32) col2im_typed(static_cast<const float*>(col), static_cast<float*>(x), g);
   else col2im_typed(static_cast<const double*>(col), static_cast<double*>(x), g);
+}
+
+// --- the convolution products (Backend::conv2d_*): float32 and float64, always taken -------
+bool conv2d_forward(DType dt, const void* x, const void* w, const void* b, void* y, const ConvGeom& g) {
+  if (dt == DType::Float32)
+    conv_forward_typed(static_cast<const float*>(x), static_cast<const float*>(w), static_cast<const float*>(b),
+                       static_cast<float*>(y), g);
+  else
+    conv_forward_typed(static_cast<const double*>(x), static_cast<const double*>(w), static_cast<const double*>(b),
+                       static_cast<double*>(y), g);
+  return true;
+}
+
+bool conv2d_backward_data(DType dt, const void* w, const void* gy, void* gx, const ConvGeom& g) {
+  if (dt == DType::Float32)
+    conv_backward_data_typed(static_cast<const float*>(w), static_cast<const float*>(gy), static_cast<float*>(gx), g);
+  else
+    conv_backward_data_typed(static_cast<const double*>(w), static_cast<const double*>(gy), static_cast<double*>(gx),
+                             g);
+  return true;
+}
+
+bool conv2d_backward_filter(DType dt, const void* x, const void* gy, void* gw, const ConvGeom& g) {
+  if (dt == DType::Float32)
+    conv_backward_filter_typed(static_cast<const float*>(x), static_cast<const float*>(gy), static_cast<float*>(gw),
+                               g);
+  else
+    conv_backward_filter_typed(static_cast<const double*>(x), static_cast<const double*>(gy),
+                               static_cast<double*>(gw), g);
+  return true;
 }
 
 }  // namespace dezero::detail::cpu

@@ -59,6 +59,10 @@ bool gemm_bias(DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n, std::
 // --- convolution and pooling helpers (im2col.cpp, pool.cpp): float32 and float64 -----
 void im2col(DType dt, const void* x, void* col, const ConvGeom& g);
 void col2im(DType dt, const void* col, void* x, const ConvGeom& g);
+// The convolution products on im2col + GEMM one image at a time (im2col.cpp): always true.
+bool conv2d_forward(DType dt, const void* x, const void* w, const void* b, void* y, const ConvGeom& g);
+bool conv2d_backward_data(DType dt, const void* w, const void* gy, void* gx, const ConvGeom& g);
+bool conv2d_backward_filter(DType dt, const void* x, const void* gy, void* gw, const ConvGeom& g);
 void max_pool_forward(DType dt, const void* x, void* y, std::int64_t* idx, const ConvGeom& g);
 void max_pool_backward(DType dt, const void* gy, const std::int64_t* idx, void* gx, const ConvGeom& g);
 void max_pool_gather(DType dt, const void* x, const std::int64_t* idx, void* y, const ConvGeom& g);

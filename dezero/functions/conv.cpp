@@ -23,7 +23,12 @@ namespace {
 bool has_bias(const Variable& b) { return b.defined() && b.data().defined(); }
 Pair kernel_of(const Shape& ws) { return Pair(static_cast<int>(ws[2]), static_cast<int>(ws[3])); }
 Pair image_of(const Shape& xs) { return Pair(static_cast<int>(xs[2]), static_cast<int>(xs[3])); }
-const Axes kBiasAxes{0, 2, 3};  // gb = gy summed over (N, H, W)
+// gb (OC,) = gy (N, OC, OH, OW) summed over N, OH, OW: as two reductions of contiguous
+// axes (OH OW, then N), which need no transposed copy of gy, unlike one over (0, 2, 3).
+Variable bias_grad(const Variable& gy) {
+  const Shape& s = gy.shape();
+  return F::sum(F::sum(F::reshape(gy, Shape{s[0], s[1], s[2] * s[3]}), 2), 0);
+}
 // utils::get_conv_outsize / get_deconv_outsize (utils.hpp sits above this layer).
 std::int64_t conv_outsize(std::int64_t in, std::int64_t k, std::int64_t s, std::int64_t p) {
   return (in + 2 * p - k) / s + 1;
@@ -91,7 +96,7 @@ class Conv2d : public Function {
     VariableList g(inputs().size());
     if (needs_input_grad(0)) g[0] = F::deconv2d(gy, W, Variable(), s_, p_, image_of(x.shape()));
     if (needs_input_grad(1)) g[1] = call<Conv2DGradW>({x, gy}, kernel_of(W.shape()), s_, p_);
-    if (g.size() > 2 && needs_input_grad(2)) g[2] = F::sum(gy, kBiasAxes);
+    if (g.size() > 2 && needs_input_grad(2)) g[2] = bias_grad(gy);
     return g;
   }
 
@@ -111,7 +116,7 @@ class Deconv2d : public Function {
     VariableList g(inputs().size());
     if (needs_input_grad(0)) g[0] = F::conv2d(gy, W, Variable(), s_, p_);
     if (needs_input_grad(1)) g[1] = call<Conv2DGradW>({gy, x}, kernel_of(W.shape()), s_, p_);
-    if (g.size() > 2 && needs_input_grad(2)) g[2] = F::sum(gy, kBiasAxes);
+    if (g.size() > 2 && needs_input_grad(2)) g[2] = bias_grad(gy);
     return g;
   }
 

@@ -4,13 +4,15 @@
 //
 // Every entry checks its operands once, here, for both devices, and names the user's
 // function in the error. The products try the backend's library path first
-// (Backend::conv2d_forward / _backward_data / _backward_filter: cuDNN on a GPU) and
+// (Backend::conv2d_forward / _backward_data / _backward_filter: cuDNN on a GPU; on
+// the host cpu/im2col.cpp's image-by-image im2col + GEMM, each col kept in cache) and
 // otherwise run im2col + one GEMM per image as a single batched Backend::gemm:
 //   forward:  y[i] (oc, oh ow)     = W (oc, c kh kw) @ col[i] (c kh kw, oh ow)
 //   data:     gcol[i] (c kh kw, oh ow) = W^T @ gy[i] (oc, oh ow), then col2im
 //   filter:   gW (oc, c kh kw)     = sum_i gy[i] @ col[i]^T
 // so the results are NCHW as they come out of the GEMM (no (n, oh, ow, oc) transpose
 // as in DeZero's tensordot + rollaxis).
+#include <atomic>
 #include <string>
 
 #include "dezero/tensor/fused.hpp"
@@ -76,7 +78,14 @@ void add_channel_bias_(Tensor& y, const Tensor& b) {
   backend_of(y).binary(BinaryOp::Add, y.dtype(), y.raw_data(), sy, bb.raw_data(), sb, y.raw_data(), sy);
 }
 
+// set_conv_library_path's switch.
+std::atomic<bool> g_library_path{true};
+bool library() { return g_library_path.load(std::memory_order_relaxed); }
+
 }  // namespace
+
+void set_conv_library_path(bool enabled) { g_library_path.store(enabled); }
+bool conv_library_path() { return g_library_path.load(); }
 
 // --- im2col / col2im ---------------------------------------------------------------------
 void check_window(const char* op, const Tensor& x, Pair k, Pair s, Pair p) {
@@ -141,8 +150,8 @@ Tensor conv2d_forward(const char* op, const Tensor& x, const Tensor& W, const Te
     if (b.defined()) add_channel_bias_(y, b);
     return y;
   }
-  if (be.conv2d_forward(dt, x.raw_data(), W.raw_data(), b.defined() ? b.raw_data() : nullptr, y.raw_data(), g))
-    return y;
+  const void* bp = b.defined() ? b.raw_data() : nullptr;
+  if (library() && be.conv2d_forward(dt, x.raw_data(), W.raw_data(), bp, y.raw_data(), g)) return y;
   Tensor col = Tensor::empty(Shape{g.n, ckk, ohw}, dt, x.device());
   be.im2col(dt, x.raw_data(), col.raw_data(), g);
   double beta = 0.0;
@@ -187,7 +196,7 @@ Tensor conv2d_backward_data(const char* op, const Tensor& gy, const Tensor& W, c
   i64 ckk = g.c * g.kh * g.kw, ohw = g.oh * g.ow;
   if (g.oc == 0 || ohw == 0) {
     gx.fill_(0);
-  } else if (!be.conv2d_backward_data(dt, W.raw_data(), gy.raw_data(), gx.raw_data(), g)) {
+  } else if (!library() || !be.conv2d_backward_data(dt, W.raw_data(), gy.raw_data(), gx.raw_data(), g)) {
     Tensor gcol = Tensor::empty(Shape{g.n, ckk, ohw}, dt, gy.device());
     be.gemm(dt, true, false, ckk, ohw, g.oc, 1.0, W.raw_data(), ckk, 0, gy.raw_data(), ohw, g.oc * ohw, 0.0,
             gcol.raw_data(), ohw, ckk * ohw, g.n);
@@ -217,7 +226,7 @@ Tensor conv2d_backward_filter(const char* op, const Tensor& x, const Tensor& gy,
     gW.fill_(0);
     return gW;
   }
-  if (be.conv2d_backward_filter(dt, x.raw_data(), gy.raw_data(), gW.raw_data(), g)) return gW;
+  if (library() && be.conv2d_backward_filter(dt, x.raw_data(), gy.raw_data(), gW.raw_data(), g)) return gW;
   Tensor col = Tensor::empty(Shape{g.n, ckk, ohw}, dt, x.device());
   be.im2col(dt, x.raw_data(), col.raw_data(), g);
   if (g.n == 1) {

@@ -96,6 +96,11 @@ Tensor conv2d_backward_data(const char* op, const Tensor& gy, const Tensor& W, c
 // summed over the batch.
 Tensor conv2d_backward_filter(const char* op, const Tensor& x, const Tensor& gy, Pair k, Pair s, Pair p);
 
+// Whether the three products try the backend's library path (default true). false
+// makes every device use im2col + GEMM: for tests that compare the two paths.
+void set_conv_library_path(bool enabled);
+bool conv_library_path();
+
 // Max pooling: y (n, c, oh, ow) and idx (n, c, oh, ow) int64, each window's first max
 // and its position i * kw + j (the padding counts as zeros, as in DeZero).
 std::pair<Tensor, Tensor> max_pool(const char* op, const Tensor& x, Pair k, Pair s, Pair p);
