@@ -24,6 +24,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <type_traits>
 #include <vector>
 
@@ -178,7 +179,10 @@ void col2im_typed(const T* col, T* x, const ConvGeom& g) {
 }
 
 // --- the convolution products, one image per step -------------------------------------------
-// Images [lo, hi) of the batch for thread t of nt: a static split.
+// Images [lo, hi) of the batch for thread t of nt: a static split (the filter gradient's,
+// whose per-thread sums must not depend on timing; the forward and the data gradient
+// hand images out one at a time instead, so that on shared cores a thread the OS has
+// descheduled does not hold up the other).
 inline void image_range(i64 n, int t, int nt, i64& lo, i64& hi) {
   lo = n * t / nt;
   hi = n * (t + 1) / nt;
@@ -225,12 +229,11 @@ void conv_forward_typed(const T* x, const T* w, const T* b, T* y, const ConvGeom
   i64 ckk = g.c * g.kh * g.kw, ohw = g.oh * g.ow, in = g.c * g.h * g.w, pin = g.h * g.w, pcol = g.kh * g.kw * ohw;
   int nt = conv_threads(g.n, 2.0 * double(g.oc) * double(ckk) * double(ohw));
   bool tr = transposed_products<T>(g);
-  on_threads(nt, [&](int t, int n_t) {
+  std::atomic<i64> next{0};  // the next image: a thread the OS has descheduled holds up no one
+  on_threads(nt, [&](int, int) {
     T* col = scratch<T>(0, ckk * ohw);
     T* yt = tr ? scratch<T>(1, ohw * g.oc) : nullptr;
-    i64 lo, hi;
-    image_range(g.n, t, n_t, lo, hi);
-    for (i64 i = lo; i < hi; ++i) {
+    for (i64 i; (i = next.fetch_add(1, std::memory_order_relaxed)) < g.n;) {
       for (i64 c = 0; c < g.c; ++c) im2col_plane(x + i * in + c * pin, col + c * pcol, g);
       T* yi = y + i * g.oc * ohw;
       if (!tr) {
@@ -255,11 +258,10 @@ template <class T>
 void conv_backward_data_typed(const T* w, const T* gy, T* gx, const ConvGeom& g) {
   i64 ckk = g.c * g.kh * g.kw, ohw = g.oh * g.ow, in = g.c * g.h * g.w, pin = g.h * g.w, pcol = g.kh * g.kw * ohw;
   int nt = conv_threads(g.n, 2.0 * double(g.oc) * double(ckk) * double(ohw));
-  on_threads(nt, [&](int t, int n_t) {
+  std::atomic<i64> next{0};  // the next image, as in the forward
+  on_threads(nt, [&](int, int) {
     T* col = scratch<T>(0, ckk * ohw);
-    i64 lo, hi;
-    image_range(g.n, t, n_t, lo, hi);
-    for (i64 i = lo; i < hi; ++i) {
+    for (i64 i; (i = next.fetch_add(1, std::memory_order_relaxed)) < g.n;) {
       gemm(dtype_of<T>(), true, false, ckk, ohw, g.oc, 1.0, w, ckk, 0, gy + i * g.oc * ohw, ohw, 0, 0.0, col,
            ohw, 0, 1);
       for (i64 c = 0; c < g.c; ++c) col2im_plane(col + c * pcol, gx + i * in + c * pin, g);
