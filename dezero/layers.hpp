@@ -15,6 +15,7 @@
 
 #include "dezero/layers/layer.hpp"
 #include "dezero/layers/linear.hpp"
+#include "dezero/layers/conv.hpp"
 #include "dezero/layers/embed_id.hpp"
 #include "dezero/layers/batch_norm.hpp"
 #include "dezero/layers/rnn.hpp"

@@ -473,3 +473,82 @@ TEST_CASE("conv / pooling errors name the function, the shapes and a hint") {
               {"col2im", "(10, 27)", "(18, 27)"});
   });
 }
+
+// --- random geometries: the two conv paths, conv2d_simple, pooling_simple agree ------------------------
+TEST_CASE("random geometries: library path == im2col + GEMM path == conv2d_simple; pooling == pooling_simple") {
+  dzt::on_each_device([](Device dev) {
+    random::seed(7);
+    for (int it = 0; it < 25; ++it) {
+      auto r = [](int lo, int hi) { return int(random::randint(lo, hi + 1, {1}).item<std::int64_t>()); };
+      int n = r(1, 3), c = r(1, 4), oc = r(1, 5), h = r(1, 9), w = r(1, 9);
+      Pair k(r(1, 4), r(1, 4)), s(r(1, 3), r(1, 3)), p(r(0, 2), r(0, 2));
+      if (h + 2 * p.h < k.h || w + 2 * p.w < k.w) continue;
+      CAPTURE(it);
+      Tensor x = random::randn({n, c, h, w}, float64, dev), W = random::randn({oc, c, k.h, k.w}, float64, dev),
+             b = random::randn({oc}, float64, dev);
+      Variable y[3], gx[3], gW[3], gb[3];
+      for (int path = 0; path < 3; ++path) {
+        detail::set_conv_library_path(path != 1);
+        Variable xv(x), Wv(W), bv(b);
+        y[path] = path == 2 ? F::conv2d_simple(xv, Wv, bv, s, p) : F::conv2d(xv, Wv, bv, s, p);
+        F::sum(y[path] * y[path]).backward();
+        gx[path] = xv.grad(), gW[path] = Wv.grad(), gb[path] = bv.grad();
+      }
+      detail::set_conv_library_path(true);
+      for (int path = 1; path < 3; ++path) {
+        CHECK(dzt::allclose(y[path].data(), y[0].data(), 1e-10, 1e-10));
+        CHECK(dzt::allclose(gx[path].data(), gx[0].data(), 1e-10, 1e-10));
+        CHECK(dzt::allclose(gW[path].data(), gW[0].data(), 1e-10, 1e-10));
+        CHECK(dzt::allclose(gb[path].data(), gb[0].data(), 1e-10, 1e-10));
+      }
+      // deconv2d of y back to x's size, both paths
+      Tensor Wd = random::randn({oc, c, k.h, k.w}, float64, dev);
+      Variable d0, d1;
+      for (int path = 0; path < 2; ++path) {
+        detail::set_conv_library_path(path == 0);
+        (path ? d1 : d0) = F::deconv2d(y[0].data(), Wd, Variable(), s, p, Pair(h, w));
+      }
+      detail::set_conv_library_path(true);
+      CHECK(d0.shape() == Shape{n, c, h, w});
+      CHECK(dzt::allclose(d1.data(), d0.data(), 1e-10, 1e-10));
+      // float32 (the host's vector im2col / col2im rows) against float64
+      Variable x32(x.astype(float32));
+      Variable y32 = F::conv2d(x32, W.astype(float32), b.astype(float32), s, p);
+      F::sum(y32 * y32).backward();
+      CHECK(dzt::allclose(y32.data().astype(float64), y[0].data(), 1e-4, 1e-4));
+      CHECK(dzt::allclose(x32.grad().data().astype(float64), gx[0].data(), 1e-3, 1e-3));
+      Tensor col = F::im2col(x, k, s, p, false).data();
+      CHECK(dzt::allclose(F::im2col(x.astype(float32), k, s, p, false).data().astype(float64), col, 1e-6, 1e-6));
+      CHECK(dzt::allclose(F::col2im(col.astype(float32), x.shape(), k, s, p, false).data().astype(float64),
+                          F::col2im(col, x.shape(), k, s, p, false).data(), 1e-5, 1e-5));
+      // max pooling: the Function and the composite (distinct values: no ties)
+      Tensor xp = random::randn({n, c, h, w}, float64, dev);
+      Variable a(xp), bsim(xp);
+      Variable ya = F::pooling(a, k, s, p), yb = F::pooling_simple(bsim, k, s, p);
+      CHECK(dzt::allclose(ya.data(), yb.data(), 0, 0));
+      F::sum(ya * ya).backward();
+      F::sum(yb * yb).backward();
+      CHECK(dzt::allclose(a.grad().data(), bsim.grad().data(), 1e-12, 1e-12));
+    }
+  });
+}
+
+TEST_CASE("max pooling 2 x 2 / 2: float32 (the host's vector path) == float64, ties to the first max, odd sizes") {
+  dzt::on_each_device([](Device dev) {
+    random::seed(8);
+    // small integers: exact in both dtypes, and many ties, which must go to the first max
+    for (Shape shape : {Shape{2, 3, 10, 41}, Shape{1, 2, 7, 33}, Shape{3, 1, 4, 2}}) {
+      CAPTURE(shape.str());
+      Tensor x = random::randint(-5, 5, shape, int64, dev).astype(float64);
+      Variable a(x), b(x.astype(float32));
+      Variable ya = F::pooling(a, 2, 2), yb = F::pooling(b, 2, 2);
+      CHECK(yb.dtype() == float32);
+      CHECK(dzt::allclose(yb.data().astype(float64), ya.data(), 0, 0));
+      Tensor gy = random::randint(1, 9, ya.shape(), int64, dev).astype(float64);
+      F::sum(ya * Variable(gy)).backward();
+      F::sum(yb * Variable(gy.astype(float32))).backward();
+      CHECK(dzt::allclose(b.grad().data().astype(float64), a.grad().data(), 0, 0));
+      CHECK(dzt::allclose(F::pooling_simple(x, 2, 2).data(), ya.data(), 0, 0));
+    }
+  });
+}

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # tools/gpu-check.sh - the GPU check. It runs from a bundle: one compact folder that holds only
-# what the check needs (libdezero, the test suite, examples/mnist, examples/mnist_cnn where it
-# was built, the W1/W3 benchmarks,
+# what the check needs (libdezero, the test suite, examples/mnist and mnist_cnn, the W1-W3 benchmarks,
 # bench/compare_pytorch.py, the test data, Fashion-MNIST and a copy of this script), so it can
 # be carried to a GPU machine that has no compiler, no packages and no network, and run there
 # from wherever it lands.
@@ -26,8 +25,8 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 SELF="$HERE/$(basename "${BASH_SOURCE[0]}")"
 MAX_BUNDLE_MB=40   # MiB; what travels to the GPU machine is at most 64 MiB in all
-BINARIES=(tests/dezero_tests examples/mnist bench/w1_mlp_epoch bench/w3_overhead)
-OPTIONAL_BINARIES=(examples/mnist_cnn)   # carried and run when the build has them
+BINARIES=(tests/dezero_tests examples/mnist examples/mnist_cnn bench/w1_mlp_epoch bench/w2_cnn bench/w3_overhead)
+OPTIONAL_BINARIES=()   # carried and run when the build has them
 FASHION_DIR=/usr/share/datasets/fashion-mnist
 FASHION_FILES=(train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images-idx3-ubyte.gz t10k-labels-idx1-ubyte.gz)
 
@@ -287,6 +286,7 @@ run_bundle() {
   if [ "$mode" = smoke ]; then
     step "every program starts"
     starts examples/mnist --help
+    starts examples/mnist_cnn --help
     starts bench/w3_overhead --steps 10
     starts bench/w1_mlp_epoch --epochs 0
     starts tests/dezero_tests --no-intro --count
@@ -355,11 +355,11 @@ run_bundle() {
     fi
 
     step "CNN MNIST example, 1 epoch on the GPU (Fashion-MNIST, carried)"
-    if [ ! -x "$HERE/examples/mnist_cnn" ]; then
-      echo "(no examples/mnist_cnn in this bundle)"
-    elif [ -f "$fm/train-images-idx3-ubyte.gz" ]; then
+    if [ -f "$fm/train-images-idx3-ubyte.gz" ]; then
       (cd "$RUNS" && dz timeout 300 "$HERE/examples/mnist_cnn" --device cuda --epochs 1 --dataset fashion-mnist \
          --data "$fm" --plot gpu_mnist_cnn.png) || fail "examples/mnist_cnn"
+      step "W2 (the small CNN) on the GPU"
+      dz timeout 120 "$HERE/bench/w2_cnn" --device cuda --epochs 2 --data "$fm" || fail "bench/w2_cnn"
     else
       fail "the bundle has no Fashion-MNIST ($fm)"
     fi
@@ -418,7 +418,7 @@ case "${1:-}" in
     # shellcheck source=deps.sh
     source tools/deps.sh
     dezero_install_packages "${DEZERO_BUILD_PACKAGES[@]}" dataset-fashion-mnist
-    cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DDEZERO_CUDA=ON -DDEZERO_NATIVE=OFF >/dev/null
+    cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DDEZERO_CUDA=ON -DDEZERO_NATIVE=OFF -DDEZERO_BENCH_LIBTORCH=OFF >/dev/null
     cmake --build build-gpu -j"${JOBS:-$(nproc)}"
     stage build-gpu gpu-bundle
     echo "gpu-check: carry gpu-bundle/ to the GPU machine and run there: bash gpu-bundle/gpu-check.sh"

@@ -7,7 +7,8 @@
 //   col2im: the adjoint, x[n, c, ., .] = sum of the col elements read from that pixel
 //
 // One (n, c) plane per work item on OpenMP threads (planes never share memory, so
-// col2im needs no atomics); the rows of a stride-1 window are contiguous copies.
+// col2im needs no atomics); the rows of a stride-1 window are contiguous copies (and
+// additions), float32 ones in masked AVX-512 steps.
 // Twin of cuda/im2col.cu, which runs one thread per col element (im2col) or per pixel
 // (col2im) like Chainer's kernels.
 //
@@ -18,15 +19,18 @@
 // instead of a whole batch's col written to memory and read back:
 //   forward: y[i] = W (oc, c kh kw) @ col[i] + b       data: col2im(W^T @ gy[i])
 //   filter:  gW = sum_i gy[i] @ col[i]^T, one partial sum per thread, added in thread order
-// (forward and filter compute the transposed products, whose shapes suit the GEMM's
-// register tiles, and transpose the small results).
+// (where oc >= 32, forward and filter compute the transposed products, whose shapes
+// suit the sgemm's register tiles, and transpose the small results).
 #include <omp.h>
 
 #include <algorithm>
-#include <cstring>
-#include <memory>
+#include <atomic>
 #include <type_traits>
 #include <vector>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 #include "dezero/cpu/kernels.hpp"
 #include "dezero/cpu/loops.hpp"
@@ -50,6 +54,37 @@ inline void valid_range(i64 ow, i64 s, i64 p, i64 j, i64 w, i64& lo, i64& hi) {
   hi = std::clamp<i64>(ceil_div(w + p - j, s), lo, ow);
 }
 
+// dst[0, n) = src[0, n) and dst[0, n) += src[0, n) for the short rows of a CNN's images
+// (14 or 28 elements: too short for the compiler's 16-wide loops, which leave them to
+// scalar code, and for a memmove call): float32 in masked AVX-512 steps.
+template <class T>
+inline void copy_row(T* dst, const T* src, i64 n) {
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<T, float>) {
+    for (i64 i = 0; i < n; i += 16) {
+      __mmask16 m = n - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (n - i)) - 1);
+      _mm512_mask_storeu_ps(dst + i, m, _mm512_maskz_loadu_ps(m, src + i));
+    }
+    return;
+  }
+#endif
+  std::copy(src, src + n, dst);
+}
+template <class T>
+inline void add_row(T* dst, const T* src, i64 n) {
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<T, float>) {
+    for (i64 i = 0; i < n; i += 16) {
+      __mmask16 m = n - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (n - i)) - 1);
+      __m512 sum = _mm512_add_ps(_mm512_maskz_loadu_ps(m, dst + i), _mm512_maskz_loadu_ps(m, src + i));
+      _mm512_mask_storeu_ps(dst + i, m, sum);
+    }
+    return;
+  }
+#endif
+  for (i64 i = 0; i < n; ++i) dst[i] += src[i];
+}
+
 template <class T>
 void im2col_plane(const T* x, T* col, const ConvGeom& g) {
   for (i64 i = 0; i < g.kh; ++i) {
@@ -64,7 +99,7 @@ void im2col_plane(const T* x, T* col, const ConvGeom& g) {
         }
         const T* row = x + iy * g.w - g.pw + j;  // row[xo * sw] is column xo's pixel
         std::fill(col, col + lo, T(0));
-        if (g.sw == 1) std::copy(row + lo, row + hi, col + lo);
+        if (g.sw == 1) copy_row(col + lo, row + lo, hi - lo);
         else
           for (i64 xo = lo; xo < hi; ++xo) col[xo] = row[xo * g.sw];
         std::fill(col + hi, col + g.ow, T(0));
@@ -73,8 +108,47 @@ void im2col_plane(const T* x, T* col, const ConvGeom& g) {
   }
 }
 
+#if defined(__AVX512F__)
+// col2im of a float32 plane for horizontal stride 1, gathering: each image row iy gets,
+// per window row i, the sum over j of the col rows (i, j) shifted by j, added in
+// registers and written once. (Scattering row by row, col2im_plane's order, makes
+// every j re-read the row that j - 1 has just written with a masked store, which the
+// CPU cannot forward: a stall per row.)
+void col2im_plane_sw1(const float* col, float* x, const ConvGeom& g) {
+  std::fill(x, x + g.h * g.w, 0.f);
+  i64 ohw = g.oh * g.ow;
+  for (i64 i = 0; i < g.kh; ++i)
+    for (i64 y = 0; y < g.oh; ++y) {
+      i64 iy = y * g.sh - g.ph + i;
+      if (iy < 0 || iy >= g.h) continue;
+      float* r = x + iy * g.w;
+      const float* c0 = col + (i * g.kw * g.oh + y) * g.ow;  // col row (i, 0, y)
+      for (i64 x0 = 0; x0 < g.w; x0 += 16) {
+        // lane l is pixel x0 + l; from col row j it takes element xo = x0 + l + pw - j
+        __m512 acc = _mm512_setzero_ps();
+        for (i64 j = 0; j < g.kw; ++j) {
+          i64 off = x0 + g.pw - j;                                   // xo of lane 0
+          i64 l0 = std::max<i64>(0, -off), l1 = std::min<i64>({16, g.ow - off, g.w - x0});
+          if (l1 <= l0) continue;
+          __mmask16 m = __mmask16(((1u << (l1 - l0)) - 1) << l0);
+          const float* src = c0 + j * ohw + off;  // masked-off lanes are never read
+          acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(m, src));
+        }
+        i64 n = std::min<i64>(16, g.w - x0);
+        __mmask16 mw = n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1);
+        _mm512_mask_storeu_ps(r + x0, mw, _mm512_add_ps(_mm512_maskz_loadu_ps(mw, r + x0), acc));
+      }
+    }
+}
+#endif
+
 template <class T>
 void col2im_plane(const T* col, T* x, const ConvGeom& g) {
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<T, float>) {
+    if (g.sw == 1) return col2im_plane_sw1(col, x, g);
+  }
+#endif
   std::fill(x, x + g.h * g.w, T(0));
   for (i64 i = 0; i < g.kh; ++i) {
     for (i64 j = 0; j < g.kw; ++j) {
@@ -84,8 +158,7 @@ void col2im_plane(const T* col, T* x, const ConvGeom& g) {
         i64 iy = y * g.sh - g.ph + i;
         if (iy < 0 || iy >= g.h) continue;
         T* row = x + iy * g.w - g.pw + j;
-        if (g.sw == 1)
-          for (i64 xo = lo; xo < hi; ++xo) row[xo] += col[xo];
+        if (g.sw == 1) add_row(row + lo, col + lo, hi - lo);
         else
           for (i64 xo = lo; xo < hi; ++xo) row[xo * g.sw] += col[xo];
       }
@@ -106,7 +179,10 @@ void col2im_typed(const T* col, T* x, const ConvGeom& g) {
 }
 
 // --- the convolution products, one image per step -------------------------------------------
-// Images [lo, hi) of the batch for thread t of nt: a static split.
+// Images [lo, hi) of the batch for thread t of nt: a static split (the filter gradient's,
+// whose per-thread sums must not depend on timing; the forward and the data gradient
+// hand images out one at a time instead, so that on shared cores a thread the OS has
+// descheduled does not hold up the other).
 inline void image_range(i64 n, int t, int nt, i64& lo, i64& hi) {
   lo = n * t / nt;
   hi = n * (t + 1) / nt;
@@ -119,8 +195,9 @@ inline int conv_threads(i64 n, double flops) {
   return static_cast<int>(std::min<i64>(omp_get_max_threads(), n));
 }
 
-// A scratch buffer of n T's for the calling thread, kept between calls: a col of a few
-// hundred KB freshly allocated per call would be page-faulted in every time.
+// A scratch buffer of n T's for the calling thread, kept between calls (for the thread's
+// lifetime, at the largest size asked for): a col of a few hundred KB freshly allocated
+// per call would be page-faulted in every time.
 template <class T>
 T* scratch(int slot, i64 n) {
   thread_local std::vector<T> buf[3];
@@ -152,12 +229,11 @@ void conv_forward_typed(const T* x, const T* w, const T* b, T* y, const ConvGeom
   i64 ckk = g.c * g.kh * g.kw, ohw = g.oh * g.ow, in = g.c * g.h * g.w, pin = g.h * g.w, pcol = g.kh * g.kw * ohw;
   int nt = conv_threads(g.n, 2.0 * double(g.oc) * double(ckk) * double(ohw));
   bool tr = transposed_products<T>(g);
-  on_threads(nt, [&](int t, int n_t) {
+  std::atomic<i64> next{0};  // the next image: a thread the OS has descheduled holds up no one
+  on_threads(nt, [&](int, int) {
     T* col = scratch<T>(0, ckk * ohw);
     T* yt = tr ? scratch<T>(1, ohw * g.oc) : nullptr;
-    i64 lo, hi;
-    image_range(g.n, t, n_t, lo, hi);
-    for (i64 i = lo; i < hi; ++i) {
+    for (i64 i; (i = next.fetch_add(1, std::memory_order_relaxed)) < g.n;) {
       for (i64 c = 0; c < g.c; ++c) im2col_plane(x + i * in + c * pin, col + c * pcol, g);
       T* yi = y + i * g.oc * ohw;
       if (!tr) {
@@ -182,11 +258,10 @@ template <class T>
 void conv_backward_data_typed(const T* w, const T* gy, T* gx, const ConvGeom& g) {
   i64 ckk = g.c * g.kh * g.kw, ohw = g.oh * g.ow, in = g.c * g.h * g.w, pin = g.h * g.w, pcol = g.kh * g.kw * ohw;
   int nt = conv_threads(g.n, 2.0 * double(g.oc) * double(ckk) * double(ohw));
-  on_threads(nt, [&](int t, int n_t) {
+  std::atomic<i64> next{0};  // the next image, as in the forward
+  on_threads(nt, [&](int, int) {
     T* col = scratch<T>(0, ckk * ohw);
-    i64 lo, hi;
-    image_range(g.n, t, n_t, lo, hi);
-    for (i64 i = lo; i < hi; ++i) {
+    for (i64 i; (i = next.fetch_add(1, std::memory_order_relaxed)) < g.n;) {
       gemm(dtype_of<T>(), true, false, ckk, ohw, g.oc, 1.0, w, ckk, 0, gy + i * g.oc * ohw, ohw, 0, 0.0, col,
            ohw, 0, 1);
       for (i64 c = 0; c < g.c; ++c) col2im_plane(col + c * pcol, gx + i * in + c * pin, g);

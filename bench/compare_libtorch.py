@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""bench/compare_libtorch.py - our W1/W2/W3 programs against their LibTorch C++ twins.
+
+Runs ours and LibTorch's alternately (ours, theirs, ours, theirs, ...) so that both see
+the same machine load, --pairs times per workload, with OMP_NUM_THREADS=--threads for
+both and OPENBLAS_CORETYPE=SkylakeX (OpenBLAS's AVX-512 kernels; Debian's LibTorch
+computes its GEMMs through libblas.so.3 = libopenblas0-openmp). Prints each run, the
+ratio LibTorch / ours of every pair (> 1: ours is faster) and the median ratio.
+
+  python3 bench/compare_libtorch.py [--build build] [--pairs 3] [--threads 2] [--only w1,w2,w3]
+                                    [--data DIR]   (Fashion-MNIST for W2)
+
+The twins are build/bench/libtorch/torch_*; they are built when CMake finds LibTorch
+(Debian's libtorch-dev).
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+# workload: (our program, LibTorch's program, regex of the figure, unit)
+WORKLOADS = {
+    "w1": ("w1_mlp_epoch", "libtorch/torch_w1_mlp_epoch", r"epoch 1: ([0-9.e+-]+) s", "s/epoch"),
+    "w2": ("w2_cnn", "libtorch/torch_w2_cnn", r"epoch 1: ([0-9.e+-]+) s", "s/epoch"),
+    "w3": ("w3_overhead", "libtorch/torch_w3_overhead", r"median ([0-9.e+-]+) us/step", "us/step"),
+}
+
+
+def run(path, args, env):
+    out = subprocess.run([path] + args, capture_output=True, text=True, env=env)
+    if out.returncode != 0:
+        sys.exit(f"{path} failed ({out.returncode}):\n{out.stdout}{out.stderr}")
+    return out.stdout
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--pairs", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--only", default="w1,w2,w3")
+    ap.add_argument("--data", default="")
+    a = ap.parse_args()
+    env = dict(os.environ, OMP_NUM_THREADS=str(a.threads), OPENBLAS_CORETYPE="SkylakeX")
+    for w in a.only.split(","):
+        ours_prog, torch_prog, pattern, unit = WORKLOADS[w]
+        ours_path, torch_path = f"{a.build}/bench/{ours_prog}", f"{a.build}/bench/{torch_prog}"
+        for p in (ours_path, torch_path):
+            if not os.access(p, os.X_OK):
+                sys.exit(f"{p} is missing; build it (cmake --build {a.build} --target {os.path.basename(p)})")
+        extra = ["--data", a.data] if (w == "w2" and a.data) else []
+        ratios = []
+        print(f"== {w.upper()}: {ours_prog} vs {torch_prog}, {a.threads} threads, {a.pairs} alternating pairs")
+        for i in range(a.pairs):
+            figures = []
+            for path in (ours_path, torch_path):
+                text = run(path, extra, env)
+                m = re.search(pattern, text)
+                if not m:
+                    sys.exit(f"{path}: no '{pattern}' in its output:\n{text}")
+                figures.append(float(m.group(1)))
+                detail = [line for line in text.splitlines() if "GFLOP/s" in line or "BLAS" in line]
+                print(f"  pair {i + 1} {os.path.basename(path)}: {m.group(1)} {unit}" +
+                      "".join(f"\n      {d}" for d in detail))
+            ratios.append(figures[1] / figures[0])
+            print(f"  pair {i + 1}: LibTorch / ours = {ratios[-1]:.3f}")
+        print(f"{w.upper()}: median LibTorch / ours = {statistics.median(ratios):.3f} "
+              f"(pairs: {', '.join(f'{r:.3f}' for r in ratios)}; > 1 means ours is faster)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+// bench/libtorch/torch_w2_cnn.cpp - W2 in LibTorch: the twin of bench/w2_cnn.cpp.
+// conv3x3(1->16, pad 1) + ReLU + max pooling 2, conv3x3(16->32, pad 1) + ReLU + max
+// pooling 2, Linear(1568 -> 10); SGD lr 0.1, batch 100, one epoch over the first 10,000
+// Fashion-MNIST training images (/255, float32), shuffled; softmax cross entropy.
+// Then the two convolutions alone (forward + the backward the training loop needs),
+// batch 100, for their achieved GFLOP/s. Same FLOP counts and printed lines as ours.
+//   torch_w2_cnn [--data DIR] [--epochs N] [--reps N]
+//   DIR holds train-images-idx3-ubyte.gz and train-labels-idx1-ubyte.gz
+//   (default /usr/share/datasets/fashion-mnist, Debian's dataset-fashion-mnist)
+#include <zlib.h>
+
+#include <stdexcept>
+#include <vector>
+
+#include "torch_common.hpp"
+
+namespace {
+
+// The bytes of a gzip'ed IDX file after its header (magic, then one int32 per dimension).
+std::vector<unsigned char> read_idx_gz(const std::string& path, int ndim) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (!f) throw std::runtime_error("cannot open " + path + "; hint: apt-get install dataset-fashion-mnist or --data DIR");
+  std::vector<unsigned char> all, buf(1 << 16);
+  int n;
+  while ((n = gzread(f, buf.data(), static_cast<unsigned>(buf.size()))) > 0) all.insert(all.end(), buf.begin(), buf.begin() + n);
+  gzclose(f);
+  std::size_t header = 4 + 4 * static_cast<std::size_t>(ndim);
+  if (all.size() < header) throw std::runtime_error(path + " is too short for an IDX file");
+  return std::vector<unsigned char>(all.begin() + static_cast<std::ptrdiff_t>(header), all.end());
+}
+
+// FLOPs of a convolution's forward (2 x N x OC x OH x OW x C x KH x KW); the backward
+// for the weights costs the same, the backward for the input (conv2 only) the same again.
+double conv_flops(double n, double c, double oc, double hw, double k) { return 2.0 * n * oc * hw * hw * c * k * k; }
+
+struct Net : torch::nn::Module {
+  torch::nn::Conv2d c1{torch::nn::Conv2dOptions(1, 16, 3).padding(1)};
+  torch::nn::Conv2d c2{torch::nn::Conv2dOptions(16, 32, 3).padding(1)};
+  torch::nn::Linear l{1568, 10};
+  Net() {
+    register_module("c1", c1);
+    register_module("c2", c2);
+    register_module("l", l);
+    tbench::dezero_init(c1->weight, c1->bias, 1 * 3 * 3);
+    tbench::dezero_init(c2->weight, c2->bias, 16 * 3 * 3);
+    tbench::dezero_init(l->weight, l->bias, 1568);
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    x = torch::max_pool2d(torch::relu(c1->forward(x)), 2, 2);
+    x = torch::max_pool2d(torch::relu(c2->forward(x)), 2, 2);
+    return l->forward(x.reshape({x.size(0), -1}));
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  std::string dir = tbench::arg(argc, argv, "--data", "/usr/share/datasets/fashion-mnist");
+  int epochs = std::stoi(tbench::arg(argc, argv, "--epochs", "1"));
+  int reps = std::stoi(tbench::arg(argc, argv, "--reps", "20"));
+  tbench::setup("W2");
+  const std::int64_t N = 10000, B = 100;
+  std::vector<unsigned char> img = read_idx_gz(dir + "/train-images-idx3-ubyte.gz", 3);
+  std::vector<unsigned char> lab = read_idx_gz(dir + "/train-labels-idx1-ubyte.gz", 1);
+  if (img.size() < static_cast<std::size_t>(N) * 784 || lab.size() < static_cast<std::size_t>(N))
+    throw std::runtime_error("fewer than 10000 images in " + dir);
+  torch::Tensor X = torch::from_blob(img.data(), {N, 1, 28, 28}, torch::kUInt8).to(torch::kFloat32) / 255.0;
+  torch::Tensor T = torch::from_blob(lab.data(), {N}, torch::kUInt8).to(torch::kInt64);
+
+  torch::manual_seed(0);
+  auto model = std::make_shared<Net>();
+  torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.1));
+  model->forward(X.slice(0, 0, B));  // ours creates its lazy weights with one forward here; so do we
+  const double f1 = conv_flops(N, 1, 16, 28, 3), f2 = conv_flops(N, 16, 32, 14, 3);
+  const double train_flops = 2 * f1 + 3 * f2;
+  std::cout << "W2: CNN conv3x3(1->16)-pool-conv3x3(16->32)-pool-linear, SGD 0.1, batch " << B << ", " << N
+            << " Fashion-MNIST images, device cpu (LibTorch)\n";
+  for (int e = 0; e < epochs; ++e) {
+    double t0 = tbench::now_s();
+    torch::Tensor perm = torch::randperm(N, torch::kInt64);
+    double last = 0;
+    for (std::int64_t i = 0; i < N / B; ++i) {
+      torch::Tensor idx = perm.slice(0, i * B, (i + 1) * B);
+      torch::Tensor loss = torch::nn::functional::cross_entropy(model->forward(X.index_select(0, idx)), T.index_select(0, idx));
+      opt.zero_grad();
+      loss.backward();
+      opt.step();
+      if (i == N / B - 1) last = loss.item<double>();
+    }
+    double secs = tbench::now_s() - t0;
+    std::cout << "epoch " << e + 1 << ": " << secs << " s, convolutions " << train_flops / 1e9 << " GFLOP = "
+              << train_flops / secs / 1e9 << " GFLOP/s over the loop, last loss " << last << "\n";
+  }
+
+  // The convolutions alone: conv1 forward + weight/bias gradient, conv2 forward + weight/bias
+  // and input gradients, on a batch of 100, reps times; the best of three rounds.
+  auto conv_alone = [&](torch::nn::Conv2d& conv, torch::Tensor x, bool input_grad, double flops_per_batch,
+                        const char* name) {
+    x.set_requires_grad(input_grad);
+    double best = 1e30;
+    for (int round = 0; round < 3; ++round) {
+      double t0 = tbench::now_s();
+      for (int r = 0; r < reps; ++r) {
+        torch::Tensor y = conv->forward(x).sum();
+        conv->zero_grad();
+        if (x.grad().defined()) x.grad().zero_();
+        y.backward();
+      }
+      best = std::min(best, (tbench::now_s() - t0) / reps);
+    }
+    std::cout << name << ": " << best * 1e3 << " ms per forward + backward, " << flops_per_batch / best / 1e9
+              << " GFLOP/s\n";
+  };
+  conv_alone(model->c1, X.slice(0, 0, B).clone(), false, 2 * conv_flops(B, 1, 16, 28, 3), "conv1 1->16 28x28");
+  conv_alone(model->c2, torch::rand({B, 16, 14, 14}), true, 3 * conv_flops(B, 16, 32, 14, 3), "conv2 16->32 14x14");
+  std::cout << "peak RSS: " << tbench::peak_rss_mb() << " MB\n";
+  return 0;
+} catch (const std::exception& e) {
+  std::cerr << "torch_w2_cnn: " << e.what() << "\n";
+  return 1;
+}

@@ -1,0 +1,95 @@
+// dezero/layers/conv.cpp - L::Conv2d and L::Deconv2d: F::conv2d / F::deconv2d with
+// DeZero's lazily drawn weights.
+#include "dezero/layers/conv.hpp"
+
+#include <cmath>
+#include <string>
+
+#include "dezero/functions.hpp"
+
+namespace dezero::L {
+
+namespace {
+
+// The constructor checks both layers share; `layer` is "Conv2d" or "Deconv2d".
+void check_args(const char* layer, std::int64_t out_channels, Pair kernel_size, Pair stride, Pair pad, DType dtype,
+                std::int64_t in_channels) {
+  std::string l = layer;
+  if (out_channels <= 0) throw ValueError(l + ": out_channels must be positive, got " + std::to_string(out_channels));
+  if (in_channels < 0)
+    throw ValueError(l + ": in_channels must be positive (or 0 for lazy), got " + std::to_string(in_channels));
+  if (kernel_size.h <= 0 || kernel_size.w <= 0)
+    throw ValueError(l + ": kernel_size must be positive, got " + kernel_size.str());
+  if (stride.h <= 0 || stride.w <= 0) throw ValueError(l + ": stride must be positive, got " + stride.str());
+  if (pad.h < 0 || pad.w < 0) throw ValueError(l + ": pad must be >= 0, got " + pad.str());
+  if (!is_floating(dtype))
+    throw DtypeError(l + ": dtype must be float32 or float64, got " + dtype_name(dtype));
+}
+
+// Lazy initialisation reads C from x: (N, C, H, W).
+std::int64_t channels_of(const char* layer, const Variable& x) {
+  if (x.ndim() != 4)
+    throw ShapeError(std::string(layer) + ": input of shape " + x.shape().str() +
+                     " is not 4-d, so in_channels cannot be inferred from x.shape[1]; hint: pass (N, C, H, W) batches");
+  return x.shape()[1];
+}
+
+// DeZero: randn(shape).astype(dtype) * sqrt(1 / (C * KH * KW)), drawn on the host.
+Tensor draw_weights(const Shape& shape, std::int64_t C, Pair k, DType dtype) {
+  double scale = std::sqrt(1.0 / static_cast<double>(C * k.h * k.w));
+  return random::randn(shape, float64).astype(dtype) * scale;
+}
+
+}  // namespace
+
+// --- Conv2d ------------------------------------------------------------------------------------
+Conv2d::Conv2d(std::int64_t out_channels_, Pair kernel_size_, Pair stride_, Pair pad_, bool nobias, DType dtype_,
+               std::int64_t in_channels_)
+    : in_channels(in_channels_), out_channels(out_channels_), kernel_size(kernel_size_), stride(stride_), pad(pad_),
+      dtype(dtype_) {
+  check_args("Conv2d", out_channels, kernel_size, stride, pad, dtype, in_channels);
+  W = register_parameter("W", Parameter(Tensor(), "W"));
+  if (in_channels > 0) init_W(Device::cpu());
+  if (!nobias) b = register_parameter("b", Parameter(zeros({out_channels}, dtype), "b"));
+}
+
+void Conv2d::init_W(Device device) {
+  Shape s{out_channels, in_channels, kernel_size.h, kernel_size.w};  // (OC, C, KH, KW)
+  W.set_data(draw_weights(s, in_channels, kernel_size, dtype).to(device));
+}
+
+// x: (N, C, H, W) -> (N, OC, OH, OW)
+Variable Conv2d::forward(const Variable& x) {
+  if (!W.data().defined()) {
+    in_channels = channels_of("Conv2d", x);
+    init_W(x.device());
+  }
+  return F::conv2d(x, W, b, stride, pad);
+}
+
+// --- Deconv2d ----------------------------------------------------------------------------------
+Deconv2d::Deconv2d(std::int64_t out_channels_, Pair kernel_size_, Pair stride_, Pair pad_, bool nobias, DType dtype_,
+                   std::int64_t in_channels_)
+    : in_channels(in_channels_), out_channels(out_channels_), kernel_size(kernel_size_), stride(stride_), pad(pad_),
+      dtype(dtype_) {
+  check_args("Deconv2d", out_channels, kernel_size, stride, pad, dtype, in_channels);
+  W = register_parameter("W", Parameter(Tensor(), "W"));
+  if (in_channels > 0) init_W(Device::cpu());
+  if (!nobias) b = register_parameter("b", Parameter(zeros({out_channels}, dtype), "b"));
+}
+
+void Deconv2d::init_W(Device device) {
+  Shape s{in_channels, out_channels, kernel_size.h, kernel_size.w};  // (C, OC, KH, KW)
+  W.set_data(draw_weights(s, in_channels, kernel_size, dtype).to(device));
+}
+
+// x: (N, C, H, W) -> (N, OC, OH, OW)
+Variable Deconv2d::forward(const Variable& x) {
+  if (!W.data().defined()) {
+    in_channels = channels_of("Deconv2d", x);
+    init_W(x.device());
+  }
+  return F::deconv2d(x, W, b, stride, pad);
+}
+
+}  // namespace dezero::L

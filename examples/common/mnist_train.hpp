@@ -1,0 +1,212 @@
+// examples/common/mnist_train.hpp - what examples/mnist.cpp (the MLP of step 51) and
+// examples/mnist_cnn.cpp (a small CNN) share: the options, the data sets (MNIST, else
+// Fashion-MNIST), the progress bar and the training loop with its per-epoch lines, the
+// learning curves (PNG) and their CSV. Each program keeps its model and optimizer.
+//
+// Options:
+//   --dataset mnist|fashion-mnist   default: MNIST when its files are in the data
+//                                   directory or can be downloaded, else Fashion-MNIST
+//                                   (Debian's dataset-fashion-mnist package)
+//   --data DIR                      data directory (else $DEZERO_HOME, else ~/.dezero)
+//   --epochs N  --batch-size N
+//   --device cpu|cuda               default: cuda when a GPU is present
+//   --save FILE.npz  --load FILE.npz   weights (DeZero's key scheme)
+//   --plot FILE.png                 learning curves (the CSV goes next to it, FILE.csv)
+// The loss and accuracy are summed on the device and read once per epoch (and
+// every 100 batches for the progress bar), so a GPU step never waits for the host.
+#pragma once
+
+#include <dezero/dataloaders.hpp>
+#include <dezero/datasets.hpp>
+#include <dezero/dezero.hpp>
+#include <dezero/models.hpp>
+#include <dezero/optimizers.hpp>
+#include <unistd.h>  // isatty
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "plot.hpp"
+
+namespace mnist_train {
+
+using namespace dezero;
+
+struct Options {
+  std::string dataset, data_dir, device, save, load, plot;
+  int epochs = 5;
+  std::int64_t batch_size = 100;
+};
+
+inline void usage(const char* program) {
+  std::cerr << "usage: " << program << " [--dataset mnist|fashion-mnist] [--data DIR] [--epochs N] [--batch-size N]\n"
+            << std::string(8 + std::string(program).size(), ' ')
+            << "[--device cpu|cuda] [--save FILE.npz] [--load FILE.npz] [--plot FILE.png]\n";
+}
+
+// `plot` is the default --plot file.
+inline Options parse(int argc, char** argv, const char* program, const std::string& plot) {
+  Options o;
+  o.plot = plot;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw ValueError("option " + a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--dataset") o.dataset = value();
+    else if (a == "--data") o.data_dir = value();
+    else if (a == "--epochs") o.epochs = std::stoi(value());
+    else if (a == "--batch-size") o.batch_size = std::stoll(value());
+    else if (a == "--device") o.device = value();
+    else if (a == "--save") o.save = value();
+    else if (a == "--load") o.load = value();
+    else if (a == "--plot") o.plot = value();
+    else if (a == "-h" || a == "--help") { usage(program); std::exit(0); }
+    else throw ValueError("unknown option " + a);
+  }
+  if (!o.dataset.empty() && o.dataset != "mnist" && o.dataset != "fashion-mnist")
+    throw ValueError("--dataset must be mnist or fashion-mnist, got " + o.dataset);
+  if (!o.device.empty() && o.device != "cpu" && o.device != "cuda")
+    throw ValueError("--device must be cpu or cuda, got " + o.device);
+  return o;
+}
+
+// The device the options ask for (cuda when present and none was asked), printed.
+inline Device pick_device(const Options& o) {
+  Device dev = Device::cpu();
+  if (o.device == "cuda" || (o.device.empty() && cuda::is_available())) dev = Device::cuda(0);
+  if (dev.is_cuda() && !cuda::is_available())
+    throw DeviceError("--device cuda: no CUDA device is available on this machine; hint: use --device cpu");
+  std::cout << "device: " << (dev.is_cuda() ? "cuda:0 (" + cuda::Device(0).name() + ")" : std::string("cpu")) << "\n";
+  return dev;
+}
+
+// Loads train and test sets: MNIST if possible, else Fashion-MNIST, saying which and why.
+// `transform`: MNIST::default_transform() (flat (784,) rows) for the MLP, no Flatten for a CNN.
+inline std::pair<std::unique_ptr<datasets::Dataset>, std::unique_ptr<datasets::Dataset>> load_data(
+    const Options& o, const transforms::Transform& transform) {
+  if (o.dataset != "fashion-mnist") {
+    try {
+      auto train = std::make_unique<datasets::MNIST>(true, transform, transforms::Transform{}, o.data_dir);
+      auto test = std::make_unique<datasets::MNIST>(false, transform, transforms::Transform{}, o.data_dir);
+      std::cout << "dataset: MNIST" << (o.dataset.empty() ? " (its files are in the data directory or were downloaded)" : "") << "\n";
+      return {std::move(train), std::move(test)};
+    } catch (const Error& e) {
+      if (o.dataset == "mnist") throw;
+      std::cout << "MNIST is not available (" << e.what() << ")\n"
+                << "dataset: Fashion-MNIST instead\n";
+    }
+  } else {
+    std::cout << "dataset: Fashion-MNIST (--dataset fashion-mnist)\n";
+  }
+  auto train = std::make_unique<datasets::FashionMNIST>(true, transform, transforms::Transform{}, o.data_dir);
+  auto test = std::make_unique<datasets::FashionMNIST>(false, transform, transforms::Transform{}, o.data_dir);
+  return {std::move(train), std::move(test)};
+}
+
+inline void progress(std::int64_t done, std::int64_t total, double loss, double secs) {
+  static const bool tty = isatty(fileno(stderr)) != 0;
+  if (!tty) return;  // a log file gets the per-epoch lines only
+  std::cout.flush();
+  const int width = 30;
+  int filled = static_cast<int>(width * done / std::max<std::int64_t>(total, 1));
+  std::fprintf(stderr, "\r  [%s%s] %lld/%lld  loss %.4f  %.1fs", std::string(filled, '#').c_str(),
+               std::string(width - filled, '.').c_str(), static_cast<long long>(done), static_cast<long long>(total),
+               loss, secs);
+  if (done == total) std::fprintf(stderr, "\r%*s\r", 80, "");
+  std::fflush(stderr);
+}
+
+inline double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+struct Curves {
+  std::vector<double> train_loss, train_acc, test_loss, test_acc, seconds;
+};
+
+// Trains `model` with `optimizer` for o.epochs on `dev`, printing one line per epoch;
+// --load before, --save and the curves (PNG and CSV) after.
+// `title` names the model and optimizer in the figure's title.
+inline Curves train(Model& model, optimizers::Optimizer& optimizer, datasets::Dataset& train_set,
+                    datasets::Dataset& test_set, const Options& o, Device dev, const std::string& title) {
+  DataLoader train_loader(train_set, o.batch_size, true);
+  DataLoader test_loader(test_set, o.batch_size, false);
+  if (!o.load.empty()) {
+    model(train_set.get_batch({0}).first);  // create the lazily-initialised weights
+    model.load_weights(o.load);
+    std::cout << "loaded weights from " << o.load << "\n";
+  }
+  if (dev.is_cuda()) {
+    train_loader.to_gpu();
+    test_loader.to_gpu();
+    model.to_gpu();
+  }
+
+  Curves c;
+  for (int epoch = 1; epoch <= o.epochs; ++epoch) {
+    double t0 = now_s();
+    Tensor sum_loss = zeros({}, float64, dev), sum_acc = zeros({}, float64, dev);
+    std::int64_t n = 0, batch = 0;
+    for (auto& [x, t] : train_loader) {
+      Variable y = model(x);
+      Variable loss = F::softmax_cross_entropy(y, t);
+      Variable acc = F::accuracy(y, t);
+      model.cleargrads();
+      loss.backward();
+      optimizer.update();
+      double bs = static_cast<double>(t.len());
+      sum_loss += loss.data().astype(float64) * bs;
+      sum_acc += acc.data().astype(float64) * bs;
+      n += t.len();
+      if (++batch % 100 == 0 || batch == train_loader.size())
+        progress(batch, train_loader.size(), sum_loss.item<double>() / n, now_s() - t0);
+    }
+    c.train_loss.push_back(sum_loss.item<double>() / n);
+    c.train_acc.push_back(sum_acc.item<double>() / n);
+
+    Tensor tl = zeros({}, float64, dev), ta = zeros({}, float64, dev);
+    std::int64_t tn = 0;
+    {
+      auto g = no_grad();
+      for (auto& [x, t] : test_loader) {
+        Variable y = model(x);
+        double bs = static_cast<double>(t.len());
+        tl += F::softmax_cross_entropy(y, t).data().astype(float64) * bs;
+        ta += F::accuracy(y, t).data().astype(float64) * bs;
+        tn += t.len();
+      }
+    }
+    c.test_loss.push_back(tl.item<double>() / tn);
+    c.test_acc.push_back(ta.item<double>() / tn);
+    c.seconds.push_back(now_s() - t0);
+    std::printf("epoch %d: train loss %.4f, accuracy %.4f | test loss %.4f, accuracy %.4f | %.1f s\n", epoch,
+                c.train_loss.back(), c.train_acc.back(), c.test_loss.back(), c.test_acc.back(), c.seconds.back());
+    std::fflush(stdout);
+  }
+
+  if (!o.save.empty()) {
+    model.save_weights(o.save);
+    std::cout << "saved weights to " << o.save << "\n";
+  }
+  if (!o.plot.empty() && !c.train_loss.empty()) {
+    const std::string dataset = dynamic_cast<const datasets::FashionMNIST*>(&train_set) ? "Fashion-MNIST" : "MNIST";
+    plot::line_chart(o.plot,
+                     {{{"train loss", c.train_loss, {31, 119, 180}}, {"test loss", c.test_loss, {255, 127, 14}}},
+                      {{"train accuracy", c.train_acc, {31, 119, 180}}, {"test accuracy", c.test_acc, {255, 127, 14}}}},
+                     {{"loss", "epoch", "softmax cross entropy"}, {"accuracy", "epoch", "accuracy"}},
+                     dataset + ": " + title + ", " + std::to_string(c.train_loss.size()) + " epochs");
+  }
+  return c;
+}
+
+}  // namespace mnist_train
