@@ -105,6 +105,14 @@ TEST_CASE("Generator: layers' initialisers, dropout and the DataLoader's shuffle
   CHECK(l1.x2f->W.data().to_vector<float>() == l2.x2f->W.data().to_vector<float>());
   CHECK(l1.x2f->W.data().to_vector<float>() != l1.x2i->W.data().to_vector<float>());
 
+  L::Conv2d c1(4, 3, 1, 1, false, float32, 0, random::Generator(13)), c2(4, 3, 1, 1, false, float32, 2,
+                                                                        random::Generator(13));
+  c1(Variable(zeros({1, 2, 5, 5})));  // lazy: drawn at the first call, from the same stream
+  CHECK(c1.W.data().to_vector<float>() == c2.W.data().to_vector<float>());
+  L::Deconv2d t1(3, 2, 1, 0, false, float32, 2, random::Generator(14)), t2(3, 2, 1, 0, false, float32, 2,
+                                                                          random::Generator(14));
+  CHECK(t1.W.data().to_vector<float>() == t2.W.data().to_vector<float>());
+
   Variable ones(dezero::ones({1000}));
   Variable d1 = F::dropout(ones, 0.5, random::Generator(11));
   Variable d2 = F::dropout(ones, 0.5, random::Generator(11));

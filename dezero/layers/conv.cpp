@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "dezero/functions.hpp"
 
@@ -35,18 +36,18 @@ std::int64_t channels_of(const char* layer, const Variable& x) {
 }
 
 // DeZero: randn(shape).astype(dtype) * sqrt(1 / (C * KH * KW)), drawn on the host.
-Tensor draw_weights(const Shape& shape, std::int64_t C, Pair k, DType dtype) {
+Tensor draw_weights(random::Generator& gen, const Shape& shape, std::int64_t C, Pair k, DType dtype) {
   double scale = std::sqrt(1.0 / static_cast<double>(C * k.h * k.w));
-  return random::randn(shape, float64).astype(dtype) * scale;
+  return gen.randn(shape, float64).astype(dtype) * scale;
 }
 
 }  // namespace
 
 // --- Conv2d ------------------------------------------------------------------------------------
 Conv2d::Conv2d(std::int64_t out_channels_, Pair kernel_size_, Pair stride_, Pair pad_, bool nobias, DType dtype_,
-               std::int64_t in_channels_)
+               std::int64_t in_channels_, random::Generator gen_)
     : in_channels(in_channels_), out_channels(out_channels_), kernel_size(kernel_size_), stride(stride_), pad(pad_),
-      dtype(dtype_) {
+      dtype(dtype_), gen(std::move(gen_)) {
   check_args("Conv2d", out_channels, kernel_size, stride, pad, dtype, in_channels);
   W = register_parameter("W", Parameter(Tensor(), "W"));
   if (in_channels > 0) init_W(Device::cpu());
@@ -55,7 +56,7 @@ Conv2d::Conv2d(std::int64_t out_channels_, Pair kernel_size_, Pair stride_, Pair
 
 void Conv2d::init_W(Device device) {
   Shape s{out_channels, in_channels, kernel_size.h, kernel_size.w};  // (OC, C, KH, KW)
-  W.set_data(draw_weights(s, in_channels, kernel_size, dtype).to(device));
+  W.set_data(draw_weights(gen, s, in_channels, kernel_size, dtype).to(device));
 }
 
 // x: (N, C, H, W) -> (N, OC, OH, OW)
@@ -69,9 +70,9 @@ Variable Conv2d::forward(const Variable& x) {
 
 // --- Deconv2d ----------------------------------------------------------------------------------
 Deconv2d::Deconv2d(std::int64_t out_channels_, Pair kernel_size_, Pair stride_, Pair pad_, bool nobias, DType dtype_,
-                   std::int64_t in_channels_)
+                   std::int64_t in_channels_, random::Generator gen_)
     : in_channels(in_channels_), out_channels(out_channels_), kernel_size(kernel_size_), stride(stride_), pad(pad_),
-      dtype(dtype_) {
+      dtype(dtype_), gen(std::move(gen_)) {
   check_args("Deconv2d", out_channels, kernel_size, stride, pad, dtype, in_channels);
   W = register_parameter("W", Parameter(Tensor(), "W"));
   if (in_channels > 0) init_W(Device::cpu());
@@ -80,7 +81,7 @@ Deconv2d::Deconv2d(std::int64_t out_channels_, Pair kernel_size_, Pair stride_, 
 
 void Deconv2d::init_W(Device device) {
   Shape s{in_channels, out_channels, kernel_size.h, kernel_size.w};  // (C, OC, KH, KW)
-  W.set_data(draw_weights(s, in_channels, kernel_size, dtype).to(device));
+  W.set_data(draw_weights(gen, s, in_channels, kernel_size, dtype).to(device));
 }
 
 // x: (N, C, H, W) -> (N, OC, OH, OW)

@@ -12,12 +12,13 @@ namespace dezero::L {
 // --- Conv2d ---------------------------------------------------------------------------------
 // y = F::conv2d(x, W, b, stride, pad). x: (N, C, H, W), W: (OC, C, KH, KW), b: (OC,),
 // y: (N, OC, OH, OW). W = randn(OC, C, KH, KW) * sqrt(1 / (C * KH * KW)) drawn on the host
-// from dezero::random (a seed gives DeZero's numbers on every device), created on the
+// from `gen` (by default dezero::random's global stream: a seed gives DeZero's numbers on
+// every device), created on the
 // first call from x.shape[1] when in_channels is 0, on x's device; b = zeros(OC).
 class Conv2d : public Layer {
  public:
   Conv2d(std::int64_t out_channels, Pair kernel_size, Pair stride = 1, Pair pad = 0, bool nobias = false,
-         DType dtype = float32, std::int64_t in_channels = 0);
+         DType dtype = float32, std::int64_t in_channels = 0, random::Generator gen = random::Generator::global());
   Variable forward(const Variable& x) override;
 
   std::int64_t in_channels, out_channels;
@@ -25,6 +26,7 @@ class Conv2d : public Layer {
   DType dtype;
   Parameter W;
   Parameter b;  // no node (defined() == false) with nobias
+  random::Generator gen;  // the stream W is drawn from (kept for the lazy first call)
 
  private:
   void init_W(Device device);
@@ -38,7 +40,7 @@ class Conv2d : public Layer {
 class Deconv2d : public Layer {
  public:
   Deconv2d(std::int64_t out_channels, Pair kernel_size, Pair stride = 1, Pair pad = 0, bool nobias = false,
-           DType dtype = float32, std::int64_t in_channels = 0);
+           DType dtype = float32, std::int64_t in_channels = 0, random::Generator gen = random::Generator::global());
   Variable forward(const Variable& x) override;
 
   std::int64_t in_channels, out_channels;
@@ -46,6 +48,7 @@ class Deconv2d : public Layer {
   DType dtype;
   Parameter W;
   Parameter b;
+  random::Generator gen;
 
  private:
   void init_W(Device device);
