@@ -73,8 +73,9 @@ class DeviceGuard {
   DeviceGuard& operator=(const DeviceGuard&) = delete;
 
  private:
-  int prev_ = -1;
-  bool active_ = false;
+  // Unused in a build without the CUDA backend (cuda/stub.cpp).
+  [[maybe_unused]] int prev_ = -1;
+  [[maybe_unused]] bool active_ = false;
 };
 
 // --- transfers ------------------------------------------------------------------

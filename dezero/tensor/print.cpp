@@ -189,7 +189,6 @@ struct Printer {
   FloatFormat ff;
   int iwidth = 0;
   static constexpr int kEdge = 3;
-  static constexpr int kWidth = 75;
 
   std::string elem(std::int64_t flat) const {
     if (is_float) return format_float(dvals[flat], ff);
