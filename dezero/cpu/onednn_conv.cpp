@@ -29,6 +29,7 @@
 // A geometry oneDNN cannot do (e.g. a negative right padding) is remembered as such and
 // left to im2col + SGEMM (the callers' fallback), as is every non-float32 product.
 #include <dnnl.hpp>
+#include <omp.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -76,8 +77,10 @@ bool enabled() {
   return on;
 }
 
+// The geometry, the direction and the thread count (a primitive splits its work for the
+// threads there were when it was made; omp_set_num_threads may change them later).
 struct Key {
-  i64 v[14];
+  i64 v[15];
   bool operator==(const Key& o) const { return std::memcmp(v, o.v, sizeof v) == 0; }
 };
 struct KeyHash {
@@ -89,7 +92,8 @@ struct KeyHash {
 };
 
 Key key_of(const ConvGeom& g, Dir d) {
-  return Key{{g.n, g.c, g.h, g.w, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, g.oh, g.ow, g.oc, static_cast<i64>(d)}};
+  return Key{{g.n, g.c, g.h, g.w, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, g.oh, g.ow, g.oc, static_cast<i64>(d),
+              static_cast<i64>(omp_get_max_threads())}};
 }
 
 // One argument of a primitive: the caller's plain buffer (user) and the format the
