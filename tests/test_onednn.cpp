@@ -5,8 +5,9 @@
 // the weight gradient, for strides, paddings (with oneDNN's right padding shorter than
 // the left where DeZero's output size rounds down), rectangular kernels, 1x1, batch 1
 // and > 1, and W2's two layers. Outputs start as NaN: every element must be written.
-// Also: is_onednn_available() says what the build has, and F::conv2d in float32 (which
-// goes through whichever path is on) agrees with float64.
+// Also: is_onednn_available() says what the build has, threads share the cached
+// primitives, and F::conv2d / F::deconv2d in float32 (through whichever path is on)
+// agree with float64.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -17,6 +18,7 @@
 #include <dezero/onednn.hpp>
 #include <limits>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include "dezero/cpu/kernels.hpp"
@@ -164,6 +166,34 @@ TEST_CASE("onednn: both CPU convolution paths agree (values and gradients)") {
   CHECK(total > 0);
 }
 
+TEST_CASE("onednn: threads share the cached primitives") {
+  if (!cpu::onednn_enabled()) {
+    MESSAGE("skipped: oneDNN is not built in or DEZERO_ONEDNN=0");
+    return;
+  }
+  // Four threads run the same (new) geometry at once, each on its own data: each result
+  // matches im2col + SGEMM's for that data.
+  const ConvGeom g = geom(4, 16, 10, 10, 32, 3, 3, 1, 1, 1, 1);
+  const std::size_t nx = 4 * 16 * 100, nw = 32 * 16 * 9, ny = 4 * 32 * 100;
+  std::vector<std::vector<float>> xs, ys(4, std::vector<float>(ny, kNaN)), refs(4, std::vector<float>(ny, kNaN));
+  const auto w = randv(nw, 9);
+  for (int t = 0; t < 4; ++t) xs.push_back(randv(nx, 20 + t));
+  bool taken[4] = {};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int rep = 0; rep < 5; ++rep)
+        taken[t] = cpu::onednn_conv2d_forward(dezero::DType::Float32, xs[t].data(), w.data(), nullptr,
+                                              ys[t].data(), g);
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 4; ++t) {
+    CHECK(taken[t]);
+    REQUIRE(cpu::conv2d_forward(dezero::DType::Float32, xs[t].data(), w.data(), nullptr, refs[t].data(), g));
+    CHECK(agree(ys[t], refs[t], 16 * 9, "forward on a thread"));
+  }
+}
+
 TEST_CASE("onednn: F::conv2d in float32 (the path that is on) matches float64") {
   namespace F = dezero::F;
   dezero::random::seed(3);
@@ -177,4 +207,16 @@ TEST_CASE("onednn: F::conv2d in float32 (the path that is on) matches float64") 
   CHECK(dzt::allclose(y.data().astype(dezero::float64), yd.data(), 1e-4, 1e-4));
   CHECK(dzt::allclose(x.grad().data().astype(dezero::float64), xd.grad().data(), 1e-3, 1e-3));
   CHECK(dzt::allclose(w.grad().data().astype(dezero::float64), wd.grad().data(), 1e-3, 1e-3));
+
+  // deconv2d (its forward is the data gradient's product), 16 channels in and out: oneDNN's
+  // blocks hold them unpadded, so every product of it is oneDNN's when the path is on.
+  dezero::Tensor u64 = dezero::random::randn({2, 16, 5, 6}), v64 = dezero::random::randn({16, 16, 3, 3});
+  dezero::Variable u(u64.astype(dezero::float32)), v(v64.astype(dezero::float32)), ud(u64), vd(v64);
+  dezero::Variable z = F::deconv2d(u, v, dezero::Variable(), 2, 1), zd = F::deconv2d(ud, vd, dezero::Variable(), 2, 1);
+  CHECK(z.shape() == dezero::Shape{2, 16, 9, 11});
+  F::sum(z * z).backward();
+  F::sum(zd * zd).backward();
+  CHECK(dzt::allclose(z.data().astype(dezero::float64), zd.data(), 1e-4, 1e-4));
+  CHECK(dzt::allclose(u.grad().data().astype(dezero::float64), ud.grad().data(), 1e-3, 1e-3));
+  CHECK(dzt::allclose(v.grad().data().astype(dezero::float64), vd.grad().data(), 1e-3, 1e-3));
 }

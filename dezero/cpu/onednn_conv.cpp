@@ -143,9 +143,13 @@ std::shared_ptr<const Plan> make_plan(const ConvGeom& g, Dir dir) {
         // A blocked format that pads the channels (nChw16c for 1 channel: 16 times the
         // data and the work, as in conv1's data gradient on W2) costs more than it saves.
         if (sl.prim.get_size() > 2 * sl.user.get_size()) padded = true;
-        if (sl.reorder)
-          sl.r = sl.output ? dnnl::reorder(dnnl::reorder::primitive_desc(eng, sl.prim, eng, sl.user))
-                           : dnnl::reorder(dnnl::reorder::primitive_desc(eng, sl.user, eng, sl.prim));
+        if (sl.reorder) {
+          // A reorder that wants scratch memory would share the library's between threads.
+          auto rpd = sl.output ? dnnl::reorder::primitive_desc(eng, sl.prim, eng, sl.user, attr)
+                               : dnnl::reorder::primitive_desc(eng, sl.user, eng, sl.prim, attr);
+          if (rpd.scratchpad_desc().get_size() > 0) padded = true;
+          sl.r = dnnl::reorder(rpd);
+        }
         plan->slots.push_back(sl);
       }
       plan->scratch_bytes = pd.scratchpad_desc().get_size();
@@ -169,7 +173,7 @@ std::shared_ptr<const Plan> make_plan(const ConvGeom& g, Dir dir) {
       slots_of(wpd, {{DNNL_ARG_SRC, xu}, {DNNL_ARG_DIFF_DST, yu}, {DNNL_ARG_DIFF_WEIGHTS, wu}},
                DNNL_ARG_DIFF_WEIGHTS);
     }
-    plan->ok = !padded;
+    plan->ok = !padded;  // or a reorder with scratch memory: neither met on W2's shapes
   } catch (const dnnl::error&) {
     plan->ok = false;  // unsupported here: im2col + SGEMM does it
   }
