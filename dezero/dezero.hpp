@@ -17,6 +17,7 @@
 #include "dezero/layers.hpp"
 #include "dezero/models.hpp"
 #include "dezero/npz.hpp"
+#include "dezero/onednn.hpp"
 #include "dezero/optimizers.hpp"
 #include "dezero/shape.hpp"
 #include "dezero/tensor.hpp"

@@ -80,13 +80,14 @@ class CpuBackend final : public Backend {
   // The convolutions' "library path" on the host: im2col + GEMM image by image, each
   // image's col in cache (im2col.cpp); tensor/conv.cpp's batched path is the fallback.
   bool conv2d_forward(DType dt, const void* x, const void* w, const void* b, void* y, const ConvGeom& g) override {
-    return cpu::conv2d_forward(dt, x, w, b, y, g);
+    // oneDNN first (float32, when built with it and not turned off), then im2col + GEMM.
+    return cpu::onednn_conv2d_forward(dt, x, w, b, y, g) || cpu::conv2d_forward(dt, x, w, b, y, g);
   }
   bool conv2d_backward_data(DType dt, const void* w, const void* gy, void* gx, const ConvGeom& g) override {
-    return cpu::conv2d_backward_data(dt, w, gy, gx, g);
+    return cpu::onednn_conv2d_backward_data(dt, w, gy, gx, g) || cpu::conv2d_backward_data(dt, w, gy, gx, g);
   }
   bool conv2d_backward_filter(DType dt, const void* x, const void* gy, void* gw, const ConvGeom& g) override {
-    return cpu::conv2d_backward_filter(dt, x, gy, gw, g);
+    return cpu::onednn_conv2d_backward_filter(dt, x, gy, gw, g) || cpu::conv2d_backward_filter(dt, x, gy, gw, g);
   }
   void max_pool_forward(DType dt, const void* x, void* y, std::int64_t* idx, const ConvGeom& g) override {
     cpu::max_pool_forward(dt, x, y, idx, g);

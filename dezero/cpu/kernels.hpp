@@ -63,6 +63,16 @@ void col2im(DType dt, const void* col, void* x, const ConvGeom& g);
 bool conv2d_forward(DType dt, const void* x, const void* w, const void* b, void* y, const ConvGeom& g);
 bool conv2d_backward_data(DType dt, const void* w, const void* gy, void* gx, const ConvGeom& g);
 bool conv2d_backward_filter(DType dt, const void* x, const void* gy, void* gw, const ConvGeom& g);
+// The same three on oneDNN (onednn_conv.cpp; onednn_stub.cpp without oneDNN): float32
+// only, and only while DEZERO_ONEDNN is not 0 in the environment; false, with nothing
+// done, otherwise (the caller then runs the im2col + GEMM ones above).
+// onednn_usable: the build has oneDNN and its CPU engine was made (is_onednn_available());
+// onednn_enabled: usable and not turned off by DEZERO_ONEDNN=0.
+bool onednn_usable();
+bool onednn_enabled();
+bool onednn_conv2d_forward(DType dt, const void* x, const void* w, const void* b, void* y, const ConvGeom& g);
+bool onednn_conv2d_backward_data(DType dt, const void* w, const void* gy, void* gx, const ConvGeom& g);
+bool onednn_conv2d_backward_filter(DType dt, const void* x, const void* gy, void* gw, const ConvGeom& g);
 void max_pool_forward(DType dt, const void* x, void* y, std::int64_t* idx, const ConvGeom& g);
 void max_pool_backward(DType dt, const void* gy, const std::int64_t* idx, void* gx, const ConvGeom& g);
 void max_pool_gather(DType dt, const void* x, const std::int64_t* idx, void* y, const ConvGeom& g);

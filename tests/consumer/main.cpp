@@ -187,6 +187,21 @@ void user_code() {
   check(model.params().size() == 4, "TwoLayerNet has 4 parameters");
 }
 
+// A float32 convolution (oneDNN's, where the installed library has it: no oneDNN header
+// or package is needed here). 16 channels of ones, 3x3 kernels of ones, padding 1: an
+// inner output pixel sums 16 x 9 ones, a corner 16 x 4.
+void float32_conv() {
+  Variable x(dezero::ones({2, 16, 5, 5}, dezero::float32)), W(dezero::ones({16, 16, 3, 3}, dezero::float32));
+  Variable y = F::conv2d(x, W, Variable(), 1, 1);
+  check(y.shape() == dezero::Shape{2, 16, 5, 5}, "conv2d float32 shape");
+  std::vector<float> v = y.data().to_vector<float>();
+  check(v.size() == 800, "conv2d float32 size");
+  if (v.size() != 800) return;
+  check_near(v[((1 * 16 + 3) * 5 + 2) * 5 + 2], 144.0, "conv2d float32 inner pixel");
+  check_near(v[0], 64.0, "conv2d float32 corner");
+  std::cout << "consumer: is_onednn_available() = " << std::boolalpha << dezero::is_onednn_available() << "\n";
+}
+
 }  // namespace
 
 int main() {
@@ -198,6 +213,7 @@ int main() {
     get_item();
     matmul();
     user_code();
+    float32_conv();
   } catch (const std::exception& e) {
     std::cerr << "consumer: exception: " << e.what() << "\n";
     return 1;

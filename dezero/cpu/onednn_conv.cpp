@@ -1,0 +1,294 @@
+// dezero/cpu/onednn_conv.cpp - the host's float32 convolutions in oneDNN (Chainer's
+// iDeep path made current; DeZero itself has only im2col + GEMM, step 57's conv2d).
+// Compiled only when the build found oneDNN (cmake -DDEZERO_ONEDNN=AUTO/ON, Debian's
+// libdnnl-dev); onednn_stub.cpp stands in for it otherwise. No CUDA twin: the GPU's
+// library path is cuda/cudnn_conv.cpp.
+//
+// The three products of Backend::conv2d_* on contiguous NCHW float32 buffers:
+//   forward: y (n, oc, oh, ow) = x (n, c, h, w) * W (oc, c, kh, kw) + b (oc)   convolution_forward
+//   data:    gx (n, c, h, w) from gy (n, oc, oh, ow) and W                   convolution_backward_data
+//   filter:  gW (oc, c, kh, kw) from x and gy                                convolution_backward_weights
+// DeZero's zero padding is symmetric (ph, pw on both sides) with the output size rounded
+// down, so oneDNN's right padding is what the output size leaves: (oh - 1) sh + kh - h - ph.
+//
+// Memory formats: oneDNN chooses them (format_tag::any: nChw16c activations, OIhw16i16o
+// weights, ...) and reorders turn the callers' plain nchw / oihw buffers into them and
+// back, on every call, since nothing upstream keeps blocked tensors (the weights change
+// at every step). Measured on W2's shapes (batch 100, README's oneDNN paragraph), the
+// blocked jit:avx512_core kernels with their reorders beat both oneDNN's plain-format
+// primitives (gemm:jit, an im2col + GEMM like ours, and slowed 100x by some gradients'
+// values) and our im2col + SGEMM. Where the blocked format pads the channels more than
+// twice over (conv1's data gradient: 1 channel in blocks of 16), the product is left to
+// im2col + SGEMM.
+//
+// Each (geometry, direction, bias or not) gets its primitive once, in a cache shared by
+// all threads (a mutex around the map; entries are immutable once made). The scratchpad
+// is the caller's (scratchpad_mode::user), in a per-thread buffer, as is the stream, so
+// threads may run the same primitive at once. oneDNN runs on the same OpenMP runtime as
+// the rest of the backend (libgomp), so OMP_NUM_THREADS / omp_set_num_threads apply.
+// A geometry oneDNN cannot do (e.g. a negative right padding) is remembered as such and
+// left to im2col + SGEMM (the callers' fallback), as is every non-float32 product.
+#include <dnnl.hpp>
+#include <omp.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <initializer_list>
+#include <mutex>
+#include <new>
+#include <unordered_map>
+#include <vector>
+
+#include "dezero/cpu/kernels.hpp"
+#include "dezero/onednn.hpp"
+
+namespace dezero::detail::cpu {
+
+namespace {
+
+using i64 = std::int64_t;
+using dnnl::memory;
+using tag = memory::format_tag;
+
+enum class Dir : int { Forward, ForwardBias, Data, Filter };
+
+// One CPU engine for the process, made on first use; null where oneDNN cannot make it.
+// Never destroyed (convolutions may run from static destructors).
+dnnl::engine* engine() {
+  static dnnl::engine* eng = []() -> dnnl::engine* {
+    try {
+      return new dnnl::engine(dnnl::engine::kind::cpu, 0);
+    } catch (const dnnl::error&) {
+      return nullptr;
+    }
+  }();
+  return eng;
+}
+
+// DEZERO_ONEDNN=0 in the environment turns the path off, read once.
+bool enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("DEZERO_ONEDNN");
+    bool off = v && (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0 || std::strcmp(v, "OFF") == 0);
+    return !off && engine() != nullptr;
+  }();
+  return on;
+}
+
+// The geometry, the direction and the thread count (a primitive splits its work for the
+// threads there were when it was made; omp_set_num_threads may change them later).
+struct Key {
+  i64 v[15];
+  bool operator==(const Key& o) const { return std::memcmp(v, o.v, sizeof v) == 0; }
+};
+struct KeyHash {
+  std::size_t operator()(const Key& k) const {
+    std::size_t h = 1469598103934665603ULL;
+    for (i64 x : k.v) h = (h ^ static_cast<std::size_t>(x)) * 1099511628211ULL;
+    return h;
+  }
+};
+
+Key key_of(const ConvGeom& g, Dir d) {
+  return Key{{g.n, g.c, g.h, g.w, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, g.oh, g.ow, g.oc, static_cast<i64>(d),
+              static_cast<i64>(omp_get_max_threads())}};
+}
+
+// One argument of a primitive: the caller's plain buffer (user) and the format the
+// primitive wants (prim); where they differ, a reorder runs before (inputs) or after
+// (the output) the primitive, through a per-thread buffer.
+struct Slot {
+  int id = 0;  // DNNL_ARG_*
+  memory::desc user, prim;
+  bool output = false, reorder = false;
+  dnnl::reorder r;
+};
+
+// A made primitive and what its call needs; ok = false: oneDNN has none for this case.
+struct Plan {
+  bool ok = false;
+  dnnl::primitive prim;
+  std::vector<Slot> slots;  // in the order of the pointers run() gets
+  std::size_t scratch_bytes = 0;
+};
+
+std::shared_ptr<const Plan> make_plan(const ConvGeom& g, Dir dir) {
+  auto plan = std::make_shared<Plan>();
+  dnnl::engine& eng = *engine();
+  const memory::dims S = {g.n, g.c, g.h, g.w}, W = {g.oc, g.c, g.kh, g.kw}, D = {g.n, g.oc, g.oh, g.ow},
+                     B = {g.oc}, st = {g.sh, g.sw}, pl = {g.ph, g.pw},
+                     pr = {(g.oh - 1) * g.sh + g.kh - g.h - g.ph, (g.ow - 1) * g.sw + g.kw - g.w - g.pw};
+  auto md = [](const memory::dims& d, tag t) { return memory::desc(d, memory::data_type::f32, t); };
+  const auto xu = md(S, tag::nchw), wu = md(W, tag::oihw), yu = md(D, tag::nchw), bs = md(B, tag::x);
+  const auto xs = md(S, tag::any), ws = md(W, tag::any), ys = md(D, tag::any);  // oneDNN's choice
+  try {
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    const auto alg = dnnl::algorithm::convolution_direct;
+    const auto prop = dnnl::prop_kind::forward_training;
+    auto fd = dir == Dir::ForwardBias ? dnnl::convolution_forward::desc(prop, alg, xs, ws, bs, ys, st, pl, pr)
+                                      : dnnl::convolution_forward::desc(prop, alg, xs, ws, ys, st, pl, pr);
+    dnnl::convolution_forward::primitive_desc fpd(fd, attr, eng);
+    bool padded = false;
+    auto slots_of = [&](const auto& pd, std::initializer_list<std::pair<int, memory::desc>> args, int out) {
+      for (const auto& [id, user] : args) {
+        Slot sl;
+        sl.id = id;
+        sl.user = user;
+        sl.prim = pd.query_md(dnnl::query::exec_arg_md, id);
+        sl.output = id == out;
+        sl.reorder = sl.prim != sl.user;
+        // A blocked format that pads the channels (nChw16c for 1 channel: 16 times the
+        // data and the work, as in conv1's data gradient on W2) costs more than it saves.
+        if (sl.prim.get_size() > 2 * sl.user.get_size()) padded = true;
+        if (sl.reorder) {
+          // A reorder that wants scratch memory would share the library's between threads.
+          auto rpd = sl.output ? dnnl::reorder::primitive_desc(eng, sl.prim, eng, sl.user, attr)
+                               : dnnl::reorder::primitive_desc(eng, sl.user, eng, sl.prim, attr);
+          if (rpd.scratchpad_desc().get_size() > 0) padded = true;
+          sl.r = dnnl::reorder(rpd);
+        }
+        plan->slots.push_back(sl);
+      }
+      plan->scratch_bytes = pd.scratchpad_desc().get_size();
+    };
+    if (dir == Dir::Forward || dir == Dir::ForwardBias) {
+      plan->prim = dnnl::convolution_forward(fpd);
+      if (dir == Dir::ForwardBias)
+        slots_of(fpd, {{DNNL_ARG_SRC, xu}, {DNNL_ARG_WEIGHTS, wu}, {DNNL_ARG_BIAS, bs}, {DNNL_ARG_DST, yu}},
+                 DNNL_ARG_DST);
+      else
+        slots_of(fpd, {{DNNL_ARG_SRC, xu}, {DNNL_ARG_WEIGHTS, wu}, {DNNL_ARG_DST, yu}}, DNNL_ARG_DST);
+    } else if (dir == Dir::Data) {
+      dnnl::convolution_backward_data::desc bd(alg, xs, ws, ys, st, pl, pr);
+      dnnl::convolution_backward_data::primitive_desc bpd(bd, attr, eng, fpd);
+      plan->prim = dnnl::convolution_backward_data(bpd);
+      slots_of(bpd, {{DNNL_ARG_WEIGHTS, wu}, {DNNL_ARG_DIFF_DST, yu}, {DNNL_ARG_DIFF_SRC, xu}}, DNNL_ARG_DIFF_SRC);
+    } else {
+      dnnl::convolution_backward_weights::desc wd(alg, xs, ws, ys, st, pl, pr);
+      dnnl::convolution_backward_weights::primitive_desc wpd(wd, attr, eng, fpd);
+      plan->prim = dnnl::convolution_backward_weights(wpd);
+      slots_of(wpd, {{DNNL_ARG_SRC, xu}, {DNNL_ARG_DIFF_DST, yu}, {DNNL_ARG_DIFF_WEIGHTS, wu}},
+               DNNL_ARG_DIFF_WEIGHTS);
+    }
+    plan->ok = !padded;  // or a reorder with scratch memory: neither met on W2's shapes
+  } catch (const dnnl::error&) {
+    plan->ok = false;  // unsupported here: im2col + SGEMM does it
+  }
+  return plan;
+}
+
+// The plan for (g, dir), made once. The map is cleared when it grows past kMaxPlans
+// (a program feeding ever new shapes); plans in use stay alive through their shared_ptr.
+std::shared_ptr<const Plan> plan_for(const ConvGeom& g, Dir dir) {
+  static std::mutex mu;
+  static auto* plans = new std::unordered_map<Key, std::shared_ptr<const Plan>, KeyHash>();
+  constexpr std::size_t kMaxPlans = 512;
+  const Key k = key_of(g, dir);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = plans->find(k);
+    if (it != plans->end()) return it->second;
+  }
+  auto plan = make_plan(g, dir);  // outside the lock: making a primitive takes a while
+  std::lock_guard<std::mutex> lock(mu);
+  if (plans->size() >= kMaxPlans) plans->clear();
+  return plans->emplace(k, plan).first->second;  // another thread's, if it was first
+}
+
+// Per-thread stream, scratchpad and reorder buffers (64-byte aligned, grown as needed).
+struct ThreadState {
+  dnnl::stream stream{*engine()};
+  struct Buffer {
+    std::unique_ptr<void, void (*)(void*)> p{nullptr, std::free};
+    std::size_t size = 0;
+  };
+  Buffer buffers[5];  // the scratchpad, then one per slot
+  void* buffer(int i, std::size_t bytes) {
+    Buffer& b = buffers[i];
+    if (bytes > b.size) {
+      std::size_t size = (bytes + 63) / 64 * 64;
+      b.p.reset(std::aligned_alloc(64, size));
+      if (!b.p) throw std::bad_alloc();
+      b.size = size;
+    }
+    return b.p.get();
+  }
+};
+
+ThreadState& thread_state() {
+  thread_local ThreadState st;
+  return st;
+}
+
+// Runs (g, dir)'s primitive on the buffers ptrs (in the plan's slot order); false, with
+// nothing written that the fallback does not overwrite, where oneDNN has no primitive
+// for it or fails.
+bool run(const ConvGeom& g, Dir dir, std::initializer_list<const void*> ptrs) {
+  if (!enabled()) return false;
+  auto plan = plan_for(g, dir);
+  if (!plan->ok) return false;
+  try {
+    dnnl::engine& eng = *engine();
+    ThreadState& ts = thread_state();
+    std::unordered_map<int, memory> margs;
+    memory out_user, out_prim;
+    const Slot* out_slot = nullptr;
+    int i = 0;
+    for (const void* ptr : ptrs) {
+      const Slot& sl = plan->slots[static_cast<std::size_t>(i)];
+      memory user(sl.user, eng, const_cast<void*>(ptr));
+      if (!sl.reorder) {
+        margs.emplace(sl.id, user);
+      } else {
+        memory prim(sl.prim, eng, ts.buffer(1 + i, sl.prim.get_size()));
+        if (sl.output) {
+          out_slot = &sl, out_user = user, out_prim = prim;
+        } else {
+          sl.r.execute(ts.stream, user, prim);
+        }
+        margs.emplace(sl.id, prim);
+      }
+      ++i;
+    }
+    if (plan->scratch_bytes > 0)
+      margs.emplace(DNNL_ARG_SCRATCHPAD, memory(memory::desc({static_cast<i64>(plan->scratch_bytes)},
+                                                             memory::data_type::u8, tag::x),
+                                                eng, ts.buffer(0, plan->scratch_bytes)));
+    plan->prim.execute(ts.stream, margs);
+    if (out_slot) out_slot->r.execute(ts.stream, out_prim, out_user);
+    ts.stream.wait();
+  } catch (const dnnl::error&) {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool onednn_usable() { return engine() != nullptr; }
+bool onednn_enabled() { return enabled(); }
+
+bool onednn_conv2d_forward(DType dt, const void* x, const void* w, const void* b, void* y, const ConvGeom& g) {
+  if (dt != DType::Float32) return false;
+  if (b) return run(g, Dir::ForwardBias, {x, w, b, y});
+  return run(g, Dir::Forward, {x, w, y});
+}
+
+bool onednn_conv2d_backward_data(DType dt, const void* w, const void* gy, void* gx, const ConvGeom& g) {
+  if (dt != DType::Float32) return false;
+  return run(g, Dir::Data, {w, gy, gx});
+}
+
+bool onednn_conv2d_backward_filter(DType dt, const void* x, const void* gy, void* gw, const ConvGeom& g) {
+  if (dt != DType::Float32) return false;
+  return run(g, Dir::Filter, {x, gy, gw});
+}
+
+}  // namespace dezero::detail::cpu
+
+namespace dezero {
+bool is_onednn_available() { return detail::cpu::onednn_usable(); }
+}  // namespace dezero
