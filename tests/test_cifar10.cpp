@@ -155,7 +155,7 @@ TEST_CASE("CIFAR10 labels() and ImageNet::labels()") {
   CHECK(in.at(319) == "dragonfly, darning needle, devil's darning needle, sewing needle, snake feeder, snake doctor, "
                       "mosquito hawk, skeeter hawk");
   CHECK(in.at(999) == "toilet tissue, toilet paper, bathroom tissue");
-  for (const auto& [k, v] : in) CHECK_MESSAGE(!v.empty(), k);
+  for (const auto& kv : in) CHECK_MESSAGE(!kv.second.empty(), kv.first);
 }
 
 TEST_CASE("CIFAR10: a truncated or corrupt archive is an IOError naming the file") {

@@ -21,6 +21,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -89,28 +90,27 @@ const Archive& archive_api(const std::string& path) {
   return a;
 }
 
-// One archive being read; archive_read_free on every way out.
+// One archive being read.
 class ArchiveReader {
  public:
-  explicit ArchiveReader(const std::string& path) : api_(archive_api(path)), path_(path), a_(api_.read_new()) {
+  // a_ owns the archive from here on: it is freed however the constructor or the reading ends.
+  explicit ArchiveReader(const std::string& path)
+      : api_(archive_api(path)), path_(path), a_(api_.read_new(), api_.read_free) {
     if (!a_) throw IOError("CIFAR10: cannot read " + path + ": archive_read_new failed (out of memory?)");
-    if (api_.support_filter_gzip(a_) < ARCHIVE_WARN || api_.support_format_tar(a_) < ARCHIVE_WARN) fail("");
+    if (api_.support_filter_gzip(a_.get()) < ARCHIVE_WARN || api_.support_format_tar(a_.get()) < ARCHIVE_WARN)
+      throw IOError("CIFAR10: cannot read " + path + ": the loaded libarchive reads no gzip or no tar (libarchive: " +
+                    message() + ")");
     errno = 0;
     if (!std::ifstream(path, std::ios::binary).good())
       throw IOError("CIFAR10: cannot open " + path + (errno ? std::string(": ") + std::strerror(errno) : ""));
     // Opening reads the start of the archive: a short or damaged one already fails here.
-    if (api_.open_filename(a_, path.c_str(), 1 << 16) < ARCHIVE_WARN) fail("when opening it");
+    if (api_.open_filename(a_.get(), path.c_str(), 1 << 16) < ARCHIVE_WARN) fail("when opening it");
   }
-  ~ArchiveReader() {
-    if (a_) api_.read_free(a_);
-  }
-  ArchiveReader(const ArchiveReader&) = delete;
-  ArchiveReader& operator=(const ArchiveReader&) = delete;
 
   // The next entry, or nullptr at the end of the archive. A gzip or tar error throws.
   archive_entry* next() {
     archive_entry* e = nullptr;
-    int rc = api_.next_header(a_, &e);
+    int rc = api_.next_header(a_.get(), &e);
     if (rc == ARCHIVE_EOF) return nullptr;
     if (rc < ARCHIVE_WARN) fail(member_ ? "after member " + current_ : "at its first member");
     member_ = true;
@@ -125,7 +125,7 @@ class ArchiveReader {
     std::vector<unsigned char> out;
     unsigned char buf[1 << 16];
     for (;;) {
-      la_ssize_t got = api_.read_data(a_, buf, sizeof buf);
+      la_ssize_t got = api_.read_data(a_.get(), buf, sizeof buf);
       if (got < 0) {
         if (got >= ARCHIVE_WARN) continue;  // a warning; the data goes on
         fail("inside member " + current_);
@@ -144,7 +144,7 @@ class ArchiveReader {
 
  private:
   std::string message() const {
-    const char* m = api_.error_string(a_);
+    const char* m = api_.error_string(a_.get());
     return m && *m ? m : "unknown error";
   }
   static std::string strip_dot(std::string name) {
@@ -154,7 +154,7 @@ class ArchiveReader {
 
   const Archive& api_;
   std::string path_;
-  archive* a_;
+  std::unique_ptr<archive, int (*)(archive*)> a_;
   bool member_ = false;
   std::string current_;
 };
