@@ -199,7 +199,9 @@ inline Curves train(Model& model, optimizers::Optimizer& optimizer, datasets::Da
     std::cout << "saved weights to " << o.save << "\n";
   }
   if (!o.plot.empty() && !c.train_loss.empty()) {
-    const std::string dataset = dynamic_cast<const datasets::FashionMNIST*>(&train_set) ? "Fashion-MNIST" : "MNIST";
+    const std::string dataset = dynamic_cast<const datasets::FashionMNIST*>(&train_set) ? "Fashion-MNIST"
+                                : dynamic_cast<const datasets::CIFAR10*>(&train_set)    ? "CIFAR-10"
+                                                                                        : "MNIST";
     plot::line_chart(o.plot,
                      {{{"train loss", c.train_loss, {31, 119, 180}}, {"test loss", c.test_loss, {255, 127, 14}}},
                       {{"train accuracy", c.train_acc, {31, 119, 180}}, {"test accuracy", c.test_acc, {255, 127, 14}}}},
