@@ -3,6 +3,7 @@
 // architecture), load DeZero-layout weight files, fetch pretrained weights through
 // get_file's cache, fail clearly without them, and run forward / backward.
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -115,23 +116,29 @@ TEST_CASE("VGG16: DeZero's 16 layers, 32 parameters, 138,357,544 values, keys an
   }
 }
 
-TEST_CASE("ResNet50/101/152: DeZero's keys and shapes") {
+TEST_CASE("ResNet50/101/152: DeZero's keys and shapes; forward (N, 3, 64, 64) -> (N, 1000)") {
   for (int n : {50, 101, 152}) {
     CAPTURE(n);
     KeyFixture f = read_fixture("resnet" + std::to_string(n));
     models::ResNet model(n);
     check_keys_and_shapes(model, f);
+    {
+      auto guard = test_mode();
+      Variable y = model(random::Generator(4).randn({1, 3, 64, 64}, float32));
+      CHECK(y.shape() == Shape{1, 1000});
+      CHECK(std::isfinite(F::sum(y).data().item<double>()));
+    }
+    if (n == 50) {
+      CHECK(model.param("res2/a/bn1/avg_mean").data().shape() == Shape{64});
+      CHECK(model.param("res3/b3/bn2/gamma").data().shape() == Shape{128});
+      CHECK(model.param("conv1/b").data().shape() == Shape{64});
+      CHECK(model.param("fc6/W").data().shape() == Shape{2048, 1000});
+      CHECK(model.res3->b.size() == 3);
+      CHECK(dzt::has(dzt::thrown<ValueError>([&] { model.param("res2/a/conv1/b"); }), "conv1/b"));  // nobias
+    }
     model.load_weights(f.npz);
     check_loaded(model, f);
   }
-  models::ResNet50 r50;
-  CHECK(r50.n_layers == 50);
-  CHECK(r50.param("res2/a/bn1/avg_mean").data().shape() == Shape{64});
-  CHECK(r50.param("res3/b3/bn2/gamma").data().shape() == Shape{128});
-  CHECK(r50.param("conv1/b").data().shape() == Shape{64});
-  CHECK(r50.param("fc6/W").data().shape() == Shape{2048, 1000});
-  CHECK(r50.res3->b.size() == 3);
-  CHECK(dzt::has(dzt::thrown<ValueError>([] { models::ResNet50 r; r.param("res2/a/conv1/b"); }), "conv1/b"));
 }
 
 TEST_CASE("ResNet(34) is a ValueError naming the depths") {
@@ -150,8 +157,13 @@ TEST_CASE("pretrained = true loads the cached file from $DEZERO_HOME without dow
   SUBCASE("ResNet50") {
     KeyFixture f = read_fixture("resnet50");
     copy_fixture(f, home.path / "resnet50.npz");
+    random::seed(7);
     models::ResNet50 model(true);
     check_loaded(model, f);
+    CHECK(model.n_layers == 50);
+    // As in DeZero (lazy W, then the file), no random numbers were drawn for it.
+    const double next = random::Generator::global().randn({1}, float64).item<double>();
+    CHECK(next == random::Generator(7).randn({1}, float64).item<double>());
   }
   SUBCASE("VGG16") {
     KeyFixture f = read_fixture("vgg16");
@@ -208,7 +220,7 @@ TEST_CASE("a corrupt or mismatched weight file leaves the model untouched") {
 }
 
 // --- forward and backward ----------------------------------------------------------------------------
-TEST_CASE("VGG16 forward: (1, 3, 224, 224) -> (1, 1000); extract gives named activations") {
+TEST_CASE("VGG16 forward: (1, 3, 224, 224) -> (1, 1000); extract gives named activations at any size") {
   models::VGG16 model;
   Tensor x = random::Generator(0).randn({1, 3, 224, 224}, float32);
   auto guard = test_mode();  // no dropout: forward and extract agree
@@ -230,11 +242,9 @@ TEST_CASE("VGG16 forward: (1, 3, 224, 224) -> (1, 1000); extract gives named act
   REQUIRE(acts.at("conv5_3").has_grad());
   CHECK(acts.at("conv5_3").grad().shape() == Shape{1, 512, 14, 14});
   CHECK(model.conv5_3->outputs().size() == 1);
-}
 
-TEST_CASE("VGG16 extract on any size, average pooling (style transfer); bad names and shapes") {
-  models::VGG16 model;
-  Tensor x = random::Generator(1).randn({1, 3, 64, 48}, float32);
+  // extract on any size, average pooling (style transfer); bad names and shapes.
+  x = random::Generator(1).randn({1, 3, 64, 48}, float32);
   auto mx = model.extract(x, {"conv1_1", "conv2_1", "conv3_1", "conv4_1", "conv5_1", "conv4_2"});
   auto av = model.extract(x, {"conv1_1", "conv2_1", "conv5_1"}, models::VGG16::Pooling::average);
   CHECK(mx.size() == 6);
@@ -255,23 +265,13 @@ TEST_CASE("VGG16 extract on any size, average pooling (style transfer); bad name
   CHECK(dzt::has(msg, "(1, 1, 32, 32)"));
 }
 
-TEST_CASE("ResNet forward shapes: ResNet50 at 224 and 64, ResNet101/152 at 64") {
-  auto guard = test_mode();
+TEST_CASE("ResNet50 forward at 224; backward: every parameter but the running statistics gets a grad of its shape") {
+  models::ResNet50 model;
   {
-    models::ResNet50 model;
+    auto guard = test_mode();
     CHECK(model(random::Generator(2).randn({1, 3, 224, 224}, float32)).shape() == Shape{1, 1000});
-    CHECK(model(random::Generator(3).randn({2, 3, 64, 64}, float32)).shape() == Shape{2, 1000});
     CHECK(dzt::has(dzt::thrown<ShapeError>([&] { model(Tensor(zeros({1, 3, 4, 4}))); }), "ResNet50"));
   }
-  for (int n : {101, 152}) {
-    CAPTURE(n);
-    models::ResNet model(n);
-    CHECK(model(random::Generator(4).randn({1, 3, 64, 64}, float32)).shape() == Shape{1, 1000});
-  }
-}
-
-TEST_CASE("ResNet50 backward: every parameter but the running statistics gets a grad of its shape") {
-  models::ResNet50 model;
   Tensor x = random::Generator(5).randn({2, 3, 64, 64}, float32);
   Variable y = model(x);
   Variable loss = F::sum(y * y);
@@ -294,4 +294,23 @@ TEST_CASE("ResNet50 backward: every parameter but the running statistics gets a 
   // Train mode updated bn1's running mean from the batch.
   std::vector<double> mean = model.bn1->avg_mean.data().to_vector<double>();
   CHECK(std::any_of(mean.begin(), mean.end(), [](double m) { return m != 0.0; }));
+}
+
+TEST_CASE("models on CUDA: ResNet50 forward/backward and VGG16 extract after to_gpu()") {
+  if (dzt::skip_without_gpu()) return;
+  models::ResNet50 resnet;
+  resnet.to_gpu();
+  Variable x = random::Generator(6).randn({2, 3, 64, 64}, float32).to(Device::cuda(0));
+  Variable y = resnet(x);
+  CHECK(y.shape() == Shape{2, 1000});
+  CHECK(y.device() == Device::cuda(0));
+  F::sum(y * y).backward();
+  CHECK(resnet.conv1->W.grad().device() == Device::cuda(0));
+  CHECK(resnet.fc6->W.grad().shape() == Shape{2048, 1000});
+
+  models::VGG16 vgg;
+  vgg.to_gpu();
+  auto acts = vgg.extract(x, {"conv4_2"}, models::VGG16::Pooling::average);
+  CHECK(acts.at("conv4_2").shape() == Shape{2, 512, 8, 8});
+  CHECK(acts.at("conv4_2").device() == Device::cuda(0));
 }

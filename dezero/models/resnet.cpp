@@ -8,14 +8,26 @@
 #include <vector>
 
 #include "dezero/models.hpp"
+#include "dezero/models/zoo_parts.hpp"
 
 namespace dezero::models {
 
 namespace {
 
-// Conv2d(out, k, stride, pad) without bias, W created now: (out, in, k, k).
+// Whether the layers being built draw their weights (false while ResNet(pretrained = true)
+// builds: the file replaces them). The public Bottleneck/BuildingBlock constructors draw.
+thread_local bool t_draw = true;
+struct NoDraw {
+  bool old = t_draw;
+  explicit NoDraw(bool pretrained) { t_draw = t_draw && !pretrained; }
+  ~NoDraw() { t_draw = old; }
+  NoDraw(const NoDraw&) = delete;
+  NoDraw& operator=(const NoDraw&) = delete;
+};
+
+// Conv2d(out, k, stride, pad) without bias unless asked: W (out, in, k, k).
 std::shared_ptr<L::Conv2d> conv(std::int64_t in, std::int64_t out, int k, int stride, int pad, bool nobias = true) {
-  return std::make_shared<L::Conv2d>(out, k, stride, pad, nobias, float32, in);
+  return detail::make_conv(in, out, k, stride, pad, nobias, t_draw);
 }
 
 // BatchNorm() over C channels with its parameters created now, as the first call would:
@@ -112,14 +124,18 @@ std::vector<int> blocks_of(int n_layers) {
 
 ResNet::ResNet(int n_layers_, bool pretrained) : n_layers(n_layers_) {
   const std::vector<int> block = blocks_of(n_layers);
+  // The file first: a missing one fails before any weight is allocated.
+  const std::string file =
+      pretrained ? pretrained_weights("ResNet" + std::to_string(n_layers), weights_file(n_layers)) : std::string();
+  NoDraw no_draw(pretrained);
   conv1 = register_layer("conv1", conv(3, 64, 7, 2, 3, false));  // with bias, as in DeZero
   bn1 = register_layer("bn1", batch_norm(64));
   res2 = register_layer("res2", std::make_shared<BuildingBlock>(block[0], 64, 64, 256, 1));
   res3 = register_layer("res3", std::make_shared<BuildingBlock>(block[1], 256, 128, 512, 2));
   res4 = register_layer("res4", std::make_shared<BuildingBlock>(block[2], 512, 256, 1024, 2));
   res5 = register_layer("res5", std::make_shared<BuildingBlock>(block[3], 1024, 512, 2048, 2));
-  fc6 = register_layer("fc6", std::make_shared<L::Linear>(1000, false, float32, 2048));
-  if (pretrained) load_weights(pretrained_weights("ResNet" + std::to_string(n_layers), weights_file(n_layers)));
+  fc6 = register_layer("fc6", detail::make_linear(2048, 1000, t_draw));
+  if (pretrained) load_weights(file);
 }
 
 // x: (N, 3, 224, 224) -> conv1 (N, 64, 112, 112) -> pool (N, 64, 55, 55) -> res2 (N, 256, 55, 55)

@@ -12,6 +12,7 @@
 
 #include "dezero/download.hpp"
 #include "dezero/models.hpp"
+#include "dezero/models/zoo_parts.hpp"
 
 namespace dezero::models {
 
@@ -41,6 +42,28 @@ std::string pretrained_weights(const std::string& model, const std::string& file
                   ", or set DEZERO_MODELS_MIRROR to a base URL that holds " + file_name);
   }
 }
+
+// --- the layers, drawn or zero-filled (zoo_parts.hpp) ----------------------------------------------
+namespace detail {
+
+std::shared_ptr<L::Conv2d> make_conv(std::int64_t in, std::int64_t out, int k, int stride, int pad, bool nobias,
+                                     bool draw) {
+  if (draw) return std::make_shared<L::Conv2d>(out, k, stride, pad, nobias, float32, in);
+  auto c = std::make_shared<L::Conv2d>(out, k, stride, pad, nobias, float32, 0);  // lazy: nothing drawn
+  c->in_channels = in;
+  c->W.set_data(zeros({out, in, k, k}, float32));
+  return c;
+}
+
+std::shared_ptr<L::Linear> make_linear(std::int64_t in, std::int64_t out, bool draw) {
+  if (draw) return std::make_shared<L::Linear>(out, false, float32, in);
+  auto l = std::make_shared<L::Linear>(out, false, float32, 0);
+  l->in_size = in;
+  l->W.set_data(zeros({in, out}, float32));
+  return l;
+}
+
+}  // namespace detail
 
 // --- VGG16 ---------------------------------------------------------------------------------------
 namespace {
@@ -92,15 +115,17 @@ void check_fc6_input(const char* op, const Variable& h, const Variable& x) {
 }  // namespace
 
 VGG16::VGG16(bool pretrained) {
-  // Conv2d(out, 3, stride 1, pad 1) with in_channels given, so W exists now: (out, in, 3, 3).
+  // The file first: a missing one fails before 138M weights are allocated.
+  const std::string file = pretrained ? pretrained_weights("VGG16", weights_file()) : std::string();
+  const bool draw = !pretrained;
+  // Conv2d(out, 3, stride 1, pad 1) over `in` channels: W (out, in, 3, 3), b (out,).
   auto convs = conv_layers(*this);
   for (std::size_t i = 0; i < kConvs.size(); ++i)
-    *convs[i] = register_layer(kConvs[i].name,
-                               std::make_shared<L::Conv2d>(kConvs[i].out, 3, 1, 1, false, float32, kConvs[i].in));
-  fc6 = register_layer("fc6", std::make_shared<L::Linear>(4096, false, float32, 512 * 7 * 7));  // W: (25088, 4096)
-  fc7 = register_layer("fc7", std::make_shared<L::Linear>(4096, false, float32, 4096));
-  fc8 = register_layer("fc8", std::make_shared<L::Linear>(1000, false, float32, 4096));
-  if (pretrained) load_weights(pretrained_weights("VGG16", weights_file()));
+    *convs[i] = register_layer(kConvs[i].name, detail::make_conv(kConvs[i].in, kConvs[i].out, 3, 1, 1, false, draw));
+  fc6 = register_layer("fc6", detail::make_linear(512 * 7 * 7, 4096, draw));  // W: (25088, 4096)
+  fc7 = register_layer("fc7", detail::make_linear(4096, 4096, draw));
+  fc8 = register_layer("fc8", detail::make_linear(4096, 1000, draw));
+  if (pretrained) load_weights(file);
 }
 
 VariableMap VGG16::extract(const Variable& x, const std::vector<std::string>& layers, Pooling pooling) {
