@@ -314,3 +314,39 @@ TEST_CASE("models on CUDA: ResNet50 forward/backward and VGG16 extract after to_
   CHECK(acts.at("conv4_2").shape() == Shape{2, 512, 8, 8});
   CHECK(acts.at("conv4_2").device() == Device::cuda(0));
 }
+
+// --- VGG16::preprocess -------------------------------------------------------------------------------
+TEST_CASE("VGG16::preprocess: RGB -> BGR, minus the means, HWC -> CHW, resized to {height, width}") {
+  // A (2, 3, 3) image: pixel (y, x) = (R, G, B) = (10 y + x, 100 + y, 200 + x).
+  std::vector<float> px;
+  for (int y = 0; y < 2; ++y)
+    for (int x = 0; x < 3; ++x) px.insert(px.end(), {float(10 * y + x), float(100 + y), float(200 + x)});
+  Tensor img = array(px, Shape{2, 3, 3}, float32);
+
+  Tensor out = models::VGG16::preprocess(img, {2, 3});  // the same size: no resampling
+  CHECK(out.shape() == Shape{3, 2, 3});
+  CHECK(out.dtype() == float32);
+  for (int y = 0; y < 2; ++y)
+    for (int x = 0; x < 3; ++x) {
+      CAPTURE(y);
+      CAPTURE(x);
+      CHECK(out[{0, y, x}].item<float>() == float(200 + x) - 103.939f);     // B
+      CHECK(out[{1, y, x}].item<float>() == float(100 + y) - 116.779f);     // G
+      CHECK(out[{2, y, x}].item<float>() == float(10 * y + x) - 123.68f);   // R
+    }
+
+  // The default size: (3, 224, 224); a flat colour stays flat through the bicubic resize.
+  Tensor flat = full({5, 7, 3}, 50.0, float32);
+  Tensor big = models::VGG16::preprocess(flat);
+  CHECK(big.shape() == Shape{3, 224, 224});
+  CHECK(big[{0, 100, 17}].item<float>() == doctest::Approx(50.0 - 103.939).epsilon(1e-5));
+  CHECK(big[{2, 223, 223}].item<float>() == doctest::Approx(50.0 - 123.68).epsilon(1e-5));
+  // size is {height, width} (PIL's resize takes (width, height)).
+  CHECK(models::VGG16::preprocess(flat, {32, 48}).shape() == Shape{3, 32, 48});
+  // Gray and RGBA are converted as PIL's convert('RGB') does.
+  CHECK(models::VGG16::preprocess(full({4, 4}, 7.0), {4, 4})[{1, 2, 2}].item<float>() == 7.0f - 116.779f);
+  CHECK(models::VGG16::preprocess(full({4, 4, 4}, 9.0), {4, 4})[{2, 0, 0}].item<float>() == 9.0f - 123.68f);
+  // Through VGG16: a batch of one gives (1, 1000) (checked in the forward case); shapes here.
+  CHECK(dzt::has(dzt::thrown<ShapeError>([] { models::VGG16::preprocess(zeros({4, 4, 2})); }), "(4, 4, 2)"));
+  CHECK(dzt::has(dzt::thrown<ValueError>([&] { models::VGG16::preprocess(flat, {0, 224}); }), "size"));
+}

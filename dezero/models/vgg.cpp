@@ -2,15 +2,17 @@
 // with DeZero's parameter keys, its pretrained weights, named activations for Grad-CAM
 // and style transfer, and the weight-file download shared with ResNet.
 //
-// Not here: image decoding and resizing (dezero/image.hpp), the examples.
+// Not here: image decoding and resampling (dezero/image.hpp, which preprocess calls), the examples.
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "dezero/download.hpp"
+#include "dezero/image.hpp"
 #include "dezero/models.hpp"
 #include "dezero/models/zoo_parts.hpp"
 
@@ -199,6 +201,30 @@ Variable VGG16::forward(const Variable& x) {
   h = F::dropout(F::relu(fc6(h)));
   h = F::dropout(F::relu(fc7(h)));
   return fc8(h);
+}
+
+// --- preprocess (step 58) ------------------------------------------------------------------------
+// DeZero: image.convert('RGB'); image.resize(size); np.asarray(image, float32); image[:, :, ::-1];
+// image -= [103.939, 116.779, 123.68]; image.transpose((2, 0, 1)).
+Tensor VGG16::preprocess(const Tensor& image, Pair size) {
+  if (!image.defined()) throw ValueError("VGG16::preprocess: the image is empty; hint: utils::load_image(path)");
+  if (size.h <= 0 || size.w <= 0)
+    throw ValueError("VGG16::preprocess: size must be positive {height, width}, got " + size.str());
+  Tensor img = image.to(Device::cpu()).astype(float32);
+  if (img.ndim() == 2) img = img.reshape({img.shape()[0], img.shape()[1], 1});
+  if (img.ndim() != 3 || (img.shape()[2] != 1 && img.shape()[2] != 3 && img.shape()[2] != 4))
+    throw ShapeError("VGG16::preprocess: image of shape " + image.shape().str() +
+                     "; hint: pass (H, W, 3) RGB values 0-255, as utils::load_image returns them");
+  const std::int64_t H = img.shape()[0], W = img.shape()[1];
+  // convert('RGB'): gray is repeated, alpha dropped. (H, W, 3)
+  if (img.shape()[2] == 1) img = broadcast_to(img, {H, W, 3});
+  if (img.shape()[2] == 4) img = img[{Slice(), Slice(), Slice(0, 3)}];
+  // resize: bicubic, as PIL's default (PIL would return a copy for the same size).
+  if (H != size.h || W != size.w) img = utils::resize_image(img, size.h, size.w);
+  // RGB -> BGR, minus the BGR means of the ImageNet training set, (H, W, 3) -> (3, H, W).
+  img = img[{Slice(), Slice(), Slice(std::nullopt, std::nullopt, -1)}];
+  img = img - array({103.939, 116.779, 123.68}, float32);
+  return img.transpose({2, 0, 1});
 }
 
 }  // namespace dezero::models
