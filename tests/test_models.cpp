@@ -144,31 +144,30 @@ TEST_CASE("VGG16: DeZero's 16 layers, 32 parameters, 138,357,544 values; forward
 
   {
     Tensor x = random::Generator(0).randn({1, 3, 224, 224}, float32);
-    auto guard = test_mode();  // no dropout: forward and extract agree
-    Variable y = model(x);
+    auto guard = test_mode();  // no dropout
+    Variable y = model(x);     // the one 224 x 224 pass (31 GFLOP): the rest runs on small images
     CHECK(y.shape() == Shape{1, 1000});
     CHECK(y.dtype() == float32);
-
-    auto acts = model.extract(x, {"conv5_3", "pool5", "fc8", "conv1_1"});
-    CHECK(acts.size() == 4);
-    CHECK(acts.at("conv1_1").shape() == Shape{1, 64, 224, 224});
-    CHECK(acts.at("conv5_3").shape() == Shape{1, 512, 14, 14});
-    CHECK(acts.at("pool5").shape() == Shape{1, 512, 7, 7});
-    CHECK(dzt::allclose(acts.at("fc8").data(), y.data()));
-    CHECK(F::min(acts.at("conv1_1")).data().item<double>() >= 0.0);  // after ReLU
-
-    // Grad-CAM: the gradient of a logit reaches conv5_3's activation.
-    Variable logit = acts.at("fc8")[{0, 3}];
-    logit.backward(true);
-    REQUIRE(acts.at("conv5_3").has_grad());
-    CHECK(acts.at("conv5_3").grad().shape() == Shape{1, 512, 14, 14});
-    CHECK(model.conv5_3->outputs().size() == 1);
+    CHECK(std::isfinite(F::sum(y).data().item<double>()));
+    // DeZero's Grad-CAM reads the last convolution's output from the layer.
+    REQUIRE(model.conv5_3->outputs().size() == 1);
+    CHECK(model.conv5_3->outputs()[0].shape() == Shape{1, 512, 14, 14});
 
     // extract on any size, average pooling (style transfer); bad names and shapes.
     x = random::Generator(1).randn({1, 3, 64, 48}, float32);
     auto mx = model.extract(x, {"conv1_1", "conv2_1", "conv3_1", "conv4_1", "conv5_1", "conv4_2"});
     auto av = model.extract(x, {"conv1_1", "conv2_1", "conv5_1"}, models::VGG16::Pooling::average);
     CHECK(mx.size() == 6);
+    // The activations are DeZero's forward's: conv2_1 = relu(conv2_1(pool(relu(conv1_2(relu(conv1_1(x))))))).
+    Variable by_hand = F::relu(model.conv2_1(F::pooling(F::relu(model.conv1_2(F::relu(model.conv1_1(x)))), 2, 2)));
+    CHECK(dzt::allclose(mx.at("conv2_1").data(), by_hand.data()));
+    CHECK(F::min(mx.at("conv1_1")).data().item<double>() >= 0.0);  // after ReLU
+    // Style transfer backpropagates into the image through extract.
+    Variable img(x);
+    auto st = model.extract(img, {"conv3_1"}, models::VGG16::Pooling::average);
+    F::sum(st.at("conv3_1")).backward();
+    REQUIRE(img.has_grad());
+    CHECK(img.grad().shape() == Shape{1, 3, 64, 48});
     CHECK(mx.at("conv5_1").shape() == Shape{1, 512, 4, 3});
     CHECK(av.at("conv5_1").shape() == Shape{1, 512, 4, 3});
     CHECK(dzt::allclose(mx.at("conv1_1").data(), av.at("conv1_1").data()));   // before any pooling

@@ -4,7 +4,7 @@
 Run at development time:  /usr/bin/python3 tools/make_model_fixtures.py [--npz-dir DIR]
 It rewrites tests/data/models/{vgg16,resnet50,resnet101,resnet152}.txt and resnet50.npz; the
 output is deterministic and committed with this script. --npz-dir DIR also writes all four
-.npz files into DIR (VGG16's is 0.6 MB, the three ResNets' 0.35 MB together: too much for the
+.npz files into DIR (VGG16's is 0.8 MB, ResNet101's and ResNet152's 1 MB together: too much for the
 GPU-check bundle's 40 MiB, so the tests write those three from the .txt with save_npz instead;
 load them by hand with load_weights to check NumPy's files of every model).
 
