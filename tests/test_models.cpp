@@ -1,0 +1,396 @@
+// tests/test_models.cpp - the model zoo: VGG16 and ResNet50/101/152 have DeZero's keys and
+// shapes (tests/data/models/*.txt, written by tools/make_model_fixtures.py from DeZero's
+// architecture), load DeZero-layout weight files, fetch pretrained weights through
+// get_file's cache, fail clearly without them, and run forward / backward.
+//
+// The weight files: resnet50.npz is NumPy's (np.savez_compressed, committed); the other three
+// would not fit the GPU-check bundle, so they are written here from the .txt with save_npz,
+// with the script's values (tools/make_model_fixtures.py --npz-dir DIR writes NumPy's).
+#include <algorithm>
+#include <cmath>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "support/test_util.hpp"
+
+using namespace dezero;
+namespace F = dezero::F;
+namespace fs = std::filesystem;
+
+namespace {
+
+// One fixture: the keys in the order of the .txt, their shapes and fill bases, the total count.
+struct KeyFixture {
+  std::vector<std::string> keys;
+  std::map<std::string, Shape> shapes;
+  std::map<std::string, double> base;
+  std::int64_t count = 0;
+  std::string name, npz;
+};
+
+// The script's value at flat index i of the k-th key: base_k + 0.0625 * ((i / 1024) % 5).
+double fill_value(const KeyFixture& f, const std::string& key, std::int64_t i) {
+  return f.base.at(key) + 0.0625 * static_cast<double>((i / 1024) % 5);
+}
+
+// The weight file of a fixture: NumPy's when committed, else written once per process into a
+// temporary folder from the key list.
+std::string npz_of(KeyFixture& f) {
+  if (fs::exists(f.npz)) return f.npz;
+  static dzt::TempDir generated;
+  fs::path path = generated.path / (f.name + ".npz");
+  if (!fs::exists(path)) {
+    utils::NamedTensors arrays;
+    for (const auto& key : f.keys) {
+      const Shape& shape = f.shapes.at(key);
+      std::vector<float> v(static_cast<std::size_t>(shape.numel()));
+      for (std::size_t run = 0; run * 1024 < v.size(); ++run)  // runs of 1024 equal values
+        std::fill(v.begin() + static_cast<std::ptrdiff_t>(run * 1024),
+                  v.begin() + static_cast<std::ptrdiff_t>(std::min(v.size(), (run + 1) * 1024)),
+                  static_cast<float>(fill_value(f, key, static_cast<std::int64_t>(run * 1024))));
+      arrays.emplace_back(key, array(v, shape, float32));
+    }
+    utils::save_npz(path.string(), arrays, true);
+  }
+  f.npz = path.string();
+  return f.npz;
+}
+
+KeyFixture read_fixture(const std::string& name) {
+  KeyFixture f;
+  f.name = name;
+  const std::string dir = dzt::data_dir() + "/models/";
+  f.npz = dir + name + ".npz";
+  std::ifstream in(dir + name + ".txt");
+  REQUIRE_MESSAGE(in.good(), "cannot open " << dir << name << ".txt");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream s(line);
+    std::string key;
+    s >> key;
+    if (key == "count") {
+      s >> f.count;
+      continue;
+    }
+    double base = 0;
+    s >> base;
+    std::vector<std::int64_t> dims;
+    for (std::int64_t d = 0; s >> d;) dims.push_back(d);
+    f.keys.push_back(key);
+    f.shapes[key] = Shape(dims);
+    f.base[key] = base;
+  }
+  REQUIRE(f.count > 0);
+  npz_of(f);
+  return f;
+}
+
+// The model's keys and shapes equal the fixture's; the value count is the fixture's.
+void check_keys_and_shapes(const L::Layer& model, const KeyFixture& f) {
+  auto named = model.named_params();
+  std::vector<std::string> keys;
+  std::int64_t count = 0;
+  for (const auto& [key, p] : named) {
+    keys.push_back(key);
+    REQUIRE_MESSAGE(p.data().defined(), key);
+    auto it = f.shapes.find(key);
+    REQUIRE_MESSAGE(it != f.shapes.end(), "the model's key " << key << " is not DeZero's");
+    CHECK_MESSAGE(p.data().shape() == it->second, key << ": " << p.data().shape().str() << " vs " << it->second.str());
+    CHECK(p.data().dtype() == float32);
+    count += p.data().size();
+  }
+  std::vector<std::string> expected = f.keys;
+  std::sort(keys.begin(), keys.end());
+  std::sort(expected.begin(), expected.end());
+  CHECK(keys == expected);
+  CHECK(count == f.count);
+}
+
+// Spot checks after loading the fixture: the first, a middle and the last keys, several indices.
+void check_loaded(const L::Layer& model, const KeyFixture& f) {
+  for (std::size_t k : {std::size_t{0}, f.keys.size() / 2, f.keys.size() - 1}) {
+    const std::string& key = f.keys[k];
+    Tensor t = model.param(key).data();
+    std::vector<double> v = t.to_vector<double>();
+    const auto n = static_cast<std::int64_t>(v.size());
+    for (std::int64_t i : {std::int64_t{0}, std::int64_t{1}, std::int64_t{1024}, std::int64_t{4 * 1024 + 7}, n / 3, n - 1})
+      if (i < n)
+      CHECK_MESSAGE(v[static_cast<std::size_t>(i)] == doctest::Approx(fill_value(f, key, i)).epsilon(1e-7),
+                    key << "[" << i << "]");
+  }
+}
+
+// Puts the fixture's file in a cache folder under the real name (a link: VGG16's is 553 MB).
+void copy_fixture(const KeyFixture& f, const fs::path& to) { fs::create_symlink(fs::absolute(f.npz), to); }
+
+}  // namespace
+
+// --- keys and shapes -----------------------------------------------------------------------------
+TEST_CASE("VGG16: DeZero's 16 layers, 32 parameters, 138,357,544 values; forward (1, 3, 224, 224) -> (1, 1000); "
+          "extract at any size; the fixture loads") {
+  KeyFixture f = read_fixture("vgg16");
+  CHECK(f.count == 138357544);
+  models::VGG16 model;  // one model for the whole case: 138M random weights take seconds to draw
+  CHECK(model.entries().size() == 16);
+  CHECK(model.params().size() == 32);
+  check_keys_and_shapes(model, f);
+  CHECK(model.param("fc6/W").data().shape() == Shape{25088, 4096});
+  CHECK(model.named_params().front().first == "conv1_1/W");
+  CHECK(model.named_params().back().first == "fc8/b");
+
+  {
+    Tensor x = random::Generator(0).randn({1, 3, 224, 224}, float32);
+    auto guard = test_mode();  // no dropout
+    Variable y = model(x);     // the one 224 x 224 pass (31 GFLOP): the rest runs on small images
+    CHECK(y.shape() == Shape{1, 1000});
+    CHECK(y.dtype() == float32);
+    CHECK(std::isfinite(F::sum(y).data().item<double>()));
+    // DeZero's Grad-CAM reads the last convolution's output from the layer.
+    REQUIRE(model.conv5_3->outputs().size() == 1);
+    CHECK(model.conv5_3->outputs()[0].shape() == Shape{1, 512, 14, 14});
+
+    // extract on any size, average pooling (style transfer); bad names and shapes.
+    x = random::Generator(1).randn({1, 3, 64, 48}, float32);
+    auto mx = model.extract(x, {"conv1_1", "conv2_1", "conv3_1", "conv4_1", "conv5_1", "conv4_2"});
+    auto av = model.extract(x, {"conv1_1", "conv2_1", "conv5_1"}, models::VGG16::Pooling::average);
+    CHECK(mx.size() == 6);
+    // The activations are DeZero's forward's: conv2_1 = relu(conv2_1(pool(relu(conv1_2(relu(conv1_1(x))))))).
+    Variable by_hand = F::relu(model.conv2_1(F::pooling(F::relu(model.conv1_2(F::relu(model.conv1_1(x)))), 2, 2)));
+    CHECK(dzt::allclose(mx.at("conv2_1").data(), by_hand.data()));
+    CHECK(F::min(mx.at("conv1_1")).data().item<double>() >= 0.0);  // after ReLU
+    // Style transfer backpropagates into the image through extract.
+    Variable img(x);
+    auto st = model.extract(img, {"conv3_1"}, models::VGG16::Pooling::average);
+    F::sum(st.at("conv3_1")).backward();
+    REQUIRE(img.has_grad());
+    CHECK(img.grad().shape() == Shape{1, 3, 64, 48});
+    CHECK(mx.at("conv5_1").shape() == Shape{1, 512, 4, 3});
+    CHECK(av.at("conv5_1").shape() == Shape{1, 512, 4, 3});
+    CHECK(dzt::allclose(mx.at("conv1_1").data(), av.at("conv1_1").data()));   // before any pooling
+    CHECK(!dzt::allclose(mx.at("conv2_1").data(), av.at("conv2_1").data()));  // after one
+    CHECK(model.extract(x, {}).empty());
+
+    std::string msg = dzt::thrown<ValueError>([&] { model.extract(x, {"conv6_1"}); });
+    CHECK(dzt::has(msg, "VGG16::extract"));
+    CHECK(dzt::has(msg, "conv6_1"));
+    CHECK(dzt::has(msg, "pool5"));
+    msg = dzt::thrown<ShapeError>([&] { model(x); });
+    CHECK(dzt::has(msg, "fc6"));
+    CHECK(dzt::has(msg, "224"));
+    msg = dzt::thrown<ShapeError>([&] { model(Tensor(zeros({1, 1, 32, 32}))); });
+    CHECK(dzt::has(msg, "(1, 1, 32, 32)"));
+  }
+
+  model.load_weights(f.npz);
+  check_loaded(model, f);
+}
+
+TEST_CASE("ResNet50/101/152: DeZero's keys and shapes; forward (N, 3, 64, 64) -> (N, 1000)") {
+  for (int n : {50, 101, 152}) {
+    CAPTURE(n);
+    KeyFixture f = read_fixture("resnet" + std::to_string(n));
+    // ResNet50 with random weights; the deeper two built as pretrained = true from the fixture
+    // (zero-filled, then loaded: nothing drawn, which saves seconds; the shapes come from the
+    // same code either way).
+    dzt::TempDir home;
+    dzt::ScopedEnv env("DEZERO_HOME", home.str());
+    if (n != 50) copy_fixture(f, home.path / models::ResNet::weights_file(n));
+    models::ResNet model(n, n != 50);
+    check_keys_and_shapes(model, f);
+    {
+      auto guard = test_mode();
+      Variable y = model(random::Generator(4).randn({1, 3, 64, 64}, float32));
+      CHECK(y.shape() == Shape{1, 1000});
+      if (n == 50) CHECK(std::isfinite(F::sum(y).data().item<double>()));
+    }
+    if (n == 50) {
+      CHECK(model.param("res2/a/bn1/avg_mean").data().shape() == Shape{64});
+      CHECK(model.param("res3/b3/bn2/gamma").data().shape() == Shape{128});
+      CHECK(model.param("conv1/b").data().shape() == Shape{64});
+      CHECK(model.param("fc6/W").data().shape() == Shape{2048, 1000});
+      CHECK(model.res3->b.size() == 3);
+      CHECK(dzt::has(dzt::thrown<ValueError>([&] { model.param("res2/a/conv1/b"); }), "conv1/b"));  // nobias
+    }
+    model.load_weights(f.npz);
+    check_loaded(model, f);
+  }
+}
+
+TEST_CASE("ResNet(34) is a ValueError naming the depths") {
+  std::string msg = dzt::thrown<ValueError>([] { models::ResNet r(34); });
+  CHECK(dzt::has(msg, "ResNet"));
+  CHECK(dzt::has(msg, "34"));
+  CHECK(dzt::has(msg, "50, 101 or 152"));
+  CHECK(dzt::has(dzt::thrown<ValueError>([] { models::BuildingBlock b(0, 64, 64, 256, 1); }), "n_layers"));
+}
+
+// --- pretrained weights ----------------------------------------------------------------------------
+TEST_CASE("pretrained = true loads the cached file from $DEZERO_HOME without downloading") {
+  dzt::TempDir home;
+  dzt::ScopedEnv env("DEZERO_HOME", home.str());
+  dzt::ScopedEnv mirror("DEZERO_MODELS_MIRROR", "file:///nonexistent/");  // a download would fail
+  SUBCASE("ResNet50") {
+    KeyFixture f = read_fixture("resnet50");
+    copy_fixture(f, home.path / "resnet50.npz");
+    random::seed(7);
+    models::ResNet50 model(true);
+    check_loaded(model, f);
+    CHECK(model.n_layers == 50);
+    // As in DeZero (lazy W, then the file), no random numbers were drawn for it.
+    const double next = random::Generator::global().randn({1}, float64).item<double>();
+    CHECK(next == random::Generator(7).randn({1}, float64).item<double>());
+  }
+  SUBCASE("VGG16") {
+    KeyFixture f = read_fixture("vgg16");
+    copy_fixture(f, home.path / "vgg16.npz");
+    models::VGG16 model(true);
+    check_loaded(model, f);
+  }
+  SUBCASE("the mirror is a base URL: file:// with the file there") {
+    dzt::TempDir mirror_dir;
+    KeyFixture f = read_fixture("resnet50");
+    copy_fixture(f, mirror_dir.path / "resnet50.npz");
+    dzt::ScopedEnv m("DEZERO_MODELS_MIRROR", "file://" + mirror_dir.str());  // no trailing '/'
+    CHECK(models::models_mirror() == "file://" + mirror_dir.str() + "/");
+    models::ResNet50 model(true);
+    check_loaded(model, f);
+    CHECK(fs::exists(home.path / "resnet50.npz"));  // downloaded into the cache
+  }
+}
+
+TEST_CASE("pretrained = true without the file and no way to download it: an IOError saying what to do") {
+  dzt::TempDir home;
+  dzt::ScopedEnv env("DEZERO_HOME", home.str());
+  dzt::ScopedEnv mirror("DEZERO_MODELS_MIRROR", "file:///nonexistent/");
+  std::string msg = dzt::thrown<IOError>([] { models::VGG16 m(true); });
+  CHECK(dzt::has(msg, "VGG16"));
+  CHECK(dzt::has(msg, "vgg16.npz"));
+  CHECK(dzt::has(msg, "file:///nonexistent/vgg16.npz"));
+  CHECK(dzt::has(msg, home.str()));
+  CHECK(dzt::has(msg, "DEZERO_MODELS_MIRROR"));
+  msg = dzt::thrown<IOError>([] { models::ResNet152 m(true); });
+  CHECK(dzt::has(msg, "ResNet152"));
+  CHECK(dzt::has(msg, "file:///nonexistent/resnet152.npz"));
+  CHECK(home.entries() == 0);  // no partial file left behind
+  // Without a mirror the URL is DeZero's release.
+  unsetenv("DEZERO_MODELS_MIRROR");
+  CHECK(models::models_mirror() == "https://github.com/koki0702/dezero-models/releases/download/v0.1/");
+}
+
+TEST_CASE("a corrupt or mismatched weight file leaves the model untouched") {
+  KeyFixture f = read_fixture("resnet50");
+  dzt::TempDir home;
+  dzt::ScopedEnv env("DEZERO_HOME", home.str());
+  copy_fixture(f, home.path / "resnet50.npz");
+  models::ResNet50 model(true);  // the fixture's values, quickly (nothing drawn)
+  // truncated
+  std::string bytes = dzt::read_bytes(f.npz);
+  dzt::write_bytes(home.path / "half.npz", bytes.substr(0, bytes.size() / 2));
+  CHECK(dzt::thrown<IOError>([&] { model.load_weights((home.path / "half.npz").string()); }) != "NO THROW");
+  check_loaded(model, f);
+  // another model's file (ResNet101 into ResNet50)
+  std::string msg = dzt::thrown<ValueError>([&] { model.load_weights(read_fixture("resnet101").npz); });
+  CHECK(dzt::has(msg, "res4/b"));
+  check_loaded(model, f);
+  // a file with the right keys but one wrong shape
+  utils::NamedTensors arrays = utils::load_npz(f.npz);
+  for (auto& [key, a] : arrays)
+    if (key == "fc6/W") a = zeros({1000, 2048});
+  utils::save_npz((home.path / "wrong.npz").string(), arrays, true);
+  msg = dzt::thrown<ShapeError>([&] { model.load_weights((home.path / "wrong.npz").string()); });
+  CHECK(dzt::has(msg, "fc6/W"));
+  check_loaded(model, f);
+  // and then the good file still loads (nothing was left half-done)
+  CHECK_NOTHROW(model.load_weights(f.npz));
+}
+
+// --- forward and backward ----------------------------------------------------------------------------
+TEST_CASE("ResNet50 forward at 224; backward: every parameter but the running statistics gets a grad of its shape") {
+  models::ResNet50 model;
+  {
+    auto guard = test_mode();
+    CHECK(model(random::Generator(2).randn({1, 3, 224, 224}, float32)).shape() == Shape{1, 1000});
+    CHECK(dzt::has(dzt::thrown<ShapeError>([&] { model(Tensor(zeros({1, 3, 4, 4}))); }), "ResNet50"));
+  }
+  Tensor x = random::Generator(5).randn({2, 3, 64, 64}, float32);
+  Variable y = model(x);
+  Variable loss = F::sum(y * y);
+  loss.backward();
+  std::size_t with_grad = 0, stats = 0;
+  for (const auto& [key, p] : model.named_params()) {
+    CAPTURE(key);
+    const bool running = dzt::has(key, "avg_mean") || dzt::has(key, "avg_var");
+    if (running) {
+      CHECK(!p.has_grad());
+      ++stats;
+      continue;
+    }
+    REQUIRE(p.has_grad());
+    CHECK(p.grad().shape() == p.data().shape());
+    ++with_grad;
+  }
+  CHECK(stats == 2 * 53);  // 53 BatchNorms: bn1 + 16 bottlenecks x 3 + 4 shortcuts
+  CHECK(with_grad == model.params().size() - stats);
+  // Train mode updated bn1's running mean from the batch.
+  std::vector<double> mean = model.bn1->avg_mean.data().to_vector<double>();
+  CHECK(std::any_of(mean.begin(), mean.end(), [](double m) { return m != 0.0; }));
+}
+
+TEST_CASE("models on CUDA: ResNet50 forward/backward and VGG16 extract after to_gpu()") {
+  if (dzt::skip_without_gpu()) return;
+  models::ResNet50 resnet;
+  resnet.to_gpu();
+  Variable x = random::Generator(6).randn({2, 3, 64, 64}, float32).to(Device::cuda(0));
+  Variable y = resnet(x);
+  CHECK(y.shape() == Shape{2, 1000});
+  CHECK(y.device() == Device::cuda(0));
+  F::sum(y * y).backward();
+  CHECK(resnet.conv1->W.grad().device() == Device::cuda(0));
+  CHECK(resnet.fc6->W.grad().shape() == Shape{2048, 1000});
+
+  models::VGG16 vgg;
+  vgg.to_gpu();
+  auto acts = vgg.extract(x, {"conv4_2"}, models::VGG16::Pooling::average);
+  CHECK(acts.at("conv4_2").shape() == Shape{2, 512, 8, 8});
+  CHECK(acts.at("conv4_2").device() == Device::cuda(0));
+}
+
+// --- VGG16::preprocess -------------------------------------------------------------------------------
+TEST_CASE("VGG16::preprocess: RGB -> BGR, minus the means, HWC -> CHW, resized to {height, width}") {
+  // A (2, 3, 3) image: pixel (y, x) = (R, G, B) = (10 y + x, 100 + y, 200 + x).
+  std::vector<float> px;
+  for (int y = 0; y < 2; ++y)
+    for (int x = 0; x < 3; ++x) px.insert(px.end(), {float(10 * y + x), float(100 + y), float(200 + x)});
+  Tensor img = array(px, Shape{2, 3, 3}, float32);
+
+  Tensor out = models::VGG16::preprocess(img, {2, 3});  // the same size: no resampling
+  CHECK(out.shape() == Shape{3, 2, 3});
+  CHECK(out.dtype() == float32);
+  for (int y = 0; y < 2; ++y)
+    for (int x = 0; x < 3; ++x) {
+      CAPTURE(y);
+      CAPTURE(x);
+      CHECK(out[{0, y, x}].item<float>() == float(200 + x) - 103.939f);     // B
+      CHECK(out[{1, y, x}].item<float>() == float(100 + y) - 116.779f);     // G
+      CHECK(out[{2, y, x}].item<float>() == float(10 * y + x) - 123.68f);   // R
+    }
+
+  // The default size: (3, 224, 224); a flat colour stays flat through the bicubic resize.
+  Tensor flat = full({5, 7, 3}, 50.0, float32);
+  Tensor big = models::VGG16::preprocess(flat);
+  CHECK(big.shape() == Shape{3, 224, 224});
+  CHECK(big[{0, 100, 17}].item<float>() == doctest::Approx(50.0 - 103.939).epsilon(1e-5));
+  CHECK(big[{2, 223, 223}].item<float>() == doctest::Approx(50.0 - 123.68).epsilon(1e-5));
+  // size is {height, width} (PIL's resize takes (width, height)).
+  CHECK(models::VGG16::preprocess(flat, {32, 48}).shape() == Shape{3, 32, 48});
+  // Gray and RGBA are converted as PIL's convert('RGB') does.
+  CHECK(models::VGG16::preprocess(full({4, 4}, 7.0), {4, 4})[{1, 2, 2}].item<float>() == 7.0f - 116.779f);
+  CHECK(models::VGG16::preprocess(full({4, 4, 4}, 9.0), {4, 4})[{2, 0, 0}].item<float>() == 9.0f - 123.68f);
+  // Through VGG16: a batch of one gives (1, 1000) (checked in the forward case); shapes here.
+  CHECK(dzt::has(dzt::thrown<ShapeError>([] { models::VGG16::preprocess(zeros({4, 4, 2})); }), "(4, 4, 2)"));
+  CHECK(dzt::has(dzt::thrown<ValueError>([&] { models::VGG16::preprocess(flat, {0, 224}); }), "size"));
+}
