@@ -3,9 +3,9 @@
 // architecture), load DeZero-layout weight files, fetch pretrained weights through
 // get_file's cache, fail clearly without them, and run forward / backward.
 //
-// The weight files: resnet50.npz is NumPy's (np.savez_compressed, committed); the other three
-// would not fit the GPU-check bundle, so they are written here from the .txt with save_npz,
-// with the script's values (tools/make_model_fixtures.py --npz-dir DIR writes NumPy's).
+// The weight files are written here from the key lists with save_npz (the values of
+// tools/make_model_fixtures.py, which writes NumPy's with --npz-dir; they are not committed,
+// the GPU-check bundle has no room for them); tests/data/models/<model>.npz is used when present.
 #include <algorithm>
 #include <cmath>
 #include <chrono>
@@ -36,8 +36,8 @@ double fill_value(const KeyFixture& f, const std::string& key, std::int64_t i) {
   return f.base.at(key) + 0.0625 * static_cast<double>((i / 1024) % 5);
 }
 
-// The weight file of a fixture: NumPy's when committed, else written once per process into a
-// temporary folder from the key list.
+// The weight file of a fixture: tests/data/models/<name>.npz when present, else written once per
+// process into a temporary folder from the key list.
 std::string npz_of(KeyFixture& f) {
   if (fs::exists(f.npz)) return f.npz;
   static dzt::TempDir generated;
