@@ -15,7 +15,8 @@
 
 namespace dezero::utils {
 
-// Decodes a PNG, JPEG or BMP file into an
+// Decodes a PNG, JPEG or BMP file (JPEG through libjpeg, libjpeg.so.62, loaded on first
+// use: Debian's libjpeg62-turbo; without it a JPEG is an IOError saying so) into an
 // (H, W, 3) float32 host tensor of values 0-255 in RGB order. Gray and alpha images are
 // converted to RGB the way PIL's convert("RGB") does (gray replicated, alpha dropped).
 // An unreadable, truncated or unsupported file is an IOError naming the file and the

@@ -184,10 +184,53 @@ TEST_CASE("decode_image: formats left out and damaged PNG / JPEG headers are IOE
   // A PNG chunk that claims more bytes than the file holds.
   std::string png("\x89PNG\r\n\x1a\n\x7f\xff\xff\xffIHDR", 16);
   CHECK(has(dzt::thrown<IOError>([&] { utils::decode_image(png, "big.png"); }), "claims 2147483647 bytes"));
-  // A JPEG Huffman table of 16 x 255 codes (Debian's stb 2.27 would write past its table).
+  // A JPEG Huffman table of 16 x 255 codes (Debian's stb 2.27 wrote past its table; libjpeg refuses it).
   std::string jpg("\xff\xd8\xff\xc4\x00\x13\x00", 7);
   jpg += std::string(16, '\xff');
-  CHECK(has(dzt::thrown<IOError>([&] { utils::decode_image(jpg, "h.jpg"); }), "4080 codes"));
+  CHECK(has(dzt::thrown<IOError>([&] { utils::decode_image(jpg, "h.jpg"); }), "corrupt JPEG (libjpeg: "));
+}
+
+TEST_CASE("JPEG: truncated files are refused (libjpeg's warning), gray JPEGs load as RGB, the pixel limit holds") {
+  TempDir dir;
+  std::vector<float> smooth(24 * 32 * 3);
+  for (std::size_t k = 0; k < smooth.size(); ++k) smooth[k] = static_cast<float>((k / 3) % 32 * 6);
+  const fs::path p = dir.path / "s.jpg";
+  utils::save_image(p.string(), array(smooth, Shape{24, 32, 3}), 1.0);
+  std::vector<char> b = bytes_of(p);
+  CHECK(utils::decode_image(std::string(b.begin(), b.end()), "whole").shape() == Shape{24, 32, 3});
+  // Cut in the image data: libjpeg pads and warns ("Premature end of JPEG file"); in the headers: an error.
+  const std::string cut(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(b.size() * 9 / 10));
+  CHECK(has(dzt::thrown<IOError>([&] { utils::decode_image(cut, "cut.jpg"); }), "truncated JPEG"));
+  const std::string half(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(b.size() / 2));
+  CHECK(has(dzt::thrown<IOError>([&] { utils::decode_image(half, "half.jpg"); }), "corrupt JPEG (libjpeg: "));
+  const fs::path g = dir.path / "g.jpg";
+  utils::save_image(g.string(), zeros(Shape{4, 4}) + 0.5);
+  const std::vector<double> v = dzt::vals(utils::load_image(g.string()));
+  CHECK(v.size() == 48);
+  CHECK(v[0] == v[1]);
+  CHECK(v[1] == v[2]);
+  const std::int64_t old = utils::get_max_image_pixels();
+  utils::set_max_image_pixels(24 * 32 - 1);
+  CHECK(has(dzt::thrown<IOError>([&] { utils::load_image(p.string()); }), "32 x 24"));
+  utils::set_max_image_pixels(old);
+}
+
+TEST_CASE("load_image without libjpeg: a JPEG is an IOError naming it, PNG still loads") {
+  const char* lib = std::getenv("DEZERO_LIBJPEG");
+  if (!lib || std::string(lib).find("missing") == std::string::npos) {
+    MESSAGE("skipped: run by CTest's image_without_libjpeg (DEZERO_LIBJPEG names a missing library)");
+    return;
+  }
+  TempDir dir;
+  const fs::path j = dir.path / "a.jpg", p = dir.path / "a.png";
+  utils::save_image(j.string(), pattern(4, 4), 1.0);
+  utils::save_image(p.string(), pattern(4, 4), 1.0);
+  const std::string e = dzt::thrown<IOError>([&] { utils::load_image(j.string()); });
+  INFO(e);
+  CHECK(has(e, "JPEG files need libjpeg"));
+  CHECK(has(e, lib));
+  CHECK(has(e, "libjpeg62-turbo"));
+  CHECK(utils::load_image(p.string()).shape() == Shape{4, 4, 3});
 }
 
 TEST_CASE("set_max_image_pixels: a header claiming more pixels is refused before decoding") {

@@ -1,5 +1,6 @@
 // dezero/utils/image.cpp - load_image, save_image, resize_image over stb.
 //
+// JPEG files are decoded by libjpeg (utils/jpeg.cpp), the rest by stb.
 // stb's single-file libraries are compiled here, once, with internal linkage
 // (STB_*_STATIC): libdezero exports none of their symbols, so a program that uses its
 // own copy of stb links without clashes. Debian's libstb-dev provides the headers (the
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "dezero/error.hpp"
+#include "dezero/utils/jpeg.hpp"
 
 // The headers are system headers (-isystem or /usr/include): their code compiles without
 // our warning flags.
@@ -28,11 +30,11 @@
 #define STB_IMAGE_IMPLEMENTATION
 #define STBI_MAX_DIMENSIONS (1 << 16)
 #define STBI_FAILURE_USERMSG
-// PNG, JPEG and BMP only: less of stb's code reads untrusted bytes. (Fuzzing Debian's
-// stb 2.27 found signed overflow in its PNM header parser; its GIF and TGA readers have
-// published bugs of their own.)
+// stb decodes PNG and BMP only: less of its code reads untrusted bytes. (Fuzzing Debian's
+// stb 2.27 found out-of-bounds Huffman table accesses in its JPEG decoder - JPEG goes to
+// libjpeg instead, utils/jpeg.cpp - and signed overflow in its PNM header parser; its GIF
+// and TGA readers have published bugs of their own.)
 #define STBI_ONLY_PNG
-#define STBI_ONLY_JPEG
 #define STBI_ONLY_BMP
 #include <stb_image.h>
 #define STB_IMAGE_WRITE_STATIC
@@ -100,37 +102,6 @@ Picture grid_picture(const std::vector<double>& v, const Shape& s, double scale,
   return p;
 }
 
-// Debian's stb_image (2.27) writes past a Huffman table's 257-entry size list when a
-// JPEG's DHT segment declares more than 256 codes (fixed upstream in 2.28; found here by
-// tests/fuzz/fuzz_image). Before stb sees a JPEG, every FF C4 (DHT) marker anywhere in
-// the file is parsed the way stb parses it - tables one after the other while the
-// segment length lasts, counts read even past the segment's end - and a table of more
-// than 256 codes is refused. (Scanning every position, not just the marker chain, covers
-// whatever path stb's own parser takes; a valid file's DHTs never exceed 256 codes.)
-// Returns an empty string or what is wrong.
-std::string jpeg_huffman_problem(const std::string& b) {
-  const std::size_t n = b.size();
-  auto u8 = [&](std::size_t i) -> unsigned { return i < n ? static_cast<unsigned char>(b[i]) : 0u; };
-  // stb takes a file for a JPEG when it starts with FF D8 after any number of FF fill bytes.
-  std::size_t start = 0;
-  while (start < n && u8(start) == 0xFF) ++start;
-  if (start == 0 || u8(start) != 0xD8) return "";  // not a JPEG
-  for (std::size_t i = start; i + 1 < n; ++i) {
-    if (u8(i) != 0xFF || u8(i + 1) != 0xC4) continue;
-    long left = static_cast<long>((u8(i + 2) << 8) | u8(i + 3)) - 2;
-    std::size_t p = i + 4;
-    while (left > 0 && p < n) {
-      std::size_t codes = 0;
-      for (std::size_t k = 1; k <= 16; ++k) codes += u8(p + k);
-      if (codes > 256)
-        return "corrupt JPEG: a Huffman table declares " + std::to_string(codes) + " codes (at most 256)";
-      left -= static_cast<long>(17 + codes);
-      p += 17 + codes;
-    }
-  }
-  return "";
-}
-
 // stb_image reserves a PNG chunk's declared length before reading it: a few bytes can ask
 // for 2 GB. A chunk that claims more bytes than the file has left is a truncated or
 // corrupt file; say so before stb allocates anything.
@@ -157,8 +128,8 @@ std::string png_chunk_problem(const std::string& b) {
 Tensor decode_image(const std::string& bytes, const std::string& name) {
   if (bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()))
     throw IOError("load_image: '" + name + "' is larger than 2 GiB");
-  const std::string jpeg = jpeg_huffman_problem(bytes);
-  if (!jpeg.empty()) throw IOError("load_image: cannot decode '" + name + "': " + jpeg);
+  // JPEG goes to libjpeg (utils/jpeg.cpp); PNG and BMP to stb.
+  if (detail::is_jpeg(bytes)) return detail::decode_jpeg(bytes, name, g_max_pixels.load());
   const std::string png = png_chunk_problem(bytes);
   if (!png.empty()) throw IOError("load_image: cannot decode '" + name + "': " + png);
   int w = 0, h = 0, channels_in_file = 0;
