@@ -14,6 +14,7 @@
 #include "dezero/dtype.hpp"
 #include "dezero/error.hpp"
 #include "dezero/functions.hpp"
+#include "dezero/image.hpp"
 #include "dezero/layers.hpp"
 #include "dezero/models.hpp"
 #include "dezero/npz.hpp"

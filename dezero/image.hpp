@@ -1,0 +1,43 @@
+// dezero/image.hpp - images in and out (dezero::utils): load_image, save_image,
+// resize_image. Decoding, encoding and resampling are stb's (stb_image,
+// stb_image_write, stb_image_resize from Debian's libstb-dev), compiled into
+// libdezero with internal linkage: users need neither the headers nor the library.
+//
+//   Tensor img = dezero::utils::load_image("zebra.jpg");        // (H, W, 3) float32, 0-255, RGB
+//   Tensor x = dezero::models::VGG16::preprocess(img);          // step 58
+//   dezero::utils::save_image("samples.png", fake.data(), 255); // (N, 1, 28, 28) in [0, 1] -> a grid
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "dezero/tensor.hpp"
+
+namespace dezero::utils {
+
+// Decodes a PNG, JPEG, BMP, GIF (first frame), TGA, PSD, HDR, PIC or PNM file into an
+// (H, W, 3) float32 host tensor of values 0-255 in RGB order. Gray and alpha images are
+// converted to RGB the way PIL's convert("RGB") does (gray replicated, alpha dropped).
+// An unreadable, truncated or unsupported file is an IOError naming the file and the
+// decoder's reason.
+Tensor load_image(const std::string& path);
+
+// Writes `image` as an 8-bit picture: pixel = value * scale, rounded, clipped to 0-255
+// (NaN -> 0). Accepted shapes:
+//   (H, W)          gray;
+//   (H, W, C)       C = 1 (gray), 3 (RGB) or 4 (RGBA);
+//   (N, C, H, W)    a batch (C = 1 or 3) written as one grid of `ncols` columns
+//                   (0: ceil(sqrt(N))), tiles separated by 2 black pixels, like
+//                   torchvision's make_grid.
+// Any dtype and device (the values are copied to the host). The format follows the
+// extension: .png, .jpg / .jpeg (quality 95), .bmp or .tga. Other extensions are a
+// ValueError; a file that cannot be written is an IOError. Returns nothing; the file is
+// complete when the call returns.
+void save_image(const std::string& path, const Tensor& image, double scale = 255, std::int64_t ncols = 0);
+
+// Resamples an (H, W, C) float32 host image to (height, width, C) with a bicubic
+// (Catmull-Rom) filter and clamped edges, what PIL's Image.resize does by default.
+// Values are not clipped (bicubic overshoots slightly at sharp edges).
+Tensor resize_image(const Tensor& image, std::int64_t height, std::int64_t width);
+
+}  // namespace dezero::utils

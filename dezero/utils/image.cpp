@@ -1,0 +1,182 @@
+// dezero/utils/image.cpp - load_image, save_image, resize_image over stb.
+//
+// stb's single-file libraries are compiled here, once, with internal linkage
+// (STB_*_STATIC): libdezero exports none of their symbols, so a program that uses its
+// own copy of stb links without clashes. Debian's libstb-dev provides the headers (the
+// build needs nothing at run time).
+#include "dezero/image.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "dezero/error.hpp"
+
+// The headers are system headers (-isystem or /usr/include): their code compiles without
+// our warning flags.
+#define STB_IMAGE_STATIC
+#define STB_IMAGE_IMPLEMENTATION
+#define STBI_FAILURE_USERMSG
+#include <stb_image.h>
+#define STB_IMAGE_WRITE_STATIC
+#define STB_IMAGE_WRITE_IMPLEMENTATION
+#include <stb_image_write.h>
+#define STB_IMAGE_RESIZE_STATIC
+#define STB_IMAGE_RESIZE_IMPLEMENTATION
+#include <stb_image_resize.h>
+
+namespace dezero::utils {
+namespace {
+
+std::string lower_extension(const std::string& path) {
+  std::string ext = std::filesystem::path(path).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return ext;
+}
+
+// stb_image keeps its failure reason in a global (thread-local where the compiler allows).
+std::string stb_reason() {
+  const char* r = stbi_failure_reason();
+  return r ? r : "unknown error";
+}
+
+unsigned char to_byte(double v) {
+  if (!(v == v)) return 0;  // NaN
+  v = std::round(v);
+  return static_cast<unsigned char>(std::clamp(v, 0.0, 255.0));
+}
+
+// The picture to write: 8-bit pixels, h rows of w * c bytes.
+struct Picture {
+  std::int64_t h = 0, w = 0, c = 0;
+  std::vector<unsigned char> pixels;
+};
+
+// (N, C, H, W) -> one grid picture, tiles `pad` pixels apart on a black background.
+Picture grid_picture(const std::vector<double>& v, const Shape& s, double scale, std::int64_t ncols,
+                     const std::string& path) {
+  const std::int64_t n = s[0], c = s[1], h = s[2], w = s[3];
+  if (c != 1 && c != 3)
+    throw ShapeError("save_image: a batch (N, C, H, W) needs C = 1 or 3, got " + s.str() + " for '" + path +
+                     "' (hint: an (H, W, C) picture has its channels last)");
+  if (n == 0 || h == 0 || w == 0)
+    throw ShapeError("save_image: nothing to write: the batch " + s.str() + " for '" + path + "' is empty");
+  if (ncols < 0) throw ValueError("save_image: ncols must be >= 0 (0 = ceil(sqrt(N))), got " + std::to_string(ncols));
+  if (ncols == 0) ncols = static_cast<std::int64_t>(std::ceil(std::sqrt(static_cast<double>(n))));
+  ncols = std::min(ncols, n);
+  const std::int64_t nrows = (n + ncols - 1) / ncols, pad = 2;
+  Picture p;
+  p.c = c;
+  p.h = nrows * h + (nrows + 1) * pad;
+  p.w = ncols * w + (ncols + 1) * pad;
+  p.pixels.assign(static_cast<std::size_t>(p.h * p.w * p.c), 0);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t y0 = pad + (i / ncols) * (h + pad), x0 = pad + (i % ncols) * (w + pad);
+    for (std::int64_t ch = 0; ch < c; ++ch)
+      for (std::int64_t y = 0; y < h; ++y)
+        for (std::int64_t x = 0; x < w; ++x)
+          p.pixels[static_cast<std::size_t>(((y0 + y) * p.w + (x0 + x)) * c + ch)] =
+              to_byte(v[static_cast<std::size_t>(((i * c + ch) * h + y) * w + x)] * scale);
+  }
+  return p;
+}
+
+}  // namespace
+
+Tensor load_image(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) throw IOError("load_image: cannot open '" + path + "': " + std::strerror(errno));
+  int w = 0, h = 0, channels_in_file = 0;
+  unsigned char* px = stbi_load_from_file(f, &w, &h, &channels_in_file, 3);
+  std::fclose(f);
+  if (!px)
+    throw IOError("load_image: cannot decode '" + path + "': " + stb_reason() +
+                  " (hint: PNG, JPEG, BMP, GIF, TGA, PSD, HDR, PIC and PNM files are read)");
+  Tensor out;
+  try {
+    out = Tensor::empty(Shape{h, w, 3}, float32, Device::cpu(), "load_image");
+  } catch (...) {
+    stbi_image_free(px);
+    throw;
+  }
+  float* dst = out.data<float>();
+  const std::size_t n = static_cast<std::size_t>(h) * static_cast<std::size_t>(w) * 3;
+  for (std::size_t k = 0; k < n; ++k) dst[k] = static_cast<float>(px[k]);
+  stbi_image_free(px);
+  return out;
+}
+
+void save_image(const std::string& path, const Tensor& image, double scale, std::int64_t ncols) {
+  if (!image.defined()) throw ValueError("save_image: the tensor for '" + path + "' is undefined");
+  const std::string ext = lower_extension(path);
+  if (ext != ".png" && ext != ".jpg" && ext != ".jpeg" && ext != ".bmp" && ext != ".tga")
+    throw ValueError("save_image: cannot tell the format of '" + path + "' from its extension '" + ext +
+                     "' (hint: use .png, .jpg, .jpeg, .bmp or .tga)");
+  const Shape& s = image.shape();
+  const std::vector<double> v = image.to_cpu().astype(float64).to_vector<double>();
+  Picture p;
+  if (s.ndim() == 4) {
+    p = grid_picture(v, s, scale, ncols, path);
+  } else if (s.ndim() == 2 || s.ndim() == 3) {
+    p.h = s[0];
+    p.w = s[1];
+    p.c = s.ndim() == 2 ? 1 : s[2];
+    if (p.c != 1 && p.c != 3 && p.c != 4)
+      throw ShapeError("save_image: an (H, W, C) picture needs C = 1, 3 or 4, got " + s.str() + " for '" + path +
+                       "' (hint: a (C, H, W) image needs transpose({1, 2, 0}); a batch is (N, C, H, W))");
+    if (p.h == 0 || p.w == 0) throw ShapeError("save_image: nothing to write: " + s.str() + " for '" + path + "'");
+    p.pixels.resize(v.size());
+    for (std::size_t k = 0; k < v.size(); ++k) p.pixels[k] = to_byte(v[k] * scale);
+  } else {
+    throw ShapeError("save_image: cannot write a tensor of shape " + s.str() + " to '" + path +
+                     "' (hint: (H, W), (H, W, C) or a batch (N, C, H, W))");
+  }
+  if (p.w > 65535 || p.h > 65535)
+    throw ShapeError("save_image: the picture for '" + path + "' is " + std::to_string(p.w) + " x " +
+                     std::to_string(p.h) + " pixels, more than the 65535 a side these formats allow");
+  const int w = static_cast<int>(p.w), h = static_cast<int>(p.h), c = static_cast<int>(p.c);
+  int ok = 0;
+  if (ext == ".png") ok = stbi_write_png(path.c_str(), w, h, c, p.pixels.data(), w * c);
+  else if (ext == ".bmp") ok = stbi_write_bmp(path.c_str(), w, h, c, p.pixels.data());
+  else if (ext == ".tga") ok = stbi_write_tga(path.c_str(), w, h, c, p.pixels.data());
+  else ok = stbi_write_jpg(path.c_str(), w, h, c, p.pixels.data(), 95);
+  if (!ok) {
+    std::error_code ec;
+    std::filesystem::remove(path, ec);  // no half-written picture left behind
+    throw IOError("save_image: cannot write '" + path + "' (hint: does its folder exist and is it writable?)");
+  }
+}
+
+Tensor resize_image(const Tensor& image, std::int64_t height, std::int64_t width) {
+  const Shape& s = image.shape();
+  if (s.ndim() != 3 || s[2] < 1 || s[2] > 64)
+    throw ShapeError("resize_image: expects an (H, W, C) image, got " + s.str() +
+                     " (hint: load_image returns (H, W, 3); a (C, H, W) tensor needs transpose({1, 2, 0}))");
+  if (image.dtype() != float32)
+    throw DtypeError("resize_image: expects float32, got " + std::string(dtype_name(image.dtype())) +
+                     " (hint: image.astype(float32))");
+  if (!image.device().is_cpu())
+    throw DeviceError("resize_image: the image is on " + image.device().str() + " (hint: image.to_cpu())");
+  if (height <= 0 || width <= 0 || height > (1 << 16) || width > (1 << 16))
+    throw ValueError("resize_image: the size (" + std::to_string(height) + ", " + std::to_string(width) +
+                     ") must be within 1-65536 on each side");
+  if (s[0] == 0 || s[1] == 0 || s[0] > (1 << 16) || s[1] > (1 << 16))
+    throw ShapeError("resize_image: cannot resample an image of shape " + s.str());
+  const int c = static_cast<int>(s[2]);
+  Tensor out = Tensor::empty(Shape{height, width, s[2]}, float32, Device::cpu(), "resize_image");
+  const int ok = stbir_resize_float_generic(image.data<float>(), static_cast<int>(s[1]), static_cast<int>(s[0]), 0,
+                                            out.data<float>(), static_cast<int>(width), static_cast<int>(height), 0,
+                                            c, STBIR_ALPHA_CHANNEL_NONE, 0, STBIR_EDGE_CLAMP,
+                                            STBIR_FILTER_CATMULLROM, STBIR_COLORSPACE_LINEAR, nullptr);
+  if (!ok) throw Error("resize_image: stb_image_resize could not allocate its work buffer for " + s.str() + " -> (" +
+                      std::to_string(height) + ", " + std::to_string(width) + ")");
+  return out;
+}
+
+}  // namespace dezero::utils

@@ -1,0 +1,166 @@
+// tests/test_image.cpp - utils::load_image / save_image / resize_image (dezero/image.hpp):
+// exact round trips through PNG, BMP and TGA, JPEG within its loss, the (N, C, H, W) grid
+// layout, scaling and clipping, and the errors for bad shapes, names and files.
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <vector>
+
+#include <dezero/image.hpp>
+#include <dezero/tensor.hpp>
+
+#include "support/test_util.hpp"
+
+using namespace dezero;
+namespace fs = std::filesystem;
+using dzt::has;
+using dzt::TempDir;
+
+namespace {
+// An (h, w, 3) picture whose every value is a distinct byte pattern.
+Tensor pattern(std::int64_t h, std::int64_t w) {
+  std::vector<float> v(static_cast<std::size_t>(h * w * 3));
+  for (std::size_t k = 0; k < v.size(); ++k) v[k] = static_cast<float>((k * 37 + 11) % 256);
+  return array(v, Shape{h, w, 3});
+}
+std::vector<char> bytes_of(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), {}};
+}
+}  // namespace
+
+TEST_CASE("save_image / load_image: PNG, BMP and TGA round-trip exactly; JPEG within its loss") {
+  TempDir dir;
+  const Tensor img = pattern(5, 7);
+  for (const char* name : {"a.png", "a.bmp", "a.tga", "A.PNG"}) {
+    const std::string path = (dir.path / name).string();
+    utils::save_image(path, img, 1.0);
+    const Tensor back = utils::load_image(path);
+    CHECK(back.shape() == Shape{5, 7, 3});
+    CHECK(back.dtype() == float32);
+    CHECK(dzt::vals(back) == dzt::vals(img));
+  }
+  // A smooth image survives JPEG (quality 95) to within a few levels.
+  std::vector<float> smooth(16 * 16 * 3);
+  for (int y = 0; y < 16; ++y)
+    for (int x = 0; x < 16; ++x)
+      for (int c = 0; c < 3; ++c) smooth[static_cast<std::size_t>((y * 16 + x) * 3 + c)] = 8.0f * x + 4.0f * y + 20.0f * c;
+  const std::string jpg = (dir.path / "s.jpg").string();
+  utils::save_image(jpg, array(smooth, Shape{16, 16, 3}), 1.0);
+  const std::vector<double> got = dzt::vals(utils::load_image(jpg));
+  double worst = 0;
+  for (std::size_t k = 0; k < got.size(); ++k) worst = std::max(worst, std::abs(got[k] - smooth[k]));
+  CHECK(worst <= 8.0);
+}
+
+TEST_CASE("save_image: scale, rounding, clipping and NaN; gray pictures load as RGB") {
+  TempDir dir;
+  const std::string path = (dir.path / "g.png").string();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // (H, W) gray in [0, 1] with the default scale 255.
+  utils::save_image(path, array({{0.0, 0.5, 1.0}, {-0.2, 2.0, nan}}));
+  const Tensor back = utils::load_image(path);
+  REQUIRE(back.shape() == Shape{2, 3, 3});
+  const std::vector<double> v = dzt::vals(back);
+  const std::vector<double> expect = {0, 128, 255, 0, 255, 0};  // 127.5 rounds to 128
+  for (std::size_t p = 0; p < 6; ++p)
+    for (std::size_t c = 0; c < 3; ++c) CHECK(v[p * 3 + c] == expect[p]);
+  // (H, W, 1), int32 and float64 inputs are accepted too.
+  utils::save_image(path, array(std::vector<int>{0, 100, 200, 300}, Shape{2, 2, 1}), 1.0);
+  CHECK(dzt::vals(utils::load_image(path)[Index(0)]) == std::vector<double>{0, 0, 0, 100, 100, 100});
+}
+
+TEST_CASE("save_image: an (N, C, H, W) batch is one grid, tiles 2 pixels apart") {
+  TempDir dir;
+  const std::string path = (dir.path / "grid.png").string();
+  // 5 gray 3x4 tiles, tile i filled with (i + 1) * 40: ceil(sqrt(5)) = 3 columns, 2 rows.
+  std::vector<float> v;
+  for (int i = 0; i < 5; ++i)
+    for (int k = 0; k < 12; ++k) v.push_back(static_cast<float>((i + 1) * 40));
+  utils::save_image(path, array(v, Shape{5, 1, 3, 4}), 1.0);
+  const Tensor g = utils::load_image(path);
+  CHECK(g.shape() == Shape{2 * 3 + 3 * 2, 3 * 4 + 4 * 2, 3});
+  auto px = [&](std::int64_t y, std::int64_t x) { return g[{Index(y), Index(x), Index(0)}].item<double>(); };
+  CHECK(px(0, 0) == 0);                    // padding
+  CHECK(px(2, 2) == 40);                   // tile 0, top-left
+  CHECK(px(4, 5) == 40);                   // tile 0, bottom-right
+  CHECK(px(2, 6) == 0);                    // the gap between tiles 0 and 1
+  CHECK(px(2, 8) == 80);                   // tile 1
+  CHECK(px(2, 14) == 120);                 // tile 2
+  CHECK(px(7, 2) == 160);                  // tile 3 (second row)
+  CHECK(px(7, 8) == 200);                  // tile 4
+  CHECK(px(7, 14) == 0);                   // no sixth tile
+  // Explicit columns: 5 in one row.
+  utils::save_image(path, array(v, Shape{5, 1, 3, 4}), 1.0, 5);
+  CHECK(utils::load_image(path).shape() == Shape{3 + 4, 5 * 4 + 6 * 2, 3});
+  // RGB tiles keep their channels.
+  std::vector<float> rgb(2 * 3 * 2 * 2);
+  for (int i = 0; i < 2; ++i)
+    for (int c = 0; c < 3; ++c)
+      for (int k = 0; k < 4; ++k) rgb[static_cast<std::size_t>((i * 3 + c) * 4 + k)] = static_cast<float>(c == i ? 1 : 0);
+  utils::save_image(path, array(rgb, Shape{2, 3, 2, 2}));
+  const Tensor c = utils::load_image(path);
+  CHECK(dzt::vals(c[{Index(2), Index(2)}]) == std::vector<double>{255, 0, 0});
+  CHECK(dzt::vals(c[{Index(2), Index(6)}]) == std::vector<double>{0, 255, 0});
+}
+
+TEST_CASE("save_image: errors name the file, the shape and a hint; nothing is left behind") {
+  TempDir dir;
+  const std::string png = (dir.path / "x.png").string();
+  CHECK(has(dzt::thrown<ValueError>([&] { utils::save_image((dir.path / "x.gif").string(), pattern(2, 2)); }),
+            "'.gif'"));
+  CHECK(has(dzt::thrown<ValueError>([&] { utils::save_image((dir.path / "noext").string(), pattern(2, 2)); }),
+            ".png"));
+  CHECK(has(dzt::thrown<ShapeError>([&] { utils::save_image(png, zeros(Shape{3, 4, 5})); }), "(3, 4, 5)"));
+  CHECK(has(dzt::thrown<ShapeError>([&] { utils::save_image(png, zeros(Shape{2, 2, 4, 4})); }), "C = 1 or 3"));
+  CHECK(has(dzt::thrown<ShapeError>([&] { utils::save_image(png, zeros(Shape{5})); }), "(5,)"));
+  CHECK(has(dzt::thrown<ShapeError>([&] { utils::save_image(png, zeros(Shape{0, 1, 2, 2})); }), "empty"));
+  CHECK(has(dzt::thrown<ValueError>([&] { utils::save_image(png, Tensor()); }), "undefined"));
+  CHECK(has(dzt::thrown<IOError>([&] { utils::save_image((dir.path / "no" / "x.png").string(), pattern(2, 2)); }),
+            "cannot write"));
+  CHECK(dir.entries() == 0);
+}
+
+TEST_CASE("load_image: missing, empty, corrupt and truncated files are IOErrors naming the file") {
+  TempDir dir;
+  const fs::path missing = dir.path / "missing.png";
+  CHECK(has(dzt::thrown<IOError>([&] { utils::load_image(missing.string()); }), "missing.png"));
+  const fs::path text = dir.path / "text.png";
+  std::ofstream(text) << "this is not a picture";
+  CHECK(has(dzt::thrown<IOError>([&] { utils::load_image(text.string()); }), "cannot decode"));
+  const fs::path empty = dir.path / "empty.jpg";
+  std::ofstream(empty).close();
+  CHECK(has(dzt::thrown<IOError>([&] { utils::load_image(empty.string()); }), "empty.jpg"));
+  // A PNG cut in half.
+  const fs::path good = dir.path / "good.png";
+  utils::save_image(good.string(), pattern(32, 32), 1.0);
+  std::vector<char> b = bytes_of(good);
+  b.resize(b.size() / 2);
+  const fs::path cut = dir.path / "cut.png";
+  std::ofstream(cut, std::ios::binary).write(b.data(), static_cast<std::streamsize>(b.size()));
+  CHECK(has(dzt::thrown<IOError>([&] { utils::load_image(cut.string()); }), "cut.png"));
+}
+
+TEST_CASE("resize_image: shapes, constants stay constant, same size is the identity, errors") {
+  const Tensor img = pattern(6, 8);
+  const Tensor same = utils::resize_image(img, 6, 8);
+  CHECK(utils::array_allclose(same, img, 0, 1e-3));
+  const Tensor big = utils::resize_image(img, 224, 224);
+  CHECK(big.shape() == Shape{224, 224, 3});
+  CHECK(big.dtype() == float32);
+  Tensor flat = zeros(Shape{10, 12, 3});
+  flat.fill_(42.0);
+  for (const Tensor& r : {utils::resize_image(flat, 5, 6), utils::resize_image(flat, 31, 7)})
+    for (double x : dzt::vals(r)) CHECK(x == doctest::Approx(42.0).epsilon(1e-5));
+  // Down-sampling a left-dark / right-bright image keeps the halves.
+  Tensor halves = zeros(Shape{8, 8, 3});
+  for (int y = 0; y < 8; ++y)
+    for (int x = 4; x < 8; ++x) halves[{Index(y), Index(x)}].fill_(200.0);
+  const Tensor small = utils::resize_image(halves, 4, 4);
+  CHECK(small[{Index(1), Index(0), Index(0)}].item<double>() < 20);
+  CHECK(small[{Index(1), Index(3), Index(0)}].item<double>() > 180);
+  CHECK(has(dzt::thrown<ShapeError>([&] { utils::resize_image(zeros(Shape{3, 4}), 2, 2); }), "(H, W, C)"));
+  CHECK(has(dzt::thrown<DtypeError>([&] { utils::resize_image(zeros(Shape{3, 4, 3}, float64), 2, 2); }), "float64"));
+  CHECK(has(dzt::thrown<ValueError>([&] { utils::resize_image(img, 0, 2); }), "(0, 2)"));
+}
