@@ -6,22 +6,20 @@
 //   softmax cross entropy on random labels, backward, no optimizer step.
 //
 // After --warmup steps (the weights are created lazily by the first), --steps steps are
-// timed one by one; prints the median and the best. --profile 1 adds the forward /
-// backward split and the forward's seconds per part (conv, batch_norm, relu, add,
-// pooling, linear), timed around the layer calls below (for the backward's parts use
-// perf record). bench/libtorch/torch_w4_resnet50.cpp is the
+// timed one by one; prints the median and the best. The network is models::ResNet50.
+// --profile 1 times instead ProfiledResNet50 below, the same architecture built here from
+// L::Conv2d / L::BatchNorm / L::Linear with a timer around every layer call, and adds the
+// forward / backward split and the forward's seconds per part (conv, batch_norm, relu,
+// add, pooling, linear); for the backward's parts use perf record.
+// bench/libtorch/torch_w4_resnet50.cpp is the
 // LibTorch twin (the same architecture from torch::nn modules, same printed lines).
 //   w4_resnet50 [--device cpu|cuda] [--batch N] [--steps N] [--warmup N] [--profile 1]
-//
-// The network is built here from L::Conv2d / L::BatchNorm / L::Linear exactly as
-// models::ResNet50 builds it (BottleneckA with the stride on its first 1x1 and a 1x1
-// conv + BN shortcut, BottleneckB with the identity), so that this bench does not
-// depend on the model zoo's branch; the parameter keys are not used here.
 #include <algorithm>
 #include <dezero/dezero.hpp>
 #include <dezero/models.hpp>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <vector>
 
 #include "bench_common.hpp"
@@ -85,9 +83,11 @@ class Bottleneck : public Model {
   bool shortcut_;
 };
 
-class ResNet50 : public Model {
+// models::ResNet50 as models/resnet.cpp builds it (BottleneckA with the stride on its first
+// 1x1 and a 1x1 conv + BN shortcut, BottleneckB with the identity; other keys), timed per part.
+class ProfiledResNet50 : public Model {
  public:
-  ResNet50() {
+  ProfiledResNet50() {
     conv1 = register_layer("conv1", conv(64, 7, 2, 3, false));
     bn1 = register_layer("bn1", std::make_shared<L::BatchNorm>());
     const std::int64_t spec[4][4] = {{3, 64, 256, 1}, {4, 128, 512, 2}, {6, 256, 1024, 2}, {3, 512, 2048, 2}};
@@ -122,11 +122,15 @@ int main(int argc, char** argv) try {
   const int warmup = std::stoi(bench::arg(argc, argv, "--warmup", "1"));
   const bool profile = bench::arg(argc, argv, "--profile", "0") != std::string("0");
   random::seed(0);
-  ResNet50 model;
+  std::unique_ptr<Model> net;
+  if (profile) net = std::make_unique<ProfiledResNet50>();
+  else net = std::make_unique<models::ResNet50>();
+  Model& model = *net;
   Tensor x = random::rand({B, 3, 224, 224}, float32).to(dev);
   Tensor t = random::randint(0, 1000, {B}).to(dev);
   std::cout << "W4: ResNet50 forward + softmax cross entropy + backward, batch " << B
-            << " x 3 x 224 x 224 float32, train mode, device " << dev << "\n";
+            << " x 3 x 224 x 224 float32, train mode, device " << dev
+            << (profile ? " (the profiled twin of models::ResNet50)" : "") << "\n";
   std::vector<double> times;
   double loss = 0, fwd_total = 0, bwd_total = 0;
   for (int i = 0; i < warmup + steps; ++i) {
