@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/compare_libtorch.py - our W1/W2/W3 programs against their LibTorch C++ twins.
+"""bench/compare_libtorch.py - our W1-W4 programs against their LibTorch C++ twins.
 
 Runs ours and LibTorch's alternately (ours, theirs, ours, theirs, ...) so that both see
 the same machine load, --pairs times per workload, with OMP_NUM_THREADS=--threads for
@@ -9,6 +9,8 @@ ratio LibTorch / ours of every pair (> 1: ours is faster) and the median ratio.
 
   python3 bench/compare_libtorch.py [--build build] [--pairs 3] [--threads 2] [--only w1,w2,w3]
                                     [--data DIR]   (Fashion-MNIST for W2)
+  python3 bench/compare_libtorch.py --only w4 --pairs 3   (ResNet50, not in the default set:
+                                    about a minute per pair at 2 threads)
 
 The twins are build/bench/libtorch/torch_*; they are built when CMake finds LibTorch
 (Debian's libtorch-dev).
@@ -25,6 +27,7 @@ WORKLOADS = {
     "w1": ("w1_mlp_epoch", "libtorch/torch_w1_mlp_epoch", r"epoch 1: ([0-9.e+-]+) s", "s/epoch"),
     "w2": ("w2_cnn", "libtorch/torch_w2_cnn", r"epoch 1: ([0-9.e+-]+) s", "s/epoch"),
     "w3": ("w3_overhead", "libtorch/torch_w3_overhead", r"median ([0-9.e+-]+) us/step", "us/step"),
+    "w4": ("w4_resnet50", "libtorch/torch_w4_resnet50", r"median ([0-9.e+-]+) s/step", "s/step"),
 }
 
 
@@ -61,7 +64,8 @@ def main():
                 if not m:
                     sys.exit(f"{path}: no '{pattern}' in its output:\n{text}")
                 figures.append(float(m.group(1)))
-                detail = [line for line in text.splitlines() if "GFLOP/s" in line or "BLAS" in line]
+                detail = [line for line in text.splitlines() if "GFLOP/s" in line or "BLAS" in line
+                          or "s/step" in line]
                 print(f"  pair {i + 1} {os.path.basename(path)}: {m.group(1)} {unit}" +
                       "".join(f"\n      {d}" for d in detail))
             ratios.append(figures[1] / figures[0])

@@ -190,6 +190,24 @@ class Backend {
   // gx = (softmax(x) - onehot(t)) * gy / n; gy is a single element on this device.
   virtual void softmax_cross_entropy_grad(DType dt, const void* x, const std::int64_t* t, const void* gy,
                                           void* gx, std::int64_t n, std::int64_t c) = 0;
+  // Batch normalisation over the channels of x viewed as (n, c, hw): (N, C) with hw = 1
+  // or NCHW (N, C, H, W) with hw = H * W; gamma, beta, mean, inv_std, running_mean and
+  // running_var are (c,), every array x's dtype. m = n * hw values per channel.
+  //   batch_norm_forward, train: mean = sum x / m, var = sum (x - mean)^2 / m (biased),
+  //     inv_std = 1 / sqrt(var + eps); running_mean = decay running_mean + (1 - decay) mean,
+  //     running_var = decay running_var + (1 - decay) m / max(m - 1, 1) var, in place.
+  //     test (train false): mean = running_mean, inv_std = 1 / sqrt(running_var + eps), the
+  //     running statistics are only read. Both: y = gamma (x - mean) inv_std + beta, and
+  //     mean and inv_std are written for the backward.
+  //   batch_norm_backward: xhat = (x - mean) inv_std; gbeta = sum gy, ggamma = sum xhat gy
+  //     over each channel; gx = gamma inv_std (gy - gbeta / m - xhat ggamma / m) in train
+  //     mode, gamma inv_std gy in test mode; gx may be null (not wanted).
+  virtual void batch_norm_forward(DType dt, const void* x, const void* gamma, const void* beta, void* y,
+                                  void* mean, void* inv_std, void* running_mean, void* running_var, std::int64_t n,
+                                  std::int64_t c, std::int64_t hw, double decay, double eps, bool train) = 0;
+  virtual void batch_norm_backward(DType dt, const void* x, const void* gy, const void* gamma, const void* mean,
+                                   const void* inv_std, void* gx, void* ggamma, void* gbeta, std::int64_t n,
+                                   std::int64_t c, std::int64_t hw, bool train) = 0;
   // param -= update(grad, state...) in place; state arrays have the param's size.
   virtual void optimizer_update(UpdateRule rule, DType dt, void* param, const void* grad, void* s1, void* s2,
                                 std::int64_t n, const UpdateArgs& args) = 0;

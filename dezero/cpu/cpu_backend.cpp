@@ -124,6 +124,18 @@ class CpuBackend final : public Backend {
                                   std::int64_t n, std::int64_t c) override {
     cpu::softmax_cross_entropy_grad(dt, x, t, gy, gx, n, c);
   }
+  // batch normalisation (batch_norm.cpp)
+  void batch_norm_forward(DType dt, const void* x, const void* gamma, const void* beta, void* y, void* mean,
+                          void* inv_std, void* running_mean, void* running_var, std::int64_t n, std::int64_t c,
+                          std::int64_t hw, double decay, double eps, bool train) override {
+    cpu::batch_norm_forward(dt, x, gamma, beta, y, mean, inv_std, running_mean, running_var, n, c, hw, decay, eps,
+                            train);
+  }
+  void batch_norm_backward(DType dt, const void* x, const void* gy, const void* gamma, const void* mean,
+                           const void* inv_std, void* gx, void* ggamma, void* gbeta, std::int64_t n, std::int64_t c,
+                           std::int64_t hw, bool train) override {
+    cpu::batch_norm_backward(dt, x, gy, gamma, mean, inv_std, gx, ggamma, gbeta, n, c, hw, train);
+  }
   void optimizer_update(UpdateRule rule, DType dt, void* param, const void* grad, void* s1, void* s2,
                         std::int64_t n, const UpdateArgs& args) override {
     cpu::optimizer_update(rule, dt, param, grad, s1, s2, n, args);

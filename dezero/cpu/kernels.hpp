@@ -93,6 +93,14 @@ void softmax_cross_entropy_grad(DType dt, const void* x, const std::int64_t* t, 
 void optimizer_update(UpdateRule rule, DType dt, void* param, const void* grad, void* s1, void* s2, std::int64_t n,
                       const UpdateArgs& args);
 
+// --- batch normalisation (batch_norm.cpp): float32 and float64, x as (n, c, hw) ----------
+void batch_norm_forward(DType dt, const void* x, const void* gamma, const void* beta, void* y, void* mean,
+                        void* inv_std, void* running_mean, void* running_var, std::int64_t n, std::int64_t c,
+                        std::int64_t hw, double decay, double eps, bool train);
+void batch_norm_backward(DType dt, const void* x, const void* gy, const void* gamma, const void* mean,
+                         const void* inv_std, void* gx, void* ggamma, void* gbeta, std::int64_t n, std::int64_t c,
+                         std::int64_t hw, bool train);
+
 // --- random numbers (random.cpp): samples from the host generator's MT19937 stream ------
 void random_uniform(Generator& g, DType dt, void* dst, std::int64_t n);
 void random_normal(Generator& g, DType dt, void* dst, std::int64_t n);

@@ -2,6 +2,8 @@
 // through a cache of freed ones (HostBlockCache), the copies (plain memcpy/memmove:
 // host and device memory are the same here) and fill. Not the packing buffers of the
 // GEMM kernels (sgemm.cpp keeps its own per thread).
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -23,13 +25,20 @@ namespace dezero::detail::cpu {
 // and, for large blocks, fresh zeroed pages from the kernel every step (the 4 MB
 // gradients of bench/w1_mlp_epoch.cpp's MNIST MLP).
 // Freed blocks up to 64 MB are kept per rounded size (64 B steps up to 4 KB, then
-// eighths of a power of two), at most 256 MB in all; DEZERO_CPU_MEMORY_POOL=0 turns
-// the cache off, and it is off under AddressSanitizer so that use-after-free is caught.
+// eighths of a power of two), at most 2 GB in all (a quarter of the physical memory
+// when that is less): a ResNet50 step on a batch of 8 frees about 1 GB of activations
+// and gradients and allocates them again in the next step, and with a 256 MB cap each
+// step took some 190,000 page faults of fresh zeroed pages (bench/w4_resnet50.cpp).
+// DEZERO_CPU_MEMORY_POOL=0 turns the cache off, and it is off under AddressSanitizer so
+// that use-after-free is caught.
 class HostBlockCache {
  public:
   HostBlockCache() {
     const char* env = std::getenv("DEZERO_CPU_MEMORY_POOL");
     enabled_ = !(env && std::string(env) == "0");
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0)
+      max_cached_ = std::min(max_cached_, static_cast<std::size_t>(pages) / 4 * static_cast<std::size_t>(page));
 #if defined(__SANITIZE_ADDRESS__)
     enabled_ = false;
 #endif
@@ -67,7 +76,7 @@ class HostBlockCache {
     if (enabled_ && n <= kMaxBlock) {
       try {
         std::lock_guard<std::mutex> lock(mu_);
-        if (cached_ + n <= kMaxCached) {
+        if (cached_ + n <= max_cached_) {
           (n <= kSmallBlock ? small_[n / 64 - 1] : free_[n]).push_back(p);
           cached_ += n;
           return;
@@ -92,7 +101,7 @@ class HostBlockCache {
 
  private:
   static constexpr std::size_t kMaxBlock = std::size_t(64) << 20;
-  static constexpr std::size_t kMaxCached = std::size_t(256) << 20;
+  static constexpr std::size_t kMaxCached = std::size_t(2) << 30;
   static constexpr std::size_t kSmallBlock = 4096;  // up to here sizes are multiples of 64: one list each
 
   static std::size_t rounded(std::size_t nbytes) {
@@ -108,6 +117,7 @@ class HostBlockCache {
   std::vector<void*> small_[kSmallBlock / 64];  // small_[n / 64 - 1]: free blocks of n bytes
   std::unordered_map<std::size_t, std::vector<void*>> free_;
   std::size_t cached_ = 0;
+  std::size_t max_cached_ = kMaxCached;
 };
 
 // --- the memory primitives ------------------------------------------------------------------

@@ -1,12 +1,21 @@
 // dezero/functions/normalization.cpp - batch_norm (alias batch_nrom): DeZero
-// functions.py's BatchNorm, used by the BatchNorm layer. The forward is one pass of
-// tensor ops over rows (N*H*W, C); the backward is written with Variables.
+// functions.py's BatchNorm, used by the BatchNorm layer.
+//
+// Two routes to the same numbers. The fused one (tensor/fused.hpp's batch_norm_forward
+// and _backward, one backend kernel each, cpu/batch_norm.cpp and cuda/batch_norm.cu)
+// works on NCHW in place of (N*H*W, C) rows: it takes float32 / float64 x whose gamma,
+// beta and running statistics share its dtype and device, the forward in both modes and
+// the backward when no graph is recorded (create_graph false). The composite one - tensor
+// ops over the rows (N*H*W, C), C moved last, and a backward written with Variables -
+// takes the rest, and the backward with create_graph, so that the gradient is itself
+// differentiable (the statistics recomputed from x in train mode).
 #include "dezero/functions/normalization.hpp"
 
 #include <string>
 
 #include "dezero/functions.hpp"
 #include "dezero/tensor/checks.hpp"
+#include "dezero/tensor/fused.hpp"
 
 namespace dezero {
 namespace {
@@ -42,6 +51,12 @@ class BatchNorm : public Function {
 
   TensorList forward(const TensorList& xs) override {
     const Tensor &x = xs[0], &gamma = xs[1], &beta = xs[2];
+    if (detail::batch_norm_fusable(x, gamma, beta, rm_, rv_)) {
+      detail::BatchNormForward r = detail::batch_norm_forward(x, gamma, beta, rm_, rv_, decay_, eps_, train_);
+      mean_ = std::move(r.mean);
+      inv_std_ = std::move(r.inv_std);
+      return {std::move(r.y)};
+    }
     Tensor x2 = to_rows(x);  // (M, C)
     Tensor xhat;
     if (train_) {
@@ -65,6 +80,17 @@ class BatchNorm : public Function {
   VariableList backward(const VariableList& gys) override {
     const Variable &x = input(0), &gamma = input(1);
     const Shape& xs = x.shape();
+    if (!Config::enable_backprop && gys[0].data().dtype() == x.dtype() && gys[0].shape() == xs &&
+        detail::batch_norm_fusable(x.data(), gamma.data(), gamma.data(), mean_, inv_std_)) {
+      // gx = gamma inv_std (gy - gbeta / m - xhat ggamma / m) (train) or gamma inv_std gy,
+      // ggamma = sum xhat gy, gbeta = sum gy: one kernel over NCHW.
+      detail::BatchNormBackward r =
+          detail::batch_norm_backward(x.data(), gys[0].data(), gamma.data(), mean_, inv_std_, train_,
+                                      needs_input_grad(0));
+      return {needs_input_grad(0) ? Variable(std::move(r.gx)) : Variable(),
+              needs_input_grad(1) ? Variable(std::move(r.ggamma)) : Variable(),
+              needs_input_grad(2) ? Variable(std::move(r.gbeta)) : Variable()};
+    }
     const double m = static_cast<double>(x.size() / xs[1]);
     Variable gy = to_rows(gys[0]);
     Variable xhat, inv_std;

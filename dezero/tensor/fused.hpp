@@ -7,7 +7,8 @@
 // never touch raw pointers or a backend. This header includes no backend header; the
 // layers above the tensor may include it (and tensor/checks.hpp), never
 // tensor/strided.hpp or dezero/backend/. No autograd here. Defined in fused.cpp,
-// except matmul_t (linalg.cpp, next to matmul) and the convolution section (conv.cpp).
+// except matmul_t (linalg.cpp, next to matmul), the convolution section (conv.cpp) and
+// batch normalisation (batch_norm.cpp).
 #pragma once
 
 #include <cstddef>
@@ -108,6 +109,31 @@ std::pair<Tensor, Tensor> max_pool(const char* op, const Tensor& x, Pair k, Pair
 Tensor max_pool_backward(const Tensor& gy, const Tensor& idx, const Shape& x_shape, Pair k, Pair s, Pair p);
 // y (n, c, oh, ow) = x (n, c, h, w) at each window's idx (0 on the padding).
 Tensor max_pool_gather(const Tensor& x, const Tensor& idx, Pair k, Pair s, Pair p);
+
+// --- batch normalisation (batch_norm.cpp; functions/normalization.cpp) ----------------
+// The fused kernels of F::batch_norm over the channel axis 1 of x (N, C) or NCHW
+// (N, C, H, W), without moving C last (Backend::batch_norm_forward / _backward give the
+// formulas). batch_norm_fusable: whether they take the case: x float32 or float64, 2-d
+// or 4-d, and gamma, beta, running_mean and running_var defined, of shape (C,), of x's
+// dtype and on x's device (the caller, which has checked its operands, takes the
+// composite formula otherwise).
+bool batch_norm_fusable(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
+                        const Tensor& running_var);
+// y (x's shape), and the channels' mean and inv_std (C,) for the backward; train: the batch's
+// statistics, running_mean / running_var updated in place (decay, unbiased var); test: the
+// running statistics, only read.
+struct BatchNormForward {
+  Tensor y, mean, inv_std;
+};
+BatchNormForward batch_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& running_mean,
+                                    Tensor& running_var, double decay, double eps, bool train);
+// gx (x's shape; undefined unless want_gx), ggamma and gbeta (C,) from gy (x's shape) and
+// the forward's mean and inv_std.
+struct BatchNormBackward {
+  Tensor gx, ggamma, gbeta;
+};
+BatchNormBackward batch_norm_backward(const Tensor& x, const Tensor& gy, const Tensor& gamma, const Tensor& mean,
+                                      const Tensor& inv_std, bool train, bool want_gx);
 
 // --- optimizer updates (optimizers/rules.cpp, hooks.cpp) -------------------------------
 // In place on param and its state tensors, one fused Backend::optimizer_update kernel
