@@ -1,5 +1,6 @@
 // dezero/datasets.hpp - dezero::datasets: Dataset and the book's datasets (DeZero's
-// datasets.py): Spiral, SinCurve, MNIST, FashionMNIST, plus the IDX file reader.
+// datasets.py): Spiral, SinCurve, MNIST, FashionMNIST, CIFAR10, ImageNet's labels, plus the
+// IDX file reader.
 //
 // A Dataset holds its samples as whole tensors, data: (N, ...) and label: (N,) (or no
 // label), and get(i) returns (transform(data[i]), target_transform(label[i])) like
@@ -136,6 +137,45 @@ class FashionMNIST : public MNIST {
   static const char* default_mirror();
   static const char* system_dir();  // "/usr/share/datasets/fashion-mnist"
   static std::map<int, std::string> labels();  // {0: "T-shirt/top", ..., 9: "Ankle boot"}
+};
+
+// --- CIFAR-10 ----------------------------------------------------------------------------
+// The binary distribution cifar-10-binary.tar.gz (https://www.cs.toronto.edu/~kriz/cifar.html),
+// read in place with libarchive: members cifar-10-batches-bin/data_batch_1.bin .. _5.bin (train,
+// 50000 images, in that order) and test_batch.bin (test, 10000). Each file is records of
+// 1 label byte + 3072 pixel bytes: the R plane, then G, then B, each 32x32 row-major.
+// The archive is looked for in `dir`, else $DEZERO_HOME (or ~/.dezero); when missing it is
+// downloaded there from `mirror`, else $DEZERO_CIFAR10_MIRROR, else https://www.cs.toronto.edu/~kriz/.
+// (DeZero reads the Python distribution, cifar-10-python.tar.gz, whose pickles C++ cannot
+// read; the two hold the same images in the same order.)
+// x: images (N, 3, 32, 32) int32 in [0, 255] through `transform`, t: int64 (N,) in [0, 9].
+// Every wanted member must be there, a whole non-zero number of records with labels 0-9; a
+// missing, truncated or corrupt archive is an IOError naming the file, and nothing is kept.
+// libdezero does not link libarchive: the first CIFAR10 dlopen()s libarchive.so.13 (or
+// $DEZERO_LIBARCHIVE, a file name or path); without it CIFAR10 is an IOError saying so.
+class CIFAR10 : public Dataset {
+ public:
+  explicit CIFAR10(bool train = true, Transform transform = default_transform(), Transform target_transform = {},
+                   const std::string& dir = "", const std::string& mirror = "");
+  // Compose({ToFloat(), Normalize(127.5, 127.5)}): float32 in [-1, 1]. DeZero's default is
+  // Compose([ToFloat(), Normalize(mean=0.5, std=0.5)]) on the 0-255 data, which gives values in
+  // [-1, 509] (a known quirk, reference/dezero-inventory.md section 14 item 15); we normalise as
+  // DeZero evidently meant to. Pass Compose({ToFloat(), Normalize(0.5, 0.5)}) for DeZero's values.
+  static Transform default_transform();
+  static const char* default_mirror();  // "https://www.cs.toronto.edu/~kriz/"
+  static const char* file_name();       // "cifar-10-binary.tar.gz"
+  // {0: "airplane", 1: "automobile", ..., 9: "truck"} (DeZero spells 0 "ariplane"; we do not).
+  static std::map<int, std::string> labels();
+};
+
+// --- ImageNet ----------------------------------------------------------------------------
+// Only the class names (DeZero's ImageNet dataset is a stub too; step 58 uses labels()).
+class ImageNet {
+ public:
+  // The 1000 ILSVRC-2012 classes, index -> the comma-separated WordNet synonyms of its synset:
+  // {0: "tench, Tinca tinca", 1: "goldfish, Carassius auratus", ..., 999: "toilet tissue, toilet
+  // paper, bathroom tissue"}: the list DeZero downloads, shipped in the library.
+  static std::map<int, std::string> labels();
 };
 
 }  // namespace datasets

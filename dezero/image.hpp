@@ -15,12 +15,20 @@
 
 namespace dezero::utils {
 
-// Decodes a PNG, JPEG, BMP, GIF (first frame), TGA, PSD, HDR, PIC or PNM file into an
+// Decodes a PNG, JPEG or BMP file into an
 // (H, W, 3) float32 host tensor of values 0-255 in RGB order. Gray and alpha images are
 // converted to RGB the way PIL's convert("RGB") does (gray replicated, alpha dropped).
 // An unreadable, truncated or unsupported file is an IOError naming the file and the
 // decoder's reason.
 Tensor load_image(const std::string& path);
+// The same from the file's bytes in memory; `name` is what the errors call it.
+Tensor decode_image(const std::string& bytes, const std::string& name = "image");
+// A picture whose header claims more than this many pixels (width x height; default
+// 2^27 = 134,217,728, a 1.6 GB tensor; at most 65535 a side in any case) is refused with
+// an IOError before it is decoded: a few bytes of a compressed file can claim gigabytes
+// (PIL's MAX_IMAGE_PIXELS guards the same). Process-wide; thread-safe.
+void set_max_image_pixels(std::int64_t pixels);
+std::int64_t get_max_image_pixels();
 
 // Writes `image` as an 8-bit picture: pixel = value * scale, rounded, clipped to 0-255
 // (NaN -> 0). Accepted shapes:
@@ -30,7 +38,7 @@ Tensor load_image(const std::string& path);
 //                   (0: ceil(sqrt(N))), tiles separated by 2 black pixels, like
 //                   torchvision's make_grid.
 // Any dtype and device (the values are copied to the host). The format follows the
-// extension: .png, .jpg / .jpeg (quality 95), .bmp or .tga. Other extensions are a
+// extension: .png, .jpg / .jpeg (quality 95) or .bmp. Other extensions are a
 // ValueError; a file that cannot be written is an IOError. Returns nothing; the file is
 // complete when the call returns.
 void save_image(const std::string& path, const Tensor& image, double scale = 255, std::int64_t ncols = 0);

@@ -16,10 +16,11 @@ dezero_install_packages() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 }
 
-# Build dependencies: Eigen, doctest, zlib, libcurl, stb (image files); oneDNN (optional to the build:
+# Build dependencies: Eigen, doctest, zlib, libcurl, stb (image files), libarchive's headers
+# (CIFAR-10's tar.gz; the library itself is loaded at run time); oneDNN (optional to the build:
 # float32 CPU convolutions, cmake -DDEZERO_ONEDNN); Graphviz renders graphs; NumPy
 # checks that our .npz files load in NumPy.
-DEZERO_BUILD_PACKAGES=(libeigen3-dev doctest-dev zlib1g-dev libcurl4-openssl-dev libstb-dev libdnnl-dev graphviz python3-numpy)
+DEZERO_BUILD_PACKAGES=(libeigen3-dev doctest-dev zlib1g-dev libcurl4-openssl-dev libstb-dev libarchive-dev libdnnl-dev graphviz python3-numpy)
 # The fuzz targets (tests/fuzz, tools/fuzz.sh): clang with libFuzzer and its OpenMP runtime.
 DEZERO_FUZZ_PACKAGES=(clang libclang-rt-dev libomp-dev)
 

@@ -21,7 +21,7 @@ case "${1:-}" in
   --runs) LIMIT="-runs=$2"; shift 2 ;;
 esac
 TARGETS=("$@")
-[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(npz npy idx)
+[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(npz npy idx image)
 CLANGXX="${CLANGXX:-$(command -v clang++ || true)}"
 if [ -z "$CLANGXX" ]; then
   echo "fuzz: clang++ not found (Debian: apt-get install clang libclang-rt-dev libomp-dev)" >&2

@@ -5,7 +5,8 @@ Run at development time (Debian's python3-numpy):  /usr/bin/python3 tools/make_f
 It rewrites tests/fuzz/corpus/{npz,npy,idx}/ and the hand-made inputs in
 tests/fuzz/regressions/; the output is deterministic and committed with this script.
 Seeds are small (libFuzzer mutates them): a few arrays of every dtype and layout the
-readers accept, and IDX files of both kinds, plain and gzipped.
+readers accept, IDX files of both kinds, plain and gzipped, and tiny PNG, JPEG and BMP
+pictures (made with Debian's python3-pil).
 """
 import glob
 import gzip
@@ -14,6 +15,7 @@ import os
 import shutil
 import struct
 import zipfile
+import zlib
 
 import numpy as np
 
@@ -82,6 +84,15 @@ def main():
                 info.compress_type = method
                 z.writestr(info, npy_bytes(a))
         write(os.path.join(d, name), buf.getvalue())
+    # A regression input: a 60000 x 60000 RGB PNG holding a few bytes of data must fail
+    # cleanly, without allocating 10 GB.
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xffffffff)
+    d = os.path.join(FUZZ, "regressions", "image")
+    os.makedirs(d, exist_ok=True)
+    write(os.path.join(d, "huge-png-tiny-data"),
+          b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 60000, 60000, 8, 2, 0, 0, 0)) +
+          chunk(b"IDAT", zlib.compress(b"\x00" * 64)) + chunk(b"IEND", b""))
 
     # --- idx: MNIST's two kinds (labels 0x801, images 0x803), plain and gzipped
     d = fresh(os.path.join(FUZZ, "corpus", "idx"))
@@ -106,6 +117,34 @@ def main():
     header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
     write(os.path.join(d, "shape-product-overflows"),
           b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode("latin1"))
+    images_corpus()
+
+
+def images_corpus():
+    """corpus/image: 4x3 (and one 1x1) pictures in each format and pixel layout load_image reads."""
+    from PIL import Image
+    d = fresh(os.path.join(FUZZ, "corpus", "image"))
+    rgb = Image.frombytes("RGB", (4, 3), bytes((k * 37 + 11) % 256 for k in range(4 * 3 * 3)))
+    pics = {
+        "rgb.png": (rgb, {}), "gray.png": (rgb.convert("L"), {}), "rgba.png": (rgb.convert("RGBA"), {}),
+        "palette.png": (rgb.convert("P"), {}), "interlaced.png": (rgb, {"interlace": 1}),
+        "gray16.png": (rgb.convert("L").convert("I"), {}), "one.png": (Image.new("RGB", (1, 1), (9, 8, 7)), {}),
+        "baseline.jpg": (rgb, {"quality": 90}), "progressive.jpg": (rgb, {"progressive": True}),
+        "gray.jpg": (rgb.convert("L"), {}), "rgb.bmp": (rgb, {}), "gray.bmp": (rgb.convert("L"), {}),
+            }
+    for name, (im, opts) in pics.items():
+        buf = io.BytesIO()
+        im.save(buf, format={"jpg": "JPEG", "pgm": "PPM"}.get(name.rsplit(".", 1)[1], name.rsplit(".", 1)[1].upper()), **opts)
+        write(os.path.join(d, name), buf.getvalue())
+    # A regression input: a 60000 x 60000 RGB PNG holding a few bytes of data must fail
+    # cleanly, without allocating 10 GB.
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xffffffff)
+    d = os.path.join(FUZZ, "regressions", "image")
+    os.makedirs(d, exist_ok=True)
+    write(os.path.join(d, "huge-png-tiny-data"),
+          b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 60000, 60000, 8, 2, 0, 0, 0)) +
+          chunk(b"IDAT", zlib.compress(b"\x00" * 64)) + chunk(b"IEND", b""))
 
 
 if __name__ == "__main__":

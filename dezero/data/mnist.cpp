@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <string>
 
+#include "dezero/data/files.hpp"
 #include "dezero/datasets.hpp"
 #include "dezero/download.hpp"
 
@@ -122,23 +123,8 @@ namespace {
 const char* image_file(bool train) { return train ? "train-images-idx3-ubyte.gz" : "t10k-images-idx3-ubyte.gz"; }
 const char* label_file(bool train) { return train ? "train-labels-idx1-ubyte.gz" : "t10k-labels-idx1-ubyte.gz"; }
 
-std::string with_slash(std::string url) {
-  if (!url.empty() && url.back() != '/') url += '/';
-  return url;
-}
-
-std::string pick_mirror(const std::string& mirror, const char* env, const char* fallback) {
-  if (!mirror.empty()) return with_slash(mirror);
-  const char* e = std::getenv(env);
-  return with_slash(e && *e ? e : fallback);
-}
-
-// dir/name, downloaded from mirror when missing.
-std::string fetch(const std::string& dir, const char* name, const std::string& mirror) {
-  fs::path p = fs::path(dir) / name;
-  if (fs::exists(p)) return p.string();
-  return utils::get_file(mirror + name, name, dir);
-}
+using detail::fetch;
+using detail::pick_mirror;
 }  // namespace
 
 Transform MNIST::default_transform() {
