@@ -11,7 +11,6 @@
 // archive.h / archive_entry.h are used for the prototypes and constants only.
 #include <archive.h>
 #include <archive_entry.h>
-#include <dlfcn.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -23,12 +22,12 @@
 #include <map>
 #include <memory>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "dezero/data/files.hpp"
 #include "dezero/datasets.hpp"
 #include "dezero/download.hpp"
+#include "dezero/utils/shared_library.hpp"
 
 namespace dezero::datasets {
 
@@ -52,35 +51,29 @@ struct Archive {
 
 Archive load_archive() {
   Archive a;
-  const char* env = std::getenv("DEZERO_LIBARCHIVE");
-  std::string name = env && *env ? env : "libarchive.so.13";
-  void* h = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    const char* e = dlerror();
-    a.error = "CIFAR10 needs libarchive.so.13 to read cifar-10-binary.tar.gz, and it cannot be loaded (" +
-              std::string(e ? e : name + ": cannot be loaded") +
+  dezero::detail::SharedLibrary lib =
+      dezero::detail::SharedLibrary::open("DEZERO_LIBARCHIVE", {"libarchive.so.13"});
+  if (!lib.handle) {
+    a.error = "CIFAR10 needs libarchive.so.13 to read cifar-10-binary.tar.gz, and it cannot be loaded (" + lib.error +
               "); hint: install it (Debian package libarchive13: apt-get install libarchive13), put the folder "
               "with libarchive.so.13 on LD_LIBRARY_PATH, or set DEZERO_LIBARCHIVE to its path";
     return a;
   }
-  auto sym = [&](auto& fn, const char* s) {
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, s));
-    if (!fn && a.error.empty())
-      a.error = "CIFAR10 needs libarchive.so.13, and the loaded " + name + " has no symbol " + s +
-                "; hint: install libarchive13 (apt-get install libarchive13)";
-  };
-  sym(a.read_new, "archive_read_new");
-  sym(a.support_filter_gzip, "archive_read_support_filter_gzip");
-  sym(a.support_format_tar, "archive_read_support_format_tar");
-  sym(a.open_filename, "archive_read_open_filename");
-  sym(a.next_header, "archive_read_next_header");
-  sym(a.read_data, "archive_read_data");
-  sym(a.read_free, "archive_read_free");
-  sym(a.error_string, "archive_error_string");
-  sym(a.entry_pathname, "archive_entry_pathname");
-  sym(a.entry_size, "archive_entry_size");
-  sym(a.entry_size_is_set, "archive_entry_size_is_set");
-  sym(a.entry_filetype, "archive_entry_filetype");
+  lib.bind(a.read_new, "archive_read_new");
+  lib.bind(a.support_filter_gzip, "archive_read_support_filter_gzip");
+  lib.bind(a.support_format_tar, "archive_read_support_format_tar");
+  lib.bind(a.open_filename, "archive_read_open_filename");
+  lib.bind(a.next_header, "archive_read_next_header");
+  lib.bind(a.read_data, "archive_read_data");
+  lib.bind(a.read_free, "archive_read_free");
+  lib.bind(a.error_string, "archive_error_string");
+  lib.bind(a.entry_pathname, "archive_entry_pathname");
+  lib.bind(a.entry_size, "archive_entry_size");
+  lib.bind(a.entry_size_is_set, "archive_entry_size_is_set");
+  lib.bind(a.entry_filetype, "archive_entry_filetype");
+  if (!lib.missing.empty())
+    a.error = "CIFAR10 needs libarchive.so.13, and the loaded " + lib.name + " has no symbol " + lib.missing +
+              "; hint: install libarchive13 (apt-get install libarchive13)";
   return a;
 }
 

@@ -7,7 +7,6 @@
 // missing libcurl is an IOError raised by the download that needed it. curl.h is
 // used for the types and constants only.
 #include <curl/curl.h>
-#include <dlfcn.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -19,10 +18,10 @@
 #include <mutex>
 #include <string>
 #include <system_error>
-#include <type_traits>
 
 #include "dezero/download.hpp"
 #include "dezero/error.hpp"
+#include "dezero/utils/shared_library.hpp"
 
 namespace fs = std::filesystem;
 
@@ -70,35 +69,23 @@ struct Curl {
 // outcome, failure included, is kept.
 Curl load_curl() {
   Curl c;
-  const char* env = std::getenv("DEZERO_LIBCURL");
-  std::string names[] = {env && *env ? env : "libcurl.so.4", "libcurl-gnutls.so.4"};
-  void* h = nullptr;
-  std::string why;
-  for (const std::string& n : names) {
-    h = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (h) break;
-    const char* e = dlerror();
-    why += (why.empty() ? "" : "; ") + std::string(e ? e : n + ": cannot be loaded");
-    if (env && *env) break;  // the library asked for, or nothing
-  }
-  if (!h) {
-    c.error = "cannot load libcurl (" + why +
+  dezero::detail::SharedLibrary lib =
+      dezero::detail::SharedLibrary::open("DEZERO_LIBCURL", {"libcurl.so.4", "libcurl-gnutls.so.4"});
+  if (!lib.handle) {
+    c.error = "cannot load libcurl (" + lib.error +
               "); hint: install libcurl (apt-get install libcurl4), put the folder with libcurl.so.4 on "
               "LD_LIBRARY_PATH, or set DEZERO_LIBCURL to its path";
     return c;
   }
-  auto sym = [&](auto& fn, const char* name) {
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
-    if (!fn && c.error.empty())
-      c.error = std::string("the loaded libcurl has no symbol ") + name + "; hint: install libcurl (apt-get install libcurl4)";
-  };
-  sym(c.global_init, "curl_global_init");
-  sym(c.easy_init, "curl_easy_init");
-  sym(c.easy_cleanup, "curl_easy_cleanup");
-  sym(c.easy_setopt, "curl_easy_setopt");
-  sym(c.easy_perform, "curl_easy_perform");
-  sym(c.easy_getinfo, "curl_easy_getinfo");
-  sym(c.easy_strerror, "curl_easy_strerror");
+  lib.bind(c.global_init, "curl_global_init");
+  lib.bind(c.easy_init, "curl_easy_init");
+  lib.bind(c.easy_cleanup, "curl_easy_cleanup");
+  lib.bind(c.easy_setopt, "curl_easy_setopt");
+  lib.bind(c.easy_perform, "curl_easy_perform");
+  lib.bind(c.easy_getinfo, "curl_easy_getinfo");
+  lib.bind(c.easy_strerror, "curl_easy_strerror");
+  if (!lib.missing.empty())
+    c.error = "the loaded libcurl has no symbol " + lib.missing + "; hint: install libcurl (apt-get install libcurl4)";
   if (!c.error.empty()) return c;
   CURLcode rc = c.global_init(CURL_GLOBAL_DEFAULT);
   if (rc != CURLE_OK) c.error = std::string("libcurl failed to initialise: ") + c.easy_strerror(rc);

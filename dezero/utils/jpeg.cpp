@@ -7,20 +7,18 @@
 // into decode_raw, whose frame holds only plain C data.
 #include "dezero/utils/jpeg.hpp"
 
-#include <dlfcn.h>
-
 #include <csetjmp>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <type_traits>
 #include <vector>
 
 // jpeglib.h needs size_t and FILE declared first.
 #include <jpeglib.h>
 
 #include "dezero/error.hpp"
+#include "dezero/utils/shared_library.hpp"
 
 namespace dezero::utils::detail {
 namespace {
@@ -39,28 +37,22 @@ struct Jpeg {
 
 Jpeg load_jpeg() {
   Jpeg j;
-  const char* env = std::getenv("DEZERO_LIBJPEG");
-  const std::string name = env && *env ? env : "libjpeg.so.62";
-  void* h = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    const char* e = dlerror();
-    j.error = "JPEG files need libjpeg (" + std::string(e ? e : name + ": cannot be loaded") +
+  dezero::detail::SharedLibrary lib = dezero::detail::SharedLibrary::open("DEZERO_LIBJPEG", {"libjpeg.so.62"});
+  if (!lib.handle) {
+    j.error = "JPEG files need libjpeg (" + lib.error +
               "); hint: install Debian's libjpeg62-turbo, or set DEZERO_LIBJPEG to a libjpeg.so.62 built with "
               "JPEG_LIB_VERSION " + std::to_string(JPEG_LIB_VERSION) + "; PNG and BMP files need nothing";
     return j;
   }
-  auto sym = [&](auto& fn, const char* s) {
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, s));
-    if (!fn && j.error.empty()) j.error = "the loaded " + name + " has no symbol " + s;
-  };
-  sym(j.std_error, "jpeg_std_error");
-  sym(j.create_decompress, "jpeg_CreateDecompress");
-  sym(j.mem_src, "jpeg_mem_src");
-  sym(j.read_header, "jpeg_read_header");
-  sym(j.start_decompress, "jpeg_start_decompress");
-  sym(j.read_scanlines, "jpeg_read_scanlines");
-  sym(j.finish_decompress, "jpeg_finish_decompress");
-  sym(j.destroy_decompress, "jpeg_destroy_decompress");
+  lib.bind(j.std_error, "jpeg_std_error");
+  lib.bind(j.create_decompress, "jpeg_CreateDecompress");
+  lib.bind(j.mem_src, "jpeg_mem_src");
+  lib.bind(j.read_header, "jpeg_read_header");
+  lib.bind(j.start_decompress, "jpeg_start_decompress");
+  lib.bind(j.read_scanlines, "jpeg_read_scanlines");
+  lib.bind(j.finish_decompress, "jpeg_finish_decompress");
+  lib.bind(j.destroy_decompress, "jpeg_destroy_decompress");
+  if (!lib.missing.empty()) j.error = "the loaded " + lib.name + " has no symbol " + lib.missing;
   return j;
 }
 

@@ -26,6 +26,8 @@
 #include <string>
 #include <vector>
 
+#include "device.hpp"
+
 namespace generative {
 
 using namespace dezero;
@@ -95,13 +97,7 @@ inline Options parse(int argc, char** argv, const char* program, int epochs, std
 
 // The device the options ask for (cuda when present and none was asked), printed.
 inline Device pick_device(const Options& o, const char* program) {
-  Device dev = Device::cpu();
-  if (o.device == "cuda" || (o.device.empty() && cuda::is_available())) dev = Device::cuda(0);
-  if (dev.is_cuda() && !cuda::is_available())
-    throw DeviceError(std::string("--device cuda: no CUDA device is available on this machine\nhint: run ") +
-                      program + " without --device (or with --device cpu)");
-  std::cout << "device: " << (dev.is_cuda() ? "cuda:0 (" + cuda::Device(0).name() + ")" : std::string("cpu")) << "\n";
-  return dev;
+  return example::pick_device(o.device, std::string("\nhint: run ") + program + " without --device (or with --device cpu)");
 }
 
 // The training images as (N, 1, 28, 28) float32 in [0, 1] (DeZero: x / 255 as float32):

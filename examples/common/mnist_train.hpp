@@ -34,6 +34,7 @@
 #include <utility>
 #include <vector>
 
+#include "device.hpp"
 #include "plot.hpp"
 
 namespace mnist_train {
@@ -81,14 +82,7 @@ inline Options parse(int argc, char** argv, const char* program, const std::stri
 }
 
 // The device the options ask for (cuda when present and none was asked), printed.
-inline Device pick_device(const Options& o) {
-  Device dev = Device::cpu();
-  if (o.device == "cuda" || (o.device.empty() && cuda::is_available())) dev = Device::cuda(0);
-  if (dev.is_cuda() && !cuda::is_available())
-    throw DeviceError("--device cuda: no CUDA device is available on this machine; hint: use --device cpu");
-  std::cout << "device: " << (dev.is_cuda() ? "cuda:0 (" + cuda::Device(0).name() + ")" : std::string("cpu")) << "\n";
-  return dev;
-}
+inline Device pick_device(const Options& o) { return example::pick_device(o.device); }
 
 // Loads train and test sets: MNIST if possible, else Fashion-MNIST, saying which and why.
 // `transform`: MNIST::default_transform() (flat (784,) rows) for the MLP, no Flatten for a CNN.

@@ -20,6 +20,8 @@
 #include <iostream>
 #include <string>
 
+#include "device.hpp"
+
 namespace vgg_files {
 
 using namespace dezero;
@@ -48,14 +50,7 @@ inline bool parse_common(Options& o, int argc, char** argv, int& i) {
   return true;
 }
 
-inline Device pick_device(const Options& o) {
-  Device dev = Device::cpu();
-  if (o.device == "cuda" || (o.device.empty() && cuda::is_available())) dev = Device::cuda(0);
-  if (dev.is_cuda() && !cuda::is_available())
-    throw DeviceError("--device cuda: no CUDA device is available on this machine; hint: use --device cpu");
-  std::cout << "device: " << (dev.is_cuda() ? "cuda:0 (" + cuda::Device(0).name() + ")" : std::string("cpu")) << "\n";
-  return dev;
-}
+inline Device pick_device(const Options& o) { return example::pick_device(o.device); }
 
 // `given` when set, else the book's picture `name` (zebra.jpg, style.jpg) from the cache,
 // downloaded first with --download. Throws an IOError that says what to do otherwise.
