@@ -1,6 +1,6 @@
 // tests/test_resnet_xcheck.cpp - our ResNet building blocks against DeZero's formulas computed by
 // PyTorch (tools/make_resnet_fixtures.py -> tests/data/resnet/; step 58, DeZero models.py):
-// BottleneckA(8, 4, 16, stride 2 and 1), BottleneckB(16, 4), BuildingBlock(3, 8, 4, 16, stride 2)
+// BottleneckA(8, 4, 16, stride 2 and 1; stride 2 with downsample_fb), BottleneckB(16, 4), BuildingBlock(3, 8, 4, 16, stride 2)
 // and ResNet's stem and head (conv1 7x7 s2 p3 with bias -> bn1 -> ReLU -> pooling(3, 2) ->
 // global average pooling -> fc6; built from the same layers and F:: calls as ResNet::forward,
 // whose res2..res5 would need a whole ResNet50's weights in the fixtures).
@@ -88,6 +88,7 @@ struct Case {
 std::vector<Case> cases() {
   return {{"bottleneck_a_s2", [] { return std::make_shared<models::BottleneckA>(8, 4, 16, 2); }},
           {"bottleneck_a_s1", [] { return std::make_shared<models::BottleneckA>(8, 4, 16, 1); }},
+          {"bottleneck_a_fb", [] { return std::make_shared<models::BottleneckA>(8, 4, 16, 2, true); }},
           {"bottleneck_b", [] { return std::make_shared<models::BottleneckB>(16, 4); }},
           {"building_block", [] { return std::make_shared<models::BuildingBlock>(3, 8, 4, 16, 2); }},
           {"stem_head", [] { return std::make_shared<StemHead>(); }}};

@@ -3,6 +3,8 @@
 building blocks (models.py: BottleneckA, BottleneckB, BuildingBlock and ResNet's stem and head,
 step 58) computed with torch.nn.functional in float64.
 
+BottleneckA also with downsample_fb = true (Facebook's variant: the stride on the 3x3 conv2).
+
 Run at development time (Debian's python3-torch 1.13):  /usr/bin/python3 tools/make_resnet_fixtures.py
 It rewrites tests/data/resnet/: one <case>.npz per case with the weights under DeZero's keys
 ("conv1/W", "bn1/avg_var", "a/conv2/W", "b1/bn3/gamma", ...: what Layer::save_weights writes and
@@ -118,9 +120,9 @@ class Net:
             assert torch.equal(mean, old_mean) and torch.equal(var, old_var)
         return y
 
-    def bottleneck_a(self, p, x, stride):  # downsample_fb = False: the stride on conv1
-        h1 = tf.relu(self.bn(p + "bn1", self.conv(p + "conv1", x, stride)))
-        h1 = tf.relu(self.bn(p + "bn2", self.conv(p + "conv2", h1, 1, 1)))
+    def bottleneck_a(self, p, x, stride, fb=False):  # the stride on conv1, or on conv2 with downsample_fb
+        h1 = tf.relu(self.bn(p + "bn1", self.conv(p + "conv1", x, 1 if fb else stride)))
+        h1 = tf.relu(self.bn(p + "bn2", self.conv(p + "conv2", h1, stride if fb else 1, 1)))
         h1 = self.bn(p + "bn3", self.conv(p + "conv3", h1))
         h2 = self.bn(p + "bn4", self.conv(p + "conv4", x, stride))
         return tf.relu(h1 + h2)
@@ -142,8 +144,8 @@ class Net:
 # --- the cases -------------------------------------------------------------------------------------
 def cases():
     # name, input shape, weights(P, r), forward(net, x)
-    def bn_a(stride):
-        return (lambda P, r: bottleneck_a_w(P, r, "", 8, 4, 16), lambda n, x: n.bottleneck_a("", x, stride))
+    def bn_a(stride, fb=False):
+        return (lambda P, r: bottleneck_a_w(P, r, "", 8, 4, 16), lambda n, x: n.bottleneck_a("", x, stride, fb))
 
     def block(P, r):
         bottleneck_a_w(P, r, "a/", 8, 4, 16)
@@ -161,6 +163,7 @@ def cases():
 
     return [("bottleneck_a_s2", (2, 8, 9, 11)) + bn_a(2),
             ("bottleneck_a_s1", (2, 8, 9, 11)) + bn_a(1),
+            ("bottleneck_a_fb", (2, 8, 9, 11)) + bn_a(2, True),  # downsample_fb: conv2 3x3 p1 strides
             ("bottleneck_b", (2, 16, 7, 9), lambda P, r: bottleneck_b_w(P, r, "", 16, 4),
              lambda n, x: n.bottleneck_b("", x)),
             ("building_block", (2, 8, 9, 11), block, block_fwd),
