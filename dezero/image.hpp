@@ -1,7 +1,8 @@
 // dezero/image.hpp - images in and out (dezero::utils): load_image, save_image,
-// resize_image. Decoding, encoding and resampling are stb's (stb_image,
-// stb_image_write, stb_image_resize from Debian's libstb-dev), compiled into
-// libdezero with internal linkage: users need neither the headers nor the library.
+// resize_image. PNG and BMP are decoded and encoded by stb (stb_image, stb_image_write,
+// from Debian's libstb-dev), which also resamples (stb_image_resize); stb is compiled into
+// libdezero with internal linkage, so users need neither its headers nor a library. JPEG
+// goes through libjpeg (libjpeg.so.62, loaded on first use).
 //
 //   Tensor img = dezero::utils::load_image("zebra.jpg");        // (H, W, 3) float32, 0-255, RGB
 //   Tensor x = dezero::models::VGG16::preprocess(img);          // step 58
@@ -39,7 +40,8 @@ std::int64_t get_max_image_pixels();
 //                   (0: ceil(sqrt(N))), tiles separated by 2 black pixels, like
 //                   torchvision's make_grid.
 // Any dtype and device (the values are copied to the host). The format follows the
-// extension: .png, .jpg / .jpeg (quality 95) or .bmp. Other extensions are a
+// extension: .png, .jpg / .jpeg (quality 95, written by libjpeg; RGBA drops its alpha) or
+// .bmp. Other extensions are a
 // ValueError; a file that cannot be written is an IOError. Returns nothing; the file is
 // complete when the call returns.
 void save_image(const std::string& path, const Tensor& image, double scale = 255, std::int64_t ncols = 0);

@@ -4,7 +4,7 @@
 Run at development time (Debian's python3-pil):  /usr/bin/python3 tools/make_image_fixtures.py
 Writes tests/data/images/stripes.png (a zebra-like black-and-white stripe pattern on a
 green-brown ground, 120 x 160) and waves.png (a colourful wave pattern, 96 x 96, the
-"style" picture). The book's zebra.jpg and style.jpg are downloads; these stand in for
+"style" picture), and small.jpg (40 x 30 stripes, a JPEG for the tests). The book's zebra.jpg and style.jpg are downloads; these stand in for
 them where there is no network. Deterministic; committed with this script.
 """
 import math
@@ -46,3 +46,4 @@ if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
     stripes().save(os.path.join(OUT, "stripes.png"), optimize=False)
     waves().save(os.path.join(OUT, "waves.png"), optimize=False)
+    stripes(40, 30).save(os.path.join(OUT, "small.jpg"), quality=90)

@@ -209,7 +209,23 @@ void save_image(const std::string& path, const Tensor& image, double scale, std:
   int ok = 0;
   if (ext == ".png") ok = stbi_write_png(path.c_str(), w, h, c, p.pixels.data(), w * c);
   else if (ext == ".bmp") ok = stbi_write_bmp(path.c_str(), w, h, c, p.pixels.data());
-  else ok = stbi_write_jpg(path.c_str(), w, h, c, p.pixels.data(), 95);
+  else {
+    // JPEG has no alpha: RGBA drops it (what stb_image_write and PIL's RGB conversion do).
+    if (c == 4) {
+      std::vector<unsigned char> rgb(static_cast<std::size_t>(w) * static_cast<std::size_t>(h) * 3);
+      for (std::size_t k = 0, n = rgb.size() / 3; k < n; ++k)
+        for (std::size_t ch = 0; ch < 3; ++ch) rgb[k * 3 + ch] = p.pixels[k * 4 + ch];
+      p.pixels.swap(rgb);
+    }
+    std::string why;
+    ok = detail::encode_jpeg(path, p.pixels.data(), w, h, c == 1 ? 1 : 3, 95, &why);
+    if (!ok) {
+      std::error_code ec;
+      std::filesystem::remove(path, ec);
+      throw IOError("save_image: cannot write '" + path + "': " + why +
+                    " (hint: does its folder exist and is it writable?)");
+    }
+  }
   if (!ok) {
     std::error_code ec;
     std::filesystem::remove(path, ec);  // no half-written picture left behind

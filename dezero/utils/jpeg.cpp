@@ -1,12 +1,15 @@
-// dezero/utils/jpeg.cpp - JPEG decoding through libjpeg(-turbo), loaded with dlopen.
+// dezero/utils/jpeg.cpp - JPEG decoding and encoding through libjpeg(-turbo), loaded with dlopen.
 //
 // stb_image's JPEG decoder in Debian 12 (stb 2.27) reads and writes out of its Huffman
 // tables on corrupt files (tests/fuzz/fuzz_image found three such inputs in minutes);
 // libjpeg-turbo is the hardened, continuously fuzzed decoder every distribution ships.
+// (stb_image_write's JPEG encoder shifts negative values left, undefined behaviour that
+// UBSan reports; so libjpeg writes JPEG files too.)
 // libjpeg reports errors through a callback that must not return: it longjmp()s back
 // into decode_raw, whose frame holds only plain C data.
 #include "dezero/utils/jpeg.hpp"
 
+#include <cerrno>
 #include <csetjmp>
 #include <cstdio>
 #include <cstdlib>
@@ -32,6 +35,14 @@ struct Jpeg {
   decltype(&::jpeg_read_scanlines) read_scanlines = nullptr;
   decltype(&::jpeg_finish_decompress) finish_decompress = nullptr;
   decltype(&::jpeg_destroy_decompress) destroy_decompress = nullptr;
+  decltype(&::jpeg_CreateCompress) create_compress = nullptr;
+  decltype(&::jpeg_mem_dest) mem_dest = nullptr;
+  decltype(&::jpeg_set_defaults) set_defaults = nullptr;
+  decltype(&::jpeg_set_quality) set_quality = nullptr;
+  decltype(&::jpeg_start_compress) start_compress = nullptr;
+  decltype(&::jpeg_write_scanlines) write_scanlines = nullptr;
+  decltype(&::jpeg_finish_compress) finish_compress = nullptr;
+  decltype(&::jpeg_destroy_compress) destroy_compress = nullptr;
   std::string error;  // why libjpeg cannot be used ("" when it can)
 };
 
@@ -52,6 +63,14 @@ Jpeg load_jpeg() {
   lib.bind(j.read_scanlines, "jpeg_read_scanlines");
   lib.bind(j.finish_decompress, "jpeg_finish_decompress");
   lib.bind(j.destroy_decompress, "jpeg_destroy_decompress");
+  lib.bind(j.create_compress, "jpeg_CreateCompress");
+  lib.bind(j.mem_dest, "jpeg_mem_dest");
+  lib.bind(j.set_defaults, "jpeg_set_defaults");
+  lib.bind(j.set_quality, "jpeg_set_quality");
+  lib.bind(j.start_compress, "jpeg_start_compress");
+  lib.bind(j.write_scanlines, "jpeg_write_scanlines");
+  lib.bind(j.finish_compress, "jpeg_finish_compress");
+  lib.bind(j.destroy_compress, "jpeg_destroy_compress");
   if (!lib.missing.empty()) j.error = "the loaded " + lib.name + " has no symbol " + lib.missing;
   return j;
 }
@@ -126,6 +145,39 @@ Outcome decode_raw(const Jpeg& api, const unsigned char* data, unsigned long siz
   return warned ? Outcome::warning : Outcome::ok;
 }
 
+// Compresses h rows of w * c bytes (c = 1 gray or 3 RGB) into *out / *out_size (malloc'ed by
+// libjpeg; the caller frees it). Plain C in this frame: longjmp may leave it.
+bool encode_raw(const Jpeg& api, const unsigned char* pixels, int w, int h, int c, int quality, unsigned char** out,
+                unsigned long* out_size, ErrorMgr* err) {
+  jpeg_compress_struct cinfo;
+  std::memset(&cinfo, 0, sizeof cinfo);
+  cinfo.err = api.std_error(&err->pub);
+  err->pub.error_exit = on_error;
+  err->pub.emit_message = on_message;
+  err->message[0] = err->warning[0] = '\0';
+  if (setjmp(err->home)) {
+    api.destroy_compress(&cinfo);
+    return false;
+  }
+  api.create_compress(&cinfo, JPEG_LIB_VERSION, sizeof cinfo);
+  api.mem_dest(&cinfo, out, out_size);
+  cinfo.image_width = static_cast<JDIMENSION>(w);
+  cinfo.image_height = static_cast<JDIMENSION>(h);
+  cinfo.input_components = c;
+  cinfo.in_color_space = c == 1 ? JCS_GRAYSCALE : JCS_RGB;
+  api.set_defaults(&cinfo);
+  api.set_quality(&cinfo, quality, TRUE);
+  api.start_compress(&cinfo, TRUE);
+  const std::size_t stride = static_cast<std::size_t>(w) * static_cast<std::size_t>(c);
+  while (cinfo.next_scanline < cinfo.image_height) {
+    JSAMPROW row = const_cast<unsigned char*>(pixels) + static_cast<std::size_t>(cinfo.next_scanline) * stride;
+    api.write_scanlines(&cinfo, &row, 1);
+  }
+  api.finish_compress(&cinfo);
+  api.destroy_compress(&cinfo);
+  return true;
+}
+
 }  // namespace
 
 bool is_jpeg(const std::string& b) {
@@ -158,6 +210,25 @@ Tensor decode_jpeg(const std::string& bytes, const std::string& name, std::int64
   float* dst = out.data<float>();
   for (std::size_t k = 0; k < rgb.size(); ++k) dst[k] = static_cast<float>(rgb[k]);
   return out;
+}
+
+bool encode_jpeg(const std::string& path, const unsigned char* pixels, int w, int h, int c, int quality,
+                 std::string* why) {
+  const Jpeg& api = jpeg_api();
+  unsigned char* buf = nullptr;
+  unsigned long size = 0;
+  ErrorMgr err;
+  if (!encode_raw(api, pixels, w, h, c, quality, &buf, &size, &err)) {
+    std::free(buf);
+    *why = std::string("libjpeg: ") + err.message;
+    return false;
+  }
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  bool ok = f != nullptr && std::fwrite(buf, 1, size, f) == size;
+  if (f != nullptr && std::fclose(f) != 0) ok = false;
+  std::free(buf);
+  if (!ok) *why = std::strerror(errno);
+  return ok;
 }
 
 }  // namespace dezero::utils::detail
