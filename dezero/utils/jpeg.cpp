@@ -103,6 +103,16 @@ void on_message(j_common_ptr cinfo, int level) {
   if (cinfo->err->num_warnings++ == 0) (*cinfo->err->format_message)(cinfo, e->warning);
 }
 
+// libjpeg's standard error manager with our exit (longjmp home) and message (count
+// warnings) handlers, and the messages cleared: what cinfo.err points to.
+jpeg_error_mgr* install_errors(const Jpeg& api, ErrorMgr* err) {
+  jpeg_error_mgr* mgr = api.std_error(&err->pub);
+  mgr->error_exit = on_error;
+  mgr->emit_message = on_message;
+  err->message[0] = err->warning[0] = '\0';
+  return mgr;
+}
+
 enum class Outcome { ok, error, too_big, cmyk, warning };
 
 // Decodes into *rgb (h * w * 3 bytes). Plain C in this frame: longjmp may leave it.
@@ -110,10 +120,7 @@ Outcome decode_raw(const Jpeg& api, const unsigned char* data, unsigned long siz
                    std::vector<unsigned char>* rgb, long* w, long* h, ErrorMgr* err) {
   jpeg_decompress_struct cinfo;
   std::memset(&cinfo, 0, sizeof cinfo);
-  cinfo.err = api.std_error(&err->pub);
-  err->pub.error_exit = on_error;
-  err->pub.emit_message = on_message;
-  err->message[0] = err->warning[0] = '\0';
+  cinfo.err = install_errors(api, err);
   if (setjmp(err->home)) {
     api.destroy_decompress(&cinfo);
     return Outcome::error;
@@ -151,10 +158,7 @@ bool encode_raw(const Jpeg& api, const unsigned char* pixels, int w, int h, int 
                 unsigned long* out_size, ErrorMgr* err) {
   jpeg_compress_struct cinfo;
   std::memset(&cinfo, 0, sizeof cinfo);
-  cinfo.err = api.std_error(&err->pub);
-  err->pub.error_exit = on_error;
-  err->pub.emit_message = on_message;
-  err->message[0] = err->warning[0] = '\0';
+  cinfo.err = install_errors(api, err);
   if (setjmp(err->home)) {
     api.destroy_compress(&cinfo);
     return false;
