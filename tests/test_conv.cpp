@@ -358,29 +358,63 @@ TEST_CASE("double backprop through a conv WEIGHT gradient (DeZero's Conv2DGradW 
 }
 
 TEST_CASE("double backprop through max pooling on every device (Pooling2DWithIndexes), and a third order") {
+  // pad 1 (the indexed kernels everywhere) and pad 0 (cuDNN's pooling on a GPU, whose
+  // backward has no indexes: the double backward makes them), on both paths
   dzt::on_each_device([](Device dev) {
-    random::seed(4);
-    Tensor x = random::randn({2, 2, 6, 5}, float64, dev) * 10.0;
-    auto loss = [](const Variable& a) {
-      Variable y = F::pooling(a, 3, 2, 1);
-      return F::sum(y * y * y);
-    };
-    CHECK(gradient_check(
-        [&](const Variable& a) {
-          GRAPH_ON;
-          return grad_of(loss(a), a);
-        },
-        x));
-    // third order: d^3/dx^3 sum(y^3) = 6 at each window's max (counted once per window)
-    Variable a(x);
-    Variable g1 = grad_of(loss(a), a);
-    Variable g2 = grad_of(F::sum(g1), a);
-    F::sum(g2).backward();
-    REQUIRE(a.has_grad());
-    CHECK(a.grad().device() == dev);
-    Variable b(x);
-    F::sum(F::pooling(b, 3, 2, 1)).backward();
-    CHECK(dzt::allclose(a.grad().data(), b.grad().data() * 6.0, 1e-12, 1e-12));
+    on_each_conv_path([&] {
+      for (int pad : {1, 0}) {
+        CAPTURE(pad);
+        random::seed(4);
+        Tensor x = random::randn({2, 2, 6, 5}, float64, dev) * 10.0;
+        auto loss = [pad](const Variable& a) {
+          Variable y = F::pooling(a, 3, 2, pad);
+          return F::sum(y * y * y);
+        };
+        CHECK(gradient_check(
+            [&](const Variable& a) {
+              GRAPH_ON;
+              return grad_of(loss(a), a);
+            },
+            x));
+        // third order: d^3/dx^3 sum(y^3) = 6 at each window's max (counted once per window)
+        Variable a(x);
+        Variable g1 = grad_of(loss(a), a);
+        Variable g2 = grad_of(F::sum(g1), a);
+        F::sum(g2).backward();
+        REQUIRE(a.has_grad());
+        CHECK(a.grad().device() == dev);
+        Variable b(x);
+        F::sum(F::pooling(b, 3, 2, pad)).backward();
+        CHECK(dzt::allclose(a.grad().data(), b.grad().data() * 6.0, 1e-12, 1e-12));
+      }
+    });
+  });
+}
+
+TEST_CASE("double backprop through average pooling (AveragePooling and AveragePoolingGrad are adjoints)") {
+  dzt::on_each_device([](Device dev) {
+    random::seed(5);
+    Tensor x = random::randn({2, 3, 7, 6}, float64, dev);
+    for (int pad : {0, 1, 2}) {  // pad 2 > kernel 2 - 1: windows wholly in the padding
+      CAPTURE(pad);
+      auto loss = [pad](const Variable& a) {
+        Variable y = F::average_pooling(a, 2, {2, 1}, pad);
+        return F::sum(y * y * y);
+      };
+      CHECK(gradient_check(
+          [&](const Variable& a) {
+            GRAPH_ON;
+            return grad_of(loss(a), a);
+          },
+          x));
+      // the backward is the adjoint: <A 1, gy> = <1, A^T gy>
+      Variable a(x);
+      Variable gy(random::randn(F::average_pooling(a, 2, {2, 1}, pad).shape(), float64, dev));
+      Variable ones_like_x(ones(x.shape(), float64, dev));
+      CHECK(dzt::allclose(F::sum(F::average_pooling(ones_like_x, 2, {2, 1}, pad) * gy).data(),
+                          F::sum(ones_like_x * grad_of(F::sum(F::average_pooling(a, 2, {2, 1}, pad) * gy), a)).data(),
+                          1e-12, 1e-12));
+    }
   });
 }
 
@@ -521,14 +555,33 @@ TEST_CASE("random geometries: library path == im2col + GEMM path == conv2d_simpl
       CHECK(dzt::allclose(F::im2col(x.astype(float32), k, s, p, false).data().astype(float64), col, 1e-6, 1e-6));
       CHECK(dzt::allclose(F::col2im(col.astype(float32), x.shape(), k, s, p, false).data().astype(float64),
                           F::col2im(col, x.shape(), k, s, p, false).data(), 1e-5, 1e-5));
-      // max pooling: the Function and the composite (distinct values: no ties)
+      // max pooling: the Function on both paths (the library's, cuDNN's on a GPU when
+      // unpadded, and the indexed kernels) and the composite (distinct values: no ties)
       Tensor xp = random::randn({n, c, h, w}, float64, dev);
-      Variable a(xp), bsim(xp);
-      Variable ya = F::pooling(a, k, s, p), yb = F::pooling_simple(bsim, k, s, p);
-      CHECK(dzt::allclose(ya.data(), yb.data(), 0, 0));
-      F::sum(ya * ya).backward();
+      Variable bsim(xp);
+      Variable yb = F::pooling_simple(bsim, k, s, p);
       F::sum(yb * yb).backward();
-      CHECK(dzt::allclose(a.grad().data(), bsim.grad().data(), 1e-12, 1e-12));
+      for (bool lib : {true, false}) {
+        CAPTURE(lib);
+        detail::set_conv_library_path(lib);
+        Variable a(xp);
+        Variable ya = F::pooling(a, k, s, p);
+        CHECK(dzt::allclose(ya.data(), yb.data(), 0, 0));
+        F::sum(ya * ya).backward();
+        CHECK(dzt::allclose(a.grad().data(), bsim.grad().data(), 1e-12, 1e-12));
+      }
+      detail::set_conv_library_path(true);
+      // average pooling: the Function (host loops, cuDNN or pool.cu's kernels on a GPU)
+      // against DeZero's definition, the mean of im2col (windows wholly in the padding too)
+      Variable av(xp), cv(xp);
+      Variable yav = F::average_pooling(av, k, s, p), ycv = F::mean(F::im2col(cv, k, s, p, false), Axes{2, 3});
+      CHECK(dzt::allclose(yav.data(), ycv.data(), 1e-12, 1e-12));
+      F::sum(yav * yav).backward();
+      F::sum(ycv * ycv).backward();
+      CHECK(dzt::allclose(av.grad().data(), cv.grad().data(), 1e-12, 1e-12));
+      Variable y32a = F::average_pooling(Variable(xp.astype(float32)), k, s, p);
+      CHECK(y32a.dtype() == float32);
+      CHECK(dzt::allclose(y32a.data().astype(float64), ycv.data(), 1e-5, 1e-5));
     }
   });
 }

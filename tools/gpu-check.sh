@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tools/gpu-check.sh - the GPU check. It runs from a bundle: one compact folder that holds only
-# what the check needs (libdezero, the test suite, examples/mnist and mnist_cnn, the W1-W3 benchmarks,
-# bench/compare_pytorch.py, the test data, Fashion-MNIST and a copy of this script), so it can
+# what the check needs (libdezero, the test suite, examples/mnist, mnist_cnn and gan, the W1-W4
+# benchmarks, bench/compare_pytorch.py, the test data, Fashion-MNIST and a copy of this script), so it can
 # be carried to a GPU machine that has no compiler, no packages and no network, and run there
 # from wherever it lands.
 #
@@ -339,18 +339,19 @@ run_bundle() {
       fail "the bundle has no Fashion-MNIST ($fm)"
     fi
 
-    step "convolutions on the GPU: cuDNN (version, timings), then the im2col path (DEZERO_CUDNN=0)"
+    step "convolutions and pooling on the GPU: cuDNN (version, timings), then the im2col path (DEZERO_CUDNN=0)"
     local conv_log="$RUNS/conv.log"
-    if dz timeout 120 "$HERE/tests/dezero_tests" --no-intro --source-file='*test_cuda_conv.cpp' >"$conv_log" 2>&1; then
-      echo "tests/test_cuda_conv.cpp: ok"
+    if dz timeout 120 "$HERE/tests/dezero_tests" --no-intro --source-file='*test_cuda_conv.cpp,*test_cuda_pool.cpp' \
+         >"$conv_log" 2>&1; then
+      echo "tests/test_cuda_conv.cpp, tests/test_cuda_pool.cpp: ok"
     else
-      fail "tests/test_cuda_conv.cpp"; grep -v 'MESSAGE: skipped: no CUDA' "$conv_log" | tail -n 60
+      fail "tests/test_cuda_conv.cpp, tests/test_cuda_pool.cpp"; grep -v 'MESSAGE: skipped: no CUDA' "$conv_log" | tail -n 60
     fi
     grep -E 'MESSAGE: (cuDNN [0-9]+ from|cudnn timing:|skipped)' "$conv_log" | grep -v 'skipped: no CUDA device' |
       sed 's/^.*MESSAGE: /  /' | uniq || true
     grep -q 'skipped: cuDNN is not used' "$conv_log" && echo "NOTE: cuDNN was not used: the GPU convolutions ran on im2col"
     grep '^\[doctest\] test cases' "$conv_log" || true
-    if dz env DEZERO_CUDNN=0 timeout 120 "$HERE/tests/dezero_tests" --no-intro --source-file='*conv*' \
+    if dz env DEZERO_CUDNN=0 timeout 120 "$HERE/tests/dezero_tests" --no-intro --source-file='*conv*,*pool*' \
          --source-file-exclude='*test_cuda_conv.cpp' >"$RUNS/conv-im2col.log" 2>&1; then
       echo "convolution tests with DEZERO_CUDNN=0: ok ($(grep '^\[doctest\] test cases' "$RUNS/conv-im2col.log" || true))"
     else

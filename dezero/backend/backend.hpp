@@ -152,7 +152,7 @@ class Backend {
   }
 
   // --- convolution and pooling helpers (im2col.cpp / im2col.cu, pool.cpp / pool.cu) ----
-  // Required: the im2col + GEMM path and max pooling run on these on every device.
+  // Required: the im2col + GEMM path and max and average pooling run on these on every device.
   // Zero padding everywhere (DeZero's): a window position outside the image reads 0.
   //   im2col: col (n, c, kh, kw, oh, ow) from x (n, c, h, w); col[.., i, j, y, x] =
   //           x[.., y*sh - ph + i, x*sw - pw + j], 0 outside the image.
@@ -171,6 +171,30 @@ class Backend {
   virtual void max_pool_backward(DType dt, const void* gy, const std::int64_t* idx, void* gx,
                                  const ConvGeom& g) = 0;
   virtual void max_pool_gather(DType dt, const void* x, const std::int64_t* idx, void* y, const ConvGeom& g) = 0;
+  // Average pooling over the windows of g, the padded zeros counted (DeZero's mean of
+  // im2col): y (n, c, oh, ow) = the window's sum / (kh * kw).
+  //   avg_pool_backward: gx (n, c, h, w) = the sum of gy / (kh * kw) over the windows
+  //                      that cover each pixel (overwritten). x and y are the forward's
+  //                      input and output (cuDNN's backward takes them; the host's
+  //                      loops do not read them).
+  virtual void avg_pool_forward(DType dt, const void* x, void* y, const ConvGeom& g) = 0;
+  virtual void avg_pool_backward(DType dt, const void* x, const void* y, const void* gy, void* gx,
+                                 const ConvGeom& g) = 0;
+
+  // --- max pooling through a vendor library (cuDNN on the GPU) ------------------------
+  // Without indexes: the library's backward finds each window's max again from x and y.
+  // Each returns false, with nothing done, where the backend has no such path (the host)
+  // or declines the case (any padding: cuDNN's max skips padded positions, where DeZero
+  // reads 0); the caller then uses max_pool_forward / max_pool_backward with indexes.
+  //   library_max_pool_forward:  y (n, c, oh, ow) = each window's max
+  //   library_max_pool_backward: gx (n, c, h, w) = gy routed to each window's max
+  virtual bool library_max_pool_forward(DType /*dt*/, const void* /*x*/, void* /*y*/, const ConvGeom& /*g*/) {
+    return false;
+  }
+  virtual bool library_max_pool_backward(DType /*dt*/, const void* /*x*/, const void* /*y*/, const void* /*gy*/,
+                                         void* /*gx*/, const ConvGeom& /*g*/) {
+    return false;
+  }
 
   // --- indexing: element offsets as int64 on this device ----------------------------
   virtual void gather(DType dt, const void* src, const std::int64_t* offsets, void* dst, std::int64_t n) = 0;

@@ -98,6 +98,13 @@ class CpuBackend final : public Backend {
   void max_pool_gather(DType dt, const void* x, const std::int64_t* idx, void* y, const ConvGeom& g) override {
     cpu::max_pool_gather(dt, x, idx, y, g);
   }
+  void avg_pool_forward(DType dt, const void* x, void* y, const ConvGeom& g) override {
+    cpu::avg_pool_forward(dt, x, y, g);
+  }
+  void avg_pool_backward(DType dt, const void* /*x*/, const void* /*y*/, const void* gy, void* gx,
+                         const ConvGeom& g) override {
+    cpu::avg_pool_backward(dt, gy, gx, g);
+  }
 
   // --- indexing (index.cpp) -----------------------------------------------------------------
   void gather(DType dt, const void* src, const std::int64_t* off, void* dst, std::int64_t n) override {

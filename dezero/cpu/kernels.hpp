@@ -76,6 +76,8 @@ bool onednn_conv2d_backward_filter(DType dt, const void* x, const void* gy, void
 void max_pool_forward(DType dt, const void* x, void* y, std::int64_t* idx, const ConvGeom& g);
 void max_pool_backward(DType dt, const void* gy, const std::int64_t* idx, void* gx, const ConvGeom& g);
 void max_pool_gather(DType dt, const void* x, const std::int64_t* idx, void* y, const ConvGeom& g);
+void avg_pool_forward(DType dt, const void* x, void* y, const ConvGeom& g);
+void avg_pool_backward(DType dt, const void* gy, void* gx, const ConvGeom& g);
 
 // --- indexing (index.cpp): element offsets as int64 ----------------------------------------
 void gather(DType dt, const void* src, const std::int64_t* offsets, void* dst, std::int64_t n);

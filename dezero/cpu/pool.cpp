@@ -1,7 +1,7 @@
 // dezero/cpu/pool.cpp - max pooling on the host: forward with the argmax of each
 // window, its backward (scatter of gy to the argmax) and the gather that is the
 // backward's own backward (DeZero's Pooling, Pooling2DGrad, Pooling2DWithIndexes in
-// functions_conv.py; step 57's pooling layer).
+// functions_conv.py; step 57's pooling layer); and average pooling with its backward.
 //
 // Same results as DeZero's im2col + argmax without the (n, c, kh, kw, oh, ow) col:
 // zero padding (a window that touches the padding has a max of at least 0; Chainer
@@ -199,6 +199,43 @@ void gather_plane(const T* x, const i64* idx, T* y, const ConvGeom& g) {
     }
 }
 
+// Average pooling (DeZero's mean of im2col: the padded zeros count, so every window
+// divides by kh * kw). The forward sums the window's pixels inside the image; the
+// backward spreads each gy / (kh * kw) over its window's pixels inside the image.
+template <class T>
+void avg_forward_plane(const T* x, T* y, const ConvGeom& g) {
+  const T kk = T(g.kh * g.kw);
+  for (i64 oy = 0; oy < g.oh; ++oy) {
+    i64 iy0 = oy * g.sh - g.ph;
+    i64 i0 = std::max<i64>(0, -iy0), i1 = std::min<i64>(g.kh, g.h - iy0);
+    for (i64 ox = 0; ox < g.ow; ++ox) {
+      i64 ix0 = ox * g.sw - g.pw;
+      i64 j0 = std::max<i64>(0, -ix0), j1 = std::min<i64>(g.kw, g.w - ix0);
+      T acc = T(0);
+      for (i64 i = i0; i < i1; ++i)
+        for (i64 j = j0; j < j1; ++j) acc += x[(iy0 + i) * g.w + ix0 + j];
+      y[oy * g.ow + ox] = acc / kk;
+    }
+  }
+}
+
+template <class T>
+void avg_backward_plane(const T* gy, T* gx, const ConvGeom& g) {
+  const T kk = T(g.kh * g.kw);
+  std::fill(gx, gx + g.h * g.w, T(0));
+  for (i64 oy = 0; oy < g.oh; ++oy) {
+    i64 iy0 = oy * g.sh - g.ph;
+    i64 i0 = std::max<i64>(0, -iy0), i1 = std::min<i64>(g.kh, g.h - iy0);
+    for (i64 ox = 0; ox < g.ow; ++ox) {
+      i64 ix0 = ox * g.sw - g.pw;
+      i64 j0 = std::max<i64>(0, -ix0), j1 = std::min<i64>(g.kw, g.w - ix0);
+      T v = gy[oy * g.ow + ox] / kk;
+      for (i64 i = i0; i < i1; ++i)
+        for (i64 j = j0; j < j1; ++j) gx[(iy0 + i) * g.w + ix0 + j] += v;
+    }
+  }
+}
+
 template <class Body>
 void each_plane(const ConvGeom& g, Body body) {
   i64 planes = g.n * g.c;
@@ -225,6 +262,20 @@ void max_pool_gather(DType dt, const void* x, const std::int64_t* idx, void* y, 
   i64 in = g.h * g.w, out = g.oh * g.ow;
   DEZERO_FLOAT_PLANES(dt, T, each_plane(g, [&](i64 p) {
     gather_plane(static_cast<const T*>(x) + p * in, idx + p * out, static_cast<T*>(y) + p * out, g);
+  }))
+}
+
+void avg_pool_forward(DType dt, const void* x, void* y, const ConvGeom& g) {
+  i64 in = g.h * g.w, out = g.oh * g.ow;
+  DEZERO_FLOAT_PLANES(dt, T, each_plane(g, [&](i64 p) {
+    avg_forward_plane(static_cast<const T*>(x) + p * in, static_cast<T*>(y) + p * out, g);
+  }))
+}
+
+void avg_pool_backward(DType dt, const void* gy, void* gx, const ConvGeom& g) {
+  i64 in = g.h * g.w, out = g.oh * g.ow;
+  DEZERO_FLOAT_PLANES(dt, T, each_plane(g, [&](i64 p) {
+    avg_backward_plane(static_cast<const T*>(gy) + p * out, static_cast<T*>(gx) + p * in, g);
   }))
 }
 

@@ -4,7 +4,7 @@
 // Twin of cpu/cpu_backend.cpp. This file only wires the Backend virtuals to the
 // family files, which hold the kernels and their launchers (detail/launchers.hpp):
 // memory.cu, elementwise.cu, reduce.cu, gemm.cu (cuBLAS), im2col.cu, pool.cu,
-// cudnn_conv.cpp (cuDNN), index.cu, nn.cu and random.cu (cuRAND), the same stems as
+// cudnn_conv.cpp and cudnn_pool.cpp (cuDNN), index.cu, nn.cu and random.cu (cuRAND), the same stems as
 // cpu/. Everything runs as kernels or library calls on the calling thread's current
 // stream of the device; nothing waits for the device except copy_to_host and
 // synchronize(). Not here: the device memory pool (memory_pool.cpp), devices
@@ -87,6 +87,14 @@ class CudaBackend final : public Backend {
   void max_pool_gather(DType dt, const void* x, const std::int64_t* idx, void* y, const ConvGeom& g) override {
     gpu::max_pool_gather(id_, dt, x, idx, y, g);
   }
+  // average pooling: cuDNN (cudnn_pool.cpp) where it takes the case, else pool.cu's kernels
+  void avg_pool_forward(DType dt, const void* x, void* y, const ConvGeom& g) override {
+    if (!gpu::cudnn_pool2d_forward(id_, false, dt, x, y, g)) gpu::avg_pool_forward(id_, dt, x, y, g);
+  }
+  void avg_pool_backward(DType dt, const void* x, const void* y, const void* gy, void* gx,
+                         const ConvGeom& g) override {
+    if (!gpu::cudnn_pool2d_backward(id_, false, dt, x, y, gy, gx, g)) gpu::avg_pool_backward(id_, dt, gy, gx, g);
+  }
 
   // --- convolution through cuDNN (cudnn_conv.cpp; false: the caller's im2col path) -------
   bool conv2d_forward(DType dt, const void* x, const void* w, const void* b, void* y, const ConvGeom& g) override {
@@ -97,6 +105,14 @@ class CudaBackend final : public Backend {
   }
   bool conv2d_backward_filter(DType dt, const void* x, const void* gy, void* gw, const ConvGeom& g) override {
     return gpu::cudnn_conv2d_backward_filter(id_, dt, x, gy, gw, g);
+  }
+  // max pooling without indexes through cuDNN (unpadded windows only; cudnn_pool.cpp)
+  bool library_max_pool_forward(DType dt, const void* x, void* y, const ConvGeom& g) override {
+    return gpu::cudnn_pool2d_forward(id_, true, dt, x, y, g);
+  }
+  bool library_max_pool_backward(DType dt, const void* x, const void* y, const void* gy, void* gx,
+                                 const ConvGeom& g) override {
+    return gpu::cudnn_pool2d_backward(id_, true, dt, x, y, gy, gx, g);
   }
 
   // --- indexing (index.cu) --------------------------------------------------------------

@@ -21,7 +21,7 @@
 // stream's order). The handle is bound to the current stream and used under
 // library_mutex(device); every call is checked with file:line (DEZERO_CUDNN_CHECK).
 //
-// Not here: pooling through cuDNN, cuDNN's graph (v8+) API.
+// Pooling through cuDNN is in cudnn_pool.cpp. Not here: cuDNN's graph (v8+) API.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -54,56 +54,11 @@ static_assert(int(ConvMath::default_math) == CUDNN_DEFAULT_MATH && int(ConvMath:
                   int(ConvMath::fma) == CUDNN_FMA_MATH,
               "ConvMath mirrors cudnnMathType_t");
 
-// The handle of `device` bound to `stream` (call under library_mutex(device)), or null when
-// creating it failed the first time for this device (a cuDNN that loads but cannot
-// initialise: again the im2col path). Later failures are errors.
-cudnnHandle_t handle_or_null(int device, cudaStream_t stream) {
-  static auto* mu = new std::mutex();                   // leaked on purpose, like the handles
-  static auto* state = new std::vector<signed char>();  // per device: 0 unknown, 1 good, -1 bad
-  signed char known = 0;
-  {
-    std::lock_guard<std::mutex> lock(*mu);
-    if (static_cast<std::size_t>(device) >= state->size()) state->resize(device + 1, 0);
-    known = (*state)[device];
-  }
-  if (known < 0) return nullptr;
-  if (known > 0) return cd::cudnn_handle(device, stream);
-  cudnnHandle_t h = nullptr;
-  bool ok = true;
-  try {
-    h = cd::cudnn_handle(device, stream);
-  } catch (const std::exception&) {
-    ok = false;
-  }
-  std::lock_guard<std::mutex> lock(*mu);
-  (*state)[device] = ok ? 1 : -1;
-  return h;
-}
-
-cudnnDataType_t data_type(DType dt) { return dt == float32 ? CUDNN_DATA_FLOAT : CUDNN_DATA_DOUBLE; }
+using TensorDesc = cd::CudnnTensorDesc;
+using Scalars = cd::CudnnScalars;
+inline cudnnDataType_t data_type(DType dt) { return cd::cudnn_data_type(dt); }
 
 // --- RAII descriptors ------------------------------------------------------------------------
-class TensorDesc {
- public:
-  TensorDesc(DType dt, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) {
-    DEZERO_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d_));
-    try {
-      DEZERO_CUDNN_CHECK(
-          cudnnSetTensor4dDescriptor(d_, CUDNN_TENSOR_NCHW, data_type(dt), int(n), int(c), int(h), int(w)));
-    } catch (...) {
-      cudnnDestroyTensorDescriptor(d_);
-      throw;
-    }
-  }
-  ~TensorDesc() { cudnnDestroyTensorDescriptor(d_); }
-  TensorDesc(const TensorDesc&) = delete;
-  TensorDesc& operator=(const TensorDesc&) = delete;
-  operator cudnnTensorDescriptor_t() const { return d_; }
-
- private:
-  cudnnTensorDescriptor_t d_ = nullptr;
-};
-
 class FilterDesc {
  public:
   // W: (oc, c, kh, kw)
@@ -159,13 +114,6 @@ struct ConvDescs {
   TensorDesc x, y;
   FilterDesc w;
   ConvDesc conv;
-};
-
-// alpha = 1, beta = 0 (or 1) in the data's type, as cuDNN reads them.
-struct Scalars {
-  float f[2] = {0.0f, 1.0f};
-  double d[2] = {0.0, 1.0};
-  const void* get(DType dt, int v) const { return dt == float32 ? static_cast<const void*>(&f[v]) : &d[v]; }
 };
 
 // --- is cuDNN usable? ------------------------------------------------------------------------
@@ -342,7 +290,7 @@ bool with_cudnn(ConvPass pass, int device, DType dt, const ConvGeom& g, Run run)
   key.workspace_limit = cd::max_workspace_size();
   key.g = g;
   std::lock_guard<std::mutex> lock(cd::library_mutex(device));
-  cudnnHandle_t h = handle_or_null(device, s);
+  cudnnHandle_t h = cd::cudnn_handle_or_null(device, s);
   if (h == nullptr) return false;
   ConvDescs d(dt, g, cd::requested_conv_math(dt, key.allow_tf32));
   ConvAlgoChoice c = choose(key, h, d);
@@ -363,6 +311,30 @@ bool with_cudnn(ConvPass pass, int device, DType dt, const ConvGeom& g, Run run)
 namespace dezero::cuda::detail {
 std::size_t cudnn_version() noexcept { return ::dezero::detail::gpu::loaded_version(); }
 bool cudnn_enabled() noexcept { return ::dezero::detail::gpu::cudnn_usable(); }
+
+// (cudnn.hpp)
+cudnnHandle_t cudnn_handle_or_null(int device, cudaStream_t stream) {
+  static auto* mu = new std::mutex();                   // leaked on purpose, like the handles
+  static auto* state = new std::vector<signed char>();  // per device: 0 unknown, 1 good, -1 bad
+  signed char known = 0;
+  {
+    std::lock_guard<std::mutex> lock(*mu);
+    if (static_cast<std::size_t>(device) >= state->size()) state->resize(device + 1, 0);
+    known = (*state)[device];
+  }
+  if (known < 0) return nullptr;
+  if (known > 0) return cudnn_handle(device, stream);
+  cudnnHandle_t h = nullptr;
+  bool ok = true;
+  try {
+    h = cudnn_handle(device, stream);
+  } catch (const std::exception&) {
+    ok = false;
+  }
+  std::lock_guard<std::mutex> lock(*mu);
+  (*state)[device] = ok ? 1 : -1;
+  return h;
+}
 }  // namespace dezero::cuda::detail
 
 namespace dezero::detail::gpu {

@@ -454,3 +454,29 @@ DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnAddTensor,
            (cudnnHandle_t handle, const void* alpha, const cudnnTensorDescriptor_t aDesc, const void* A,
             const void* beta, const cudnnTensorDescriptor_t cDesc, void* C),
            (handle, alpha, aDesc, A, beta, cDesc, C))
+// pooling (cudnn_pool.cpp): the descriptor, its output size, forward and backward
+DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnCreatePoolingDescriptor, (cudnnPoolingDescriptor_t * poolingDesc),
+           (poolingDesc))
+DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnDestroyPoolingDescriptor, (cudnnPoolingDescriptor_t poolingDesc),
+           (poolingDesc))
+DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnSetPooling2dDescriptor,
+           (cudnnPoolingDescriptor_t poolingDesc, cudnnPoolingMode_t mode, cudnnNanPropagation_t maxpoolingNanOpt,
+            int windowHeight, int windowWidth, int verticalPadding, int horizontalPadding, int verticalStride,
+            int horizontalStride),
+           (poolingDesc, mode, maxpoolingNanOpt, windowHeight, windowWidth, verticalPadding, horizontalPadding,
+            verticalStride, horizontalStride))
+DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnGetPooling2dForwardOutputDim,
+           (const cudnnPoolingDescriptor_t poolingDesc, const cudnnTensorDescriptor_t inputTensorDesc, int* n, int* c,
+            int* h, int* w),
+           (poolingDesc, inputTensorDesc, n, c, h, w))
+DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnPoolingForward,
+           (cudnnHandle_t handle, const cudnnPoolingDescriptor_t poolingDesc, const void* alpha,
+            const cudnnTensorDescriptor_t xDesc, const void* x, const void* beta, const cudnnTensorDescriptor_t yDesc,
+            void* y),
+           (handle, poolingDesc, alpha, xDesc, x, beta, yDesc, y))
+DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnPoolingBackward,
+           (cudnnHandle_t handle, const cudnnPoolingDescriptor_t poolingDesc, const void* alpha,
+            const cudnnTensorDescriptor_t yDesc, const void* y, const cudnnTensorDescriptor_t dyDesc, const void* dy,
+            const cudnnTensorDescriptor_t xDesc, const void* x, const void* beta, const cudnnTensorDescriptor_t dxDesc,
+            void* dx),
+           (handle, poolingDesc, alpha, yDesc, y, dyDesc, dy, xDesc, x, beta, dxDesc, dx))

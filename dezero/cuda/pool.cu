@@ -1,7 +1,8 @@
 // dezero/cuda/pool.cu - max pooling on a CUDA device: forward with each window's
 // argmax, its backward and the gather that is the backward's own backward (DeZero's
 // Pooling, Pooling2DGrad, Pooling2DWithIndexes; the last runs on the device here,
-// where DeZero's used NumPy's arange on CuPy arrays and failed).
+// where DeZero's used NumPy's arange on CuPy arrays and failed); and average pooling.
+// cuDNN (cudnn_pool.cpp) takes unpadded max pooling and most average pooling first.
 //
 // Twin of cpu/pool.cpp, with the same semantics: zero padding, idx = i * kw + j of the
 // first max. forward and gather: one thread per output element; backward: one thread
@@ -76,6 +77,46 @@ __global__ void max_pool_gather_kernel(const T* x, const i64* idx, T* y, ConvGeo
   }
 }
 
+// Average pooling, the padded zeros counted (every window divides by kh * kw): the
+// fallback where cuDNN does not take the case (cudnn_pool.cpp). Forward: one thread per
+// output element; backward: one thread per input pixel, summing gy / (kh * kw) over the
+// windows that cover it (the same window range as max_pool_backward_kernel).
+template <class T>
+__global__ void avg_pool_forward_kernel(const T* x, T* y, ConvGeom g, i64 total) {
+  DEZERO_GRID_LOOP(t, total) {
+    i64 ox = t % g.ow, r = t / g.ow;
+    i64 oy = r % g.oh, plane = r / g.oh;
+    const T* p = x + plane * g.h * g.w;
+    T acc = 0;
+    for (i64 i = 0; i < g.kh; ++i) {
+      i64 iy = oy * g.sh - g.ph + i;
+      if (iy < 0 || iy >= g.h) continue;
+      for (i64 j = 0; j < g.kw; ++j) {
+        i64 ix = ox * g.sw - g.pw + j;
+        if (ix >= 0 && ix < g.w) acc += p[iy * g.w + ix];
+      }
+    }
+    y[t] = acc / T(g.kh * g.kw);
+  }
+}
+
+template <class T>
+__global__ void avg_pool_backward_kernel(const T* gy, T* gx, ConvGeom g, i64 total) {
+  DEZERO_GRID_LOOP(t, total) {
+    i64 px = t % g.w + g.pw, r = t / g.w;
+    i64 py = r % g.h + g.ph, plane = r / g.h;
+    i64 oy0 = py >= g.kh ? (py - g.kh) / g.sh + 1 : 0;
+    i64 oy1 = py / g.sh + 1 < g.oh ? py / g.sh + 1 : g.oh;
+    i64 ox0 = px >= g.kw ? (px - g.kw) / g.sw + 1 : 0;
+    i64 ox1 = px / g.sw + 1 < g.ow ? px / g.sw + 1 : g.ow;
+    i64 base = plane * g.oh * g.ow;
+    T v = 0;
+    for (i64 oy = oy0; oy < oy1; ++oy)
+      for (i64 ox = ox0; ox < ox1; ++ox) v += gy[base + oy * g.ow + ox];
+    gx[t] = v / T(g.kh * g.kw);
+  }
+}
+
 }  // namespace
 
 namespace gpu {
@@ -117,6 +158,32 @@ void max_pool_gather(int device, DType dt, const void* x, const std::int64_t* id
   else
     DEZERO_LAUNCH(max_pool_gather_kernel<double>, total, s, static_cast<const double*>(x), idx,
                   static_cast<double*>(y), g, total);
+}
+
+void avg_pool_forward(int device, DType dt, const void* x, void* y, const ConvGeom& g) {
+  i64 total = g.n * g.c * g.oh * g.ow;
+  if (total <= 0) return;
+  cd::ScopedDevice guard(device);
+  cudaStream_t s = cd::current_stream(device);
+  if (dt == float32)
+    DEZERO_LAUNCH(avg_pool_forward_kernel<float>, total, s, static_cast<const float*>(x), static_cast<float*>(y), g,
+                  total);
+  else
+    DEZERO_LAUNCH(avg_pool_forward_kernel<double>, total, s, static_cast<const double*>(x), static_cast<double*>(y),
+                  g, total);
+}
+
+void avg_pool_backward(int device, DType dt, const void* gy, void* gx, const ConvGeom& g) {
+  i64 total = g.n * g.c * g.h * g.w;
+  if (total <= 0) return;
+  cd::ScopedDevice guard(device);
+  cudaStream_t s = cd::current_stream(device);
+  if (dt == float32)
+    DEZERO_LAUNCH(avg_pool_backward_kernel<float>, total, s, static_cast<const float*>(gy), static_cast<float*>(gx),
+                  g, total);
+  else
+    DEZERO_LAUNCH(avg_pool_backward_kernel<double>, total, s, static_cast<const double*>(gy),
+                  static_cast<double*>(gx), g, total);
 }
 
 }  // namespace gpu

@@ -287,4 +287,62 @@ Tensor max_pool_gather(const Tensor& x, const Tensor& idx, Pair k, Pair s, Pair 
   return y;
 }
 
+// --- max pooling through the backend's library, average pooling ------------------------------
+namespace {
+// gy must be (n, c, oh, ow) of x's geometry, y too when given; one dtype, one device.
+void check_pool_grad(const char* op, const Tensor& gy, const Tensor& x, const Tensor& y, const ConvGeom& g) {
+  check_same_device(op, gy, x);
+  check_same_device(op, gy, y);
+  Shape ys{g.n, g.c, g.oh, g.ow};
+  if (gy.shape() != ys || y.shape() != ys || gy.dtype() != x.dtype() || y.dtype() != x.dtype())
+    throw ShapeError(std::string(op) + ": the gradient " + describe(gy) + " and the output " + describe(y) +
+                     " do not fit the input " + describe(x) + "; hint: an internal call went wrong");
+}
+}  // namespace
+
+std::pair<Tensor, Tensor> max_pool_library_first(const char* op, const Tensor& x, Pair k, Pair s, Pair p) {
+  check_float4d(op, "x", x, "(N, C, H, W)");
+  ConvGeom g = geometry(op, x.shape(), describe(x), k, s, p);
+  Shape ys{g.n, g.c, g.oh, g.ow};
+  Tensor y = Tensor::empty(ys, x.dtype(), x.device());
+  if (y.size() == 0) return {y, Tensor::empty(ys, int64, x.device())};
+  Backend& be = backend_of(x);
+  if (library() && be.library_max_pool_forward(x.dtype(), x.raw_data(), y.raw_data(), g)) return {y, Tensor()};
+  Tensor idx = Tensor::empty(ys, int64, x.device());
+  be.max_pool_forward(x.dtype(), x.raw_data(), y.raw_data(), static_cast<std::int64_t*>(idx.raw_data()), g);
+  return {y, idx};
+}
+
+Tensor library_max_pool_backward(const Tensor& gy, const Tensor& x, const Tensor& y, Pair k, Pair s, Pair p) {
+  ConvGeom g = geometry("pooling", x.shape(), describe(x), k, s, p);
+  check_pool_grad("pooling", gy, x, y, g);
+  if (!library() || gy.size() == 0) return Tensor();
+  Tensor gx = Tensor::empty(x.shape(), gy.dtype(), gy.device());
+  if (!backend_of(gy).library_max_pool_backward(gy.dtype(), x.raw_data(), y.raw_data(), gy.raw_data(),
+                                                gx.raw_data(), g))
+    return Tensor();
+  return gx;
+}
+
+Tensor avg_pool(const char* op, const Tensor& x, Pair k, Pair s, Pair p) {
+  check_float4d(op, "x", x, "(N, C, H, W)");
+  ConvGeom g = geometry(op, x.shape(), describe(x), k, s, p);
+  Tensor y = Tensor::empty(Shape{g.n, g.c, g.oh, g.ow}, x.dtype(), x.device());
+  if (y.size()) backend_of(x).avg_pool_forward(x.dtype(), x.raw_data(), y.raw_data(), g);
+  return y;
+}
+
+Tensor avg_pool_backward(const Tensor& gy, const Tensor& x, const Tensor& y, Pair k, Pair s, Pair p) {
+  ConvGeom g = geometry("average_pooling", x.shape(), describe(x), k, s, p);
+  check_pool_grad("average_pooling", gy, x, y, g);
+  Tensor gx = Tensor::empty(x.shape(), gy.dtype(), gy.device());
+  if (gx.size() == 0) return gx;
+  if (gy.size() == 0) {
+    gx.fill_(0);
+    return gx;
+  }
+  backend_of(gy).avg_pool_backward(gy.dtype(), x.raw_data(), y.raw_data(), gy.raw_data(), gx.raw_data(), g);
+  return gx;
+}
+
 }  // namespace dezero::detail

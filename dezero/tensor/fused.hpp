@@ -97,8 +97,9 @@ Tensor conv2d_backward_data(const char* op, const Tensor& gy, const Tensor& W, c
 // summed over the batch.
 Tensor conv2d_backward_filter(const char* op, const Tensor& x, const Tensor& gy, Pair k, Pair s, Pair p);
 
-// Whether the three products try the backend's library path (default true). false
-// makes every device use im2col + GEMM: for tests that compare the two paths.
+// Whether the three products and max pooling try the backend's library path (default
+// true). false makes every device use im2col + GEMM and the indexed max pooling: for
+// tests that compare the two paths.
 void set_conv_library_path(bool enabled);
 bool conv_library_path();
 
@@ -109,6 +110,19 @@ std::pair<Tensor, Tensor> max_pool(const char* op, const Tensor& x, Pair k, Pair
 Tensor max_pool_backward(const Tensor& gy, const Tensor& idx, const Shape& x_shape, Pair k, Pair s, Pair p);
 // y (n, c, oh, ow) = x (n, c, h, w) at each window's idx (0 on the padding).
 Tensor max_pool_gather(const Tensor& x, const Tensor& idx, Pair k, Pair s, Pair p);
+// max_pool, trying the backend's library first (cuDNN; Backend::library_max_pool_forward):
+// y and an undefined idx where the library took the case, else max_pool's y and idx (the
+// host, padding, the switch above off). After the library, the backward needs the
+// forward's x and y: gx (x's shape), or undefined where the library declines it (then
+// make the indexes with max_pool and use max_pool_backward).
+std::pair<Tensor, Tensor> max_pool_library_first(const char* op, const Tensor& x, Pair k, Pair s, Pair p);
+Tensor library_max_pool_backward(const Tensor& gy, const Tensor& x, const Tensor& y, Pair k, Pair s, Pair p);
+
+// Average pooling, the padded zeros counted (DeZero's mean of im2col): y (n, c, oh, ow).
+// The backward: gx (x's shape) = gy / (kh * kw) spread over each window; x and y are the
+// forward's (cuDNN's backward reads them).
+Tensor avg_pool(const char* op, const Tensor& x, Pair k, Pair s, Pair p);
+Tensor avg_pool_backward(const Tensor& gy, const Tensor& x, const Tensor& y, Pair k, Pair s, Pair p);
 
 // --- batch normalisation (batch_norm.cpp; functions/normalization.cpp) ----------------
 // The fused kernels of F::batch_norm over the channel axis 1 of x (N, C) or NCHW

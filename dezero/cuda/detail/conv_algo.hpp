@@ -139,4 +139,25 @@ inline bool conv_geometry_fits_cudnn(const dezero::detail::ConvGeom& g) {
   return fits(g.n, g.c, g.h, g.w) && fits(g.n, g.oc, g.oh, g.ow) && fits(g.oc, g.c, g.kh, g.kw);
 }
 
+
+// --- pooling through cuDNN (cudnn_pool.cpp) ---------------------------------------------------
+// Whether cuDNN's pooling computes DeZero's on g (oc unused): the 4-d descriptors hold it
+// (conv_geometry_fits_cudnn with one channel count), each padding is smaller than its
+// window (cuDNN's rule), and for max pooling there is no padding at all (cuDNN's max skips
+// padded positions, DeZero's reads them as 0: max(-1, pad) is 0 in DeZero, -1 in cuDNN).
+// Average pooling counts the padding in both (CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING).
+inline bool pool_geometry_fits_cudnn(const dezero::detail::ConvGeom& g, bool max) {
+  dezero::detail::ConvGeom c = g;
+  c.oc = g.c;
+  if (!conv_geometry_fits_cudnn(c)) return false;
+  if (g.ph >= g.kh || g.pw >= g.kw) return false;
+  return !max || (g.ph == 0 && g.pw == 0);
+}
+
+// Defined in cudnn_pool.cpp (CUDA builds only; no GPU needed): the output (n, c, h, w) that
+// cuDNN's pooling descriptor for g gives (cudnnGetPooling2dForwardOutputDim), which
+// cudnn_pool.cpp also compares with g's before each call; false when cuDNN does not load
+// or refuses the descriptor.
+bool cudnn_pooling_output(DType dt, const dezero::detail::ConvGeom& g, bool max, std::int64_t out[4]);
+
 }  // namespace dezero::cuda::detail

@@ -1,9 +1,13 @@
-// dezero/cuda/detail/cudnn.hpp - the per-device cuDNN handle and its check macro
-// (internal). Apart from detail/check.hpp so that only the files that call cuDNN
+// dezero/cuda/detail/cudnn.hpp - the per-device cuDNN handle, its check macro and what
+// cudnn_conv.cpp and cudnn_pool.cpp share: the tensor descriptor and alpha/beta (internal). Apart from detail/check.hpp so that only the files that call cuDNN
 // include cudnn.h; the handle is made in detail/handles.cpp with the others.
 #pragma once
 
 #include <cudnn.h>
+
+#include <cstdint>
+
+#include "dezero/dtype.hpp"
 
 #include "dezero/cuda/detail/runtime.hpp"
 
@@ -17,4 +21,39 @@
 namespace dezero::cuda::detail {
 // Created on first use; bound to `stream` (hold library_mutex(device) while using it).
 cudnnHandle_t cudnn_handle(int device, cudaStream_t stream);
+// The same, or null when creating it failed the first time for this device (a cuDNN that
+// loads but cannot initialise: the callers decline and the backend's own kernels run).
+// Later failures are errors. Defined in cudnn_conv.cpp.
+cudnnHandle_t cudnn_handle_or_null(int device, cudaStream_t stream);
+
+inline cudnnDataType_t cudnn_data_type(DType dt) { return dt == float32 ? CUDNN_DATA_FLOAT : CUDNN_DATA_DOUBLE; }
+
+// An NCHW tensor descriptor (float32 or float64), destroyed with its scope.
+class CudnnTensorDesc {
+ public:
+  CudnnTensorDesc(DType dt, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) {
+    DEZERO_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d_));
+    try {
+      DEZERO_CUDNN_CHECK(
+          cudnnSetTensor4dDescriptor(d_, CUDNN_TENSOR_NCHW, cudnn_data_type(dt), int(n), int(c), int(h), int(w)));
+    } catch (...) {
+      cudnnDestroyTensorDescriptor(d_);
+      throw;
+    }
+  }
+  ~CudnnTensorDesc() { cudnnDestroyTensorDescriptor(d_); }
+  CudnnTensorDesc(const CudnnTensorDesc&) = delete;
+  CudnnTensorDesc& operator=(const CudnnTensorDesc&) = delete;
+  operator cudnnTensorDescriptor_t() const { return d_; }
+
+ private:
+  cudnnTensorDescriptor_t d_ = nullptr;
+};
+
+// alpha = 1, beta = 0 (or 1) in the data's type, as cuDNN reads them: get(dt, 0) or get(dt, 1).
+struct CudnnScalars {
+  float f[2] = {0.0f, 1.0f};
+  double d[2] = {0.0, 1.0};
+  const void* get(DType dt, int v) const { return dt == float32 ? static_cast<const void*>(&f[v]) : &d[v]; }
+};
 }  // namespace dezero::cuda::detail

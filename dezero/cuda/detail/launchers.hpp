@@ -55,6 +55,8 @@ void col2im(int device, DType dt, const void* col, void* x, const ConvGeom& g);
 void max_pool_forward(int device, DType dt, const void* x, void* y, std::int64_t* idx, const ConvGeom& g);
 void max_pool_backward(int device, DType dt, const void* gy, const std::int64_t* idx, void* gx, const ConvGeom& g);
 void max_pool_gather(int device, DType dt, const void* x, const std::int64_t* idx, void* y, const ConvGeom& g);
+void avg_pool_forward(int device, DType dt, const void* x, void* y, const ConvGeom& g);
+void avg_pool_backward(int device, DType dt, const void* gy, void* gx, const ConvGeom& g);
 
 // --- convolution through cuDNN (cudnn_conv.cpp) --------------------------------------------
 // Backend::conv2d_forward / conv2d_backward_data / conv2d_backward_filter: false, with
@@ -63,6 +65,13 @@ bool cudnn_conv2d_forward(int device, DType dt, const void* x, const void* w, co
                           const ConvGeom& g);
 bool cudnn_conv2d_backward_data(int device, DType dt, const void* w, const void* gy, void* gx, const ConvGeom& g);
 bool cudnn_conv2d_backward_filter(int device, DType dt, const void* x, const void* gy, void* gw, const ConvGeom& g);
+
+// --- pooling through cuDNN (cudnn_pool.cpp) --------------------------------------------------
+// max (no padding) or average (padding counted); false, with nothing done, where cuDNN does
+// not take the case (the caller uses pool.cu's kernels).
+bool cudnn_pool2d_forward(int device, bool max, DType dt, const void* x, void* y, const ConvGeom& g);
+bool cudnn_pool2d_backward(int device, bool max, DType dt, const void* x, const void* y, const void* gy, void* gx,
+                           const ConvGeom& g);
 
 // --- indexing (index.cu) -----------------------------------------------------------------
 void gather(int device, DType dt, const void* src, const std::int64_t* off, void* dst, std::int64_t n);
