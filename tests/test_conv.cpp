@@ -586,6 +586,40 @@ TEST_CASE("random geometries: library path == im2col + GEMM path == conv2d_simpl
   });
 }
 
+TEST_CASE("average pooling == DeZero's mean of im2col: tiling windows (odd sizes), 2 x 2 rows, global, float32") {
+  dzt::on_each_device([](Device dev) {
+    random::seed(8);
+    struct Case {
+      Shape x;
+      Pair k, s, p;
+    };
+    const Case cases[] = {
+        {{2, 3, 8, 8}, 2, 2, 0},          {{1, 2, 7, 9}, 2, 2, 0},     {{2, 2, 8, 10}, 3, 3, 0},
+        {{1, 3, 7, 11}, {2, 3}, {2, 3}, 0}, {{2, 4, 7, 7}, 7, 1, 0},     {{1, 2, 9, 8}, 2, {1, 2}, 0},
+        {{1, 2, 6, 6}, 2, 2, 1},          {{2, 2, 5, 7}, {3, 1}, 1, 0}};
+    for (const Case& c : cases) {
+      CAPTURE(c.x.str());
+      CAPTURE(c.k.str());
+      CAPTURE(c.s.str());
+      CAPTURE(c.p.str());
+      Tensor x = random::randn(c.x, float64, dev);
+      for (DType dt : {float64, float32}) {
+        CAPTURE(dtype_name(dt));
+        double tol = dt == float64 ? 1e-12 : 1e-5;
+        Variable a(x.astype(dt)), b(x.astype(dt));
+        Variable ya = F::average_pooling(a, c.k, c.s, c.p);
+        Variable yb = F::mean(F::im2col(b, c.k, c.s, c.p, false), Axes{2, 3});
+        CHECK(ya.shape() == yb.shape());
+        CHECK(dzt::allclose(ya.data().astype(float64), yb.data().astype(float64), tol, tol));
+        Tensor gy = random::randn(ya.shape(), float64, dev).astype(dt);
+        F::sum(ya * Variable(gy)).backward();
+        F::sum(yb * Variable(gy)).backward();
+        CHECK(dzt::allclose(a.grad().data().astype(float64), b.grad().data().astype(float64), tol, tol));
+      }
+    }
+  });
+}
+
 TEST_CASE("max pooling 2 x 2 / 2: float32 (the host's vector path) == float64, ties to the first max, odd sizes") {
   dzt::on_each_device([](Device dev) {
     random::seed(8);

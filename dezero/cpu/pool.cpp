@@ -201,20 +201,33 @@ void gather_plane(const T* x, const i64* idx, T* y, const ConvGeom& g) {
 
 // Average pooling (DeZero's mean of im2col: the padded zeros count, so every window
 // divides by kh * kw). The forward sums the window's pixels inside the image; the
-// backward spreads each gy / (kh * kw) over its window's pixels inside the image.
+// backward spreads each gy / (kh * kw) over its window's pixels inside the image. Two
+// fast cases: windows wholly inside the image sum without bounds (2 x 2 unrolled), and
+// windows that tile the image (stride = window, no padding: a CNN's 2 x 2 / 2, a global
+// pooling) give each pixel the gradient of its one window, written row by row.
 template <class T>
 void avg_forward_plane(const T* x, T* y, const ConvGeom& g) {
   const T kk = T(g.kh * g.kw);
   for (i64 oy = 0; oy < g.oh; ++oy) {
     i64 iy0 = oy * g.sh - g.ph;
     i64 i0 = std::max<i64>(0, -iy0), i1 = std::min<i64>(g.kh, g.h - iy0);
+    bool rows_in = i0 == 0 && i1 == g.kh;
+    T* yr = y + oy * g.ow;
+    if (rows_in && g.kh == 2 && g.kw == 2 && g.sw == 2 && g.pw == 0) {
+      const T* r0 = x + iy0 * g.w;
+      const T* r1 = r0 + g.w;
+      for (i64 ox = 0; ox < g.ow; ++ox) yr[ox] = ((r0[2 * ox] + r0[2 * ox + 1]) + (r1[2 * ox] + r1[2 * ox + 1])) / kk;
+      continue;
+    }
     for (i64 ox = 0; ox < g.ow; ++ox) {
       i64 ix0 = ox * g.sw - g.pw;
       i64 j0 = std::max<i64>(0, -ix0), j1 = std::min<i64>(g.kw, g.w - ix0);
       T acc = T(0);
-      for (i64 i = i0; i < i1; ++i)
-        for (i64 j = j0; j < j1; ++j) acc += x[(iy0 + i) * g.w + ix0 + j];
-      y[oy * g.ow + ox] = acc / kk;
+      for (i64 i = i0; i < i1; ++i) {
+        const T* r = x + (iy0 + i) * g.w + ix0;
+        for (i64 j = j0; j < j1; ++j) acc += r[j];
+      }
+      yr[ox] = acc / kk;
     }
   }
 }
@@ -222,6 +235,25 @@ void avg_forward_plane(const T* x, T* y, const ConvGeom& g) {
 template <class T>
 void avg_backward_plane(const T* gy, T* gx, const ConvGeom& g) {
   const T kk = T(g.kh * g.kw);
+  if (g.sh == g.kh && g.sw == g.kw && g.ph == 0 && g.pw == 0) {  // the windows tile the image
+    for (i64 iy = 0; iy < g.h; ++iy) {
+      T* r = gx + iy * g.w;
+      i64 oy = iy / g.kh;
+      if (oy >= g.oh) {  // rows past the last window (an odd size)
+        std::fill(r, r + g.w, T(0));
+        continue;
+      }
+      const T* gr = gy + oy * g.ow;
+      i64 cover = g.ow * g.kw;
+      if (g.kw == 2) {
+        for (i64 ox = 0; ox < g.ow; ++ox) r[2 * ox] = r[2 * ox + 1] = gr[ox] / kk;
+      } else {
+        for (i64 ix = 0; ix < cover; ++ix) r[ix] = gr[ix / g.kw] / kk;
+      }
+      std::fill(r + cover, r + g.w, T(0));
+    }
+    return;
+  }
   std::fill(gx, gx + g.h * g.w, T(0));
   for (i64 oy = 0; oy < g.oh; ++oy) {
     i64 iy0 = oy * g.sh - g.ph;
@@ -230,8 +262,10 @@ void avg_backward_plane(const T* gy, T* gx, const ConvGeom& g) {
       i64 ix0 = ox * g.sw - g.pw;
       i64 j0 = std::max<i64>(0, -ix0), j1 = std::min<i64>(g.kw, g.w - ix0);
       T v = gy[oy * g.ow + ox] / kk;
-      for (i64 i = i0; i < i1; ++i)
-        for (i64 j = j0; j < j1; ++j) gx[(iy0 + i) * g.w + ix0 + j] += v;
+      for (i64 i = i0; i < i1; ++i) {
+        T* r = gx + (iy0 + i) * g.w + ix0;
+        for (i64 j = j0; j < j1; ++j) r[j] += v;
+      }
     }
   }
 }
