@@ -379,6 +379,11 @@ TEST_CASE("cuda: random numbers are reproducible with random::seed") {
   CHECK(std::abs(a.mean().item<float>()) < 0.2f);
   CHECK(u.min().item<double>() >= 0.0);
   CHECK(u.max().item<double>() < 1.0);
+  // float32 in [0, 1) too: 1 - x of cuRAND's (0, 1] rounds to 1 for x < 2^-25, which 2^26
+  // draws hit about twice on average
+  Tensor big = random::rand(Shape{std::int64_t(1) << 26}, float32, Device::cuda(0));
+  CHECK(big.max().item<float>() < 1.0f);
+  CHECK(big.min().item<float>() >= 0.0f);
 }
 
 TEST_CASE("cuda: elementwise kernels compile with NVRTC and run") {

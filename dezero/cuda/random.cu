@@ -4,6 +4,7 @@
 // Twin of cpu/random.cpp. No kernel of its own: cuRAND fills the buffer, and the
 // element-wise launchers (elementwise.cu) convert integer samples and map uniform
 // samples from cuRAND's (0, 1] to NumPy's [0, 1).
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -62,7 +63,13 @@ void random_fill(int device, Generator& host, bool normal, DType dt, void* dst, 
   }
   if (staged)
     DEZERO_CUDA_CHECK(cudaMemcpyAsync(dst, out, static_cast<std::size_t>(n) * esize, cudaMemcpyDeviceToDevice, s));
-  if (!normal) gpu::unary(device, UnaryOp::RSubScalar, dt, dst, dst, n, 1.0);  // cuRAND gives (0, 1]; NumPy [0, 1)
+  if (!normal) {
+    // cuRAND gives (0, 1], NumPy [0, 1): 1 - x, then at most the largest value below 1, since
+    // 1 - x rounds to 1 for x under half an ulp of 1 (cuRAND's float32 draws go down to 2^-32)
+    gpu::unary(device, UnaryOp::RSubScalar, dt, dst, dst, n, 1.0);
+    double below_one = dt == float32 ? double(std::nextafter(1.0f, 0.0f)) : std::nextafter(1.0, 0.0);
+    gpu::unary(device, UnaryOp::MinScalar, dt, dst, dst, n, below_one);
+  }
 }
 
 }  // namespace
