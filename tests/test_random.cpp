@@ -34,6 +34,21 @@ TEST_CASE("Generator(s) draws what seed(s) gives the global stream, and leaves t
   CHECK(p.permutation(5).to_vector<std::int64_t>() == std::vector<std::int64_t>{1, 4, 2, 0, 3});
 }
 
+TEST_CASE("rand: float32 draws stay in [0, 1) where NumPy's float64 draw rounds to 1.0f") {
+  // NumPy: np.random.seed(30); np.random.rand(2**20)[629437] == 0.9999999965811852, which
+  // float32 rounds to 1.0 (DeZero's rand(...).astype(np.float32) would give 1.0 there)
+  random::seed(30);
+  Tensor d = random::rand(Shape{1 << 20}, float64);
+  REQUIRE(d.to_vector<double>()[629437] == 0.9999999965811852);
+  random::seed(30);
+  Tensor f = random::rand(Shape{1 << 20}, float32);
+  std::vector<float> v = f.to_vector<float>();
+  CHECK(v[629437] < 1.0f);
+  CHECK(v[629437] == std::nextafter(1.0f, 0.0f));
+  CHECK(f.max().item<float>() < 1.0f);
+  CHECK(v[0] == static_cast<float>(d.to_vector<double>()[0]));  // elsewhere the same rounding as before
+}
+
 TEST_CASE("Generator: independent streams, handles that share one, reseeding, the global handle") {
   random::Generator a(1), b(1);
   std::vector<double> first = draw(a);
