@@ -252,19 +252,6 @@ void ref_backward(const ConvGeom& g, const std::vector<double>& x, const std::ve
         }
 }
 
-bool close(const std::vector<double>& got, const std::vector<double>& want, double rtol, double atol,
-           std::string& where) {
-  if (got.size() != want.size()) {
-    where = "size " + std::to_string(got.size()) + " != " + std::to_string(want.size());
-    return false;
-  }
-  for (std::size_t i = 0; i < got.size(); ++i)
-    if (!(std::abs(got[i] - want[i]) <= atol + rtol * std::abs(want[i]))) {
-      where = "element " + std::to_string(i) + ": " + std::to_string(got[i]) + " != " + std::to_string(want[i]);
-      return false;
-    }
-  return true;
-}
 
 // Runs the three passes on cuda:0 for g (cuDNN must take each) and compares them with the
 // host's direct convolution.
@@ -288,9 +275,9 @@ void check_geometry(const ConvGeom& g, DType dt, bool bias, double rtol, double 
   std::vector<double> ry = ref_forward(g, hx, hW, bias ? dzt::vals(b) : std::vector<double>{});
   ref_backward(g, hx, hW, hgy, rgx, rgW);
   std::string where;
-  CHECK_MESSAGE(close(dzt::vals(y), ry, rtol, atol, where), "forward: " << where);
-  CHECK_MESSAGE(close(dzt::vals(gx), rgx, rtol, atol, where), "backward data: " << where);
-  CHECK_MESSAGE(close(dzt::vals(gW), rgW, rtol, atol, where), "backward filter: " << where);
+  CHECK_MESSAGE(dzt::close_vectors(dzt::vals(y), ry, rtol, atol, where), "forward: " << where);
+  CHECK_MESSAGE(dzt::close_vectors(dzt::vals(gx), rgx, rtol, atol, where), "backward data: " << where);
+  CHECK_MESSAGE(dzt::close_vectors(dzt::vals(gW), rgW, rtol, atol, where), "backward filter: " << where);
 }
 
 const std::vector<ConvGeom>& geometries() {

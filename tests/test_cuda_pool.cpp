@@ -165,19 +165,6 @@ std::vector<double> ref_pool_backward(const ConvGeom& g, const std::vector<doubl
   return gx;
 }
 
-bool close(const std::vector<double>& got, const std::vector<double>& want, double rtol, double atol,
-           std::string& where) {
-  if (got.size() != want.size()) {
-    where = "size " + std::to_string(got.size()) + " != " + std::to_string(want.size());
-    return false;
-  }
-  for (std::size_t i = 0; i < got.size(); ++i)
-    if (!(std::abs(got[i] - want[i]) <= atol + rtol * std::abs(want[i]))) {
-      where = "element " + std::to_string(i) + ": " + std::to_string(got[i]) + " != " + std::to_string(want[i]);
-      return false;
-    }
-  return true;
-}
 
 bool skip_without_cudnn() {
   if (dzt::skip_without_gpu()) return true;
@@ -210,8 +197,8 @@ void check_pool(const ConvGeom& g, DType dt, bool max, double tol) {
   }
   std::vector<double> hx = dzt::vals(x);
   std::string where;
-  CHECK_MESSAGE(close(dzt::vals(y), ref_pool(g, hx, max), tol, tol, where), "forward: " << where);
-  CHECK_MESSAGE(close(dzt::vals(gx), ref_pool_backward(g, hx, dzt::vals(gy), max), tol, tol, where),
+  CHECK_MESSAGE(dzt::close_vectors(dzt::vals(y), ref_pool(g, hx, max), tol, tol, where), "forward: " << where);
+  CHECK_MESSAGE(dzt::close_vectors(dzt::vals(gx), ref_pool_backward(g, hx, dzt::vals(gy), max), tol, tol, where),
                 "backward: " << where);
 }
 

@@ -46,21 +46,34 @@ __global__ void max_pool_forward_kernel(const T* x, T* y, i64* idx, ConvGeom g, 
   }
 }
 
+// The windows that cover input pixel t of (n, c, h, w): rows [oy0, oy1) and columns
+// [ox0, ox1) of its plane's output, which starts at `base`; (py, px) is the pixel in
+// padded coordinates. The backward kernels gather over these, one thread per pixel.
+struct Cover {
+  i64 py, px, base, oy0, oy1, ox0, ox1;
+};
+__device__ __forceinline__ Cover cover(i64 t, const ConvGeom& g) {
+  Cover c;
+  c.px = t % g.w + g.pw;
+  i64 r = t / g.w;
+  c.py = r % g.h + g.ph;
+  c.base = (r / g.h) * g.oh * g.ow;
+  c.oy0 = c.py >= g.kh ? (c.py - g.kh) / g.sh + 1 : 0;
+  c.oy1 = c.py / g.sh + 1 < g.oh ? c.py / g.sh + 1 : g.oh;
+  c.ox0 = c.px >= g.kw ? (c.px - g.kw) / g.sw + 1 : 0;
+  c.ox1 = c.px / g.sw + 1 < g.ow ? c.px / g.sw + 1 : g.ow;
+  return c;
+}
+
 template <class T>
 __global__ void max_pool_backward_kernel(const T* gy, const i64* idx, T* gx, ConvGeom g, i64 total) {
   DEZERO_GRID_LOOP(t, total) {
-    i64 px = t % g.w + g.pw, r = t / g.w;
-    i64 py = r % g.h + g.ph, plane = r / g.h;
-    i64 oy0 = py >= g.kh ? (py - g.kh) / g.sh + 1 : 0;
-    i64 oy1 = py / g.sh + 1 < g.oh ? py / g.sh + 1 : g.oh;
-    i64 ox0 = px >= g.kw ? (px - g.kw) / g.sw + 1 : 0;
-    i64 ox1 = px / g.sw + 1 < g.ow ? px / g.sw + 1 : g.ow;
-    i64 base = plane * g.oh * g.ow;
+    Cover c = cover(t, g);
     T v = 0;
-    for (i64 oy = oy0; oy < oy1; ++oy)
-      for (i64 ox = ox0; ox < ox1; ++ox) {
-        i64 o = base + oy * g.ow + ox;
-        if (idx[o] == (py - oy * g.sh) * g.kw + (px - ox * g.sw)) v += gy[o];
+    for (i64 oy = c.oy0; oy < c.oy1; ++oy)
+      for (i64 ox = c.ox0; ox < c.ox1; ++ox) {
+        i64 o = c.base + oy * g.ow + ox;
+        if (idx[o] == (c.py - oy * g.sh) * g.kw + (c.px - ox * g.sw)) v += gy[o];
       }
     gx[t] = v;
   }
@@ -80,7 +93,7 @@ __global__ void max_pool_gather_kernel(const T* x, const i64* idx, T* y, ConvGeo
 // Average pooling, the padded zeros counted (every window divides by kh * kw): the
 // fallback where cuDNN does not take the case (cudnn_pool.cpp). Forward: one thread per
 // output element; backward: one thread per input pixel, summing gy / (kh * kw) over the
-// windows that cover it (the same window range as max_pool_backward_kernel).
+// windows that cover it (cover(), as max_pool_backward_kernel).
 template <class T>
 __global__ void avg_pool_forward_kernel(const T* x, T* y, ConvGeom g, i64 total) {
   DEZERO_GRID_LOOP(t, total) {
@@ -103,16 +116,10 @@ __global__ void avg_pool_forward_kernel(const T* x, T* y, ConvGeom g, i64 total)
 template <class T>
 __global__ void avg_pool_backward_kernel(const T* gy, T* gx, ConvGeom g, i64 total) {
   DEZERO_GRID_LOOP(t, total) {
-    i64 px = t % g.w + g.pw, r = t / g.w;
-    i64 py = r % g.h + g.ph, plane = r / g.h;
-    i64 oy0 = py >= g.kh ? (py - g.kh) / g.sh + 1 : 0;
-    i64 oy1 = py / g.sh + 1 < g.oh ? py / g.sh + 1 : g.oh;
-    i64 ox0 = px >= g.kw ? (px - g.kw) / g.sw + 1 : 0;
-    i64 ox1 = px / g.sw + 1 < g.ow ? px / g.sw + 1 : g.ow;
-    i64 base = plane * g.oh * g.ow;
+    Cover c = cover(t, g);
     T v = 0;
-    for (i64 oy = oy0; oy < oy1; ++oy)
-      for (i64 ox = ox0; ox < ox1; ++ox) v += gy[base + oy * g.ow + ox];
+    for (i64 oy = c.oy0; oy < c.oy1; ++oy)
+      for (i64 ox = c.ox0; ox < c.ox1; ++ox) v += gy[c.base + oy * g.ow + ox];
     gx[t] = v / T(g.kh * g.kw);
   }
 }

@@ -7,6 +7,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <dezero/dezero.hpp>
 #include <filesystem>
@@ -16,6 +17,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace dzt {
 
@@ -57,6 +59,22 @@ inline std::vector<double> vals(const dezero::Variable& v) { return v.data().to_
 
 inline bool allclose(const dezero::Tensor& a, const dezero::Tensor& b, double rtol = 1e-4, double atol = 1e-5) {
   return dezero::utils::array_allclose(a, b, rtol, atol);
+}
+
+// |got - want| <= atol + rtol |want| element by element; false with `where` naming the
+// first element that is not (or the sizes), for CHECK_MESSAGE.
+inline bool close_vectors(const std::vector<double>& got, const std::vector<double>& want, double rtol, double atol,
+                          std::string& where) {
+  if (got.size() != want.size()) {
+    where = "size " + std::to_string(got.size()) + " != " + std::to_string(want.size());
+    return false;
+  }
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (!(std::abs(got[i] - want[i]) <= atol + rtol * std::abs(want[i]))) {
+      where = "element " + std::to_string(i) + ": " + std::to_string(got[i]) + " != " + std::to_string(want[i]);
+      return false;
+    }
+  return true;
 }
 
 // --- files and the environment ---------------------------------------------------------------
