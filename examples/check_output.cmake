@@ -1,7 +1,8 @@
 # check_output.cmake - runs one example and checks what it prints (CTest helper).
 #
 #   cmake -DEXE=<program> [-DARGS=a|b] [-DWORKDIR=<dir>] -DEXPECT=<s1>|<s2>|...
-#         [-DLAST=<line>] [-DFILES=<f1>|<f2>] [-DABSENT=<f1>|<f2>] [-DNO_GPU=<s1>|<s2>] -P check_output.cmake
+#         [-DLAST=<line>] [-DFILES=<f1>|<f2>] [-DABSENT=<f1>|<f2>] [-DNO_GPU=<s1>|<s2>] [-DREFUSE=<s1>|<s2>]
+#         -P check_output.cmake
 #
 # Passes when the program exits with 0, its stdout contains every EXPECT string
 # literally and in that order, its last line equals LAST (when given), every
@@ -13,6 +14,10 @@
 # to refuse: the test then passes when the exit code is not 0 and every NO_GPU
 # string appears in order in stdout followed by stderr (EXPECT, LAST and FILES are
 # not checked). With a GPU the NO_GPU strings are absent and the usual checks apply.
+#
+# REFUSE (for bad input on every machine: a missing file, a bad option): the program
+# must exit with a code other than 0 and print every REFUSE string, in order, in
+# stdout followed by stderr; nothing else is checked.
 if(NOT EXE)
   message(FATAL_ERROR "check_output: EXE is not set")
 endif()
@@ -31,26 +36,41 @@ endforeach()
 execute_process(COMMAND "${EXE}" ${args} WORKING_DIRECTORY "${WORKDIR}"
   OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
 
+# Fails unless every string of `strings` appears in `text`, in order; `what` names the output.
+function(expect_in_order text strings what)
+  foreach(s IN LISTS strings)
+    string(FIND "${text}" "${s}" pos)
+    if(pos EQUAL -1)
+      message(FATAL_ERROR "check_output: expected '${s}' (in order) in ${what} of ${EXE}\n"
+                          "stdout:\n${out}\nstderr:\n${err}")
+    endif()
+    string(LENGTH "${s}" len)
+    math(EXPR pos "${pos} + ${len}")
+    string(SUBSTRING "${text}" ${pos} -1 text)
+  endforeach()
+endfunction()
+
+if(REFUSE)
+  string(REPLACE "|" ";" refuse "${REFUSE}")
+  if(rc EQUAL 0)
+    message(FATAL_ERROR "check_output: ${EXE} should have refused (a non-zero exit) but exited with 0\n"
+                        "stdout:\n${out}\nstderr:\n${err}")
+  endif()
+  expect_in_order("${out}${err}" "${refuse}" "the refusal")
+  message(STATUS "check_output: ${EXE} ok (refused with exit code ${rc}: checked its message)")
+  return()
+endif()
+
 if(NO_GPU)
   string(REPLACE "|" ";" no_gpu "${NO_GPU}")
   list(GET no_gpu 0 no_gpu_first)
-  set(both "${out}${err}")
-  string(FIND "${both}" "${no_gpu_first}" pos)
+  string(FIND "${out}${err}" "${no_gpu_first}" pos)
   if(NOT pos EQUAL -1)
     if(rc EQUAL 0)
       message(FATAL_ERROR
         "check_output: ${EXE} said '${no_gpu_first}' but exited with 0\nstdout:\n${out}\nstderr:\n${err}")
     endif()
-    foreach(s IN LISTS no_gpu)
-      string(FIND "${both}" "${s}" pos)
-      if(pos EQUAL -1)
-        message(FATAL_ERROR "check_output: expected '${s}' (in order) in the no-GPU output of ${EXE}\n"
-                            "stdout:\n${out}\nstderr:\n${err}")
-      endif()
-      string(LENGTH "${s}" len)
-      math(EXPR pos "${pos} + ${len}")
-      string(SUBSTRING "${both}" ${pos} -1 both)
-    endforeach()
+    expect_in_order("${out}${err}" "${no_gpu}" "the no-GPU output")
     message(STATUS "check_output: ${EXE} ok (no CUDA device: checked its message)")
     return()
   endif()
@@ -60,16 +80,7 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "check_output: ${EXE} exited with ${rc}\nstdout:\n${out}\nstderr:\n${err}")
 endif()
 
-set(rest "${out}")
-foreach(s IN LISTS expect)
-  string(FIND "${rest}" "${s}" pos)
-  if(pos EQUAL -1)
-    message(FATAL_ERROR "check_output: expected '${s}' (in order) in the output of ${EXE}\nstdout:\n${out}")
-  endif()
-  string(LENGTH "${s}" len)
-  math(EXPR pos "${pos} + ${len}")
-  string(SUBSTRING "${rest}" ${pos} -1 rest)
-endforeach()
+expect_in_order("${out}" "${expect}" "the output")
 
 if(DEFINED LAST)
   string(STRIP "${out}" stripped)

@@ -59,6 +59,8 @@
 #include <memory>
 #include <string>
 
+#include "common/options.hpp"
+
 using dezero::DataLoader;
 using dezero::Variable;
 namespace F = dezero::F;
@@ -79,11 +81,11 @@ Options parse(int argc, char** argv) {
     std::string a = argv[i];
     if (i + 1 >= argc) throw dezero::ValueError("step51: option " + a + " needs a value");
     std::string v = argv[++i];
-    if (a == "--epochs") o.max_epoch = std::stoi(v);
+    if (a == "--epochs") o.max_epoch = static_cast<int>(example::integer_option(a, v, 0));
     else if (a == "--data") o.data_dir = v;
     else if (a == "--dataset") o.dataset = v;
-    else if (a == "--limit") o.limit = std::stoll(v);
-    else if (a == "--seed") o.seed = std::stoll(v);
+    else if (a == "--limit") o.limit = example::integer_option(a, v, 0);
+    else if (a == "--seed") o.seed = example::integer_option(a, v, 0);
     else throw dezero::ValueError("step51: unknown option " + a +
                                   "; usage: step51 [--epochs N] [--data DIR] [--dataset mnist|fashion-mnist]"
                                   " [--limit N] [--seed N]");

@@ -52,6 +52,8 @@
 #include <iostream>
 #include <string>
 
+#include "common/options.hpp"
+
 using dezero::DataLoader;
 using dezero::Device;
 using dezero::Tensor;
@@ -74,12 +76,12 @@ Options parse(int argc, char** argv) {
     std::string a = argv[i];
     if (i + 1 >= argc) throw dezero::ValueError("step52: option " + a + " needs a value");
     std::string v = argv[++i];
-    if (a == "--epochs") o.max_epoch = std::stoi(v);
+    if (a == "--epochs") o.max_epoch = static_cast<int>(example::integer_option(a, v, 0));
     else if (a == "--data") o.data_dir = v;
     else if (a == "--dataset") o.dataset = v;
     else if (a == "--device") o.device = v;
-    else if (a == "--limit") o.limit = std::stoll(v);
-    else if (a == "--seed") o.seed = std::stoll(v);
+    else if (a == "--limit") o.limit = example::integer_option(a, v, 0);
+    else if (a == "--seed") o.seed = example::integer_option(a, v, 0);
     else throw dezero::ValueError("step52: unknown option " + a +
                                   "; usage: step52 [--device cpu|cuda] [--epochs N] [--data DIR]"
                                   " [--dataset mnist|fashion-mnist] [--limit N] [--seed N]");

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/options.hpp"
 #include "common/vgg_files.hpp"
 
 using namespace dezero;
@@ -81,9 +82,9 @@ int main(int argc, char** argv) try {
     const std::string a = argv[i];
     const bool has_value = i + 1 < argc;
     if (a == "--style" && has_value) style_path = argv[++i];
-    else if (a == "--size" && has_value) size = std::stoi(argv[++i]);
-    else if (a == "--iters" && has_value) iters = std::stoi(argv[++i]);
-    else if (a == "--every" && has_value) every = std::stoi(argv[++i]);
+    else if (a == "--size" && has_value) size = static_cast<int>(example::integer_option(a, argv[++i], 1));
+    else if (a == "--iters" && has_value) iters = static_cast<int>(example::integer_option(a, argv[++i], 1));
+    else if (a == "--every" && has_value) every = static_cast<int>(example::integer_option(a, argv[++i], 1));
     else if (a == "--out" && has_value) out = argv[++i];
     else throw ValueError("unknown option " + a + " (options: --image FILE, --style FILE, --pretrained FILE, "
                           "--download, --device cpu|cuda, --size S, --iters N, --every N, --out FILE)");

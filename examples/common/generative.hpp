@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "device.hpp"
+#include "options.hpp"
 
 namespace generative {
 
@@ -53,19 +54,7 @@ inline Options parse(int argc, char** argv, const char* program, int epochs, std
   o.epochs = epochs;
   o.batch_size = batch_size;
   help = false;
-  auto number = [&](const std::string& flag, const std::string& v, long long lo) {
-    std::size_t used = 0;
-    long long n = 0;
-    try {
-      n = std::stoll(v, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != v.size() || n < lo)
-      throw ValueError(flag + " needs an integer >= " + std::to_string(lo) + ", got '" +
-                       v + "'");
-    return n;
-  };
+
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -74,12 +63,12 @@ inline Options parse(int argc, char** argv, const char* program, int epochs, std
     };
     if (a == "--dataset") o.dataset = value();
     else if (a == "--data") o.data_dir = value();
-    else if (a == "--epochs") o.epochs = static_cast<int>(number(a, value(), 1));
-    else if (a == "--batch-size") o.batch_size = number(a, value(), 1);
-    else if (a == "--limit") o.limit = number(a, value(), 1);
+    else if (a == "--epochs") o.epochs = static_cast<int>(example::integer_option(a, value(), 1));
+    else if (a == "--batch-size") o.batch_size = example::integer_option(a, value(), 1);
+    else if (a == "--limit") o.limit = example::integer_option(a, value(), 1);
     else if (a == "--device") o.device = value();
     else if (a == "--out") o.out = value();
-    else if (a == "--seed") o.seed = static_cast<std::uint64_t>(number(a, value(), 0));
+    else if (a == "--seed") o.seed = static_cast<std::uint64_t>(example::integer_option(a, value(), 0));
     else if (a == "-h" || a == "--help") {
       usage(program);
       help = true;

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "device.hpp"
+#include "options.hpp"
 #include "plot.hpp"
 
 namespace mnist_train {
@@ -65,8 +66,8 @@ inline Options parse(int argc, char** argv, const char* program, const std::stri
     };
     if (a == "--dataset") o.dataset = value();
     else if (a == "--data") o.data_dir = value();
-    else if (a == "--epochs") o.epochs = std::stoi(value());
-    else if (a == "--batch-size") o.batch_size = std::stoll(value());
+    else if (a == "--epochs") o.epochs = static_cast<int>(example::integer_option(a, value(), 0));  // 0: no training (gpu-check loads the data so)
+    else if (a == "--batch-size") o.batch_size = example::integer_option(a, value(), 1);
     else if (a == "--device") o.device = value();
     else if (a == "--save") o.save = value();
     else if (a == "--load") o.load = value();
