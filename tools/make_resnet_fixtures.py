@@ -71,24 +71,24 @@ def bn_w(P, r, key, c):
     P[key + "/avg_var"] = f32(r.uniform(0.5, 2.0, c))  # positive, away from 1 so test mode uses it
 
 
-def bottleneck_a_w(P, r, p, cin, mid, cout):
+def bottleneck_w(P, r, p, cin, mid, cout):
+    """conv1 1x1 / bn1, conv2 3x3 / bn2, conv3 1x1 / bn3: the residual branch of both blocks."""
     conv_w(P, r, p + "conv1", cin, mid, 1)
     bn_w(P, r, p + "bn1", mid)
     conv_w(P, r, p + "conv2", mid, mid, 3)
     bn_w(P, r, p + "bn2", mid)
     conv_w(P, r, p + "conv3", mid, cout, 1)
     bn_w(P, r, p + "bn3", cout)
-    conv_w(P, r, p + "conv4", cin, cout, 1)
+
+
+def bottleneck_a_w(P, r, p, cin, mid, cout):
+    bottleneck_w(P, r, p, cin, mid, cout)
+    conv_w(P, r, p + "conv4", cin, cout, 1)  # the projection shortcut
     bn_w(P, r, p + "bn4", cout)
 
 
 def bottleneck_b_w(P, r, p, cin, mid):
-    conv_w(P, r, p + "conv1", cin, mid, 1)
-    bn_w(P, r, p + "bn1", mid)
-    conv_w(P, r, p + "conv2", mid, mid, 3)
-    bn_w(P, r, p + "bn2", mid)
-    conv_w(P, r, p + "conv3", mid, cin, 1)
-    bn_w(P, r, p + "bn3", cin)
+    bottleneck_w(P, r, p, cin, mid, cin)
 
 
 # --- DeZero's forward formulas with torch.nn.functional ------------------------------------------
