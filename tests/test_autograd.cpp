@@ -463,6 +463,34 @@ TEST_CASE("autograd: a create_graph gradient does not keep its leaf alive (no cy
   CHECK(v0(x.grad()) == 12.0);  // d2y/dx2 = 6x
 }
 
+// The same cycle when the leaf's last handle went before the backward (a temporary such
+// as f(x, Variable(W)), used twice): a leaf that only graphs refer to gets no gradient
+// (Function::needs_input_grad), so none with a graph either, and the whole graph is freed
+// with its output. A leaf with a handle gets its gradient as always.
+TEST_CASE("autograd: a leaf with no handle left gets no gradient, even used twice (no create_graph cycle)") {
+  std::weak_ptr<VariableNode> leaf;
+  std::weak_ptr<Function> mul;
+  for (bool create_graph : {true, false}) {
+    CAPTURE(create_graph);
+    {
+      Variable x(array(3.0));
+      Variable y = [&] {
+        Variable w(array(2.0));  // dropped before the backward: only the graph refers to it
+        leaf = w.node();
+        return x * w * w;
+      }();
+      mul = y.creator();
+      REQUIRE_FALSE(leaf.expired());
+      y.backward(false, create_graph);
+      CHECK(v0(x.grad()) == 4.0);  // x has a handle: its gradient w^2
+      CHECK(bool(x.grad().creator()) == create_graph);
+      CHECK_FALSE(y.creator()->input(1).has_grad());  // w: nobody could read it
+    }
+    CHECK(leaf.expired());
+    CHECK(mul.expired());
+  }
+}
+
 // Sigmoid, ReLU, linear, matmul and mean_squared_error compute their gradients on
 // Tensors when no graph is recorded (backward without create_graph) and with
 // Functions otherwise: the two paths must give the same bits, broadcasts included.

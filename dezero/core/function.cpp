@@ -78,8 +78,11 @@ bool Function::needs_input_grad(std::size_t i) const {
   const auto& n = inputs_.at(i).node();
   if (!n || !n->requires_grad) return false;
   if (n->creator || n->is_parameter) return true;
-  // A leaf held only by this graph (e.g. a Tensor passed as input) can never be read.
-  return n.use_count() > 1;
+  // A leaf held only by graphs (e.g. a Tensor passed as input, or a temporary Variable
+  // used twice) can never have its gradient read: no Variable outside a graph refers to
+  // it (NodeHandle's count). Computing one would waste the work, and under create_graph
+  // leave a gradient whose graph leads back to the leaf: a cycle nothing could free.
+  return n->handles.load(std::memory_order_acquire) > 0;
 }
 
 }  // namespace dezero
