@@ -11,6 +11,7 @@
 #include <doctest/doctest.h>
 
 #include <dezero/dezero.hpp>
+#include <functional>
 
 #include "dezero/tensor/fused.hpp"  // detail::set_conv_library_path
 #include "support/fixtures.hpp"
@@ -61,6 +62,16 @@ Variable grad_of(Variable out, Variable v) {
 }
 
 #define GRAPH_ON auto graph_on = using_config("enable_backprop", true)
+
+// gradient_check of x -> d loss(x) / dx: the second derivative of a scalar loss.
+bool second_order_check(const std::function<Variable(const Variable&)>& loss, const Tensor& x) {
+  return gradient_check(
+      [&](const Variable& a) {
+        GRAPH_ON;
+        return grad_of(loss(a), a);
+      },
+      x);
+}
 
 }  // namespace
 
@@ -329,12 +340,7 @@ TEST_CASE("double backprop through a conv WEIGHT gradient (DeZero's Conv2DGradW 
             return g;
           },
           x));
-      CHECK(gradient_check(
-          [&](const Variable& a) {
-            GRAPH_ON;
-            return grad_of(loss(a, Variable(W)), a);
-          },
-          x));
+      CHECK(second_order_check([&](const Variable& a) { return loss(a, Variable(W)); }, x));
       // deconv2d's weight gradient is a Conv2DGradW too
       Tensor Wd = random::randn({2, 3, 3, 3}, float64, dev);
       CHECK(gradient_check(
@@ -370,12 +376,7 @@ TEST_CASE("double backprop through max pooling on every device (Pooling2DWithInd
           Variable y = F::pooling(a, 3, 2, pad);
           return F::sum(y * y * y);
         };
-        CHECK(gradient_check(
-            [&](const Variable& a) {
-              GRAPH_ON;
-              return grad_of(loss(a), a);
-            },
-            x));
+        CHECK(second_order_check(loss, x));
         // third order: d^3/dx^3 sum(y^3) = 6 at each window's max (counted once per window)
         Variable a(x);
         Variable g1 = grad_of(loss(a), a);
@@ -401,12 +402,7 @@ TEST_CASE("double backprop through average pooling (AveragePooling and AveragePo
         Variable y = F::average_pooling(a, 2, {2, 1}, pad);
         return F::sum(y * y * y);
       };
-      CHECK(gradient_check(
-          [&](const Variable& a) {
-            GRAPH_ON;
-            return grad_of(loss(a), a);
-          },
-          x));
+      CHECK(second_order_check(loss, x));
       // the backward is the adjoint: <A 1, gy> = <1, A^T gy>
       Variable a(x);
       Variable gy(random::randn(F::average_pooling(a, 2, {2, 1}, pad).shape(), float64, dev));
