@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -54,13 +55,7 @@ inline Options parse(int argc, char** argv, const char* program, int epochs, std
   o.epochs = epochs;
   o.batch_size = batch_size;
   help = false;
-
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw ValueError("option " + a + " needs a value");
-      return argv[++i];
-    };
+  example::for_each_option(argc, argv, [&](const std::string& a, const std::function<std::string()>& value) {
     if (a == "--dataset") o.dataset = value();
     else if (a == "--data") o.data_dir = value();
     else if (a == "--epochs") o.epochs = static_cast<int>(example::integer_option(a, value(), 1));
@@ -69,18 +64,15 @@ inline Options parse(int argc, char** argv, const char* program, int epochs, std
     else if (a == "--device") o.device = value();
     else if (a == "--out") o.out = value();
     else if (a == "--seed") o.seed = static_cast<std::uint64_t>(example::integer_option(a, value(), 0));
-    else if (a == "-h" || a == "--help") {
-      usage(program);
-      help = true;
-      return o;
-    } else {
-      throw ValueError("unknown option " + a + "; hint: " + program + " --help");
-    }
+    else if (a == "-h" || a == "--help") help = true;
+    else throw ValueError("unknown option " + a + "; hint: " + program + " --help");
+    return !help;
+  });
+  if (help) {
+    usage(program);
+    return o;
   }
-  if (!o.dataset.empty() && o.dataset != "mnist" && o.dataset != "fashion-mnist")
-    throw ValueError("--dataset must be mnist or fashion-mnist, got " + o.dataset);
-  if (!o.device.empty() && o.device != "cpu" && o.device != "cuda")
-    throw ValueError("--device must be cpu or cuda, got " + o.device);
+  example::check_dataset_and_device(o.dataset, o.device);
   return o;
 }
 

@@ -28,6 +28,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -58,15 +59,11 @@ inline void usage(const char* program) {
 inline Options parse(int argc, char** argv, const char* program, const std::string& plot) {
   Options o;
   o.plot = plot;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw ValueError("option " + a + " needs a value");
-      return argv[++i];
-    };
+  example::for_each_option(argc, argv, [&](const std::string& a, const std::function<std::string()>& value) {
     if (a == "--dataset") o.dataset = value();
     else if (a == "--data") o.data_dir = value();
-    else if (a == "--epochs") o.epochs = static_cast<int>(example::integer_option(a, value(), 0));  // 0: no training (gpu-check loads the data so)
+    // --epochs 0: no training (gpu-check's smoke test loads the data so)
+    else if (a == "--epochs") o.epochs = static_cast<int>(example::integer_option(a, value(), 0));
     else if (a == "--batch-size") o.batch_size = example::integer_option(a, value(), 1);
     else if (a == "--device") o.device = value();
     else if (a == "--save") o.save = value();
@@ -74,11 +71,9 @@ inline Options parse(int argc, char** argv, const char* program, const std::stri
     else if (a == "--plot") o.plot = value();
     else if (a == "-h" || a == "--help") { usage(program); std::exit(0); }
     else throw ValueError("unknown option " + a);
-  }
-  if (!o.dataset.empty() && o.dataset != "mnist" && o.dataset != "fashion-mnist")
-    throw ValueError("--dataset must be mnist or fashion-mnist, got " + o.dataset);
-  if (!o.device.empty() && o.device != "cpu" && o.device != "cuda")
-    throw ValueError("--device must be cpu or cuda, got " + o.device);
+    return true;
+  });
+  example::check_dataset_and_device(o.dataset, o.device);
   return o;
 }
 
