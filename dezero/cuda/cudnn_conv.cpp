@@ -59,52 +59,28 @@ using Scalars = cd::CudnnScalars;
 inline cudnnDataType_t data_type(DType dt) { return cd::cudnn_data_type(dt); }
 
 // --- RAII descriptors ------------------------------------------------------------------------
-class FilterDesc {
+// W: (oc, c, kh, kw)
+class FilterDesc : public cd::CudnnDescriptor<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor,
+                                              cudnnDestroyFilterDescriptor> {
  public:
-  // W: (oc, c, kh, kw)
   FilterDesc(DType dt, std::int64_t oc, std::int64_t c, std::int64_t kh, std::int64_t kw) {
-    DEZERO_CUDNN_CHECK(cudnnCreateFilterDescriptor(&d_));
-    try {
-      DEZERO_CUDNN_CHECK(
-          cudnnSetFilter4dDescriptor(d_, data_type(dt), CUDNN_TENSOR_NCHW, int(oc), int(c), int(kh), int(kw)));
-    } catch (...) {
-      cudnnDestroyFilterDescriptor(d_);
-      throw;
-    }
+    DEZERO_CUDNN_CHECK(
+        cudnnSetFilter4dDescriptor(*this, data_type(dt), CUDNN_TENSOR_NCHW, int(oc), int(c), int(kh), int(kw)));
   }
-  ~FilterDesc() { cudnnDestroyFilterDescriptor(d_); }
-  FilterDesc(const FilterDesc&) = delete;
-  FilterDesc& operator=(const FilterDesc&) = delete;
-  operator cudnnFilterDescriptor_t() const { return d_; }
-
- private:
-  cudnnFilterDescriptor_t d_ = nullptr;
 };
 
-class ConvDesc {
+// Padding and stride of g, no dilation, cross-correlation, computed in the data's type.
+class ConvDesc : public cd::CudnnDescriptor<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor,
+                                            cudnnDestroyConvolutionDescriptor> {
  public:
-  // Padding and stride of g, no dilation, cross-correlation, computed in the data's type.
   ConvDesc(DType dt, const ConvGeom& g, ConvMath math) {
-    DEZERO_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&d_));
-    try {
-      DEZERO_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(d_, int(g.ph), int(g.pw), int(g.sh), int(g.sw), 1, 1,
-                                                         CUDNN_CROSS_CORRELATION, data_type(dt)));
-      set_math(math);
-    } catch (...) {
-      cudnnDestroyConvolutionDescriptor(d_);
-      throw;
-    }
+    DEZERO_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(*this, int(g.ph), int(g.pw), int(g.sh), int(g.sw), 1, 1,
+                                                       CUDNN_CROSS_CORRELATION, data_type(dt)));
+    set_math(math);
   }
-  ~ConvDesc() { cudnnDestroyConvolutionDescriptor(d_); }
-  ConvDesc(const ConvDesc&) = delete;
-  ConvDesc& operator=(const ConvDesc&) = delete;
-  operator cudnnConvolutionDescriptor_t() const { return d_; }
   void set_math(ConvMath math) {
-    DEZERO_CUDNN_CHECK(cudnnSetConvolutionMathType(d_, static_cast<cudnnMathType_t>(math)));
+    DEZERO_CUDNN_CHECK(cudnnSetConvolutionMathType(*this, static_cast<cudnnMathType_t>(math)));
   }
-
- private:
-  cudnnConvolutionDescriptor_t d_ = nullptr;
 };
 
 // The descriptors of one convolution: x (n, c, h, w), W (oc, c, kh, kw), y (n, oc, oh, ow).

@@ -35,26 +35,14 @@ namespace {
 
 namespace cd = ::dezero::cuda::detail;
 
-class PoolingDesc {
+class PoolingDesc : public cd::CudnnDescriptor<cudnnPoolingDescriptor_t, cudnnCreatePoolingDescriptor,
+                                               cudnnDestroyPoolingDescriptor> {
  public:
   PoolingDesc(const ConvGeom& g, bool max) {
-    DEZERO_CUDNN_CHECK(cudnnCreatePoolingDescriptor(&d_));
-    try {
-      DEZERO_CUDNN_CHECK(cudnnSetPooling2dDescriptor(
-          d_, max ? CUDNN_POOLING_MAX_DETERMINISTIC : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING,
-          CUDNN_NOT_PROPAGATE_NAN, int(g.kh), int(g.kw), int(g.ph), int(g.pw), int(g.sh), int(g.sw)));
-    } catch (...) {
-      cudnnDestroyPoolingDescriptor(d_);
-      throw;
-    }
+    DEZERO_CUDNN_CHECK(cudnnSetPooling2dDescriptor(
+        *this, max ? CUDNN_POOLING_MAX_DETERMINISTIC : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING,
+        CUDNN_NOT_PROPAGATE_NAN, int(g.kh), int(g.kw), int(g.ph), int(g.pw), int(g.sh), int(g.sw)));
   }
-  ~PoolingDesc() { cudnnDestroyPoolingDescriptor(d_); }
-  PoolingDesc(const PoolingDesc&) = delete;
-  PoolingDesc& operator=(const PoolingDesc&) = delete;
-  operator cudnnPoolingDescriptor_t() const { return d_; }
-
- private:
-  cudnnPoolingDescriptor_t d_ = nullptr;
 };
 
 // The descriptors of one pooling: x (n, c, h, w), y (n, c, oh, ow) and the window.

@@ -28,26 +28,30 @@ cudnnHandle_t cudnn_handle_or_null(int device, cudaStream_t stream);
 
 inline cudnnDataType_t cudnn_data_type(DType dt) { return dt == float32 ? CUDNN_DATA_FLOAT : CUDNN_DATA_DOUBLE; }
 
-// An NCHW tensor descriptor (float32 or float64), destroyed with its scope.
-class CudnnTensorDesc {
+// Owns one cuDNN descriptor: Create at construction, Destroy with its scope. The classes
+// below derive from it and set the descriptor in their constructors; when setting throws,
+// this base is already whole, so its destructor still destroys the descriptor.
+template <class D, cudnnStatus_t (*Create)(D*), cudnnStatus_t (*Destroy)(D)>
+class CudnnDescriptor {
  public:
-  CudnnTensorDesc(DType dt, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) {
-    DEZERO_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d_));
-    try {
-      DEZERO_CUDNN_CHECK(
-          cudnnSetTensor4dDescriptor(d_, CUDNN_TENSOR_NCHW, cudnn_data_type(dt), int(n), int(c), int(h), int(w)));
-    } catch (...) {
-      cudnnDestroyTensorDescriptor(d_);
-      throw;
-    }
-  }
-  ~CudnnTensorDesc() { cudnnDestroyTensorDescriptor(d_); }
-  CudnnTensorDesc(const CudnnTensorDesc&) = delete;
-  CudnnTensorDesc& operator=(const CudnnTensorDesc&) = delete;
-  operator cudnnTensorDescriptor_t() const { return d_; }
+  CudnnDescriptor() { DEZERO_CUDNN_CHECK(Create(&d_)); }
+  ~CudnnDescriptor() { Destroy(d_); }
+  CudnnDescriptor(const CudnnDescriptor&) = delete;
+  CudnnDescriptor& operator=(const CudnnDescriptor&) = delete;
+  operator D() const { return d_; }
 
  private:
-  cudnnTensorDescriptor_t d_ = nullptr;
+  D d_ = nullptr;
+};
+
+// An NCHW tensor descriptor (float32 or float64).
+class CudnnTensorDesc : public CudnnDescriptor<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor,
+                                               cudnnDestroyTensorDescriptor> {
+ public:
+  CudnnTensorDesc(DType dt, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) {
+    DEZERO_CUDNN_CHECK(
+        cudnnSetTensor4dDescriptor(*this, CUDNN_TENSOR_NCHW, cudnn_data_type(dt), int(n), int(c), int(h), int(w)));
+  }
 };
 
 // alpha = 1, beta = 0 (or 1) in the data's type, as cuDNN reads them: get(dt, 0) or get(dt, 1).
