@@ -2,6 +2,7 @@
 // exact round trips through PNG and BMP, JPEG within its loss, the (N, C, H, W) grid
 // layout, scaling and clipping, and the errors for bad shapes, names and files.
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -176,6 +177,27 @@ TEST_CASE("decode_image: the bytes of a file decode to what load_image reads; th
   CHECK(has(dzt::thrown<IOError>([&] { utils::decode_image("", "nothing"); }), "nothing"));
 }
 
+TEST_CASE("decode_image: empty IDAT chunks are dropped (stb copied the first into a null buffer)") {
+  TempDir dir;
+  const fs::path p = dir.path / "p.png";
+  utils::save_image(p.string(), pattern(3, 5), 1.0);
+  const std::vector<char> v = bytes_of(p);
+  const std::string b(v.begin(), v.end());
+  const std::size_t idat = b.find("IDAT");
+  REQUIRE(idat != std::string::npos);
+  // length 0, "IDAT", the CRC of "IDAT": a legal chunk with no data, before the real one and after it
+  const std::string empty("\x00\x00\x00\x00IDAT\x35\xaf\x06\x1e", 12);
+  std::string twice = b.substr(0, idat - 4) + empty + b.substr(idat - 4);
+  const std::size_t iend = twice.find("IEND");
+  REQUIRE(iend != std::string::npos);
+  twice.insert(iend - 4, empty);
+  const std::vector<double> want = dzt::vals(utils::load_image(p.string()));
+  CHECK(dzt::vals(utils::decode_image(twice, "empty-idat.png")) == want);
+  // and the fuzzer's input: an empty IDAT as the only one, no IEND: corrupt, an IOError (not UB)
+  std::string only = b.substr(0, idat - 4) + empty;
+  CHECK(has(dzt::thrown<IOError>([&] { utils::decode_image(only, "only-empty.png"); }), "only-empty.png"));
+}
+
 TEST_CASE("decode_image: formats left out and damaged PNG / JPEG headers are IOErrors before stb decodes") {
   // PNM and TGA are not read (a PNM header of height 0 once decoded to an empty tensor).
   const std::string ppm = std::string("P6\n4 2\n255\n") + std::string(24, '\x7f');
@@ -245,6 +267,15 @@ TEST_CASE("set_max_image_pixels: a header claiming more pixels is refused before
   CHECK(has(dzt::thrown<IOError>([&] { utils::load_image(p.string()); }), "40 x 30"));
   utils::set_max_image_pixels(1200);
   CHECK(utils::load_image(p.string()).shape() == Shape{30, 40, 3});
+  // a top-down BMP (negative height in the header, which stb's info passes on) counts |h|
+  std::vector<char> b = bytes_of(p);
+  const std::int32_t neg = -30;
+  std::memcpy(b.data() + 22, &neg, 4);  // BITMAPINFOHEADER height (little-endian)
+  const std::string top_down(b.begin(), b.end());
+  utils::set_max_image_pixels(1199);
+  CHECK(has(dzt::thrown<IOError>([&] { utils::decode_image(top_down, "top-down.bmp"); }), "40 x 30"));
+  utils::set_max_image_pixels(1200);
+  CHECK(utils::decode_image(top_down, "top-down.bmp").shape() == Shape{30, 40, 3});
   utils::set_max_image_pixels(old);
   CHECK(has(dzt::thrown<ValueError>([&] { utils::set_max_image_pixels(0); }), "positive"));
 }

@@ -136,6 +136,16 @@ def images_corpus():
     write(os.path.join(d, "huge-png-tiny-data"),
           b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 60000, 60000, 8, 2, 0, 0, 0)) +
           chunk(b"IDAT", zlib.compress(b"\x00" * 64)) + chunk(b"IEND", b""))
+    # A top-down BMP (negative height) of 10240 x 65536: stb's info gave the height as -65536,
+    # which passed the pixel limit, and its loader then allocated 2 GB for |h| rows.
+    write(os.path.join(d, "bmp-top-down-claims-2-gb"), bytes.fromhex(
+        "424d42040000000000003604000028000000002800000000ffff0100080000000000"
+        "0ca100fefffffffe007fd1c854c331504c544529985476"))
+    # An empty IDAT chunk first (legal): stb copied it into a null buffer (UBSan: memcpy(NULL, p, 0)).
+    # A 4 x 3 grey picture, rows filter 0; load_image drops the empty chunk and decodes the rest.
+    write(os.path.join(d, "png-empty-first-idat"),
+          b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 4, 3, 8, 0, 0, 0, 0)) +
+          chunk(b"IDAT", b"") + chunk(b"IDAT", zlib.compress(b"\x00\x01\x02\x03\x04" * 3)) + chunk(b"IEND", b""))
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -104,11 +105,14 @@ Picture grid_picture(const std::vector<double>& v, const Shape& s, double scale,
 
 // stb_image reserves a PNG chunk's declared length before reading it: a few bytes can ask
 // for 2 GB. A chunk that claims more bytes than the file has left is a truncated or
-// corrupt file; say so before stb allocates anything.
-std::string png_chunk_problem(const std::string& b) {
+// corrupt file; say so before stb allocates anything. Empty IDAT chunks (legal, and they
+// hold no data) are dropped into `cleaned`: stb copies an empty first IDAT into a null
+// buffer, undefined behaviour (memcpy(NULL, p, 0), found by tests/fuzz/fuzz_image).
+// `cleaned` is left empty when nothing was dropped.
+std::string png_chunk_problem(const std::string& b, std::string& cleaned) {
   static const char kSig[] = "\x89PNG\r\n\x1a\n";
   if (b.size() < 8 || b.compare(0, 8, kSig, 8) != 0) return "";  // not a PNG
-  std::size_t p = 8;
+  std::size_t p = 8, kept = 8;  // b[0, kept) is already in `cleaned` (once it is used)
   while (p + 8 <= b.size()) {
     auto u8 = [&](std::size_t i) { return static_cast<std::uint32_t>(static_cast<unsigned char>(b[i])); };
     const std::uint64_t len = (u8(p) << 24) | (u8(p + 1) << 16) | (u8(p + 2) << 8) | u8(p + 3);
@@ -118,8 +122,15 @@ std::string png_chunk_problem(const std::string& b) {
       return "truncated or corrupt PNG: its chunk '" + type + "' claims " + std::to_string(len) + " bytes but " +
              std::to_string(left) + " remain";
     if (type == "IEND") break;
-    p += 12 + static_cast<std::size_t>(len);
+    const std::size_t next = std::min(b.size(), p + 12 + static_cast<std::size_t>(len));
+    if (type == "IDAT" && len == 0) {  // length, type and CRC only: drop the chunk
+      if (cleaned.empty()) cleaned.assign(b, 0, p);
+      else cleaned.append(b, kept, p - kept);
+      kept = next;
+    }
+    p = next;
   }
+  if (!cleaned.empty()) cleaned.append(b, kept, std::string::npos);
   return "";
 }
 
@@ -130,14 +141,22 @@ Tensor decode_image(const std::string& bytes, const std::string& name) {
     throw IOError("load_image: '" + name + "' is larger than 2 GiB");
   // JPEG goes to libjpeg (utils/jpeg.cpp); PNG and BMP to stb.
   if (detail::is_jpeg(bytes)) return detail::decode_jpeg(bytes, name, g_max_pixels.load());
-  const std::string png = png_chunk_problem(bytes);
+  std::string cleaned;
+  const std::string png = png_chunk_problem(bytes, cleaned);
   if (!png.empty()) throw IOError("load_image: cannot decode '" + name + "': " + png);
+  if (!cleaned.empty()) return decode_image(cleaned, name);  // without its empty IDAT chunks
   int w = 0, h = 0, channels_in_file = 0;
-  // The header's size first: a few bytes of RLE or deflate can claim a huge picture.
-  if (stbi_info_from_memory(reinterpret_cast<const stbi_uc*>(bytes.data()), static_cast<int>(bytes.size()), &w, &h,
-                            &channels_in_file) &&
-      static_cast<std::int64_t>(w) * h > g_max_pixels.load())
-    throw IOError("load_image: '" + name + "' claims " + std::to_string(w) + " x " + std::to_string(h) +
+  // The header's size first: a few bytes of RLE or deflate can claim a huge picture. A
+  // header stb cannot read is refused here too. stb's info reports a top-down BMP's height
+  // as negative, which its loader then uses as |h|: a 10240 x -65536 header made it
+  // allocate 2 GB (found by tests/fuzz/fuzz_image), so the limit is on |w| |h|.
+  if (!stbi_info_from_memory(reinterpret_cast<const stbi_uc*>(bytes.data()), static_cast<int>(bytes.size()), &w,
+                             &h, &channels_in_file))
+    throw IOError("load_image: cannot decode '" + name + "': " + stb_reason() +
+                  " (hint: PNG, JPEG and BMP files are read)");
+  const long long aw = std::llabs(static_cast<long long>(w)), ah = std::llabs(static_cast<long long>(h));
+  if (aw * ah > g_max_pixels.load())
+    throw IOError("load_image: '" + name + "' claims " + std::to_string(aw) + " x " + std::to_string(ah) +
                   " pixels, more than the limit of " + std::to_string(g_max_pixels.load()) +
                   " (hint: utils::set_max_image_pixels raises it)");
   unsigned char* px = stbi_load_from_memory(reinterpret_cast<const stbi_uc*>(bytes.data()),
