@@ -24,7 +24,4 @@
 #include "dezero/tensor.hpp"
 #include "dezero/transforms.hpp"
 #include "dezero/utils.hpp"
-
-namespace dezero {
-inline constexpr const char* version = "0.1.0";
-}
+#include "dezero/version.hpp"

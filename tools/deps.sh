@@ -22,6 +22,9 @@ dezero_install_packages() {
 # float32 CPU convolutions, cmake -DDEZERO_ONEDNN); Graphviz renders graphs; NumPy
 # checks that our .npz files load in NumPy.
 DEZERO_BUILD_PACKAGES=(libeigen3-dev doctest-dev zlib1g-dev libcurl4-openssl-dev libstb-dev libjpeg62-turbo-dev libarchive-dev libdnnl-dev graphviz python3-numpy)
+# The packaging tests (tests/packaging: dezero.pc through pkg-config, cpack -G DEB's Depends
+# computed by dpkg-shlibdeps, which needs file): tools/test.sh installs them.
+DEZERO_PACKAGING_PACKAGES=(pkgconf dpkg-dev file)
 # The fuzz targets (tests/fuzz, tools/fuzz.sh): clang with libFuzzer and its OpenMP runtime.
 DEZERO_FUZZ_PACKAGES=(clang libclang-rt-dev libomp-dev)
 

@@ -2,19 +2,26 @@
 # build tree into a scratch prefix, configures and builds the consumer project
 # against it with find_package(dezero), and runs it.
 #
+# With PREFIX instead of DEZERO_BUILD_DIR it installs nothing and builds against that
+# installed tree (tests/packaging: the unpacked .deb's usr/).
+#
 # With PUBLIC_HEADERS ('|'-separated paths under SOURCE_ROOT, the library's header
 # file set) it first checks that the install holds exactly those headers: nothing
 # internal (backend/, cpu/, tensor/*.hpp, ...) is shipped, nothing public is missing.
 # The consumer project then compiles every installed header on its own.
 #
-#   cmake -DDEZERO_BUILD_DIR=<build> -DCONSUMER_SOURCE_DIR=<tests/consumer> -DWORK=<scratch>
+#   cmake -DDEZERO_BUILD_DIR=<build> | -DPREFIX=<installed tree>
+#         -DCONSUMER_SOURCE_DIR=<tests/consumer> -DWORK=<scratch>
 #         [-DCXX=<compiler>] [-DCONFIG=<cfg>] [-DSOURCE_ROOT=<repo> -DPUBLIC_HEADERS=<a|b|...>]
 #         -P check_consumer.cmake
-foreach(v DEZERO_BUILD_DIR CONSUMER_SOURCE_DIR WORK)
+foreach(v CONSUMER_SOURCE_DIR WORK)
   if(NOT ${v})
     message(FATAL_ERROR "check_consumer: ${v} is not set")
   endif()
 endforeach()
+if(NOT DEZERO_BUILD_DIR AND NOT PREFIX)
+  message(FATAL_ERROR "check_consumer: set DEZERO_BUILD_DIR (a build to install) or PREFIX (an installed tree)")
+endif()
 file(REMOVE_RECURSE "${WORK}")
 set(config_args "")
 if(CONFIG)
@@ -29,12 +36,17 @@ function(step what)
   set(step_out "${out}" PARENT_SCOPE)
 endfunction()
 
-step("install" ${CMAKE_COMMAND} --install "${DEZERO_BUILD_DIR}" --prefix "${WORK}/prefix" ${config_args})
+if(PREFIX)
+  set(prefix "${PREFIX}")
+else()
+  set(prefix "${WORK}/prefix")
+  step("install" ${CMAKE_COMMAND} --install "${DEZERO_BUILD_DIR}" --prefix "${prefix}" ${config_args})
+endif()
 if(PUBLIC_HEADERS)
   string(REPLACE "|" ";" expected "${PUBLIC_HEADERS}")
   list(TRANSFORM expected REPLACE "^${SOURCE_ROOT}/" "")
   list(SORT expected)
-  file(GLOB_RECURSE installed RELATIVE "${WORK}/prefix/include" "${WORK}/prefix/include/*")
+  file(GLOB_RECURSE installed RELATIVE "${prefix}/include" "${prefix}/include/*")
   list(SORT installed)
   set(extra ${installed})
   list(REMOVE_ITEM extra ${expected})
@@ -51,8 +63,17 @@ set(cxx_arg "")
 if(CXX)
   set(cxx_arg "-DCMAKE_CXX_COMPILER=${CXX}")
 endif()
-step("configure" ${CMAKE_COMMAND} -S "${CONSUMER_SOURCE_DIR}" -B "${WORK}/build" "-DCMAKE_PREFIX_PATH=${WORK}/prefix"
+step("configure" ${CMAKE_COMMAND} -S "${CONSUMER_SOURCE_DIR}" -B "${WORK}/build" "-DCMAKE_PREFIX_PATH=${prefix}"
      -DCMAKE_BUILD_TYPE=Release ${cxx_arg})
+# The dezero found is the one in the prefix, not another one on the machine.
+file(STRINGS "${WORK}/build/CMakeCache.txt" dezero_dir REGEX "^dezero_DIR:")
+string(REGEX REPLACE "^dezero_DIR:[A-Z]*=" "" dezero_dir "${dezero_dir}")
+file(REAL_PATH "${dezero_dir}" dezero_dir)
+file(REAL_PATH "${prefix}" prefix_real)
+string(FIND "${dezero_dir}/" "${prefix_real}/" at)
+if(NOT at EQUAL 0)
+  message(FATAL_ERROR "check_consumer: find_package(dezero) found ${dezero_dir}, not the one in ${prefix}")
+endif()
 step("build" ${CMAKE_COMMAND} --build "${WORK}/build" ${config_args})
 find_program(consumer_exe consumer PATHS "${WORK}/build" "${WORK}/build/${CONFIG}" NO_DEFAULT_PATH REQUIRED)
 step("run" "${consumer_exe}")

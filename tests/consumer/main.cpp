@@ -202,10 +202,17 @@ void float32_conv() {
   std::cout << "consumer: is_onednn_available() = " << std::boolalpha << dezero::is_onednn_available() << "\n";
 }
 
+// The version: the headers' macros and the linked libdezero's dezero::version() agree.
+void version_check() {
+  check(std::string(dezero::version()) == DEZERO_VERSION_STRING, "dezero::version() == DEZERO_VERSION_STRING");
+  std::cout << "consumer: dezero " << dezero::version() << "\n";
+}
+
 }  // namespace
 
 int main() {
   try {
+    version_check();
     newton();
     tanh_derivatives();
     double_backprop();
