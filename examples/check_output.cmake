@@ -2,6 +2,7 @@
 #
 #   cmake -DEXE=<program> [-DARGS=a|b] [-DWORKDIR=<dir>] -DEXPECT=<s1>|<s2>|...
 #         [-DLAST=<line>] [-DFILES=<f1>|<f2>] [-DABSENT=<f1>|<f2>] [-DNO_GPU=<s1>|<s2>] [-DREFUSE=<s1>|<s2>]
+#         [-DEXIT_CODE=<n>] [-DSTDERR=<s1>|<s2>] [-DMERGE=ON] [-DMKDIR=<d1>|<d2>]
 #         -P check_output.cmake
 #
 # Passes when the program exits with 0, its stdout contains every EXPECT string
@@ -18,6 +19,14 @@
 # REFUSE (for bad input on every machine: a missing file, a bad option): the program
 # must exit with a code other than 0 and print every REFUSE string, in order, in
 # stdout followed by stderr; nothing else is checked.
+#
+# EXIT_CODE (with REFUSE): the exit code the program must return, e.g. 1 for an error
+# reported by examples/common/report.hpp (an abort gives "Subprocess aborted"). STDERR: strings
+# that must appear in stderr, in order. MERGE: stdout and stderr go to one pipe, as in
+# `program > log 2>&1`, so stdout is both, in the order they were written (stderr is then
+# empty): REFUSE can check that an error message comes after the lines printed before it.
+# MKDIR: directories made in WORKDIR before the run (one in the place of a file the
+# program writes makes that write fail).
 if(NOT EXE)
   message(FATAL_ERROR "check_output: EXE is not set")
 endif()
@@ -33,8 +42,19 @@ foreach(f IN LISTS files absent)
   file(REMOVE "${WORKDIR}/${f}")
 endforeach()
 
-execute_process(COMMAND "${EXE}" ${args} WORKING_DIRECTORY "${WORKDIR}"
-  OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+string(REPLACE "|" ";" mkdirs "${MKDIR}")
+foreach(d IN LISTS mkdirs)
+  file(MAKE_DIRECTORY "${WORKDIR}/${d}")
+endforeach()
+
+if(MERGE)
+  execute_process(COMMAND "${EXE}" ${args} WORKING_DIRECTORY "${WORKDIR}"
+    OUTPUT_VARIABLE out ERROR_VARIABLE out RESULT_VARIABLE rc)
+  set(err "")
+else()
+  execute_process(COMMAND "${EXE}" ${args} WORKING_DIRECTORY "${WORKDIR}"
+    OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+endif()
 
 # Fails unless every string of `strings` appears in `text`, in order; `what` names the output.
 function(expect_in_order text strings what)
@@ -49,6 +69,15 @@ function(expect_in_order text strings what)
     string(SUBSTRING "${text}" ${pos} -1 text)
   endforeach()
 endfunction()
+
+if(DEFINED EXIT_CODE AND NOT EXIT_CODE STREQUAL "" AND NOT rc STREQUAL EXIT_CODE)
+  message(FATAL_ERROR "check_output: ${EXE} exited with '${rc}', expected ${EXIT_CODE}\n"
+                      "stdout:\n${out}\nstderr:\n${err}")
+endif()
+if(STDERR)
+  string(REPLACE "|" ";" stderr_strings "${STDERR}")
+  expect_in_order("${err}" "${stderr_strings}" "stderr")
+endif()
 
 if(REFUSE)
   string(REPLACE "|" ";" refuse "${REFUSE}")

@@ -16,6 +16,7 @@
 #include <iostream>
 
 #include "common/mnist_train.hpp"
+#include "common/report.hpp"
 
 using namespace dezero;
 
@@ -75,6 +76,5 @@ int main(int argc, char** argv) try {
                      "VGG-style CNN 3x[conv-BN-ReLU x2, pool]-Linear(256)-Linear(10), Adam");
   return 0;
 } catch (const std::exception& e) {
-  std::cerr << "cifar10: " << e.what() << "\n";
-  return 1;
+  return example::report_error("cifar10", e);
 }

@@ -26,6 +26,7 @@
 #include <string>
 
 #include "common/generative.hpp"
+#include "common/report.hpp"
 
 using namespace dezero;
 
@@ -181,6 +182,5 @@ int main(int argc, char** argv) try {
   }
   return 0;
 } catch (const std::exception& e) {
-  std::cerr << "gan: " << e.what() << "\n";
-  return 1;
+  return example::report_error("gan", e);
 }

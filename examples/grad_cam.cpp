@@ -16,6 +16,7 @@
 #include <iostream>
 #include <vector>
 
+#include "common/report.hpp"
 #include "common/vgg_files.hpp"
 
 using namespace dezero;
@@ -88,6 +89,5 @@ int main(int argc, char** argv) try {
   std::cout << "wrote " << out << "\n";
   return 0;
 } catch (const std::exception& e) {
-  std::cerr << "grad_cam: " << e.what() << "\n";
-  return 1;
+  return example::report_error("grad_cam", e);
 }

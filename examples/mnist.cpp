@@ -16,6 +16,7 @@
 #include <iostream>
 
 #include "common/mnist_train.hpp"
+#include "common/report.hpp"
 
 using namespace dezero;
 
@@ -31,6 +32,5 @@ int main(int argc, char** argv) try {
   mnist_train::train(model, optimizer, *train_set, *test_set, o, dev, "MLP(1000, 1000, 10), Adam");
   return 0;
 } catch (const std::exception& e) {
-  std::cerr << "mnist: " << e.what() << "\n";
-  return 1;
+  return example::report_error("mnist", e);
 }

@@ -13,6 +13,7 @@
 #include <iostream>
 
 #include "common/mnist_train.hpp"
+#include "common/report.hpp"
 
 using namespace dezero;
 
@@ -50,6 +51,5 @@ int main(int argc, char** argv) try {
   mnist_train::train(model, optimizer, *train_set, *test_set, o, dev, "CNN conv3x3(16)-pool-conv3x3(32)-pool-Linear(10), Adam");
   return 0;
 } catch (const std::exception& e) {
-  std::cerr << "mnist_cnn: " << e.what() << "\n";
-  return 1;
+  return example::report_error("mnist_cnn", e);
 }

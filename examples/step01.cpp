@@ -11,14 +11,18 @@
 
 #include <iostream>
 
+#include "common/report.hpp"
+
 using dezero::Tensor;
 using dezero::Variable;
 
-int main() {
+int main() try {
   Tensor data = dezero::array(1.0);  // a 0-d float64 tensor, like np.array(1.0)
   Variable x(data);
   std::cout << x.data() << "\n";
 
   x.set_data(dezero::array(2.0));    // x.data = np.array(2.0)
   std::cout << x.data() << "\n";
+} catch (const std::exception& e) {
+  return example::report_error("step01", e);
 }

@@ -24,6 +24,8 @@
 #include <memory>
 #include <type_traits>
 
+#include "common/report.hpp"
+
 using dezero::Variable;
 
 class Square : public dezero::Function {
@@ -35,7 +37,7 @@ class Square : public dezero::Function {
   std::string name() const override { return "Square"; }
 };
 
-int main() {
+int main() try {
   Variable x(dezero::array(10));  // np.array(10) is an int64 0-d array
   auto f = std::make_shared<Square>();
   Variable y = (*f)(x);           // dezero::call<Square>({x}) does the same in one line
@@ -44,4 +46,6 @@ int main() {
   static_assert(std::is_same_v<decltype(y), Variable>);
   std::cout << "type(y): dezero::Variable, " << y << "\n";
   std::cout << y.data() << "\n";
+} catch (const std::exception& e) {
+  return example::report_error("step02", e);
 }

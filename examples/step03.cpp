@@ -14,6 +14,8 @@
 #include <iostream>
 #include <memory>
 
+#include "common/report.hpp"
+
 using dezero::Variable;
 namespace F = dezero::F;
 
@@ -29,7 +31,7 @@ class Exp : public dezero::Function {
   dezero::VariableList backward(const dezero::VariableList& gys) override { return {F::exp(input(0)) * gys[0]}; }
 };
 
-int main() {
+int main() try {
   auto A = std::make_shared<Square>();
   auto B = std::make_shared<Exp>();
   auto C = std::make_shared<Square>();
@@ -39,4 +41,6 @@ int main() {
   Variable b = (*B)(a);
   Variable y = (*C)(b);
   std::cout << y.data() << "\n";
+} catch (const std::exception& e) {
+  return example::report_error("step03", e);
 }

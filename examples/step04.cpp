@@ -26,6 +26,8 @@
 #include <functional>
 #include <iostream>
 
+#include "common/report.hpp"
+
 using dezero::Tensor;
 using dezero::Variable;
 namespace F = dezero::F;
@@ -52,7 +54,7 @@ Tensor numerical_diff(const Fn& f, const Variable& x, double eps = 1e-4) {
   return (y1.data() - y0.data()) / (2 * eps);
 }
 
-int main() {
+int main() try {
   // A Function object is called once (it becomes its output's creator), so `f` makes a
   // new Square per call, as the book's second f makes new A, B, C.
   Fn f = [](const Variable& x) { return dezero::call<Square>({x}); };
@@ -73,4 +75,6 @@ int main() {
   // The library's version (the same central difference, element by element).
   std::cout << "utils::numerical_grad: " << dezero::utils::numerical_grad(f, dezero::array(2.0)) << " "
             << dezero::utils::numerical_grad(g, dezero::array(0.5)) << "\n";
+} catch (const std::exception& e) {
+  return example::report_error("step04", e);
 }

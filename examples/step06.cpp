@@ -29,6 +29,8 @@
 #include <iostream>
 #include <memory>
 
+#include "common/report.hpp"
+
 using dezero::Variable;
 namespace F = dezero::F;
 
@@ -52,7 +54,7 @@ class Exp : public dezero::Function {
   }
 };
 
-int main() {
+int main() try {
   auto A = std::make_shared<Square>();
   auto B = std::make_shared<Exp>();
   auto C = std::make_shared<Square>();
@@ -67,4 +69,6 @@ int main() {
   a.set_grad(B->backward({b.grad()})[0]);
   x.set_grad(A->backward({a.grad()})[0]);
   std::cout << x.grad().data() << "\n";
+} catch (const std::exception& e) {
+  return example::report_error("step06", e);
 }

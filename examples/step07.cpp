@@ -28,6 +28,8 @@
 #include <memory>
 #include <stdexcept>
 
+#include "common/report.hpp"
+
 using dezero::Variable;
 namespace F = dezero::F;
 
@@ -87,6 +89,5 @@ int main() try {
   std::cout << x.grad().data() << "\n";
   return 0;
 } catch (const std::exception& e) {
-  std::cerr << e.what() << "\n";
-  return 1;
+  return example::report_error("step07", e);
 }

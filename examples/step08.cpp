@@ -26,6 +26,8 @@
 #include <memory>
 #include <vector>
 
+#include "common/report.hpp"
+
 using dezero::Function;
 using dezero::Variable;
 namespace F = dezero::F;
@@ -55,7 +57,7 @@ void backward_loop(const Variable& y) {
   }
 }
 
-int main() {
+int main() try {
   auto A = std::make_shared<Square>();
   auto B = std::make_shared<Exp>();
   auto C = std::make_shared<Square>();
@@ -72,4 +74,6 @@ int main() {
   for (Variable* v : {&x, &a, &b, &y}) v->cleargrad();  // else the new gradients add to these (step 14)
   y.backward();
   std::cout << x.grad().data() << "\n";
+} catch (const std::exception& e) {
+  return example::report_error("step08", e);
 }

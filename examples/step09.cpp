@@ -23,6 +23,8 @@
 #include <iostream>
 #include <type_traits>
 
+#include "common/report.hpp"
+
 using dezero::Variable;
 namespace F = dezero::F;
 
@@ -42,7 +44,7 @@ class Exp : public dezero::Function {
 Variable square(const Variable& x) { return dezero::call<Square>({x}); }
 Variable exp(const Variable& x) { return dezero::call<Exp>({x}); }
 
-int main() {
+int main() try {
   Variable x(dezero::array(0.5));
   Variable y = square(exp(square(x)));
   y.backward();
@@ -52,4 +54,6 @@ int main() {
   x = Variable();                     // OK: holds no data (Python's Variable(None))
   static_assert(!std::is_constructible_v<Variable, double>, "Variable(1.0) must not compile");
   std::cout << "Variable(1.0): rejected at compile time (a double is not a Tensor)\n";
+} catch (const std::exception& e) {
+  return example::report_error("step09", e);
 }

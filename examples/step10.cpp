@@ -31,6 +31,8 @@
 #include <iostream>
 #include <string>
 
+#include "common/report.hpp"
+
 using dezero::Tensor;
 using dezero::Variable;
 
@@ -66,7 +68,7 @@ bool test_gradient_check() {
   return flg;
 }
 
-int main() {
+int main() try {
   struct Test {
     const char* name;
     bool (*run)();
@@ -82,4 +84,6 @@ int main() {
   std::cout << "Ran " << ran << " tests\n\n" << (failed ? "FAILED (failures=" + std::to_string(failed) + ")" : "OK")
             << "\n";
   return failed ? 1 : 0;
+} catch (const std::exception& e) {
+  return example::report_error("step10", e);
 }

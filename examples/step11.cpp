@@ -25,6 +25,8 @@
 #include <iostream>
 #include <memory>
 
+#include "common/report.hpp"
+
 using dezero::Variable;
 
 class Add : public dezero::Function {
@@ -38,10 +40,12 @@ class Add : public dezero::Function {
   dezero::VariableList backward(const dezero::VariableList& gys) override { return {gys[0], gys[0]}; }  // step 13
 };
 
-int main() {
+int main() try {
   dezero::VariableList xs = {Variable(dezero::array(2)), Variable(dezero::array(3))};
   auto f = std::make_shared<Add>();
   dezero::VariableList ys = f->apply(xs);
   Variable y = ys[0];
   std::cout << y.data() << "\n";
+} catch (const std::exception& e) {
+  return example::report_error("step11", e);
 }

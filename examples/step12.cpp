@@ -23,6 +23,8 @@
 #include <iostream>
 #include <memory>
 
+#include "common/report.hpp"
+
 using dezero::Variable;
 
 class Add : public dezero::Function {
@@ -33,9 +35,11 @@ class Add : public dezero::Function {
 
 Variable add(const Variable& x0, const Variable& x1) { return (*std::make_shared<Add>())(x0, x1); }
 
-int main() {
+int main() try {
   Variable x0(dezero::array(2));
   Variable x1(dezero::array(3));
   Variable y = add(x0, x1);
   std::cout << y.data() << "\n";
+} catch (const std::exception& e) {
+  return example::report_error("step12", e);
 }

@@ -28,6 +28,8 @@
 
 #include <iostream>
 
+#include "common/report.hpp"
+
 using dezero::Variable;
 
 class Add : public dezero::Function {
@@ -49,7 +51,7 @@ class Square : public dezero::Function {
 Variable add(const Variable& x0, const Variable& x1) { return dezero::call<Add>({x0, x1}); }
 Variable square(const Variable& x) { return dezero::call<Square>({x}); }
 
-int main() {
+int main() try {
   Variable x(dezero::array(2.0));
   Variable y(dezero::array(3.0));
   Variable z = add(square(x), square(y));
@@ -57,4 +59,6 @@ int main() {
   std::cout << z.data() << "\n";
   std::cout << x.grad().data() << "\n";
   std::cout << y.grad().data() << "\n";
+} catch (const std::exception& e) {
+  return example::report_error("step13", e);
 }

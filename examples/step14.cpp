@@ -24,6 +24,8 @@
 
 #include <iostream>
 
+#include "common/report.hpp"
+
 using dezero::Variable;
 
 class Add : public dezero::Function {
@@ -34,7 +36,7 @@ class Add : public dezero::Function {
 
 Variable add(const Variable& x0, const Variable& x1) { return dezero::call<Add>({x0, x1}); }
 
-int main() {
+int main() try {
   Variable x(dezero::array(3.0));
   Variable y = add(x, x);
   y.backward();
@@ -44,4 +46,6 @@ int main() {
   y = add(add(x, x), x);
   y.backward();
   std::cout << x.grad().data() << "\n";
+} catch (const std::exception& e) {
+  return example::report_error("step14", e);
 }

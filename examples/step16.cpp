@@ -22,6 +22,8 @@
 
 #include <iostream>
 
+#include "common/report.hpp"
+
 using dezero::Variable;
 
 class Add : public dezero::Function {
@@ -39,7 +41,7 @@ class Square : public dezero::Function {
 Variable add(const Variable& x0, const Variable& x1) { return dezero::call<Add>({x0, x1}); }
 Variable square(const Variable& x) { return dezero::call<Square>({x}); }
 
-int main() {
+int main() try {
   Variable x(dezero::array(2.0));
   Variable a = square(x);
   Variable y = add(square(a), square(a));
@@ -48,4 +50,6 @@ int main() {
   std::cout << x.grad().data() << "\n";
   // The generations that ordered the backward pass: x 0, a 1, square(a) 2, y 3.
   std::cout << "generations: x " << x.generation() << ", a " << a.generation() << ", y " << y.generation() << "\n";
+} catch (const std::exception& e) {
+  return example::report_error("step16", e);
 }

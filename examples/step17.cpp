@@ -21,6 +21,8 @@
 
 #include <iostream>
 
+#include "common/report.hpp"
+
 using dezero::Storage;
 using dezero::Variable;
 
@@ -32,7 +34,7 @@ class Square : public dezero::Function {
 
 Variable square(const Variable& x) { return dezero::call<Square>({x}); }
 
-int main() {
+int main() try {
   const auto base_count = Storage::live_count();
   const auto base_bytes = Storage::live_bytes();
   Variable x, y;
@@ -46,4 +48,6 @@ int main() {
   y = Variable();
   std::cout << "after the loop: " << Storage::live_count() - base_count << " live tensors, "
             << Storage::live_bytes() - base_bytes << " bytes\n";
+} catch (const std::exception& e) {
+  return example::report_error("step17", e);
 }

@@ -23,6 +23,8 @@
 #include <iostream>
 #include <string>
 
+#include "common/report.hpp"
+
 using dezero::Variable;
 
 class Add : public dezero::Function {
@@ -43,7 +45,7 @@ Variable square(const Variable& x) { return dezero::call<Square>({x}); }
 // Python prints None for a missing gradient.
 std::string grad_str(const Variable& v) { return v.has_grad() ? v.grad().data().str() : "None"; }
 
-int main() {
+int main() try {
   Variable x0(dezero::array(1.0));
   Variable x1(dezero::array(1.0));
   Variable t = add(x0, x1);
@@ -76,4 +78,6 @@ int main() {
   Variable x(dezero::array(2.0));
   Variable y2 = square(x);  // outside the blocks the graph is recorded again
   std::cout << "after: y " << y2.data() << ", creator " << (y2.creator() ? "recorded" : "None") << "\n";
+} catch (const std::exception& e) {
+  return example::report_error("step18", e);
 }

@@ -21,9 +21,11 @@
 
 #include <iostream>
 
+#include "common/report.hpp"
+
 using dezero::Variable;
 
-int main() {
+int main() try {
   Variable x(dezero::array({{1, 2, 3}, {4, 5, 6}}));
   x.set_name("x");
   std::cout << x.name() << "\n";
@@ -33,4 +35,6 @@ int main() {
   std::cout << x.dtype() << "\n";
   std::cout << x.len() << "\n";
   std::cout << x << "\n";
+} catch (const std::exception& e) {
+  return example::report_error("step19", e);
 }

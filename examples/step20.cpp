@@ -25,10 +25,12 @@
 
 #include <iostream>
 
+#include "common/report.hpp"
+
 using dezero::Variable;
 namespace F = dezero::F;
 
-int main() {
+int main() try {
   Variable a(dezero::array(3.0));
   Variable b(dezero::array(2.0));
   Variable c(dezero::array(1.0));
@@ -40,4 +42,6 @@ int main() {
   std::cout << y << "\n";
   std::cout << a.grad().data() << "\n";
   std::cout << b.grad().data() << "\n";
+} catch (const std::exception& e) {
+  return example::report_error("step20", e);
 }

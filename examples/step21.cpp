@@ -16,9 +16,11 @@
 
 #include <iostream>
 
+#include "common/report.hpp"
+
 using dezero::Variable;
 
-int main() {
+int main() try {
   Variable x(dezero::array(2.0));
   Variable y = x + dezero::array(3.0);
   std::cout << y << "\n";
@@ -31,4 +33,6 @@ int main() {
 
   y = dezero::array(3.0) + x;  // the Tensor on the left
   std::cout << y << "\n";
+} catch (const std::exception& e) {
+  return example::report_error("step21", e);
 }

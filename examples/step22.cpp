@@ -19,9 +19,11 @@
 
 #include <iostream>
 
+#include "common/report.hpp"
+
 using dezero::Variable;
 
-int main() {
+int main() try {
   Variable x(dezero::array(2.0));
   Variable y = -x;
   std::cout << y << "\n";
@@ -41,4 +43,6 @@ int main() {
   Variable z = -x + (2.0 - x) + 3.0 / x + x.pow(3);
   z.backward();
   std::cout << "dz/dx: " << x.grad().data() << "\n";
+} catch (const std::exception& e) {
+  return example::report_error("step22", e);
 }

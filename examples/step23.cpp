@@ -19,12 +19,16 @@
 
 #include <iostream>
 
+#include "common/report.hpp"
+
 using dezero::Variable;
 
-int main() {
+int main() try {
   Variable x(dezero::array(1.0));
   Variable y = (x + 3).pow(2);
   y.backward();
   std::cout << y << "\n";
   std::cout << x.grad().data() << "\n";
+} catch (const std::exception& e) {
+  return example::report_error("step23", e);
 }

@@ -16,6 +16,8 @@
 
 #include <iostream>
 
+#include "common/report.hpp"
+
 using dezero::Variable;
 
 Variable sphere(const Variable& x, const Variable& y) {
@@ -34,7 +36,7 @@ Variable goldstein(const Variable& x, const Variable& y) {
   return z;
 }
 
-int main() {
+int main() try {
   struct Named {
     const char* name;
     Variable (*f)(const Variable&, const Variable&);
@@ -46,4 +48,6 @@ int main() {
     z.backward();
     std::cout << fn.name << ": " << x.grad() << " " << y.grad() << "\n";
   }
+} catch (const std::exception& e) {
+  return example::report_error("step24", e);
 }

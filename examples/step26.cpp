@@ -23,6 +23,8 @@
 #include <iostream>
 #include <string>
 
+#include "common/report.hpp"
+
 using dezero::Variable;
 
 Variable goldstein(const Variable& x, const Variable& y) {
@@ -54,6 +56,5 @@ int main(int argc, char** argv) try {
   if (written != to_file) std::cout << "(Graphviz 'dot' is not installed: only the DOT text was written)\n";
   return 0;
 } catch (const std::exception& e) {
-  std::cerr << "step26: " << e.what() << "\n";
-  return 1;
+  return example::report_error("step26", e);
 }

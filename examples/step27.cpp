@@ -47,6 +47,8 @@
 #include <iostream>
 #include <string>
 
+#include "common/report.hpp"
+
 using dezero::Variable;
 namespace F = dezero::F;
 
@@ -75,13 +77,14 @@ int main(int argc, char** argv) try {
     if (std::strcmp(argv[i], "--out") == 0) to_file = argv[i + 1];
   }
 
-  Variable x(dezero::array(M_PI / 4));
+  const double pi = std::acos(-1.0);  // np.pi
+  Variable x(dezero::array(pi / 4));
   Variable y = F::sin(x);
   y.backward();
   std::cout << y.data() << "\n";
   std::cout << x.grad().data() << "\n";
 
-  x = Variable(dezero::array(M_PI / 4));
+  x = Variable(dezero::array(pi / 4));
   y = my_sin(x, threshold);
   y.backward();
   std::cout << y.data() << "\n";
@@ -94,6 +97,5 @@ int main(int argc, char** argv) try {
   if (written != to_file) std::cout << "(Graphviz 'dot' is not installed: only the DOT text was written)\n";
   return 0;
 } catch (const std::exception& e) {
-  std::cerr << "step27: " << e.what() << "\n";
-  return 1;
+  return example::report_error("step27", e);
 }

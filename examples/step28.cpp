@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "common/plot.hpp"
+#include "common/report.hpp"
 
 using dezero::Variable;
 
@@ -36,7 +37,7 @@ Variable rosenbrock(const Variable& x0, const Variable& x1) {
   return y;
 }
 
-int main() {
+int main() try {
   Variable x0(dezero::array(0.0));
   Variable x1(dezero::array(2.0));
   const int iters = 1000;
@@ -89,4 +90,6 @@ int main() {
       "set cntrparam levels discrete 1, 4, 16, 64, 256, 1024\nset xrange [-2:2]\nset yrange [-1:3]\n"
       "set size ratio -1\nset key outside right top";
   plot::draw("step28.png", plot::Figure{"Step 28: gradient descent on the Rosenbrock function (lr 0.001, 1000 steps)", {panel}, 900, 640});
+} catch (const std::exception& e) {
+  return example::report_error("step28", e);
 }

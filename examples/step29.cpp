@@ -21,6 +21,8 @@
 
 #include <iostream>
 
+#include "common/report.hpp"
+
 using dezero::Tensor;
 using dezero::Variable;
 
@@ -31,7 +33,7 @@ Variable f(const Variable& x) {
 
 Tensor gx2(const Tensor& x) { return 12.0 * dezero::pow(x, 2) - 4.0; }
 
-int main() {
+int main() try {
   Variable x(dezero::array(2.0));
   const int iters = 10;
 
@@ -44,4 +46,6 @@ int main() {
 
     x.set_data(x.data() - x.grad().data() / gx2(x.data()));
   }
+} catch (const std::exception& e) {
+  return example::report_error("step29", e);
 }

@@ -25,6 +25,8 @@
 
 #include <iostream>
 
+#include "common/report.hpp"
+
 using dezero::Variable;
 
 Variable f(const Variable& x) {
@@ -32,7 +34,7 @@ Variable f(const Variable& x) {
   return y;
 }
 
-int main() {
+int main() try {
   Variable x(dezero::array(2.0));
   const int iters = 10;
 
@@ -50,4 +52,6 @@ int main() {
 
     x.set_data(x.data() - gx.data() / gx2.data());
   }
+} catch (const std::exception& e) {
+  return example::report_error("step33", e);
 }

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "common/plot.hpp"
+#include "common/report.hpp"
 
 namespace F = dezero::F;
 using dezero::Tensor;
@@ -57,7 +58,7 @@ std::string repr(double v) {
   return std::string(buf, r.ptr);
 }
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   const std::string csv_path = argc > 1 ? argv[1] : "sin.csv";
   const char* labels[] = {"y=sin(x)", "y'", "y''", "y'''"};
 
@@ -90,4 +91,6 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 4; ++i) panel.layers.push_back({csv_path, "1:" + std::to_string(i + 2), labels[i]});
   panel.setup = "set xrange [-7:7]\nset yrange [-1.2:1.2]\nset key outside right top";
   plot::draw(plot::stem_of(csv_path) + ".png", plot::Figure{"Step 34: higher-order derivatives", {panel}, 900, 480});
+} catch (const std::exception& e) {
+  return example::report_error("step34", e);
 }

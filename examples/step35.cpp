@@ -32,11 +32,12 @@
 #include <vector>
 
 #include "common/plot.hpp"
+#include "common/report.hpp"
 
 namespace F = dezero::F;
 using dezero::Variable;
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   int iters = 1;
   std::string to_file = "tanh.png";
   for (int a = 1; a < argc; ++a) {
@@ -113,4 +114,6 @@ int main(int argc, char** argv) {
   for (int c = 0; c < 5; ++c) panel.layers.push_back({csv, "1:" + std::to_string(c + 2), labels[c]});
   panel.setup = "set xrange [-4:4]\nset key outside right top";
   plot::draw("tanh_derivatives.png", plot::Figure{"Step 35: higher-order derivatives of tanh", {panel}, 900, 480});
+} catch (const std::exception& e) {
+  return example::report_error("step35", e);
 }

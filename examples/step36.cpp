@@ -15,9 +15,11 @@
 
 #include <iostream>
 
+#include "common/report.hpp"
+
 using dezero::Variable;
 
-int main() {
+int main() try {
   Variable x(dezero::array(2.0));
   Variable y = x.pow(2);
   y.backward(/*retain_grad=*/false, /*create_graph=*/true);
@@ -27,4 +29,6 @@ int main() {
   Variable z = gx.pow(3) + y;
   z.backward();
   std::cout << x.grad() << "\n";
+} catch (const std::exception& e) {
+  return example::report_error("step36", e);
 }

@@ -16,10 +16,12 @@
 
 #include <iostream>
 
+#include "common/report.hpp"
+
 namespace F = dezero::F;
 using dezero::Variable;
 
-int main() {
+int main() try {
   Variable x(dezero::array({{1, 2, 3}, {4, 5, 6}}));
   Variable c(dezero::array({{10, 20, 30}, {40, 50, 60}}));
   Variable t = x + c;
@@ -30,4 +32,6 @@ int main() {
   std::cout << t.grad() << "\n";
   std::cout << x.grad() << "\n";
   std::cout << c.grad() << "\n";
+} catch (const std::exception& e) {
+  return example::report_error("step37", e);
 }

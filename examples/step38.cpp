@@ -15,10 +15,12 @@
 
 #include <iostream>
 
+#include "common/report.hpp"
+
 namespace F = dezero::F;
 using dezero::Variable;
 
-int main() {
+int main() try {
   {
     Variable x(dezero::array({{0, 1, 2}, {3, 4, 5}}));
     Variable y = F::reshape(x, {6});  // y = x.reshape({6})
@@ -31,4 +33,6 @@ int main() {
     y.backward();
     std::cout << x.grad() << "\n";
   }
+} catch (const std::exception& e) {
+  return example::report_error("step38", e);
 }

@@ -16,10 +16,12 @@
 
 #include <iostream>
 
+#include "common/report.hpp"
+
 namespace F = dezero::F;
 using dezero::Variable;
 
-int main() {
+int main() try {
   {
     Variable x(dezero::array({1, 2, 3, 4, 5, 6}));
     Variable y = F::sum(x);
@@ -46,4 +48,6 @@ int main() {
     Variable y = x.sum(dezero::Axes::all(), /*keepdims=*/true);
     std::cout << y.shape() << "\n";
   }
+} catch (const std::exception& e) {
+  return example::report_error("step39", e);
 }

@@ -13,9 +13,11 @@
 
 #include <iostream>
 
+#include "common/report.hpp"
+
 using dezero::Variable;
 
-int main() {
+int main() try {
   Variable x0(dezero::array({1, 2, 3}));
   Variable x1(dezero::array({10}));
   Variable y = x0 + x1;
@@ -23,4 +25,6 @@ int main() {
 
   y.backward();
   std::cout << x1.grad() << "\n";
+} catch (const std::exception& e) {
+  return example::report_error("step40", e);
 }

@@ -13,10 +13,12 @@
 
 #include <iostream>
 
+#include "common/report.hpp"
+
 namespace F = dezero::F;
 using dezero::Variable;
 
-int main() {
+int main() try {
   Variable x(dezero::random::randn({2, 3}));
   Variable w(dezero::random::randn({3, 4}));
   Variable y = F::matmul(x, w);
@@ -24,4 +26,6 @@ int main() {
 
   std::cout << x.grad().shape() << "\n";
   std::cout << w.grad().shape() << "\n";
+} catch (const std::exception& e) {
+  return example::report_error("step41", e);
 }

@@ -34,10 +34,12 @@
 
 #include <iostream>
 
+#include "common/report.hpp"
+
 namespace F = dezero::F;
 using dezero::Variable;
 
-int main() {
+int main() try {
   dezero::random::seed(0);
   Variable x(dezero::random::rand({100, 1}));
   Variable y(5.0 + 2.0 * x.data() + dezero::random::rand({100, 1}));
@@ -65,4 +67,6 @@ int main() {
     b.set_data(b.data() - lr * b.grad().data());
     std::cout << W << " " << b << " " << loss << "\n";
   }
+} catch (const std::exception& e) {
+  return example::report_error("step42", e);
 }

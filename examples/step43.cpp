@@ -37,13 +37,16 @@
 #include <cmath>
 #include <iostream>
 
+#include "common/report.hpp"
+
 namespace F = dezero::F;
 using dezero::Variable;
 
-int main() {
+int main() try {
   dezero::random::seed(0);
   dezero::Tensor x = dezero::random::rand({100, 1});
-  dezero::Tensor y = dezero::sin(2.0 * M_PI * x) + dezero::random::rand({100, 1});
+  const double pi = std::acos(-1.0);  // np.pi
+  dezero::Tensor y = dezero::sin(2.0 * pi * x) + dezero::random::rand({100, 1});
 
   const int I = 1, H = 10, O = 1;
   Variable W1(0.01 * dezero::random::randn({I, H}));
@@ -70,4 +73,6 @@ int main() {
     for (Variable* p : {&W1, &b1, &W2, &b2}) p->set_data(p->data() - lr * p->grad().data());
     if (i % 1000 == 0) std::cout << loss << "\n";
   }
+} catch (const std::exception& e) {
+  return example::report_error("step43", e);
 }

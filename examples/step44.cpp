@@ -43,15 +43,17 @@
 #include <vector>
 
 #include "common/plot.hpp"
+#include "common/report.hpp"
 
 namespace F = dezero::F;
 namespace L = dezero::L;
 using dezero::Variable;
 
-int main() {
+int main() try {
   dezero::random::seed(0);
   dezero::Tensor x = dezero::random::rand({100, 1});
-  dezero::Tensor y = dezero::sin(2.0 * M_PI * x) + dezero::random::rand({100, 1});
+  const double pi = std::acos(-1.0);  // np.pi
+  dezero::Tensor y = dezero::sin(2.0 * pi * x) + dezero::random::rand({100, 1});
 
   L::Linear l1(10);
   L::Linear l2(1);
@@ -105,4 +107,6 @@ int main() {
                   {"step44_fit.csv", "1:2", "predict(x) after 10000 iterations", "lines lw 3 lc rgb '#d62728'"}};
   panel.setup = "set xrange [0:1]\nset key outside right top";
   plot::draw("step44.png", plot::Figure{"Step 44: non-linear regression with layers", {panel}, 1000, 520});
+} catch (const std::exception& e) {
+  return example::report_error("step44", e);
 }

@@ -42,6 +42,8 @@
 #include <iostream>
 #include <memory>
 
+#include "common/report.hpp"
+
 namespace F = dezero::F;
 namespace L = dezero::L;
 using dezero::Variable;
@@ -60,10 +62,11 @@ class TwoLayerNet : public dezero::Model {
   L::LayerRef<L::Linear> l1, l2;
 };
 
-int main() {
+int main() try {
   dezero::random::seed(0);
   dezero::Tensor x = dezero::random::rand({100, 1});
-  dezero::Tensor y = dezero::sin(2.0 * M_PI * x) + dezero::random::rand({100, 1});
+  const double pi = std::acos(-1.0);  // np.pi
+  dezero::Tensor y = dezero::sin(2.0 * pi * x) + dezero::random::rand({100, 1});
 
   const double lr = 0.2;
   const int max_iter = 10000;
@@ -85,4 +88,6 @@ int main() {
   }
 
   std::cout << "wrote " << model.plot(Variable(x, "x"), "two_layer_net.dot") << "\n";
+} catch (const std::exception& e) {
+  return example::report_error("step45", e);
 }

@@ -34,16 +34,19 @@
 #include <iostream>
 #include <memory>
 
+#include "common/report.hpp"
+
 namespace F = dezero::F;
 namespace optimizers = dezero::optimizers;
 using dezero::Variable;
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   bool momentum = argc > 1 && std::strcmp(argv[1], "--momentum") == 0;
 
   dezero::random::seed(0);
   dezero::Tensor x = dezero::random::rand({100, 1});
-  dezero::Tensor y = dezero::sin(2.0 * M_PI * x) + dezero::random::rand({100, 1});
+  const double pi = std::acos(-1.0);  // np.pi
+  dezero::Tensor y = dezero::sin(2.0 * pi * x) + dezero::random::rand({100, 1});
 
   const double lr = 0.2;
   const int max_iter = 10000;
@@ -66,4 +69,6 @@ int main(int argc, char** argv) {
     optimizer->update();
     if (i % 1000 == 0) std::cout << loss << "\n";
   }
+} catch (const std::exception& e) {
+  return example::report_error("step46", e);
 }

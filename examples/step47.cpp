@@ -55,6 +55,8 @@
 
 #include <iostream>
 
+#include "common/report.hpp"
+
 namespace F = dezero::F;
 using dezero::Tensor;
 using dezero::Variable;
@@ -80,7 +82,7 @@ Variable softmax_cross_entropy_simple(const Variable& x, const Tensor& t) {
   return -1.0 * F::sum(tlog_p) / static_cast<double>(N);
 }
 
-int main() {
+int main() try {
   dezero::random::seed(0);
   dezero::models::MLP model({10, 3});
 
@@ -104,4 +106,6 @@ int main() {
 
   std::cout << "F::softmax:\n" << F::softmax(y) << "\n";
   std::cout << "F::softmax_cross_entropy: " << F::softmax_cross_entropy(y, t) << "\n";
+} catch (const std::exception& e) {
+  return example::report_error("step47", e);
 }

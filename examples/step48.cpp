@@ -50,13 +50,14 @@
 #include <vector>
 
 #include "common/plot.hpp"
+#include "common/report.hpp"
 
 namespace F = dezero::F;
 using dezero::Slice;
 using dezero::Tensor;
 using dezero::Variable;
 
-int main() {
+int main() try {
   const int max_epoch = 300;
   const std::int64_t batch_size = 30;
   const std::int64_t hidden_size = 10;
@@ -133,4 +134,6 @@ int main() {
       "set palette defined (0 '#c6dbef', 1 '#fcbba1', 2 '#c7e9c0')\nset cbrange [0:2]\nunset colorbox\n"
       "set xrange [-1.1:1.1]\nset yrange [-1.1:1.1]\nset size ratio -1\nset key outside right top\nunset grid";
   plot::draw("step48.png", plot::Figure{"Step 48: spiral data, MLP((10, 3)), 300 epochs", {panel}, 900, 700});
+} catch (const std::exception& e) {
+  return example::report_error("step48", e);
 }

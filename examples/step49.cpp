@@ -45,11 +45,13 @@
 #include <cstdio>
 #include <vector>
 
+#include "common/report.hpp"
+
 namespace F = dezero::F;
 using dezero::Tensor;
 using dezero::Variable;
 
-int main() {
+int main() try {
   const int max_epoch = 300;
   const std::int64_t batch_size = 30;
   const std::int64_t hidden_size = 10;
@@ -90,4 +92,6 @@ int main() {
     double avg_loss = sum_loss / static_cast<double>(data_size);
     std::printf("epoch %d, loss %.2f\n", epoch + 1, avg_loss);
   }
+} catch (const std::exception& e) {
+  return example::report_error("step49", e);
 }

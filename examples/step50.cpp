@@ -57,11 +57,12 @@
 #include <cstdio>
 
 #include "common/example_util.hpp"
+#include "common/report.hpp"
 
 namespace F = dezero::F;
 using dezero::Variable;
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   int max_epoch = example::int_arg(argc, argv, "--epochs", 300);
   const std::int64_t batch_size = 30;
   const std::int64_t hidden_size = 10;
@@ -116,4 +117,6 @@ int main(int argc, char** argv) {
   bool ok = test_acc >= 0.9;
   std::printf("test accuracy >= 0.9: %s\n", ok ? "yes" : "no");
   return ok ? 0 : 1;
+} catch (const std::exception& e) {
+  return example::report_error("step50", e);
 }

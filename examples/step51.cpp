@@ -60,6 +60,7 @@
 #include <string>
 
 #include "common/options.hpp"
+#include "common/report.hpp"
 
 using dezero::DataLoader;
 using dezero::Variable;
@@ -158,6 +159,5 @@ int main(int argc, char** argv) try {
   }
   return 0;
 } catch (const std::exception& e) {
-  std::cerr << "step51: " << e.what() << "\n";
-  return 1;
+  return example::report_error("step51", e);
 }

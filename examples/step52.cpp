@@ -53,6 +53,7 @@
 #include <string>
 
 #include "common/options.hpp"
+#include "common/report.hpp"
 
 using dezero::DataLoader;
 using dezero::Device;
@@ -157,6 +158,5 @@ int main(int argc, char** argv) try {
   }
   return 0;
 } catch (const std::exception& e) {
-  std::cerr << "step52: " << e.what() << "\n";
-  return 1;
+  return example::report_error("step52", e);
 }

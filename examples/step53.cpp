@@ -42,10 +42,12 @@
 #include <filesystem>
 #include <memory>
 
+#include "common/report.hpp"
+
 namespace F = dezero::F;
 using dezero::Variable;
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   bool spiral = argc > 1 && std::strcmp(argv[1], "--spiral") == 0;
   const int max_epoch = 3;
   const std::int64_t batch_size = 100;
@@ -57,8 +59,8 @@ int main(int argc, char** argv) {
     else
       train_set = std::make_unique<dezero::datasets::MNIST>(/*train=*/true);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "step53: %s\nhint: run `step53 --spiral` to use the spiral data set (no download)\n",
-                 e.what());
+    example::report_error("step53", e);
+    std::fprintf(stderr, "hint: run `step53 --spiral` to use the spiral data set (no download)\n");
     return 1;
   }
   dezero::DataLoader train_loader(*train_set, batch_size);
@@ -88,4 +90,6 @@ int main(int argc, char** argv) {
 
   model.save_weights("my_mlp.npz");
   std::printf("saved my_mlp.npz\n");
+} catch (const std::exception& e) {
+  return example::report_error("step53", e);
 }

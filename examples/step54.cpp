@@ -21,10 +21,12 @@
 
 #include <iostream>
 
+#include "common/report.hpp"
+
 namespace F = dezero::F;
 using dezero::Variable;
 
-int main() {
+int main() try {
   dezero::random::seed(0);
   dezero::Tensor x = dezero::ones({5}, dezero::float64);
   std::cout << x << "\n";
@@ -39,4 +41,6 @@ int main() {
     y = F::dropout(x);
     std::cout << y << "\n";
   }
+} catch (const std::exception& e) {
+  return example::report_error("step54", e);
 }

@@ -17,7 +17,9 @@
 
 #include <iostream>
 
-int main() {
+#include "common/report.hpp"
+
+int main() try {
   long H = 4, W = 4;    // input size
   long KH = 3, KW = 3;  // kernel size
   long SH = 1, SW = 1;  // kernel stride
@@ -26,4 +28,6 @@ int main() {
   long OH = dezero::utils::get_conv_outsize(H, KH, SH, PH);
   long OW = dezero::utils::get_conv_outsize(W, KW, SW, PW);
   std::cout << OH << " " << OW << "\n";
+} catch (const std::exception& e) {
+  return example::report_error("step55", e);
 }

@@ -26,11 +26,13 @@
 
 #include <iostream>
 
+#include "common/report.hpp"
+
 namespace F = dezero::F;
 using dezero::Tensor;
 using dezero::Variable;
 
-int main() {
+int main() try {
   dezero::random::seed(0);
   Tensor x1 = dezero::random::rand({1, 3, 7, 7}, dezero::float64);
   Variable col1 = F::im2col(x1, /*kernel_size=*/5, /*stride=*/1, /*pad=*/0, /*to_matrix=*/true);
@@ -51,4 +53,6 @@ int main() {
   y.backward();
   std::cout << y.shape().str() << "\n";         // (1, 8, 15, 15)
   std::cout << x.grad().shape().str() << "\n";  // (1, 5, 15, 15)
+} catch (const std::exception& e) {
+  return example::report_error("step57", e);
 }

@@ -19,6 +19,7 @@
 #include <numeric>
 #include <vector>
 
+#include "common/report.hpp"
 #include "common/vgg_files.hpp"
 
 using namespace dezero;
@@ -66,6 +67,5 @@ int main(int argc, char** argv) try {
   }
   return 0;
 } catch (const std::exception& e) {
-  std::cerr << "step58: " << e.what() << "\n";
-  return 1;
+  return example::report_error("step58", e);
 }

@@ -72,6 +72,7 @@
 #include <vector>
 
 #include "common/example_util.hpp"
+#include "common/report.hpp"
 
 namespace F = dezero::F;
 namespace L = dezero::L;
@@ -94,7 +95,7 @@ class SimpleRNN : public dezero::Model {
   L::LayerRef<L::Linear> fc;
 };
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   int max_epoch = example::int_arg(argc, argv, "--epochs", 100);
   const std::int64_t hidden_size = 100;
   const int bptt_length = 30;
@@ -139,4 +140,6 @@ int main(int argc, char** argv) {
   // model(x) for each x under no_grad() (example_util.hpp), written to step59.csv.
   example::write_cos_prediction(model, "step59.csv");
   return example::report_loss_fall(first_loss, last_loss);
+} catch (const std::exception& e) {
+  return example::report_error("step59", e);
 }

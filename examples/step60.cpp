@@ -71,6 +71,7 @@
 #include <vector>
 
 #include "common/example_util.hpp"
+#include "common/report.hpp"
 
 namespace F = dezero::F;
 namespace L = dezero::L;
@@ -93,7 +94,7 @@ class BetterRNN : public dezero::Model {
   L::LayerRef<L::Linear> fc;
 };
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   int max_epoch = example::int_arg(argc, argv, "--epochs", 100);
   const std::int64_t batch_size = 30;
   const std::int64_t hidden_size = 100;
@@ -138,4 +139,6 @@ int main(int argc, char** argv) {
   // model(x) for each x under no_grad() (example_util.hpp), written to step60.csv.
   example::write_cos_prediction(model, "step60.csv");
   return example::report_loss_fall(first_loss, last_loss);
+} catch (const std::exception& e) {
+  return example::report_error("step60", e);
 }

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/options.hpp"
+#include "common/report.hpp"
 #include "common/vgg_files.hpp"
 
 using namespace dezero;
@@ -146,6 +147,5 @@ int main(int argc, char** argv) try {
   }
   return 0;
 } catch (const std::exception& e) {
-  std::cerr << "style_transfer: " << e.what() << "\n";
-  return 1;
+  return example::report_error("style_transfer", e);
 }

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "common/generative.hpp"
+#include "common/report.hpp"
 
 using namespace dezero;
 
@@ -141,7 +142,8 @@ double inverse_normal_cdf(double p) {
         ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
   }
   double e = 0.5 * std::erfc(-x / std::sqrt(2.0)) - p;
-  double u = e * std::sqrt(2 * M_PI) * std::exp(x * x / 2);
+  const double pi = std::acos(-1.0);
+  double u = e * std::sqrt(2 * pi) * std::exp(x * x / 2);
   return x - u / (1 + x * u / 2);
 }
 
@@ -234,6 +236,5 @@ int main(int argc, char** argv) try {
   }
   return 0;
 } catch (const std::exception& e) {
-  std::cerr << "vae: " << e.what() << "\n";
-  return 1;
+  return example::report_error("vae", e);
 }

@@ -27,6 +27,11 @@ DEZERO_BUILD_PACKAGES=(libeigen3-dev doctest-dev zlib1g-dev libcurl4-openssl-dev
 DEZERO_PACKAGING_PACKAGES=(pkgconf dpkg-dev file)
 # The fuzz targets (tests/fuzz, tools/fuzz.sh): clang with libFuzzer and its OpenMP runtime.
 DEZERO_FUZZ_PACKAGES=(clang libclang-rt-dev libomp-dev)
+# The examples' figures (examples/common/plot.hpp runs gnuplot; without it they write the
+# CSV and the .gp script only): tools/mnist.sh installs it, so the README's main command
+# draws mnist_curves.png. tools/test.sh does not: the example tests pass either way (they
+# check the PNG files only when gnuplot is found).
+DEZERO_PLOT_PACKAGES=(gnuplot-nox)
 
 # nvcc is on PATH on our machines; make sure CMake finds it even when it is only in /usr/local/cuda.
 if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then

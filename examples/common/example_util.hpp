@@ -29,7 +29,8 @@ inline int int_arg(int argc, char** argv, const char* flag, int fallback) {
 // gnuplot into the PNG of the same stem (step59.csv -> step59.png; plot.hpp).
 template <class RecurrentModel>
 void write_cos_prediction(RecurrentModel& model, const std::string& path) {
-  std::vector<double> xs = dezero::cos(dezero::linspace(0, 4 * M_PI, 1000)).to_vector<double>(), preds;
+  const double pi = std::acos(-1.0);
+  std::vector<double> xs = dezero::cos(dezero::linspace(0, 4 * pi, 1000)).to_vector<double>(), preds;
   model.reset_state();
   {
     auto guard = dezero::no_grad();

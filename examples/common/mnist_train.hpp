@@ -196,7 +196,8 @@ inline Curves train(Model& model, optimizers::Optimizer& optimizer, datasets::Da
                      {{{"train loss", c.train_loss, {31, 119, 180}}, {"test loss", c.test_loss, {255, 127, 14}}},
                       {{"train accuracy", c.train_acc, {31, 119, 180}}, {"test accuracy", c.test_acc, {255, 127, 14}}}},
                      {{"loss", "epoch", "softmax cross entropy"}, {"accuracy", "epoch", "accuracy"}},
-                     dataset + ": " + title + ", " + std::to_string(c.train_loss.size()) + " epochs");
+                     dataset + ": " + title + ", " + std::to_string(c.train_loss.size()) +
+                         (c.train_loss.size() == 1 ? " epoch" : " epochs"));
   }
   return c;
 }

@@ -102,9 +102,10 @@ inline std::string script(const std::string& png, const Figure& fig) {
   for (const Panel& p : fig.panels) {
     bool map = false;
     for (const Layer& l : p.layers) map = map || l.contours;
+    // The grid is solid (lt 1): gnuplot's default, dotted, vanishes in so light a grey.
     gp << "\nreset\n"
        << "set datafile separator comma\nset datafile columnheaders\nset datafile missing 'NaN'\n"
-       << "set grid lc rgb '#dddddd'\nset key box opaque samplen 2\nset tics out nomirror\nset border 3\n"
+       << "set grid lt 1 lw 1 lc rgb '#e5e5e5'\nset key box opaque samplen 2\nset tics out nomirror\nset border 3\n"
        << "set title " << quote(p.title) << "\nset xlabel " << quote(p.xlabel) << "\nset ylabel "
        << quote(p.ylabel) << "\n";
     // A contour panel is a 3-d plot seen from above (splot ... with `set view map`); the
@@ -206,7 +207,7 @@ inline std::string line_chart(const std::string& png, const std::vector<std::vec
       f << "\n";
     }
   }
-  std::cout << "wrote " << n << " epochs of " << cols.size() << " curves to " << csv << "\n";
+  std::cout << "wrote " << n << (n == 1 ? " epoch of " : " epochs of ") << cols.size() << " curves to " << csv << "\n";
 
   Figure fig;
   fig.title = title;
@@ -222,9 +223,12 @@ inline std::string line_chart(const std::string& png, const std::vector<std::vec
       const std::string& first = panels[p][0].label;
       panel.ylabel = first.substr(first.find_last_of(' ') == std::string::npos ? 0 : first.find_last_of(' ') + 1);
     }
-    // Integer epochs on the x axis; fixed margins keep the panels aligned, the legend right of them.
-    panel.setup = "set xtics 1\nset xrange [" + std::string(n > 1 ? "1" : "0") + ":" + std::to_string(n > 1 ? n : 2) +
-                  "]\nset offsets 0, 0, graph 0.05, graph 0.05\nset key outside right top vertical Left reverse\n"
+    // Epochs 1..n on the x axis, half an epoch of room at each end (no epoch 0 when n is 1, no
+    // point on the border), at most about 10 tic labels; fixed margins keep the panels aligned,
+    // the legend right of them.
+    const std::size_t every = std::max<std::size_t>(1, (n + 9) / 10);
+    panel.setup = "set xtics " + std::to_string(every) + "\nset xrange [0.5:" + std::to_string(n > 0 ? n : 1) +
+                  ".5]\nset offsets 0, 0, graph 0.05, graph 0.05\nset key outside right top vertical Left reverse\n"
                   "set lmargin 12\nset rmargin 24";
     for (const Series& s : panels[p]) {
       std::string style = "linespoints lw 2 pt 7 ps 0.8";
