@@ -55,6 +55,14 @@ class ConfigGuard {
 [[nodiscard]] ConfigGuard no_grad();    // step 18
 [[nodiscard]] ConfigGuard test_mode();  // step 54
 
+// --- BackwardOptions: DeZero's backward(retain_grad=..., create_graph=...) ----------
+// y.backward({.create_graph = true}) in C++20; in C++17 set the field:
+//   dezero::BackwardOptions opts;  opts.create_graph = true;  y.backward(opts);
+struct BackwardOptions {
+  bool retain_grad = false;   // keep the gradients of every variable, not only the leaves'
+  bool create_graph = false;  // record the backward pass, so gradients can be differentiated again
+};
+
 // --- Variable -------------------------------------------------------------------
 }  // namespace dezero
 
@@ -73,7 +81,9 @@ class Variable {
   // data(), or a ValueError naming op for an empty Variable().
   const Tensor& defined_data(const char* op) const;
   void set_data(Tensor data);
-  Variable grad() const;  // empty Variable when there is none
+  // An empty Variable when there is none; using it is an error that says why there
+  // is none (a non-leaf without retain_grad, no backward reached it, backprop off).
+  Variable grad() const;
   bool has_grad() const;
   void set_grad(const Variable& g);
   void cleargrad();
@@ -96,8 +106,11 @@ class Variable {
 
   // Step 7-8: back-propagate from this variable. With retain_grad=false only the
   // leaves keep their gradients; create_graph=true records the backward pass
-  // itself so that gradients can be differentiated again.
+  // itself so that gradients can be differentiated again (step 33). The options
+  // form names them: backward({.create_graph = true}); the positional form is
+  // backward(retain_grad, create_graph), so backward(true) is retain_grad.
   void backward(bool retain_grad = false, bool create_graph = false);
+  void backward(const BackwardOptions& options) { backward(options.retain_grad, options.create_graph); }
   void unchain();            // forget the creator (this variable becomes a leaf)
   void unchain_backward();   // cut the graph above every variable this one depends on (truncated BPTT)
 

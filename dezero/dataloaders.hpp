@@ -29,13 +29,23 @@
 
 namespace dezero {
 
+// DataLoader's options by name: DataLoader(train_set, 100, {.shuffle = false}) in C++20.
+struct DataLoaderOptions {
+  bool shuffle = true;
+  bool drop_last = false;  // leave out the last, smaller batch (DeZero always keeps it)
+  random::Generator gen = random::Generator::global();  // the stream the permutations are drawn from
+};
+
 class DataLoader {
  public:
   // drop_last: leave out the last, smaller batch (DeZero always keeps it).
   DataLoader(const datasets::Dataset& dataset, std::int64_t batch_size, bool shuffle = true, bool drop_last = false,
              random::Generator gen = random::Generator::global());
+  DataLoader(const datasets::Dataset& dataset, std::int64_t batch_size, const DataLoaderOptions& options)
+      : DataLoader(dataset, batch_size, options.shuffle, options.drop_last, options.gen) {}
   DataLoader(const datasets::Dataset&& dataset, std::int64_t batch_size, bool shuffle = true, bool drop_last = false,
              random::Generator gen = random::Generator::global()) = delete;  // would dangle
+  DataLoader(const datasets::Dataset&& dataset, std::int64_t batch_size, const DataLoaderOptions& options) = delete;
   virtual ~DataLoader() = default;
 
   class iterator {

@@ -77,11 +77,11 @@ inline constexpr NewAxisType newaxis{};    // NumPy's None / np.newaxis
 
 class Index {
  public:
-  enum class Kind { Integer, Slice, Ellipsis, NewAxis, Array };
+  enum class Kind { Integer, Slice, EllipsisMark, NewAxis, Array };  // EllipsisMark: dezero::Ellipsis
   Index(std::int64_t i) : kind_(Kind::Integer), integer_(i) {}  // NOLINT implicit
   Index(int i) : kind_(Kind::Integer), integer_(i) {}            // NOLINT implicit
   Index(Slice s) : kind_(Kind::Slice), slice_(s) {}              // NOLINT implicit
-  Index(EllipsisType) : kind_(Kind::Ellipsis) {}                 // NOLINT implicit
+  Index(EllipsisType) : kind_(Kind::EllipsisMark) {}                 // NOLINT implicit
   Index(NewAxisType) : kind_(Kind::NewAxis) {}                   // NOLINT implicit
   Index(const Tensor& array);                                    // NOLINT implicit: integer array index
   Index(const Index&);
@@ -103,6 +103,19 @@ class Index {
 using Indices = std::vector<Index>;
 
 // --- Tensor ----------------------------------------------------------------
+namespace detail {
+// Why an undefined Tensor (or an empty Variable) is empty, for the error that
+// reports its use: the data of a missing gradient says which gradient and why.
+enum class EmptyCause : std::uint8_t {
+  none = 0,          // plainly empty: Tensor(), Variable()
+  grad_not_kept,     // grad() of a non-leaf variable after backward() without retain_grad
+  grad_not_reached,  // grad() of a leaf that no backward() reached
+  grad_no_backprop,  // grad() read while backprop is off (no_grad()), so no graph led to it
+};
+Tensor undefined_tensor(EmptyCause cause);
+EmptyCause empty_cause(const Tensor& t);
+}  // namespace detail
+
 class Tensor {
  public:
   Tensor() = default;  // undefined: holds no storage (defined() == false)
@@ -183,6 +196,9 @@ class Tensor {
   Shape shape_;
   std::int64_t size_ = 0;
   DType dtype_ = float32;
+  detail::EmptyCause empty_cause_ = detail::EmptyCause::none;  // only meaningful while undefined
+  friend Tensor detail::undefined_tensor(detail::EmptyCause cause);
+  friend detail::EmptyCause detail::empty_cause(const Tensor& t);
 };
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t);

@@ -9,6 +9,7 @@
 namespace dezero::utils {
 
 // Central differences (eps 1e-4, float64) of sum(f(x)) with respect to every element of x.
+// f runs with backprop on, as in DeZero, so it may call backward() itself.
 Tensor numerical_grad(const std::function<Variable(const Variable&)>& f, const Tensor& x, double eps = 1e-4);
 
 // DeZero's gradient_check: x is cast to float64, the backprop gradient of sum(f(x))

@@ -65,8 +65,7 @@ int main() try {
 
   auto [x, t] = dezero::datasets::get_spiral(/*train=*/true);
   dezero::models::MLP model({hidden_size, 3});
-  dezero::optimizers::SGD optimizer(lr);
-  optimizer.setup(model);
+  auto optimizer = dezero::optimizers::SGD(lr).setup(model);  // DeZero's one line
 
   const std::int64_t data_size = x.len();
   const std::int64_t max_iter = (data_size + batch_size - 1) / batch_size;

@@ -59,8 +59,7 @@ int main() try {
 
   dezero::datasets::Spiral train_set(/*train=*/true);
   dezero::models::MLP model({hidden_size, 3});
-  dezero::optimizers::SGD optimizer(lr);
-  optimizer.setup(model);
+  auto optimizer = dezero::optimizers::SGD(lr).setup(model);  // DeZero's one line
 
   const std::int64_t data_size = train_set.size();
   const std::int64_t max_iter = (data_size + batch_size - 1) / batch_size;

@@ -74,8 +74,7 @@ int main(int argc, char** argv) try {
   dezero::DataLoader test_loader(test_set, batch_size, /*shuffle=*/false);
 
   dezero::models::MLP model({hidden_size, 3});
-  dezero::optimizers::SGD optimizer(lr);
-  optimizer.setup(model);
+  auto optimizer = dezero::optimizers::SGD(lr).setup(model);  // DeZero's one line
 
   const double n_train = static_cast<double>(train_set.size());
   const double n_test = static_cast<double>(test_set.size());

@@ -123,8 +123,7 @@ int main(int argc, char** argv) try {
   DataLoader test_loader(test_set, batch_size, /*shuffle=*/false);
 
   dezero::models::MLP model({hidden_size, 10});
-  dezero::optimizers::SGD optimizer;
-  optimizer.setup(model);
+  auto optimizer = dezero::optimizers::SGD().setup(model);  // DeZero's one line
 
   for (int epoch = 0; epoch < max_epoch; ++epoch) {
     double sum_loss = 0, sum_acc = 0;

@@ -130,8 +130,7 @@ int main(int argc, char** argv) try {
   datasets::Dataset train_set = load(o, true);
   DataLoader train_loader(train_set, batch_size);
   dezero::models::MLP model({1000, 10});
-  dezero::optimizers::SGD optimizer;
-  optimizer.setup(model);
+  auto optimizer = dezero::optimizers::SGD().setup(model);  // DeZero's one line
 
   // GPU mode
   if (use_gpu) {

@@ -65,8 +65,7 @@ int main(int argc, char** argv) try {
   }
   dezero::DataLoader train_loader(*train_set, batch_size);
   dezero::models::MLP model({1000, 10});
-  dezero::optimizers::SGD optimizer;
-  optimizer.setup(model);
+  auto optimizer = dezero::optimizers::SGD().setup(model);  // DeZero's one line
 
   if (std::filesystem::exists("my_mlp.npz")) {
     model.load_weights("my_mlp.npz");

@@ -106,8 +106,7 @@ int main(int argc, char** argv) try {
   const std::int64_t seqlen = train_set.size();
 
   BetterRNN model(hidden_size, 1);
-  dezero::optimizers::Adam optimizer;
-  optimizer.setup(model);
+  auto optimizer = dezero::optimizers::Adam().setup(model);  // DeZero's one line
 
   double first_loss = 0, last_loss = 0;
   for (int epoch = 0; epoch < max_epoch; ++epoch) {

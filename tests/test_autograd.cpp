@@ -514,3 +514,98 @@ TEST_CASE("autograd: gradients are identical with and without create_graph (sigm
     CHECK(plain[4].size() == 3);  // t's gradient summed back to its (1, 3) shape
   }
 }
+
+// --- BackwardOptions: DeZero's keywords by name ------------------------------------------------------
+TEST_CASE("autograd: backward(BackwardOptions) names retain_grad and create_graph") {
+  // step 33's f(x) = x^4 - 2x^2 at 2: f' = 24, f'' = 44.
+  auto f = [](const Variable& x) { return x.pow(4) - 2.0 * x.pow(2); };
+  Variable x(array(2.0));
+  Variable y = f(x);
+  BackwardOptions opts;
+  opts.create_graph = true;
+  y.backward(opts);
+  Variable gx = x.grad();
+  CHECK(v0(gx) == doctest::Approx(24.0).epsilon(kTol));
+  CHECK(gx.creator() != nullptr);  // recorded
+  x.cleargrad();
+  gx.backward();
+  CHECK(g0(x) == doctest::Approx(44.0).epsilon(kTol));
+
+  // retain_grad keeps the intermediate's gradient; the default keeps only the leaves'.
+  Variable a(array(3.0));
+  Variable b = a * a;
+  Variable c = b * 2.0;
+  c.backward(BackwardOptions{/*retain_grad=*/true, /*create_graph=*/false});
+  CHECK(b.has_grad());
+  CHECK(g0(b) == doctest::Approx(2.0));
+  a.cleargrad();
+  Variable b2 = a * a, c2 = b2 * 2.0;
+  c2.backward(BackwardOptions{});
+  CHECK_FALSE(b2.has_grad());
+  CHECK(g0(a) == doctest::Approx(12.0));
+  CHECK_FALSE(x.grad().creator());  // backward without create_graph records nothing
+}
+
+// --- an empty gradient says why it is empty ----------------------------------------------------------
+TEST_CASE("autograd: using a gradient that is not there says which and why") {
+  // backward(true) meant as create_graph sets retain_grad: the second-order gradient is
+  // then missing, and the error says that the first backward needed create_graph.
+  Variable x(array(2.0));
+  Variable y = x.pow(4);
+  y.backward(true);
+  Variable gx = x.grad();
+  x.cleargrad();
+  gx.backward();
+  Variable gx2 = x.grad();
+  CHECK_FALSE(gx2.defined());
+  CHECK_THROWS_WITH_AS(gx.data() / gx2.data(),
+                       doctest::Contains("div: the tensor holds no data: it came from grad() of a leaf that no "
+                                         "backward() has reached"),
+                       ValueError);
+  CHECK_THROWS_WITH_AS(gx / gx2, doctest::Contains("backward({.create_graph = true})"), ValueError);
+  CHECK_THROWS_WITH_AS(gx2.shape(), doctest::Contains("shape: the variable holds no data: it came from grad()"),
+                       ValueError);
+
+  // A non-leaf's gradient is dropped by backward() without retain_grad.
+  Variable a(array(3.0));
+  Variable b = a * a;
+  (b * 2.0).backward();
+  CHECK_THROWS_WITH_AS(b.grad().backward(), doctest::Contains("backward({.retain_grad = true})"), ValueError);
+  CHECK_THROWS_WITH_AS(b.grad().data() + 1.0, doctest::Contains("not a leaf"), ValueError);
+
+  // Under no_grad() nothing is recorded, so backward() reaches nothing.
+  {
+    auto g = no_grad();
+    Variable z = x * x;
+    z.backward();
+    CHECK_THROWS_WITH_AS(x.grad().data() * 2.0, doctest::Contains("while backprop is off"), ValueError);
+  }
+  // A plain empty Variable keeps its own message.
+  CHECK_THROWS_WITH_AS(Variable().shape(), doctest::Contains("the variable is empty (Variable())"), ValueError);
+  CHECK_THROWS_WITH_AS(Tensor() + 1.0, doctest::Contains("(an empty Tensor/Variable was passed)"), ValueError);
+  // The cause travels with a copy of the empty handle, not with a defined one.
+  Variable copy = gx2;
+  CHECK_THROWS_WITH_AS(copy.data() * 2.0, doctest::Contains("no backward() has reached"), ValueError);
+  copy = Variable(array(1.0));
+  CHECK(v0(copy * 2.0) == 2.0);
+  CHECK(sizeof(Variable) == 3 * sizeof(void*));  // the cause lives in the handle's padding
+}
+
+// --- numerical_grad / gradient_check call f with backprop on, as DeZero does ----------------------------
+TEST_CASE("autograd: gradient_check of a function that differentiates inside (double backprop)") {
+  // g(x) = d/dx sum(x^3) = 3x^2, computed by backward(create_graph) inside the function;
+  // its gradient is 6x.
+  auto g = [](const Variable& x) {
+    Variable y = F::sum(x.pow(3));
+    BackwardOptions opts;
+    opts.create_graph = true;
+    y.backward(opts);
+    Variable gx = x.grad();
+    Variable(x).cleargrad();  // x's own gradient would add to the outer backward's
+    return gx;
+  };
+  Tensor x = array({0.5, -1.0, 2.0});
+  Tensor num = utils::numerical_grad(g, x);
+  CHECK(utils::array_allclose(num, array({3.0, -6.0, 12.0}), 1e-6, 1e-6));
+  CHECK(utils::gradient_check(g, x));
+}

@@ -193,3 +193,23 @@ TEST_CASE("DataLoader::to_gpu: batches on the device (DeviceError without CUDA)"
   CHECK(b->first.device() == Device::cuda(0));
   CHECK(b->first.shape() == Shape{50, 2});
 }
+
+TEST_CASE("DataLoader: DataLoaderOptions names shuffle, drop_last and the stream") {
+  datasets::Spiral data;  // 300 samples
+  DataLoaderOptions o;
+  o.shuffle = false;
+  o.drop_last = true;
+  DataLoader by_name(data, 7, o), by_position(data, 7, false, true);
+  CHECK(by_name.max_iter() == 300 / 7);
+  std::int64_t batches = 0;
+  auto it = by_position.begin();
+  for (const auto& [x, t] : by_name) {
+    CHECK(utils::array_equal(x, it->first));
+    CHECK(utils::array_equal(t, it->second));
+    ++it;
+    ++batches;
+  }
+  CHECK(batches == 300 / 7);
+  static_assert(!std::is_constructible_v<DataLoader, datasets::Spiral&&, int, DataLoaderOptions>,
+                "a loader over a temporary dataset would dangle");
+}

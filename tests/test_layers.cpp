@@ -371,3 +371,40 @@ TEST_CASE("unchain_backward on a chain whose functions only the chain owns (core
   y.backward();
   CHECK(a.grad().data().item<double>() == 1.0);
 }
+
+// --- the options forms: DeZero's keywords by name ------------------------------------------------
+TEST_CASE("layers: LinearOptions and ConvOptions build what the positional forms build") {
+  L::LinearOptions lo;
+  lo.in_size = 3;
+  lo.dtype = float64;
+  random::seed(1);
+  L::Linear a(4, lo);
+  random::seed(1);
+  L::Linear b(4, false, float64, 3);
+  CHECK(a.in_size == 3);
+  CHECK(utils::array_equal(a.W.data(), b.W.data()));
+  CHECK(a.W.data().dtype() == float64);
+  lo = L::LinearOptions{};
+  lo.nobias = true;
+  CHECK_FALSE(L::Linear(4, lo).b.defined());
+
+  L::ConvOptions co;
+  co.stride = {2, 1};
+  co.pad = 1;
+  co.in_channels = 2;
+  random::seed(2);
+  L::Conv2d c(3, 3, co);
+  random::seed(2);
+  L::Conv2d d(3, 3, {2, 1}, 1, false, float32, 2);  // a braced stride stays positional
+  CHECK(c.stride == Pair(2, 1));
+  CHECK(d.stride == Pair(2, 1));
+  CHECK(c.pad == Pair(1));
+  CHECK(utils::array_equal(c.W.data(), d.W.data()));
+  Tensor x = random::randn({1, 2, 6, 6}, float32);
+  CHECK(utils::array_equal(c(x).data(), d(x).data()));
+  co = L::ConvOptions{};
+  co.nobias = true;
+  L::Deconv2d e(2, 3, co);
+  CHECK_FALSE(e.b.defined());
+  CHECK(e.stride == Pair(1));
+}

@@ -332,3 +332,69 @@ TEST_CASE("Optimizer state: a file that does not fit the target throws and chang
   sgd.setup(big);
   CHECK_THROWS_AS(sgd.load_state(p), ValueError);  // SGD has no "p0/m"
 }
+
+// --- DeZero's one-line form: auto optimizer = SGD(lr).setup(model) -------------------------------
+namespace {
+// The one-line optimizer against one set up in two lines: same class, same steps,
+// same weights, for every rule, with a hook added on the temporary as well.
+template <class Opt, class... Args>
+void check_one_line(Args... args) {
+  random::seed(5);
+  Tensor x = random::randn({4, 3}, float64), t = random::randn({4, 2}, float64);
+  models::MLP a({5, 2}), b({5, 2});
+  a(x);
+  b(x);
+  b.load_weights([&] {
+    auto p = out_dir() / "one_line.npz";
+    a.save_weights(p.string());
+    return p.string();
+  }());
+  auto one = Opt(args...).setup(a).add_hook(O::WeightDecay(1e-3));
+  static_assert(std::is_same_v<decltype(one), Opt>, "setup() on a temporary returns the rule by value");
+  Opt two(args...);
+  Opt& same = two.setup(b);
+  CHECK(&same == &two);
+  two.add_hook(O::WeightDecay(1e-3));
+  train(a, one, x, t, 4);
+  train(b, two, x, t, 4);
+  CHECK(one.t() == 4);
+  CHECK(snapshot(a) == snapshot(b));
+}
+}  // namespace
+
+TEST_CASE("Optimizer: the one-line form owns its state, for every rule") {
+  check_one_line<O::SGD>(0.1);
+  check_one_line<O::MomentumSGD>(0.1, 0.9);
+  check_one_line<O::AdaGrad>(0.1);
+  check_one_line<O::AdaDelta>();
+  check_one_line<O::Adam>(0.01);
+  // A shared model and a parameter list work on a temporary too.
+  auto shared = std::make_shared<models::MLP>(std::vector<std::int64_t>{2});
+  auto o1 = O::Adam().setup(shared);
+  Parameter p(array({1.0, 2.0}));
+  auto o2 = O::SGD(0.5).setup(std::vector<Parameter>{p});
+  p.set_grad(Variable(array({2.0, 2.0})));
+  o2.update();
+  CHECK(p.data().to_vector<double>() == std::vector<double>{0.0, 1.0});
+  // A rule moved after steps keeps its state (Adam's t and moments).
+  (*shared)(array({{1.0, 2.0}}));
+  F::sum((*shared)(array({{1.0, 2.0}}))).backward();
+  o1.update();
+  O::Adam moved = std::move(o1);
+  CHECK(moved.t() == 1);
+  moved.update();
+  CHECK(moved.t() == 2);
+}
+
+TEST_CASE("Optimizer: a model destroyed before update() is reported as such") {
+  O::SGD opt(0.1);
+  {
+    models::MLP m({3});
+    opt.setup(m);
+    m(array({{1.0}}));
+  }
+  CHECK_THROWS_WITH_AS(opt.update(), doctest::Contains("the model given to setup(model) has been destroyed"),
+                       ValueError);
+  O::SGD none;
+  CHECK_THROWS_WITH_AS(none.update(), doctest::Contains("call setup(model) before update()"), ValueError);
+}

@@ -3,8 +3,8 @@
 # missing, builds dezero with the CUDA backend (when the toolkit is present),
 # runs the test suite (CUDA cases report "skipped: no CUDA device" without a GPU),
 # builds a consumer project against the installed package (find_package(dezero)),
-# then builds and runs the suite again with AddressSanitizer + UBSan, then runs the
-# fuzz targets of tests/fuzz (clang's libFuzzer) for a fixed number of inputs each.
+# then builds and runs the suite again with AddressSanitizer + UBSan, the threads test
+# with ThreadSanitizer, then runs the fuzz targets of tests/fuzz (clang's libFuzzer) for a fixed number of inputs each.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
@@ -27,6 +27,7 @@ cmake --install build --prefix build/prefix >/dev/null
 cmake -S tests/consumer -B build/consumer -DCMAKE_PREFIX_PATH="$ROOT/build/prefix" >/dev/null
 cmake --build build/consumer -j"$JOBS"
 ./build/consumer/consumer
+./build/consumer/consumer_cxx20
 
 # Without oneDNN too (DEZERO_ONEDNN=OFF): the CPU convolutions on im2col + SGEMM alone, and the
 # build that works where libdnnl-dev is missing.
@@ -36,6 +37,14 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDEZERO_SANITIZE=ON 
 cmake --build build-asan -j"$JOBS"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j"$JOBS"
+
+# One initialised model serving several inference threads (tests/test_threads.cpp), with the
+# library built under ThreadSanitizer: a data race is reported even when the outputs agree.
+echo "== inference threads under ThreadSanitizer (the library and tests/test_threads.cpp only)"
+cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDEZERO_TSAN=ON -DDEZERO_CUDA=OFF -DDEZERO_ONEDNN=OFF \
+  -DDEZERO_BUILD_EXAMPLES=OFF -DDEZERO_BUILD_BENCH=OFF >/dev/null
+cmake --build build-tsan -j"$JOBS" --target dezero_thread_tests
+ctest --test-dir build-tsan --output-on-failure -R test_threads_tsan
 
 echo "== fuzz targets (clang libFuzzer + ASan + UBSan): seeds, new inputs, saved crash inputs"
 bash tools/fuzz.sh

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "dezero/core.hpp"
+#include "dezero/tensor/checks.hpp"
 
 namespace dezero {
 
@@ -59,8 +60,12 @@ struct ByGeneration {
 }  // namespace
 
 void Variable::backward(bool retain_grad, bool create_graph) {
-  if (!node_ || !node_->data.defined())
+  if (!node_ || !node_->data.defined()) {
+    const detail::EmptyCause cause = detail::empty_cause(data());
+    if (cause != detail::EmptyCause::none)
+      throw ValueError("backward: the variable holds no data" + detail::empty_cause_text(cause));
     throw ValueError("backward: the variable holds no data; hint: create it from a Tensor, e.g. Variable(dezero::array(1.0))");
+  }
   if (!node_->grad) {
     node_->grad = std::make_shared<VariableNode>();
     node_->grad->data = ones_like(node_->data);

@@ -10,6 +10,7 @@
 #include <typeinfo>
 
 #include "dezero/core.hpp"
+#include "dezero/tensor/checks.hpp"
 
 namespace dezero {
 
@@ -34,7 +35,8 @@ VariableList Function::apply(VariableList&& inputs) {
   xs.reserve(inputs.size());
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].defined() || !inputs[i].data().defined())
-      throw ValueError(name() + ": input " + std::to_string(i) + " holds no data");
+      throw ValueError(name() + ": input " + std::to_string(i) + " holds no data" +
+                       detail::empty_cause_text(detail::empty_cause(inputs[i].data())));
     xs.push_back(inputs[i].data());
   }
   TensorList ys = forward(xs);

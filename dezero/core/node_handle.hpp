@@ -5,8 +5,11 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <utility>
+
+#include "dezero/tensor.hpp"  // detail::EmptyCause
 
 namespace dezero {
 
@@ -22,8 +25,10 @@ class NodeHandle {
  public:
   NodeHandle() = default;
   NodeHandle(std::shared_ptr<VariableNode> p) : p_(std::move(p)) { acquire(); }  // NOLINT implicit
-  NodeHandle(const NodeHandle& o) : p_(o.p_) { acquire(); }
-  NodeHandle(NodeHandle&& o) noexcept : p_(std::move(o.p_)), counted_(o.counted_) { o.counted_ = true; }
+  NodeHandle(const NodeHandle& o) : p_(o.p_), cause_(o.cause_) { acquire(); }
+  NodeHandle(NodeHandle&& o) noexcept : p_(std::move(o.p_)), counted_(o.counted_), cause_(o.cause_) {
+    o.counted_ = true;
+  }
   NodeHandle& operator=(const NodeHandle& o) {
     if (this != &o) {
       NodeHandle tmp(o);
@@ -49,6 +54,9 @@ class NodeHandle {
   bool operator!=(const NodeHandle& o) const { return p_ != o.p_; }
   bool operator==(std::nullptr_t) const { return p_ == nullptr; }
   bool operator!=(std::nullptr_t) const { return p_ != nullptr; }
+  // Why an empty handle is empty (Variable::grad() of a variable without one).
+  EmptyCause empty_cause() const { return p_ ? EmptyCause::none : cause_; }
+  void set_empty_cause(EmptyCause c) { cause_ = c; }
   // A reference held by the graph (a Function's input): stops counting.
   void make_graph_ref() {
     release();
@@ -59,13 +67,19 @@ class NodeHandle {
   void swap(NodeHandle& o) noexcept {
     std::swap(p_, o.p_);
     std::swap(counted_, o.counted_);
+    std::swap(cause_, o.cause_);
   }
   inline void acquire();
   inline void release() noexcept;
   std::shared_ptr<VariableNode> p_;
   bool counted_ = true;
+  EmptyCause cause_ = EmptyCause::none;  // in the padding after counted_: the handle stays 24 bytes
 };
 void on_last_handle(VariableNode& node) noexcept;
 }  // namespace detail
 
 }  // namespace dezero
+
+// acquire() and release() need VariableNode, which core.hpp defines after including
+// this header; included alone, this header brings core.hpp in for them.
+#include "dezero/core.hpp"

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "dezero/core.hpp"
+#include "dezero/tensor/checks.hpp"
 
 namespace dezero {
 
@@ -51,9 +52,14 @@ Parameter::Parameter(Tensor data, std::string name) : Variable(std::move(data), 
 }
 
 namespace {
-const Tensor& empty_tensor() {
-  static const Tensor t;
-  return t;
+// The data of an empty Variable: an undefined Tensor that remembers why it is empty,
+// so that the operation that receives it can say so (tensor/checks.cpp).
+const Tensor& empty_tensor(detail::EmptyCause cause) {
+  static const Tensor by_cause[] = {
+      detail::undefined_tensor(detail::EmptyCause::none), detail::undefined_tensor(detail::EmptyCause::grad_not_kept),
+      detail::undefined_tensor(detail::EmptyCause::grad_not_reached),
+      detail::undefined_tensor(detail::EmptyCause::grad_no_backprop)};
+  return by_cause[static_cast<std::size_t>(cause)];
 }
 const std::string& empty_string() {
   static const std::string s;
@@ -61,17 +67,30 @@ const std::string& empty_string() {
 }
 }  // namespace
 
-const Tensor& Variable::data() const { return node_ ? node_->data : empty_tensor(); }
+const Tensor& Variable::data() const { return node_ ? node_->data : empty_tensor(node_.empty_cause()); }
 const Tensor& Variable::defined_data(const char* op) const {
-  if (!node_)
+  if (!node_) {
+    const detail::EmptyCause cause = node_.empty_cause();
+    if (cause != detail::EmptyCause::none)
+      throw ValueError(std::string(op) + ": the variable holds no data" + detail::empty_cause_text(cause));
     throw ValueError(std::string(op) + ": the variable is empty (Variable()); hint: give it a tensor first");
+  }
   return node_->data;
 }
 void Variable::set_data(Tensor data) {
   if (!node_) node_ = std::make_shared<VariableNode>();
   node_->data = std::move(data);
 }
-Variable Variable::grad() const { return node_ && node_->grad ? Variable(node_->grad) : Variable(); }
+Variable Variable::grad() const {
+  if (node_ && node_->grad) return Variable(node_->grad);
+  Variable none;
+  if (node_) {
+    none.node_.set_empty_cause(!Config::enable_backprop ? detail::EmptyCause::grad_no_backprop
+                               : node_->creator         ? detail::EmptyCause::grad_not_kept
+                                                        : detail::EmptyCause::grad_not_reached);
+  }
+  return none;
+}
 bool Variable::has_grad() const { return node_ && node_->grad; }
 void Variable::set_grad(const Variable& g) {
   if (!node_) throw ValueError("set_grad: the variable is empty (Variable())");

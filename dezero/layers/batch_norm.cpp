@@ -20,15 +20,20 @@ Variable BatchNorm::forward(const Variable& x) {
     throw ShapeError("BatchNorm: input of shape " + x.shape().str() + "; hint: pass (N, C) or (N, C, H, W)");
   const std::int64_t D = x.shape()[1];
   const Device dev = x.device();
-  if (!avg_mean.data().defined()) avg_mean.set_data(zeros({D}, x.dtype(), dev));
-  if (!avg_var.data().defined()) avg_var.set_data(ones({D}, x.dtype(), dev));
-  if (!gamma.data().defined()) gamma.set_data(ones({D}, x.dtype(), dev));
-  if (!beta.data().defined()) beta.set_data(zeros({D}, x.dtype(), dev));
+  auto all_there = [&] {
+    return avg_mean.data().defined() && avg_var.data().defined() && gamma.data().defined() && beta.data().defined();
+  };
+  lazy_init(all_there, [&] {
+    if (!avg_mean.data().defined()) avg_mean.set_data(zeros({D}, x.dtype(), dev));
+    if (!avg_var.data().defined()) avg_var.set_data(ones({D}, x.dtype(), dev));
+    if (!gamma.data().defined()) gamma.set_data(ones({D}, x.dtype(), dev));
+    if (!beta.data().defined()) beta.set_data(zeros({D}, x.dtype(), dev));
+  });
+  // Handles to the running statistics: train mode updates their storage in place, so
+  // the layer's avg_mean / avg_var stay the same tensors and nothing is written back
+  // (test mode, which only reads them, can run in several threads at once).
   Tensor mean = avg_mean.data(), var = avg_var.data();
-  Variable y = F::batch_norm(x, gamma, beta, mean, var, 0.9, 2e-5);
-  avg_mean.set_data(mean);
-  avg_var.set_data(var);
-  return y;
+  return F::batch_norm(x, gamma, beta, mean, var, 0.9, 2e-5);
 }
 
 }  // namespace dezero::L

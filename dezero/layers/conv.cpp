@@ -54,6 +54,9 @@ Conv2d::Conv2d(std::int64_t out_channels_, Pair kernel_size_, Pair stride_, Pair
   if (!nobias) b = register_parameter("b", Parameter(zeros({out_channels}, dtype), "b"));
 }
 
+Conv2d::Conv2d(std::int64_t out_channels_, Pair kernel_size_, const ConvOptions& o)
+    : Conv2d(out_channels_, kernel_size_, o.stride, o.pad, o.nobias, o.dtype, o.in_channels, o.gen) {}
+
 void Conv2d::init_W(Device device) {
   Shape s{out_channels, in_channels, kernel_size.h, kernel_size.w};  // (OC, C, KH, KW)
   W.set_data(draw_weights(gen, s, in_channels, kernel_size, dtype).to(device));
@@ -61,10 +64,11 @@ void Conv2d::init_W(Device device) {
 
 // x: (N, C, H, W) -> (N, OC, OH, OW)
 Variable Conv2d::forward(const Variable& x) {
-  if (!W.data().defined()) {
-    in_channels = channels_of("Conv2d", x);
-    init_W(x.device());
-  }
+  lazy_init([&] { return W.data().defined(); },
+            [&] {
+              in_channels = channels_of("Conv2d", x);
+              init_W(x.device());
+            });
   return F::conv2d(x, W, b, stride, pad);
 }
 
@@ -79,6 +83,9 @@ Deconv2d::Deconv2d(std::int64_t out_channels_, Pair kernel_size_, Pair stride_, 
   if (!nobias) b = register_parameter("b", Parameter(zeros({out_channels}, dtype), "b"));
 }
 
+Deconv2d::Deconv2d(std::int64_t out_channels_, Pair kernel_size_, const ConvOptions& o)
+    : Deconv2d(out_channels_, kernel_size_, o.stride, o.pad, o.nobias, o.dtype, o.in_channels, o.gen) {}
+
 void Deconv2d::init_W(Device device) {
   Shape s{in_channels, out_channels, kernel_size.h, kernel_size.w};  // (C, OC, KH, KW)
   W.set_data(draw_weights(gen, s, in_channels, kernel_size, dtype).to(device));
@@ -86,10 +93,11 @@ void Deconv2d::init_W(Device device) {
 
 // x: (N, C, H, W) -> (N, OC, OH, OW)
 Variable Deconv2d::forward(const Variable& x) {
-  if (!W.data().defined()) {
-    in_channels = channels_of("Deconv2d", x);
-    init_W(x.device());
-  }
+  lazy_init([&] { return W.data().defined(); },
+            [&] {
+              in_channels = channels_of("Deconv2d", x);
+              init_W(x.device());
+            });
   return F::deconv2d(x, W, b, stride, pad);
 }
 

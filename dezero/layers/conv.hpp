@@ -9,6 +9,21 @@
 
 namespace dezero::L {
 
+// --- ConvOptions: DeZero's keywords of L.Conv2d / L.Deconv2d -----------------------------------
+//   L::Conv2d(16, 3, {.stride = 2, .pad = 1})                           // C++20
+//   L::ConvOptions o; o.pad = 1; o.nobias = true; L::Conv2d(16, 3, o);  // C++17
+// dtype comes first, unlike DeZero's order, so that the positional Conv2d(16, 3, {2, 1})
+// (stride {2, 1}) stays unambiguous: a scoped enum cannot be initialised from 2. C++20
+// designated initializers follow this order: {.dtype = float64, .pad = 1}.
+struct ConvOptions {
+  DType dtype = float32;
+  Pair stride = 1;
+  Pair pad = 0;
+  bool nobias = false;
+  std::int64_t in_channels = 0;  // 0: taken from the first input's x.shape[1]
+  random::Generator gen = random::Generator::global();  // the stream W is drawn from
+};
+
 // --- Conv2d ---------------------------------------------------------------------------------
 // y = F::conv2d(x, W, b, stride, pad). x: (N, C, H, W), W: (OC, C, KH, KW), b: (OC,),
 // y: (N, OC, OH, OW). W = randn(OC, C, KH, KW) * sqrt(1 / (C * KH * KW)) drawn on the host
@@ -19,6 +34,7 @@ class Conv2d : public Layer {
  public:
   Conv2d(std::int64_t out_channels, Pair kernel_size, Pair stride = 1, Pair pad = 0, bool nobias = false,
          DType dtype = float32, std::int64_t in_channels = 0, random::Generator gen = random::Generator::global());
+  Conv2d(std::int64_t out_channels, Pair kernel_size, const ConvOptions& options);
   Variable forward(const Variable& x) override;
 
   std::int64_t in_channels, out_channels;
@@ -41,6 +57,7 @@ class Deconv2d : public Layer {
  public:
   Deconv2d(std::int64_t out_channels, Pair kernel_size, Pair stride = 1, Pair pad = 0, bool nobias = false,
            DType dtype = float32, std::int64_t in_channels = 0, random::Generator gen = random::Generator::global());
+  Deconv2d(std::int64_t out_channels, Pair kernel_size, const ConvOptions& options);
   Variable forward(const Variable& x) override;
 
   std::int64_t in_channels, out_channels;

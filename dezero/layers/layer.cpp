@@ -13,6 +13,7 @@ Layer::~Layer() = default;
 // --- calls -------------------------------------------------------------------------------------
 VariableList Layer::operator()(const VariableList& xs) {
   VariableList ys = forward_multi(xs);
+  if (!Config::enable_backprop) return ys;  // nothing shared is written: see inputs()
   inputs_.clear();
   outputs_.clear();
   for (const auto& x : xs) inputs_.push_back(x.node());

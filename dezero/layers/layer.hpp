@@ -10,7 +10,9 @@
 // detach it from the registry.
 #pragma once
 
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -41,8 +43,10 @@ class Layer {
   virtual Variable forward(const Variable& x);
   virtual VariableList forward_multi(const VariableList& xs);
 
-  // The inputs / outputs of the last call that are still alive (DeZero keeps
-  // weak references; examples/grad_cam reads outputs()).
+  // The inputs / outputs of the last call made while backprop was on that are still
+  // alive (DeZero keeps weak references; examples/grad_cam reads outputs()). Calls
+  // under no_grad() record nothing, so that an initialised model can serve several
+  // inference threads at once (README, "Threads").
   VariableList inputs() const;
   VariableList outputs() const;
 
@@ -69,6 +73,10 @@ class Layer {
   void save_weights(const std::string& path, bool compressed = true) const;
   void load_weights(const std::string& path);
 
+  // A token that expires when this layer is destroyed, for whoever keeps a Layer& (an
+  // optimizer set up on it reports a destroyed model instead of reading freed memory).
+  std::weak_ptr<const void> lifetime() const { return alive_; }
+
   // The registry, in order: (name, parameter) or (name, sub-layer).
   struct Entry {
     std::string name;
@@ -91,6 +99,18 @@ class Layer {
     add_layer_entry(name, layer);
     return LayerRef<T>(std::move(layer));
   }
+  // For layers whose parameters take their shapes from the first input (Linear's
+  // in_size, Conv2d's channels, BatchNorm's statistics): runs init() unless ready()
+  // says the parameters are there, once, under a lock, so that threads sharing one
+  // model for inference can make its first calls at the same time. After that it is
+  // one atomic load.
+  template <class Ready, class Init>
+  void lazy_init(const Ready& ready, const Init& init) {
+    if (initialized_.load(std::memory_order_acquire)) return;
+    std::lock_guard<std::mutex> lock(init_mutex_);
+    if (!ready()) init();
+    initialized_.store(true, std::memory_order_release);
+  }
 
  private:
   void add_layer_entry(const std::string& name, std::shared_ptr<Layer> layer);
@@ -99,6 +119,9 @@ class Layer {
 
   std::vector<Entry> entries_;
   std::vector<std::weak_ptr<VariableNode>> inputs_, outputs_;
+  std::shared_ptr<const int> alive_ = std::make_shared<const int>(0);
+  std::atomic<bool> initialized_{false};
+  std::mutex init_mutex_;
 };
 
 // --- LayerRef ----------------------------------------------------------------------------------

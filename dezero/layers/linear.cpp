@@ -20,6 +20,9 @@ Linear::Linear(std::int64_t out_size_, bool nobias, DType dtype_, std::int64_t i
   if (!nobias) b = register_parameter("b", Parameter(zeros({out_size}, dtype), "b"));
 }
 
+Linear::Linear(std::int64_t out_size_, const LinearOptions& o)
+    : Linear(out_size_, o.nobias, o.dtype, o.in_size, o.gen) {}
+
 void Linear::init_W(Device device) {
   // DeZero: randn(I, O).astype(dtype) * sqrt(1 / I); drawn on the host so that a
   // seed gives the same weights on every device.
@@ -29,13 +32,14 @@ void Linear::init_W(Device device) {
 
 // x: (N, in_size) -> (N, out_size)
 Variable Linear::forward(const Variable& x) {
-  if (!W.data().defined()) {
-    if (x.ndim() < 2)
-      throw ShapeError("Linear: input of shape " + x.shape().str() + " has no axis 1 to infer in_size from; hint: "
-                       "pass (N, in_size) batches");
-    in_size = x.shape()[1];
-    init_W(x.device());
-  }
+  lazy_init([&] { return W.data().defined(); },
+            [&] {
+              if (x.ndim() < 2)
+                throw ShapeError("Linear: input of shape " + x.shape().str() +
+                                 " has no axis 1 to infer in_size from; hint: pass (N, in_size) batches");
+              in_size = x.shape()[1];
+              init_W(x.device());
+            });
   return F::linear(x, W, b);
 }
 

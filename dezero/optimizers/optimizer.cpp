@@ -22,29 +22,33 @@ namespace dezero::optimizers {
 
 // --- Optimizer: target and hooks -------------------------------------------------------
 Optimizer::~Optimizer() = default;
+Optimizer::Optimizer(Optimizer&&) noexcept = default;
+Optimizer& Optimizer::operator=(Optimizer&&) noexcept = default;
 
-Optimizer& Optimizer::setup(L::Layer& target) {
+Optimizer& Optimizer::setup(L::Layer& target) & {
   target_ = &target;
+  target_alive_ = target.lifetime();
   owned_target_.reset();
   fixed_params_.clear();
   has_target_ = true;
   return *this;
 }
-Optimizer& Optimizer::setup(const std::shared_ptr<L::Layer>& target) {
+Optimizer& Optimizer::setup(const std::shared_ptr<L::Layer>& target) & {
   if (!target) throw ValueError("Optimizer::setup: the target layer is null");
   setup(*target);
   owned_target_ = target;
   return *this;
 }
-Optimizer& Optimizer::setup(std::vector<Parameter> params) {
+Optimizer& Optimizer::setup(std::vector<Parameter> params) & {
   target_ = nullptr;
+  target_alive_.reset();
   owned_target_.reset();
   fixed_params_ = std::move(params);
   has_target_ = true;
   return *this;
 }
 
-Optimizer& Optimizer::add_hook(Hook hook) {
+Optimizer& Optimizer::add_hook(Hook hook) & {
   if (!hook) throw ValueError("Optimizer::add_hook: the hook is empty");
   hooks_.push_back(std::move(hook));
   return *this;
@@ -60,6 +64,9 @@ void Optimizer::reset_state() {
 void Optimizer::gather(std::vector<Parameter>& out) const {
   out.clear();
   if (!has_target_) throw ValueError("Optimizer: no target; hint: call setup(model) before update()");
+  if (target_ && target_alive_.expired())
+    throw ValueError("Optimizer: the model given to setup(model) has been destroyed; hint: a model passed by "
+                     "reference must outlive its optimizer (setup(std::shared_ptr) keeps it alive)");
   if (target_) target_->collect_params(out);
   else out.insert(out.end(), fixed_params_.begin(), fixed_params_.end());
 }

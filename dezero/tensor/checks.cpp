@@ -15,9 +15,38 @@
 namespace dezero::detail {
 
 // --- operands --------------------------------------------------------------------------
+Tensor undefined_tensor(EmptyCause cause) {
+  Tensor t;
+  t.empty_cause_ = cause;
+  return t;
+}
+EmptyCause empty_cause(const Tensor& t) { return t.defined() ? EmptyCause::none : t.empty_cause_; }
+
+std::string empty_cause_text(EmptyCause cause) {
+  switch (cause) {
+    case EmptyCause::none:
+      return "";
+    case EmptyCause::grad_not_kept:
+      return ": it came from grad() of a variable that is not a leaf, and backward() keeps only the leaves' "
+             "gradients; hint: backward({.retain_grad = true}) (positionally backward(true)) keeps them all";
+    case EmptyCause::grad_not_reached:
+      return ": it came from grad() of a leaf that no backward() has reached since its last cleargrad(); hint: to "
+             "differentiate a gradient again (step 33) the first backward needs create_graph: "
+             "backward({.create_graph = true}), positionally backward(false, true)";
+    case EmptyCause::grad_no_backprop:
+      return ": it came from grad() read while backprop is off (no_grad(), using_config(\"enable_backprop\", "
+             "false)), where no graph is recorded for backward() to follow; hint: run the function and its "
+             "backward() with backprop on";
+  }
+  return "";
+}
+
 void check_defined(const char* op, const Tensor& t) {
-  if (!t.defined())
+  if (t.defined()) return;
+  const EmptyCause cause = empty_cause(t);
+  if (cause == EmptyCause::none)
     throw ValueError(std::string(op) + ": the tensor holds no data (an empty Tensor/Variable was passed)");
+  throw ValueError(std::string(op) + ": the tensor holds no data" + empty_cause_text(cause));
 }
 
 void check_same_device(const char* op, const Tensor& a, const Tensor& b) {

@@ -20,6 +20,11 @@ inline std::string describe(const Tensor& t) {
   return s;
 }
 
+// What an empty tensor's or variable's EmptyCause means, as the end of a sentence
+// that says it holds no data: "" for a plain Tensor() / Variable(), else ": it came
+// from grad() of ...; hint: ...".
+std::string empty_cause_text(EmptyCause cause);
+// ValueError "<op>: the tensor holds no data ..." (with the cause) when t is undefined.
 void check_defined(const char* op, const Tensor& t);
 void check_same_device(const char* op, const Tensor& a, const Tensor& b);
 // Normalises an axis against ndim (negative counts from the end); IndexError naming `op`.

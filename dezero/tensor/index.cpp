@@ -66,7 +66,7 @@ Index::~Index() = default;
 std::string Index::str() const {
   switch (kind_) {
     case Kind::Integer: return std::to_string(integer_);
-    case Kind::Ellipsis: return "...";
+    case Kind::EllipsisMark: return "...";
     case Kind::NewAxis: return "None";
     case Kind::Array: return "array" + array_->shape().str();
     case Kind::Slice: {
@@ -107,7 +107,7 @@ IndexPlan plan(const char* op, const Tensor& x, const Indices& ix) {
   detail::check_defined(op, x);
   int consumed = 0, ellipses = 0;
   for (auto& i : ix) {
-    if (i.kind() == Index::Kind::Ellipsis) ++ellipses;
+    if (i.kind() == Index::Kind::EllipsisMark) ++ellipses;
     else if (i.kind() != Index::Kind::NewAxis) ++consumed;
   }
   if (ellipses > 1) throw IndexError(std::string(op) + ": an index can only have a single ellipsis ('...')");
@@ -116,7 +116,7 @@ IndexPlan plan(const char* op, const Tensor& x, const Indices& ix) {
                      "-dimensional, but " + std::to_string(consumed) + " were indexed (" + indices_str(ix) + ")");
   Indices full;
   for (auto& i : ix) {
-    if (i.kind() == Index::Kind::Ellipsis) {
+    if (i.kind() == Index::Kind::EllipsisMark) {
       for (int k = 0; k < x.ndim() - consumed; ++k) full.push_back(Slice());
     } else {
       full.push_back(i);
@@ -192,7 +192,7 @@ IndexPlan plan(const char* op, const Tensor& x, const Indices& ix) {
         ++dim;
         break;
       }
-      case Index::Kind::Ellipsis: break;
+      case Index::Kind::EllipsisMark: break;
     }
   }
   return p;

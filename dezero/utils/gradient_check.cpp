@@ -14,8 +14,9 @@ Tensor numerical_grad(const std::function<Variable(const Variable&)>& f, const T
   Tensor x = x0.to_cpu().astype(float64);
   std::vector<double> g(static_cast<std::size_t>(x.size()));
   double* p = x.data<double>();
+  // f runs with backprop on, as in DeZero: a function that differentiates inside
+  // (a gradient computed by backward(create_graph), step 33) needs its graph.
   auto eval = [&]() {
-    auto ng = no_grad();
     Variable y = f(Variable(x.to(dev)));
     return y.data().astype(float64).sum().item<double>();
   };
