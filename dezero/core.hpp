@@ -1,15 +1,16 @@
-// dezero/core.hpp - define-by-run autograd: Variable, Function, Parameter, Config.
-//
-// DeZero core.py in C++. A Variable is a handle (shared_ptr) to a node that holds
-// a Tensor, its gradient (itself a Variable, so gradients can be differentiated
-// again: steps 33-36) and the Function that created it. A Function keeps its
-// inputs strongly and its outputs weakly (step 17), so a graph is freed as soon
-// as the last Variable that reaches it goes away, without reference cycles.
-//
-// Beyond DeZero: a Function computes gradients only for inputs that need one
-// (Function::needs_input_grad). A leaf that nobody but the graph holds - a Tensor
-// passed where a Variable is expected, such as a batch of training images - can
-// never have its gradient read, so none is computed for it.
+/// \file
+/// Define-by-run autograd: Variable, Function, Parameter, Config.
+///
+/// DeZero core.py in C++. A Variable is a handle (shared_ptr) to a node that holds
+/// a Tensor, its gradient (itself a Variable, so gradients can be differentiated
+/// again: steps 33-36) and the Function that created it. A Function keeps its
+/// inputs strongly and its outputs weakly (step 17), so a graph is freed as soon
+/// as the last Variable that reaches it goes away, without reference cycles.
+///
+/// Beyond DeZero: a Function computes gradients only for inputs that need one
+/// (Function::needs_input_grad). A leaf that nobody but the graph holds - a Tensor
+/// passed where a Variable is expected, such as a batch of training images - can
+/// never have its gradient read, so none is computed for it.
 #pragma once
 
 #include <atomic>
@@ -31,36 +32,58 @@ class Function;
 struct VariableNode;
 
 // --- Config (step 18) ---------------------------------------------------------
+/// DeZero's Config (step 18): the switches that change what the functions do.
+///
+/// The flags are thread_local: each thread records graphs or not on its own. Set them for
+/// a scope with using_config(), no_grad() or test_mode().
 struct Config {
-  static thread_local bool enable_backprop;  // record graphs
-  static thread_local bool train;            // dropout / batch_norm behaviour
+  static thread_local bool enable_backprop;  ///< Record graphs (true by default; false under no_grad()).
+  static thread_local bool train;            ///< Dropout / batch_norm behaviour: training (true) or test (false).
 };
 
-// RAII guard: sets a Config flag and restores it when it goes out of scope.
+/// RAII guard: sets a Config flag and restores it when it goes out of scope.
 class ConfigGuard {
  public:
+  /// Sets the flag `name`, "enable_backprop" or "train", to `value`: a ValueError for another name.
   ConfigGuard(const std::string& name, bool value);
+  /// Restores the flag's previous value.
   ~ConfigGuard();
+  /// Takes over the guard: the moved-from one restores nothing.
   ConfigGuard(ConfigGuard&& o) noexcept;
+  /// Not copyable or assignable: one guard restores its flag once.
+  ///@{
   ConfigGuard(const ConfigGuard&) = delete;
   ConfigGuard& operator=(const ConfigGuard&) = delete;
   ConfigGuard& operator=(ConfigGuard&&) = delete;
+  ///@}
 
  private:
   bool* flag_;
   bool old_;
 };
-// auto g = dezero::using_config("enable_backprop", false);  names: "enable_backprop", "train"
+/// Sets a Config flag until the returned guard goes out of scope (DeZero's using_config).
+///
+/// `auto g = dezero::using_config("enable_backprop", false);`  names: "enable_backprop",
+/// "train"; a ValueError for another name.
 [[nodiscard]] ConfigGuard using_config(const std::string& name, bool value);
-[[nodiscard]] ConfigGuard no_grad();    // step 18
-[[nodiscard]] ConfigGuard test_mode();  // step 54
+/// Turns backprop off until the returned guard goes out of scope (step 18): no graph is recorded.
+///
+/// `auto g = dezero::no_grad();` is using_config("enable_backprop", false).
+[[nodiscard]] ConfigGuard no_grad();
+/// Turns Config::train off until the returned guard goes out of scope (step 54).
+///
+/// `auto g = dezero::test_mode();` is using_config("train", false): dropout passes its input
+/// through and batch_norm uses its running statistics.
+[[nodiscard]] ConfigGuard test_mode();
 
 // --- BackwardOptions: DeZero's backward(retain_grad=..., create_graph=...) ----------
-// y.backward({.create_graph = true}) in C++20; in C++17 set the field:
-//   dezero::BackwardOptions opts;  opts.create_graph = true;  y.backward(opts);
+/// The keywords of DeZero's backward(retain_grad=..., create_graph=...), for Variable::backward.
+///
+/// y.backward({.create_graph = true}) in C++20; in C++17 set the field:
+/// `dezero::BackwardOptions opts;  opts.create_graph = true;  y.backward(opts);`
 struct BackwardOptions {
-  bool retain_grad = false;   // keep the gradients of every variable, not only the leaves'
-  bool create_graph = false;  // record the backward pass, so gradients can be differentiated again
+  bool retain_grad = false;   ///< Keep the gradients of every variable, not only the leaves'.
+  bool create_graph = false;  ///< Record the backward pass, so gradients can be differentiated again.
 };
 
 // --- Variable -------------------------------------------------------------------
@@ -71,130 +94,246 @@ struct BackwardOptions {
 namespace dezero {
 
 
+/// A variable of the define-by-run graph, DeZero's Variable: a handle to a node that holds
+/// a Tensor, its gradient and the Function that created it.
+///
+/// Copies are handles to the same node (is_same()); a Tensor converts to a Variable
+/// implicitly, so every function of dezero::F takes either. An empty Variable() holds no
+/// node: using it (its shape, an operation on it, backward()) is a ValueError that says why
+/// it is empty.
 class Variable {
  public:
-  Variable() = default;  // holds no data
+  /// An empty Variable: holds no data (defined() == false).
+  Variable() = default;
+  /// A leaf holding `data`, with an optional name; implicit: Tensors are accepted wherever
+  /// Variables are.
   Variable(Tensor data, std::string name = "");  // NOLINT implicit: Tensors are accepted wherever Variables are
 
+  /// Whether this handle refers to a node (false for Variable()).
   bool defined() const { return node_ != nullptr; }
-  const Tensor& data() const;  // an undefined Tensor for an empty Variable()
-  // data(), or a ValueError naming op for an empty Variable().
+  /// The tensor it holds: an undefined Tensor for an empty Variable().
+  const Tensor& data() const;
+  /// data(), or a ValueError naming op for an empty Variable().
   const Tensor& defined_data(const char* op) const;
+  /// Replaces the data (an empty Variable() gets a node first); creator and gradient stay.
   void set_data(Tensor data);
-  // An empty Variable when there is none; using it is an error that says why there
-  // is none (a non-leaf without retain_grad, no backward reached it, backprop off).
+  /// The gradient that backward() left, itself a Variable.
+  ///
+  /// An empty Variable when there is none; using it is an error that says why there
+  /// is none (a non-leaf without retain_grad, no backward reached it, backprop off).
   Variable grad() const;
+  /// Whether a gradient is stored (grad() is not empty).
   bool has_grad() const;
+  /// Sets the gradient, DeZero's `x.grad = g`: a ValueError on an empty Variable().
+  ///
+  /// backward() starts from it instead of ones, and it must have the variable's shape (a
+  /// ShapeError there otherwise).
   void set_grad(const Variable& g);
+  /// Forgets the gradient (step 14): backward() adds to a gradient that is already there.
   void cleargrad();
+  /// The name shown in graphs and printing ("" when none).
   const std::string& name() const;
+  /// Sets the name (an empty Variable() gets a node first).
   void set_name(std::string name);
+  /// The Function that made this variable; nullptr for a leaf.
   std::shared_ptr<Function> creator() const;
+  /// Makes `f` this variable's creator, one generation after it (steps 7, 16).
+  ///
+  /// A ValueError on an empty Variable().
   void set_creator(const std::shared_ptr<Function>& f);
+  /// The generation: 0 for a leaf, its creator's plus 1 otherwise (step 16's backward order).
   int generation() const;
+  /// Whether a gradient is computed for this variable: true by default, false for Variable().
   bool requires_grad() const;
+  /// Sets requires_grad(); with false no gradient is ever computed for this variable.
+  ///
+  /// A ValueError on an empty Variable().
   void set_requires_grad(bool r);
+  /// Whether this is a Parameter.
   bool is_parameter() const;
 
-  // On an empty Variable() these throw ValueError, as every other use of one does.
+  /// The data's shape, ndim, size and dtype, as the Tensor's.
+  ///
+  /// On an empty Variable() these throw ValueError, as every other use of one does
+  /// (len() of a 0-d variable is a ShapeError).
+  ///@{
   const Shape& shape() const { return defined_data("shape").shape(); }
   int ndim() const { return defined_data("ndim").ndim(); }
   std::int64_t size() const { return defined_data("size").size(); }
   DType dtype() const { return defined_data("dtype").dtype(); }
+  ///@}
+  /// The data's device: the CPU for an empty Variable() (no error, unlike shape()).
   Device device() const { return data().device(); }
+  /// The length of the first axis, as Python's len(): a ValueError for an empty Variable(),
+  /// a ShapeError for a 0-d one.
   std::int64_t len() const { return defined_data("len").len(); }
 
-  // Step 7-8: back-propagate from this variable. With retain_grad=false only the
-  // leaves keep their gradients; create_graph=true records the backward pass
-  // itself so that gradients can be differentiated again (step 33). The options
-  // form names them: backward({.create_graph = true}); the positional form is
-  // backward(retain_grad, create_graph), so backward(true) is retain_grad.
+  /// Step 7-8: back-propagate from this variable, filling the gradients of the variables
+  /// it depends on.
+  ///
+  /// With retain_grad=false only the
+  /// leaves keep their gradients; create_graph=true records the backward pass
+  /// itself so that gradients can be differentiated again (step 33). The options
+  /// form names them: backward({.create_graph = true}); the positional form is
+  /// backward(retain_grad, create_graph), so backward(true) is retain_grad.
+  ///
+  /// The first gradient is ones of this variable's shape unless set_grad() gave one.
+  /// Gradients add up over calls: cleargrad() first to start again. A ValueError for an
+  /// empty variable or for a Function::backward that returns the wrong number of
+  /// gradients; a ShapeError for a gradient whose shape is not its variable's.
+  ///@{
   void backward(bool retain_grad = false, bool create_graph = false);
   void backward(const BackwardOptions& options) { backward(options.retain_grad, options.create_graph); }
-  void unchain();            // forget the creator (this variable becomes a leaf)
-  void unchain_backward();   // cut the graph above every variable this one depends on (truncated BPTT)
+  ///@}
+  /// Forgets the creator: this variable becomes a leaf.
+  void unchain();
+  /// Cuts the graph above every variable this one depends on (truncated BPTT, step 59).
+  void unchain_backward();
 
   // Methods that forward to dezero::F (step 38-41).
+  /// F::reshape(*this, shape): the same elements in `shape`, one extent may be -1.
   Variable reshape(const Shape& shape) const;
+  /// F::transpose(*this): the axes reversed.
   Variable transpose() const;
+  /// F::transpose(*this, axes): the axes permuted, axis i of the result is axis `axes[i]`.
   Variable transpose(const std::vector<int>& axes) const;
+  /// F::transpose(*this), NumPy's x.T: the axes reversed.
   Variable T() const;
+  /// F::sum(*this, axes, keepdims): the sum over `axes` (all by default).
   Variable sum(const Axes& axes = Axes(), bool keepdims = false) const;
+  /// F::max(*this, axes, keepdims): the largest element over `axes`.
   Variable max(const Axes& axes = Axes(), bool keepdims = false) const;
+  /// F::min(*this, axes, keepdims): the smallest element over `axes`.
   Variable min(const Axes& axes = Axes(), bool keepdims = false) const;
+  /// F::pow(*this, c): this variable to the power `c`, element-wise.
   Variable pow(double c) const;
+  /// F::matmul(*this, W): the matrix product.
   Variable matmul(const Variable& W) const;
+  /// F::matmul(*this, W), DeZero's x.dot(W).
   Variable dot(const Variable& W) const;
+  /// F::get_item(*this, indices): NumPy's x[...], differentiable (see dezero::get_item).
+  ///@{
   Variable operator[](const Index& index) const;
   Variable operator[](const Indices& indices) const;
+  ///@}
 
-  // Move the data (and the gradient) to a device in place; identity is kept.
+  /// Move the data (and the gradient) to a device in place; identity is kept.
+  ///
+  /// Nothing happens on an empty Variable(); a DeviceError for a CUDA device that this
+  /// build or machine does not have.
+  ///@{
   void to_cpu();
   void to_gpu(int id = 0);
   void to(Device device);
+  ///@}
 
-  // Two handles to the same node.
+  /// Two handles to the same node: whether `o` refers to this variable's node.
   bool is_same(const Variable& o) const { return node_ == o.node_; }
+  /// The node behind the handle (nullptr for Variable()), for tools that walk the graph.
   const std::shared_ptr<VariableNode>& node() const { return node_.ptr(); }
+  /// A handle to an existing node (Function::output() makes them).
   explicit Variable(std::shared_ptr<VariableNode> node) : node_(std::move(node)) {}
 
-  std::string str() const;  // "variable([1. 2.])"
+  /// DeZero's printing of a variable: its data's str() inside `variable(...)`.
+  ///
+  /// For example `variable([1. 2.])`, or `variable(None)` when empty.
+  std::string str() const;
 
  protected:
+  /// \cond INTERNAL
   friend class Function;
   detail::NodeHandle node_;
+  /// \endcond
 };
 
+/// Writes `v.str()` to `os`, as Python's print(x).
 std::ostream& operator<<(std::ostream& os, const Variable& v);
 
-// A Variable that layers register and optimizers update (step 44).
+/// A Variable that layers register and optimizers update (step 44).
 class Parameter : public Variable {
  public:
+  /// An empty Parameter (no data).
   Parameter() = default;
+  /// A parameter holding `data`, with an optional name (explicit, unlike Variable's).
   explicit Parameter(Tensor data, std::string name = "");
 };
 
-// Small vectors (small_vector.hpp): std::vector's interface, three elements inside.
+/// A list of Variables: a small vector (small_vector.hpp), std::vector's interface, three
+/// elements inside.
 using VariableList = SmallVector<Variable, 3>;
+/// A list of Tensors: a small vector (small_vector.hpp), std::vector's interface, three
+/// elements inside.
 using TensorList = SmallVector<Tensor, 3>;
 
 // --- Function -------------------------------------------------------------------
-// Subclass it: forward() works on Tensors, backward() on Variables (so that the
-// backward pass can itself be differentiated). Call it with dezero::call (below);
-// a Function object is used once.
-//
-//   class Square : public dezero::Function {                       // step 2
-//     dezero::TensorList forward(const dezero::TensorList& xs) override { return {xs[0] * xs[0]}; }
-//     dezero::VariableList backward(const dezero::VariableList& gys) override {
-//       return {2.0 * input(0) * gys[0]};
-//     }
-//   };
-//   Variable y = dezero::call<Square>({x});
-//
-// (The book's spelling, a shared instance called directly, works too:
-// `Variable y = (*std::make_shared<Square>())(x);`.)
+/// The base of every differentiable function, DeZero's Function: forward() on Tensors,
+/// backward() on Variables.
+///
+/// Subclass it: forward() works on Tensors, backward() on Variables (so that the
+/// backward pass can itself be differentiated). Call it with dezero::call (below);
+/// a Function object is used once.
+///
+/// ```cpp
+/// class Square : public dezero::Function {                       // step 2
+///   dezero::TensorList forward(const dezero::TensorList& xs) override { return {xs[0] * xs[0]}; }
+///   dezero::VariableList backward(const dezero::VariableList& gys) override {
+///     return {2.0 * input(0) * gys[0]};
+///   }
+/// };
+/// Variable y = dezero::call<Square>({x});
+/// ```
+///
+/// The book's spelling, a shared instance called directly, works too:
+///
+/// ```cpp
+/// Variable y = (*std::make_shared<Square>())(x);
+/// ```
 class Function : public std::enable_shared_from_this<Function> {
  public:
+  /// Destroys the function, and with it its references to its inputs.
   virtual ~Function();
+  /// Computes the outputs' data from the inputs' data (xs[i] is input i's tensor); override it.
   virtual TensorList forward(const TensorList& xs) = 0;
-  // gys[i] is the gradient of output i (zeros if that output got none). Return one
-  // gradient per input, or an empty Variable for an input that needs none.
+  /// Computes the inputs' gradients from the outputs'; override it.
+  ///
+  /// gys[i] is the gradient of output i (zeros if that output got none). Return one
+  /// gradient per input, or an empty Variable for an input that needs none.
+  /// Variable::backward runs it with backprop off unless create_graph asked for a graph, and
+  /// throws a ValueError for a wrong number of gradients, a ShapeError for a gradient whose
+  /// shape is not its input's.
   virtual VariableList backward(const VariableList& gys) = 0;
-  virtual std::string name() const;  // shown in graphs; defaults to the class name
+  /// The name shown in graphs and errors; defaults to the class name (without namespaces).
+  virtual std::string name() const;
 
+  /// Runs forward() on the inputs' data and, while backprop is on, links the outputs to
+  /// this function (step 11); returns the outputs.
+  ///
+  /// The `&&` form keeps the list as the graph's inputs. A ValueError for an input that holds
+  /// no data; an Error when a graph is recorded and the function is not owned by a
+  /// std::shared_ptr (dezero::call makes it so).
+  ///@{
   VariableList apply(const VariableList& inputs);
-  VariableList apply(VariableList&& inputs);  // keeps the list as the graph's inputs
+  VariableList apply(VariableList&& inputs);
+  ///@}
+  /// apply() on one, two or three inputs, returning the first output: the book's `f(x)`.
+  ///@{
   Variable operator()(const Variable& x);
   Variable operator()(const Variable& a, const Variable& b);
   Variable operator()(const Variable& a, const Variable& b, const Variable& c);
+  ///@}
 
+  /// The inputs the graph keeps (set by apply() while backprop is on).
   const VariableList& inputs() const { return inputs_; }
+  /// Input `i`, for backward(): std::out_of_range past the last.
   const Variable& input(std::size_t i) const { return inputs_.at(i); }
-  VariableList outputs() const;  // the outputs still alive (others are empty Variables)
+  /// The outputs still alive (others are empty Variables).
+  VariableList outputs() const;
+  /// Output `i`, or an empty Variable once it is gone: std::out_of_range past the last.
   Variable output(std::size_t i) const;
+  /// The largest generation of the inputs (step 16): backward() runs later functions first.
   int generation() const { return generation_; }
-  // Whether the gradient of input i is wanted (it requires grad). Backward
-  // implementations skip the work for inputs that do not.
+  /// Whether the gradient of input i is wanted (it requires grad). Backward
+  /// implementations skip the work for inputs that do not.
   bool needs_input_grad(std::size_t i) const;
 
  private:
@@ -210,32 +349,38 @@ class Function : public std::enable_shared_from_this<Function> {
   std::uint64_t visit_mark_ = 0;
 };
 
-// The node behind a Variable. Public so that tools (graphs, optimizers) can walk it.
+/// The node behind a Variable. Public so that tools (graphs, optimizers) can walk it.
 struct VariableNode {
-  Tensor data;
-  std::shared_ptr<VariableNode> grad;
-  std::shared_ptr<Function> creator;
-  std::string name;
-  int generation = 0;
-  bool requires_grad = true;  // false: never compute a gradient for this variable
-  bool is_parameter = false;
-  std::atomic<int> handles{0};  // Variables outside the graph that refer to this node
-  ~VariableNode();  // destroys long chains iteratively (no stack overflow)
+  Tensor data;                         ///< The tensor, Variable::data().
+  std::shared_ptr<VariableNode> grad;  ///< The gradient's node, or nullptr: Variable::grad().
+  std::shared_ptr<Function> creator;   ///< The Function that made this node; nullptr for a leaf.
+  std::string name;                    ///< The name, Variable::name().
+  int generation = 0;                  ///< 0 for a leaf, the creator's generation plus 1 otherwise.
+  bool requires_grad = true;  ///< False: never compute a gradient for this variable.
+  bool is_parameter = false;  ///< Whether this is a Parameter's node.
+  std::atomic<int> handles{0};  ///< Variables outside the graph that refer to this node.
+  /// Destroys long chains iteratively (no stack overflow).
+  ~VariableNode();
 };
 
+/// \cond INTERNAL
 inline void detail::NodeHandle::acquire() {
   if (p_) p_->handles.fetch_add(1, std::memory_order_relaxed);
 }
 inline void detail::NodeHandle::release() noexcept {
   if (p_ && counted_ && p_->handles.fetch_sub(1, std::memory_order_acq_rel) == 1) on_last_handle(*p_);
 }
+/// \endcond
 
 // --- calling a Function ------------------------------------------------------------
-// y = Fn(args...)(inputs), the first output: the one way the library calls its own
-// Functions, and the way to call yours. While a graph is recorded the Function is
-// made with std::make_shared and becomes y's creator. Without one (under no_grad(),
-// or inside a backward pass without create_graph) it lives on the stack for the
-// call: no Function object is allocated.
+/// y = Fn(args...)(inputs), the first output: the one way the library calls its own
+/// Functions, and the way to call yours. While a graph is recorded the Function is
+/// made with std::make_shared and becomes y's creator. Without one (under no_grad(),
+/// or inside a backward pass without create_graph) it lives on the stack for the
+/// call: no Function object is allocated.
+///
+/// `Variable y = dezero::call<Square>({x});` Fn must derive from Function (a compile
+/// error otherwise); `args` go to its constructor.
 template <class Fn, class... Args>
 Variable call(VariableList inputs, Args&&... args) {
   static_assert(std::is_base_of_v<Function, Fn>, "dezero::call: Fn must derive from dezero::Function");
@@ -246,7 +391,7 @@ Variable call(VariableList inputs, Args&&... args) {
   return std::move(std::make_shared<Fn>(std::forward<Args>(args)...)->apply(std::move(inputs))[0]);
 }
 
-// The same, returning every output (Functions with more than one).
+/// The same as call(), returning every output (Functions with more than one).
 template <class Fn, class... Args>
 VariableList call_all(VariableList inputs, Args&&... args) {
   static_assert(std::is_base_of_v<Function, Fn>, "dezero::call_all: Fn must derive from dezero::Function");
@@ -259,6 +404,12 @@ VariableList call_all(VariableList inputs, Args&&... args) {
 
 // --- operators (step 20-22): Variable, Tensor (converted) or double on either side;
 // a double takes the Variable's dtype. ---------------------------------------------
+/// Differentiable element-wise arithmetic (F::add, F::sub, F::mul, F::div), recorded in the graph.
+///
+/// Variable, Tensor (converted) or double on either side; a double takes the Variable's
+/// dtype. Shapes broadcast and dtypes promote as for the Tensor operators (ShapeError,
+/// DeviceError the same), and the gradients are summed back to each operand's shape.
+///@{
 Variable operator+(const Variable& a, const Variable& b);
 Variable operator-(const Variable& a, const Variable& b);
 Variable operator*(const Variable& a, const Variable& b);
@@ -271,6 +422,8 @@ Variable operator+(double a, const Variable& b);
 Variable operator-(double a, const Variable& b);
 Variable operator*(double a, const Variable& b);
 Variable operator/(double a, const Variable& b);
+///@}
+/// Differentiable negation, F::neg: same shape and dtype.
 Variable operator-(const Variable& a);
 
 }  // namespace dezero

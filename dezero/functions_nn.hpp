@@ -1,9 +1,10 @@
-// dezero/functions_nn.hpp - dezero::F for neural networks: activations, losses,
-// metrics, dropout, batch normalisation, embeddings (DeZero functions.py), and
-// convolution and pooling (functions_conv.py).
-//
-// Floating results keep the dtype of the (first) floating input: float32 logits
-// give a float32 loss and float32 gradients, whatever the labels' dtype.
+/// \file
+/// The functions of dezero::F for neural networks: activations, losses,
+/// metrics, dropout, batch normalisation, embeddings (DeZero functions.py), and
+/// convolution and pooling (functions_conv.py).
+///
+/// Floating results keep the dtype of the (first) floating input: float32 logits
+/// give a float32 loss and float32 gradients, whatever the labels' dtype.
 #pragma once
 
 #include "dezero/core.hpp"

@@ -1,18 +1,19 @@
-// dezero/npz.hpp - NumPy .npz files (np.savez / np.savez_compressed / np.load)
-// without Python: a small zip reader/writer on zlib plus the .npy format.
-//
-// Reads: zip entries stored or deflated (zip64 records where NumPy writes them),
-// .npy format versions 1.0, 2.0 and 3.0, C order, little- or big-endian
-// '<f4' '<f8' '<i4' '<i8' into float32 / float64 / int32 / int64. Small integer
-// and bool arrays ('|u1' '|i1' '|b1' '<u2' '<i2') load as int32 and '<u4' as
-// int64 (lossless; dezero has no narrower dtypes). Anything else - float16,
-// uint64, complex, strings, object (pickled) arrays, fortran_order=True - is a
-// DtypeError / IOError naming the entry. CRCs are checked.
-//
-// Writes: .npy version 1.0 (2.0 when a header needs it) with 64-byte aligned
-// headers, entries stored (save_npz) or deflated (compressed = true) with valid
-// CRCs, as np.savez / np.savez_compressed do. Not zip64: a file of 4 GiB or more
-// is an IOError.
+/// \file
+/// NumPy .npz files (np.savez / np.savez_compressed / np.load)
+/// without Python: a small zip reader/writer on zlib plus the .npy format.
+///
+/// Reads: zip entries stored or deflated (zip64 records where NumPy writes them),
+/// .npy format versions 1.0, 2.0 and 3.0, C order, little- or big-endian
+/// `'<f4' '<f8' '<i4' '<i8'` into float32 / float64 / int32 / int64. Small integer
+/// and bool arrays (`'|u1' '|i1' '|b1' '<u2' '<i2'`) load as int32 and `'<u4'` as
+/// int64 (lossless; dezero has no narrower dtypes). Anything else - float16,
+/// uint64, complex, strings, object (pickled) arrays, fortran_order=True - is a
+/// DtypeError / IOError naming the entry. CRCs are checked.
+///
+/// Writes: .npy version 1.0 (2.0 when a header needs it) with 64-byte aligned
+/// headers, entries stored (save_npz) or deflated (compressed = true) with valid
+/// CRCs, as np.savez / np.savez_compressed do. Not zip64: a file of 4 GiB or more
+/// is an IOError.
 #pragma once
 
 #include <string>
@@ -23,11 +24,11 @@
 
 namespace dezero::utils {
 
-// (name, array) in file order; names are NumPy's keys (the entry name less ".npy").
+/// (name, array) in file order; names are NumPy's keys (the entry name less ".npy").
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
-// Every array of an .npz file, on the CPU. IOError for a missing, truncated or
-// corrupt file; DtypeError for an element type dezero cannot hold.
+/// Every array of an .npz file, on the CPU. IOError for a missing, truncated or
+/// corrupt file; DtypeError for an element type dezero cannot hold.
 NamedTensors load_npz(const std::string& path);
 
 namespace detail {
@@ -35,14 +36,22 @@ namespace detail {
 NamedTensors load_npz_as(const std::string& op, const std::string& path);
 }  // namespace detail
 
-// Writes `arrays` (any device; copied to the host) as an .npz file at `path`
-// exactly (no ".npz" is appended). Names must be unique and non-empty.
+/// Writes `arrays` (any device; copied to the host) as an .npz file at `path`
+/// exactly (no ".npz" is appended). Names must be unique and non-empty.
+/// A repeated or empty name, or an undefined tensor, is a dezero::ValueError; a file
+/// that cannot be written (or would need zip64) an IOError. The file is written under a
+/// temporary name and renamed when complete.
 void save_npz(const std::string& path, const NamedTensors& arrays, bool compressed = false);
 
-// The same formats in memory (the bytes of a whole .npz / one .npy file).
+/// The same formats in memory: the arrays of the bytes of a whole .npz file.
+/// `what` is what the errors call the bytes; errors as load_npz.
 NamedTensors parse_npz(const std::string& bytes, const std::string& what = "npz");
+/// The same formats in memory: the bytes of a whole .npz file holding `arrays` (as save_npz writes it).
 std::string serialize_npz(const NamedTensors& arrays, bool compressed = false);
+/// The same formats in memory: the host tensor in the bytes of one .npy file.
+/// `what` is what the errors call the bytes (dezero::IOError / dezero::DtypeError).
 Tensor parse_npy(const std::string& bytes, const std::string& what = "npy");
+/// The same formats in memory: the bytes of one .npy file holding `array` (any device).
 std::string serialize_npy(const Tensor& array);
 
 }  // namespace dezero::utils

@@ -1,14 +1,15 @@
-// dezero/small_vector.hpp - SmallVector<T, N>: a std::vector work-alike that keeps
-// its first N elements inside the object.
-//
-// VariableList and TensorList are SmallVectors: every Function call builds a few of
-// them (its inputs, the tensors forward() returns, its outputs), almost always of
-// one to three elements, and on the heap each cost a malloc/free pair. The
-// interface is std::vector's (size, [], iterators, push_back, emplace_back,
-// insert, erase, resize, reserve, ==), and it converts to and from std::vector<T>,
-// so code written against a std::vector keeps compiling. Past N elements the
-// storage moves to the heap like a vector's; iterators are invalidated by growth
-// the same way, and a moved-from SmallVector is empty.
+/// \file
+/// `SmallVector<T, N>`: a std::vector work-alike that keeps
+/// its first N elements inside the object.
+///
+/// VariableList and TensorList are SmallVectors: every Function call builds a few of
+/// them (its inputs, the tensors forward() returns, its outputs), almost always of
+/// one to three elements, and on the heap each cost a malloc/free pair. The
+/// interface is std::vector's (size, [], iterators, push_back, emplace_back,
+/// insert, erase, resize, reserve, ==), and it converts to and from `std::vector<T>`,
+/// so code written against a std::vector keeps compiling. Past N elements the
+/// storage moves to the heap like a vector's; iterators are invalidated by growth
+/// the same way, and a moved-from SmallVector is empty.
 #pragma once
 
 #include <algorithm>
@@ -24,11 +25,20 @@
 
 namespace dezero {
 
+/// A std::vector work-alike that keeps its first N elements inside the object.
+///
+/// The type of VariableList and TensorList (`SmallVector<Variable, 3>`,
+/// `SmallVector<Tensor, 3>`); see the file's description. Unlike std::vector it has no
+/// allocator parameter, shrink_to_fit() does nothing, and swap() moves the elements.
+/// \tparam T the element type.
+/// \tparam N how many elements fit inside the object (at least 1).
 template <class T, std::size_t N>
 class SmallVector {
   static_assert(N > 0, "SmallVector needs room for at least one element inside");
 
  public:
+  /// The member types of std::vector's.
+  ///@{
   using value_type = T;
   using size_type = std::size_t;
   using difference_type = std::ptrdiff_t;
@@ -40,20 +50,32 @@ class SmallVector {
   using const_iterator = const T*;
   using reverse_iterator = std::reverse_iterator<iterator>;
   using const_reverse_iterator = std::reverse_iterator<const_iterator>;
+  ///@}
 
+  /// An empty vector (no allocation).
   SmallVector() noexcept = default;
+  /// `n` value-initialised elements.
   explicit SmallVector(size_type n) { resize(n); }
+  /// `n` copies of `value`.
   SmallVector(size_type n, const T& value) { assign(n, value); }
+  /// The listed elements: `VariableList{x, W}`.
   SmallVector(std::initializer_list<T> items) { append_copies(items.begin(), items.end()); }
+  /// Copies of the elements of the range [first, last).
   template <class It, class = std::enable_if_t<!std::is_integral_v<It>>>
   SmallVector(It first, It last) {
     append_copies(first, last);
   }
+  /// The elements of a std::vector, copied or moved (implicit, so that code written with
+  /// vectors keeps compiling).
+  ///@{
   SmallVector(const std::vector<T>& v) { append_copies(v.begin(), v.end()); }  // NOLINT implicit
   SmallVector(std::vector<T>&& v) {                                            // NOLINT implicit
     reserve(v.size());
     for (auto& x : v) emplace_back(std::move(x));
   }
+  ///@}
+  /// Copies and moves, as std::vector's (a moved-from SmallVector is empty).
+  ///@{
   SmallVector(const SmallVector& o) { append_copies(o.begin(), o.end()); }
   SmallVector(SmallVector&& o) noexcept(std::is_nothrow_move_constructible_v<T>) { take(o); }
   SmallVector& operator=(const SmallVector& o) {
@@ -68,15 +90,21 @@ class SmallVector {
     }
     return *this;
   }
+  ///@}
+  /// Replaces the elements with the listed ones.
   SmallVector& operator=(std::initializer_list<T> items) {
     assign(items.begin(), items.end());
     return *this;
   }
+  /// Destroys the elements and frees the heap storage, if any.
   ~SmallVector() {
     clear();
     release();
   }
 
+  /// The elements as a std::vector: copied from an lvalue, moved out of an rvalue (which is
+  /// left empty).
+  ///@{
   operator std::vector<T>() const& { return std::vector<T>(begin(), end()); }  // NOLINT implicit
   operator std::vector<T>() && {                                              // NOLINT implicit
     std::vector<T> v;
@@ -85,14 +113,24 @@ class SmallVector {
     clear();
     return v;
   }
+  ///@}
 
   // --- element access
+  /// The number of elements.
   size_type size() const noexcept { return size_; }
+  /// Whether there are no elements.
   bool empty() const noexcept { return size_ == 0; }
+  /// How many elements fit without a new allocation (N while they are inside).
   size_type capacity() const noexcept { return cap_; }
+  /// The largest possible size, as std::vector's.
   size_type max_size() const noexcept { return std::allocator_traits<std::allocator<T>>::max_size(std::allocator<T>()); }
+  /// The elements in contiguous memory.
+  ///@{
   T* data() noexcept { return ptr_; }
   const T* data() const noexcept { return ptr_; }
+  ///@}
+  /// Iterators, as std::vector's (invalidated by growth and by moving the vector).
+  ///@{
   iterator begin() noexcept { return ptr_; }
   iterator end() noexcept { return ptr_ + size_; }
   const_iterator begin() const noexcept { return ptr_; }
@@ -103,8 +141,14 @@ class SmallVector {
   reverse_iterator rend() noexcept { return reverse_iterator(begin()); }
   const_reverse_iterator rbegin() const noexcept { return const_reverse_iterator(end()); }
   const_reverse_iterator rend() const noexcept { return const_reverse_iterator(begin()); }
+  ///@}
+  /// Element access, as std::vector's (no bounds check).
+  ///@{
   T& operator[](size_type i) { return ptr_[i]; }
   const T& operator[](size_type i) const { return ptr_[i]; }
+  ///@}
+  /// Element `i`, checked: std::out_of_range when `i >= size()`.
+  ///@{
   T& at(size_type i) {
     check_index(i);
     return ptr_[i];
@@ -113,20 +157,29 @@ class SmallVector {
     check_index(i);
     return ptr_[i];
   }
+  ///@}
+  /// The first and the last element, as std::vector's (the vector must not be empty).
+  ///@{
   T& front() { return ptr_[0]; }
   const T& front() const { return ptr_[0]; }
   T& back() { return ptr_[size_ - 1]; }
   const T& back() const { return ptr_[size_ - 1]; }
+  ///@}
 
   // --- modifiers
+  /// Makes room for `n` elements (on the heap when `n > N`).
   void reserve(size_type n) {
     if (n > cap_) grow_to(n);
   }
+  /// Does nothing (std::vector's is a non-binding request too).
   void shrink_to_fit() {}
+  /// Destroys every element; the capacity stays.
   void clear() noexcept {
     std::destroy(ptr_, ptr_ + size_);
     size_ = 0;
   }
+  /// Constructs an element at the end from `args` (which may refer to an element of this
+  /// vector) and returns it.
   template <class... Args>
   T& emplace_back(Args&&... args) {
     if (size_ == cap_) {
@@ -139,12 +192,18 @@ class SmallVector {
     }
     return ptr_[size_++];
   }
+  /// Appends a copy of `v`, or `v` moved.
+  ///@{
   void push_back(const T& v) { emplace_back(v); }
   void push_back(T&& v) { emplace_back(std::move(v)); }
+  ///@}
+  /// Destroys the last element (the vector must not be empty).
   void pop_back() {
     --size_;
     ptr_[size_].~T();
   }
+  /// Keeps the first `n` elements, or appends value-initialised ones (or copies of `value`) up to `n`.
+  ///@{
   void resize(size_type n) {
     if (n < size_) return truncate(n);
     reserve(n);
@@ -156,6 +215,9 @@ class SmallVector {
     reserve(n);
     for (; size_ < n; ++size_) ::new (static_cast<void*>(ptr_ + size_)) T(tmp);
   }
+  ///@}
+  /// Replaces the elements with `n` copies of `value`, a range (which may be this vector's own) or a list.
+  ///@{
   void assign(size_type n, const T& value) {
     T tmp(value);
     clear();
@@ -168,7 +230,10 @@ class SmallVector {
     *this = std::move(tmp);
   }
   void assign(std::initializer_list<T> items) { assign(items.begin(), items.end()); }
+  ///@}
 
+  /// Inserts elements before `pos`, as std::vector's; returns an iterator to the first one inserted.
+  ///@{
   iterator insert(const_iterator pos, const T& value) { return emplace(pos, value); }
   iterator insert(const_iterator pos, T&& value) { return emplace(pos, std::move(value)); }
   iterator insert(const_iterator pos, size_type n, const T& value) {
@@ -188,6 +253,8 @@ class SmallVector {
   iterator insert(const_iterator pos, std::initializer_list<T> items) {
     return insert(pos, items.begin(), items.end());
   }
+  ///@}
+  /// Constructs an element before `pos` from `args`; returns an iterator to it.
   template <class... Args>
   iterator emplace(const_iterator pos, Args&&... args) {
     size_type at = static_cast<size_type>(pos - begin());
@@ -195,22 +262,30 @@ class SmallVector {
     std::rotate(begin() + at, end() - 1, end());
     return begin() + at;
   }
+  /// Removes the element at `pos`, or those of [first, last), as std::vector's; returns an
+  /// iterator to the element after the removed ones.
+  ///@{
   iterator erase(const_iterator pos) { return erase(pos, pos + 1); }
   iterator erase(const_iterator first, const_iterator last) {
     iterator f = begin() + (first - begin()), l = begin() + (last - begin());
     if (f != l) truncate(static_cast<size_type>(std::move(l, end(), f) - begin()));
     return f;
   }
+  ///@}
+  /// Exchanges the elements with `o` (by moves: elements inside the object cannot be swapped by pointer).
   void swap(SmallVector& o) {
     SmallVector tmp(std::move(o));
     o = std::move(*this);
     *this = std::move(tmp);
   }
 
+  /// Equal when the sizes and the elements (by `==`) are.
+  ///@{
   friend bool operator==(const SmallVector& a, const SmallVector& b) {
     return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin());
   }
   friend bool operator!=(const SmallVector& a, const SmallVector& b) { return !(a == b); }
+  ///@}
 
  private:
   bool is_inline() const noexcept { return ptr_ == inline_ptr(); }
@@ -267,6 +342,7 @@ class SmallVector {
   size_type cap_ = N;
 };
 
+/// Exchanges the elements of `a` and `b` (a.swap(b)), as std::swap of two vectors.
 template <class T, std::size_t N>
 void swap(SmallVector<T, N>& a, SmallVector<T, N>& b) {
   a.swap(b);

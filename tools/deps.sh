@@ -25,6 +25,8 @@ DEZERO_BUILD_PACKAGES=(libeigen3-dev doctest-dev zlib1g-dev libcurl4-openssl-dev
 # The packaging tests (tests/packaging: dezero.pc through pkg-config, cpack -G DEB's Depends
 # computed by dpkg-shlibdeps, which needs file): tools/test.sh installs them.
 DEZERO_PACKAGING_PACKAGES=(pkgconf dpkg-dev file)
+# The API reference (cmake --build build --target docs; the CTest test docs_reference): Doxygen.
+DEZERO_DOCS_PACKAGES=(doxygen)
 # The fuzz targets (tests/fuzz, tools/fuzz.sh): clang with libFuzzer and its OpenMP runtime.
 DEZERO_FUZZ_PACKAGES=(clang libclang-rt-dev libomp-dev)
 # The examples' figures (examples/common/plot.hpp runs gnuplot; without it they write the

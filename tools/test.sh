@@ -10,8 +10,8 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 source tools/deps.sh
 # dataset-fashion-mnist: the data set of the GPU bundle, which the bundle dry run stages and checks.
-dezero_install_packages "${DEZERO_BUILD_PACKAGES[@]}" "${DEZERO_PACKAGING_PACKAGES[@]}" "${DEZERO_FUZZ_PACKAGES[@]}" \
-  dataset-fashion-mnist
+dezero_install_packages "${DEZERO_BUILD_PACKAGES[@]}" "${DEZERO_PACKAGING_PACKAGES[@]}" "${DEZERO_DOCS_PACKAGES[@]}" \
+  "${DEZERO_FUZZ_PACKAGES[@]}" dataset-fashion-mnist
 JOBS="$(nproc)"
 
 echo "== build (Release, CUDA=AUTO)"

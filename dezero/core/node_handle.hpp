@@ -15,6 +15,7 @@ namespace dezero {
 
 struct VariableNode;
 
+/// \cond INTERNAL
 namespace detail {
 // The handle inside a Variable. It counts the Variables that refer to a node from
 // outside the graph (a Function's stored inputs do not count). When the last one of
@@ -77,6 +78,7 @@ class NodeHandle {
 };
 void on_last_handle(VariableNode& node) noexcept;
 }  // namespace detail
+/// \endcond
 
 }  // namespace dezero
 

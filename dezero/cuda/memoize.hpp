@@ -1,7 +1,8 @@
-// dezero/cuda/memoize.hpp - cupy.memoize and clear_memo: a function's results cached
-// per argument list (and per device when asked). Pure host code: works without CUDA.
-// cuda/rtc.hpp's elementwise(), reduce() and raw() memoize their kernel objects, so
-// clear_memo() drops those too.
+/// \file
+/// CuPy's memoize and clear_memo: a function's results cached
+/// per argument list (and per device when asked). Pure host code: works without CUDA.
+/// `cuda/rtc.hpp`'s elementwise(), reduce() and raw() memoize their kernel objects, so
+/// clear_memo() drops those too.
 #pragma once
 
 #include <functional>
@@ -15,6 +16,7 @@
 namespace dezero::cuda {
 
 // --- memoize / clear_memo ------------------------------------------------------------
+/// \cond INTERNAL
 namespace detail {
 void register_memo(std::function<void()> clear);
 int memo_device_id();  // the current CUDA device, or -1
@@ -33,10 +35,23 @@ struct fn_traits<R (*)(A...)> {
   using key = std::tuple<int, std::decay_t<A>...>;
 };
 }  // namespace detail
+/// \endcond
 
-// cupy.memoize: wraps f (a lambda or function with ordered, copyable arguments) so that
-// each distinct argument list (and device, when for_each_device) is computed once.
-// clear_memo() empties every memo made this way.
+/// cupy.memoize: wraps f (a lambda or function with ordered, copyable arguments) so that
+/// each distinct argument list (and device, when for_each_device) is computed once.
+/// clear_memo() empties every memo made this way.
+///
+/// The result is a callable taking f's arguments and returning f's result (a copy of the
+/// cached value) and is thread-safe. The arguments are kept, decayed, as the key of a
+/// std::map, so they must be copyable and ordered (`operator<`). Works without a GPU
+/// (for_each_device then makes no difference).
+///
+/// ```cpp
+///   auto square = cuda::memoize([](int n) { return n * n; });
+///   square(3);            // computes 9
+///   square(3);            // 9 from the cache
+///   cuda::clear_memo();   // forgets it
+/// ```
 template <class F>
 auto memoize(F f, bool for_each_device = false) {
   using Traits = detail::fn_traits<F>;
@@ -64,6 +79,8 @@ auto memoize(F f, bool for_each_device = false) {
     return value;
   };
 }
+/// Empties every memo made by memoize() (CuPy's clear_memo), including the kernel caches of
+/// elementwise(), reduce() and raw(). Thread-safe; works without a GPU.
 void clear_memo();
 
 }  // namespace dezero::cuda

@@ -1,19 +1,25 @@
-// dezero/functions/normalization.hpp - batch_norm (DeZero functions.py's BatchNorm).
+/// \file
+/// Normalisation: batch_norm (DeZero functions.py's BatchNorm).
 #pragma once
 
 #include "dezero/core.hpp"
 
 namespace dezero::F {
 
-// Batch normalisation; x: (N, C) or (N, C, H, W), gamma/beta: (C,).
-// Train mode normalises with the batch mean and biased variance over every axis
-// but C, and updates running_mean/running_var in place:
-//   mean <- decay mean + (1 - decay) mu,  var <- decay var + (1 - decay) m/max(m-1,1) sigma^2
-// (m = N or N*H*W). Test mode normalises with running_mean/running_var. Undefined
-// running statistics are created (zeros / ones of (C,), x's dtype and device).
+/// Batch normalisation; x: (N, C) or (N, C, H, W), gamma/beta: (C,).
+/// Train mode normalises with the batch mean and biased variance over every axis
+/// but C, and updates running_mean/running_var in place:
+/// `mean <- decay mean + (1 - decay) mu`, `var <- decay var + (1 - decay) m/max(m-1,1) sigma^2`
+/// (m = `N` or `N*H*W`). Test mode normalises with running_mean/running_var. Undefined
+/// running statistics are created (zeros / ones of (C,), x's dtype and device).
+/// The result is `gamma * (x - mean) / sqrt(var + eps) + beta`, of x's shape and dtype;
+/// x, gamma and beta get gradients in both modes, the running statistics none.
+/// An x that is not float is a dezero::DtypeError; an x that is not 2-d or 4-d, or a
+/// gamma, beta or running statistic that is not (C,), a dezero::ShapeError; `eps <= 0` a
+/// dezero::ValueError.
 Variable batch_norm(const Variable& x, const Variable& gamma, const Variable& beta, Tensor& running_mean,
                     Tensor& running_var, double decay = 0.9, double eps = 2e-5);
-// DeZero's (misspelt) name for batch_norm.
+/// DeZero's (misspelt) name for batch_norm.
 Variable batch_nrom(const Variable& x, const Variable& gamma, const Variable& beta, Tensor& running_mean,
                     Tensor& running_var, double decay = 0.9, double eps = 2e-5);
 

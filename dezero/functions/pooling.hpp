@@ -1,11 +1,16 @@
-// dezero/functions/pooling.hpp - pooling (DeZero's functions_conv.py; step 57):
-// pooling (max), pooling_simple, average_pooling.
-//
-// x (N, C, H, W) -> (N, C, OH, OW), OH = (H + 2 pad - KH) / stride + 1. Padding is
-// DeZero's zero padding: a max-pooling window that touches the padding has a max of
-// at least 0 (Chainer and PyTorch pad with -inf instead), and average pooling counts
-// the padded zeros in its mean (divides by KH * KW). Differentiable to any order, on
-// every device (DeZero's max pooling double backward used NumPy on CuPy arrays).
+/// \file
+/// Pooling (DeZero's functions_conv.py; step 57):
+/// pooling (max), pooling_simple, average_pooling.
+///
+/// x (N, C, H, W) -> (N, C, OH, OW), OH = (H + 2 pad - KH) / stride + 1. Padding is
+/// DeZero's zero padding: a max-pooling window that touches the padding has a max of
+/// at least 0 (Chainer and PyTorch pad with -inf instead), and average pooling counts
+/// the padded zeros in its mean (divides by KH * KW). Differentiable to any order, on
+/// every device (DeZero's max pooling double backward used NumPy on CuPy arrays).
+///
+/// x must be 4-d float32 / float64 (dezero::ShapeError / dezero::DtypeError otherwise); a
+/// window larger than the padded input is a dezero::ShapeError, a kernel size or stride
+/// below 1 or a negative pad a dezero::ValueError.
 #pragma once
 
 #include "dezero/core.hpp"
@@ -13,13 +18,16 @@
 
 namespace dezero::F {
 
-// Max pooling as one Function: the first max of each window; its gradient goes to that
-// element (none when it is in the padding).
+/// Max pooling of x (N, C, H, W) -> (N, C, OH, OW) over `kernel_size` windows (DeZero's pooling).
+/// Max pooling as one Function: the first max of each window; its gradient goes to that
+/// element (none when it is in the padding).
 Variable pooling(const Variable& x, Pair kernel_size, Pair stride = 1, Pair pad = 0);
-// The same through composite functions: im2col(to_matrix) -> max over each window ->
-// reshape, transpose to NCHW (ties share the gradient, as F::max's do).
+/// Max pooling through composite functions (DeZero's pooling_simple): the values of pooling().
+/// The same through composite functions: im2col(to_matrix) -> max over each window ->
+/// reshape, transpose to NCHW (ties share the gradient, as F::max's do).
 Variable pooling_simple(const Variable& x, Pair kernel_size, Pair stride = 1, Pair pad = 0);
-// The mean of each window, padding included.
+/// Average pooling of x (N, C, H, W) -> (N, C, OH, OW) (DeZero's average_pooling).
+/// The mean of each window, padding included.
 Variable average_pooling(const Variable& x, Pair kernel_size, Pair stride = 1, Pair pad = 0);
 
 }  // namespace dezero::F

@@ -1,5 +1,6 @@
-// dezero/layers/conv.hpp - L::Conv2d and L::Deconv2d, the convolution layers (DeZero
-// layers.py; book step 58's CNN building blocks, functions from steps 55-57).
+/// \file
+/// L::Conv2d and L::Deconv2d, the convolution layers (DeZero
+/// layers.py; book step 58's CNN building blocks, functions from steps 55-57).
 #pragma once
 
 #include <cstdint>
@@ -10,62 +11,107 @@
 namespace dezero::L {
 
 // --- ConvOptions: DeZero's keywords of L.Conv2d / L.Deconv2d -----------------------------------
-//   L::Conv2d(16, 3, {.stride = 2, .pad = 1})                           // C++20
-//   L::ConvOptions o; o.pad = 1; o.nobias = true; L::Conv2d(16, 3, o);  // C++17
-// dtype comes first, unlike DeZero's order, so that the positional Conv2d(16, 3, {2, 1})
-// (stride {2, 1}) stays unambiguous: a scoped enum cannot be initialised from 2. C++20
-// designated initializers follow this order: {.dtype = float64, .pad = 1}.
+/// DeZero's keywords of L.Conv2d / L.Deconv2d, an aggregate for `Conv2d(out_channels, kernel_size, options)`.
+///
+/// ```cpp
+/// L::Conv2d(16, 3, {.stride = 2, .pad = 1})                           // C++20
+/// L::ConvOptions o; o.pad = 1; o.nobias = true; L::Conv2d(16, 3, o);  // C++17
+/// ```
+/// dtype comes first, unlike DeZero's order, so that the positional `Conv2d(16, 3, {2, 1})`
+/// (stride {2, 1}) stays unambiguous: a scoped enum cannot be initialised from 2. C++20
+/// designated initializers follow this order: `{.dtype = float64, .pad = 1}`.
 struct ConvOptions {
-  DType dtype = float32;
-  Pair stride = 1;
-  Pair pad = 0;
-  bool nobias = false;
-  std::int64_t in_channels = 0;  // 0: taken from the first input's x.shape[1]
-  random::Generator gen = random::Generator::global();  // the stream W is drawn from
+  DType dtype = float32;  ///< of W and b: float32 or float64
+  Pair stride = 1;        ///< the stride: one int for both axes or {h, w}, each > 0
+  Pair pad = 0;           ///< the zero padding: one int or {h, w}, each >= 0
+  bool nobias = false;    ///< no bias b (the layer's b stays an empty Parameter)
+  std::int64_t in_channels = 0;  ///< 0: taken from the first input's x.shape[1]
+  random::Generator gen = random::Generator::global();  ///< the stream W is drawn from
 };
 
 // --- Conv2d ---------------------------------------------------------------------------------
-// y = F::conv2d(x, W, b, stride, pad). x: (N, C, H, W), W: (OC, C, KH, KW), b: (OC,),
-// y: (N, OC, OH, OW). W = randn(OC, C, KH, KW) * sqrt(1 / (C * KH * KW)) drawn on the host
-// from `gen` (by default dezero::random's global stream: a seed gives DeZero's numbers on
-// every device), created on the
-// first call from x.shape[1] when in_channels is 0, on x's device; b = zeros(OC).
+/// The 2-d convolution layer: `y = F::conv2d(x, W, b, stride, pad)`.
+///
+/// x: (N, C, H, W), W: (OC, C, KH, KW), b: (OC,),
+/// y: (N, OC, OH, OW) with OH = (H + 2 pad - KH) / stride + 1 (OW likewise).
+/// W = randn(OC, C, KH, KW) * sqrt(1 / (C * KH * KW)) drawn on the host
+/// from `gen` (by default dezero::random's global stream: a seed gives DeZero's numbers on
+/// every device), created on the
+/// first call from x.shape[1] when in_channels is 0, on x's device; b = zeros(OC).
 class Conv2d : public Layer {
  public:
+  /// Makes a layer of `out_channels` output channels and a KH x KW kernel (DeZero's L.Conv2d).
+  ///
+  /// kernel_size, stride and pad are one int for both axes or {h, w}. With
+  /// in_channels > 0, W is drawn now (on the host; move the layer with to_gpu()); with 0
+  /// it is drawn on the first call. Throws ValueError when out_channels, kernel_size or
+  /// stride is not positive, pad is negative or in_channels < 0; DtypeError when dtype is
+  /// not float32 or float64.
   Conv2d(std::int64_t out_channels, Pair kernel_size, Pair stride = 1, Pair pad = 0, bool nobias = false,
          DType dtype = float32, std::int64_t in_channels = 0, random::Generator gen = random::Generator::global());
+  /// The same with DeZero's keywords gathered in a ConvOptions: `L::Conv2d(16, 3, {.stride = 2, .pad = 1})`.
   Conv2d(std::int64_t out_channels, Pair kernel_size, const ConvOptions& options);
+  /// x: (N, C, H, W) -> (N, OC, OH, OW), F::conv2d(x, W, b, stride, pad).
+  ///
+  /// The first call of a lazy layer draws W with C = x.shape[1] on x's device; an x that
+  /// is not 4-d is then a ShapeError. Other bad shapes are errors of F::conv2d.
   Variable forward(const Variable& x) override;
 
+  /// The input and output channels, C and OC (in_channels is 0 until the first call of a lazy layer).
+  ///@{
   std::int64_t in_channels, out_channels;
+  ///@}
+  /// The kernel size (KH, KW), stride and padding.
+  ///@{
   Pair kernel_size, stride, pad;
-  DType dtype;
-  Parameter W;
-  Parameter b;  // no node (defined() == false) with nobias
-  random::Generator gen;  // the stream W is drawn from (kept for the lazy first call)
+  ///@}
+  DType dtype;  ///< The dtype of W and b.
+  Parameter W;  ///< The weight, (OC, C, KH, KW); no data until the first call of a lazy layer.
+  Parameter b;  ///< The bias, (OC,); no node (defined() == false) with nobias.
+  random::Generator gen;  ///< The stream W is drawn from (kept for the lazy first call).
 
  private:
   void init_W(Device device);
 };
 
 // --- Deconv2d -------------------------------------------------------------------------------
-// The transposed convolution: y = F::deconv2d(x, W, b, stride, pad). x: (N, C, H, W),
-// W: (C, OC, KH, KW), b: (OC,), y: (N, OC, OH, OW) with OH = stride * (H - 1) + KH - 2 pad
-// (DeZero's layer exposes no outsize). Same initialisation as Conv2d:
-// W = randn(C, OC, KH, KW) * sqrt(1 / (C * KH * KW)), lazy from x.shape[1]; b = zeros(OC).
+/// The transposed convolution: `y = F::deconv2d(x, W, b, stride, pad)`.
+///
+/// x: (N, C, H, W),
+/// W: (C, OC, KH, KW), b: (OC,), y: (N, OC, OH, OW) with OH = stride * (H - 1) + KH - 2 pad
+/// (DeZero's layer exposes no outsize). Same initialisation as Conv2d:
+/// W = randn(C, OC, KH, KW) * sqrt(1 / (C * KH * KW)), lazy from x.shape[1]; b = zeros(OC).
 class Deconv2d : public Layer {
  public:
+  /// Makes a layer of `out_channels` output channels and a KH x KW kernel (DeZero's L.Deconv2d).
+  ///
+  /// The arguments, their checks and what they throw are Conv2d's: ValueError when
+  /// out_channels, kernel_size or stride is not positive, pad is negative or
+  /// in_channels < 0; DtypeError when dtype is not float32 or float64. With
+  /// in_channels > 0, W is drawn now (on the host); with 0 on the first call.
   Deconv2d(std::int64_t out_channels, Pair kernel_size, Pair stride = 1, Pair pad = 0, bool nobias = false,
            DType dtype = float32, std::int64_t in_channels = 0, random::Generator gen = random::Generator::global());
+  /// The same with DeZero's keywords gathered in a ConvOptions: `L::Deconv2d(3, 4, {.stride = 2, .pad = 1})`.
   Deconv2d(std::int64_t out_channels, Pair kernel_size, const ConvOptions& options);
+  /// x: (N, C, H, W) -> (N, OC, OH, OW), F::deconv2d(x, W, b, stride, pad).
+  ///
+  /// OH = stride * (H - 1) + KH - 2 pad (OW likewise). The first call of a lazy layer
+  /// draws W with C = x.shape[1] on x's device; an x that is not 4-d is then a
+  /// ShapeError. Other bad shapes are errors of F::deconv2d.
   Variable forward(const Variable& x) override;
 
+  /// The input and output channels, C and OC (in_channels is 0 until the first call of a lazy layer).
+  ///@{
   std::int64_t in_channels, out_channels;
+  ///@}
+  /// The kernel size (KH, KW), stride and padding.
+  ///@{
   Pair kernel_size, stride, pad;
-  DType dtype;
-  Parameter W;
-  Parameter b;
-  random::Generator gen;
+  ///@}
+  DType dtype;  ///< The dtype of W and b.
+  Parameter W;  ///< The weight, (C, OC, KH, KW); no data until the first call of a lazy layer.
+  Parameter b;  ///< The bias, (OC,); no node (defined() == false) with nobias.
+  random::Generator gen;  ///< The stream W is drawn from (kept for the lazy first call).
 
  private:
   void init_W(Device device);
