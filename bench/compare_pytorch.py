@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""bench/compare_pytorch.py - W1 and W3 in PyTorch next to dezero-cpp's benchmarks.
+"""bench/compare_pytorch.py - W1, W3 and W4 in PyTorch next to dezero-cpp's benchmarks.
 
-Runs the same two workloads as bench/w1_mlp_epoch and bench/w3_overhead in
-PyTorch (when it is installed, e.g. Debian's python3-torch) and our programs,
-then prints the figures side by side with the ratio PyTorch / dezero-cpp.
+Runs the same workloads as bench/w1_mlp_epoch, bench/w3_overhead and bench/w4_resnet50 in
+PyTorch (eager mode, when it is installed, e.g. Debian's python3-torch) and our programs,
+then prints the figures side by side with the ratio PyTorch / dezero-cpp. W4 (ResNet50,
+batch 8) is not in the default set on the CPU: about a minute per program at 2 threads.
 
-  python3 bench/compare_pytorch.py [--build build] [--device cpu|cuda] [--threads 2] [--only w1|w3]
+  python3 bench/compare_pytorch.py [--build build] [--device cpu|cuda] [--threads 2] [--only w1|w3|w4]
 
 --build is a build folder or a GPU-check bundle (it runs BUILD/bench/<program>).
 """
@@ -67,6 +68,65 @@ def torch_w3(torch, device, steps=20000):
     return sorted(times)[2]
 
 
+def torch_w4(torch, device, batch=8, steps=5, warmup=1):
+    # DeZero's ResNet50, as bench/libtorch/torch_w4_resnet50.cpp builds it: conv1 7x7 s2 with bias,
+    # BN (eps 2e-5), max pool 3 s2, 3/4/6/3 bottlenecks (the stride on the first 1x1), global average
+    # pool, Linear(1000); forward + softmax cross entropy + backward, train mode, no optimizer step.
+    nn = torch.nn
+
+    def bn(c):
+        return nn.BatchNorm2d(c, eps=2e-5, momentum=0.1)
+
+    class Bottleneck(nn.Module):
+        def __init__(self, cin, mid, out, stride, shortcut):
+            super().__init__()
+            self.conv1, self.bn1 = nn.Conv2d(cin, mid, 1, stride, 0, bias=False), bn(mid)
+            self.conv2, self.bn2 = nn.Conv2d(mid, mid, 3, 1, 1, bias=False), bn(mid)
+            self.conv3, self.bn3 = nn.Conv2d(mid, out, 1, 1, 0, bias=False), bn(out)
+            self.short = nn.Sequential(nn.Conv2d(cin, out, 1, stride, 0, bias=False), bn(out)) if shortcut else None
+
+        def forward(self, x):
+            h = torch.relu(self.bn1(self.conv1(x)))
+            h = torch.relu(self.bn2(self.conv2(h)))
+            h = self.bn3(self.conv3(h))
+            return torch.relu(h + (self.short(x) if self.short is not None else x))
+
+    class ResNet50(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1, self.bn1 = nn.Conv2d(3, 64, 7, 2, 3, bias=True), bn(64)
+            blocks = []
+            for n, cin, mid, out, stride in ((3, 64, 64, 256, 1), (4, 256, 128, 512, 2), (6, 512, 256, 1024, 2),
+                                             (3, 1024, 512, 2048, 2)):
+                for i in range(n):
+                    blocks.append(Bottleneck(cin, mid, out, stride, True) if i == 0 else Bottleneck(out, mid, out, 1, False))
+            self.blocks = nn.Sequential(*blocks)
+            self.fc6 = nn.Linear(2048, 1000)
+
+        def forward(self, x):
+            x = torch.nn.functional.max_pool2d(torch.relu(self.bn1(self.conv1(x))), 3, 2)
+            x = self.blocks(x)
+            x = torch.nn.functional.avg_pool2d(x, (x.shape[2], x.shape[3]))
+            return self.fc6(x.reshape(x.shape[0], -1))
+
+    torch.manual_seed(0)
+    model = ResNet50().to(device).train()
+    x = torch.rand(batch, 3, 224, 224, device=device)
+    t = torch.randint(0, 1000, (batch,), device=device)
+    times = []
+    for i in range(warmup + steps):
+        if device == "cuda":
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        model.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), t)
+        loss.backward()
+        loss.item()
+        if i >= warmup:
+            times.append(time.perf_counter() - t0)
+    return sorted(times)[len(times) // 2]
+
+
 def ours(build, prog, device):
     # DEZERO_LD_LIBRARY_PATH, when set, is the library search path of our program only
     # (tools/gpu-check.sh points it at the CUDA libraries it found); PyTorch, in this
@@ -86,7 +146,7 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--only", choices=["w1", "w3"])
+    ap.add_argument("--only", choices=["w1", "w3", "w4"])
     a = ap.parse_args()
     try:
         import torch
@@ -112,6 +172,11 @@ def main():
         ours_us = float(re.search(r"median ([0-9.e+-]+) us", s).group(1))
         theirs = torch_w3(torch, dev) if torch else None
         rows.append(("W3 step (us)", ours_us, theirs))
+    if a.only == "w4" or (a.only is None and a.device == "cuda"):
+        s = ours(a.build, "w4_resnet50", a.device)
+        ours_s = float(re.search(r"median ([0-9.e+-]+) s/step", s).group(1))
+        theirs = torch_w4(torch, dev) if torch else None
+        rows.append(("W4 step (s)", ours_s, theirs))
     print(f"{'workload':<14}{'dezero-cpp':>12}{'PyTorch':>12}{'PyTorch/ours':>14}")
     for name, o, t in rows:
         ts = f"{t:12.3f}" if t is not None else f"{'-':>12}"
