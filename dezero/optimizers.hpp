@@ -101,6 +101,13 @@ class Optimizer {
   void clear_hooks();
 
   std::int64_t t() const { return t_; }  ///< The number of update() calls (Adam's t).
+
+  /// The layer given to setup(model), or nullptr when the target is a parameter list. Throws
+  /// ValueError without a target, or when that layer has been destroyed (as update() does).
+  L::Layer* target() const;
+  /// The parameters update() looks at, in its order: the target layer's params() (lazy ones
+  /// without data included) or the list given to setup(). Throws as target() does.
+  std::vector<Parameter> target_params() const;
   void reset_state();                     ///< Forgets every state tensor and t (back to 0).
 
   /// Writes the state to an .npz file, so that a training run can resume exactly.

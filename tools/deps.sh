@@ -27,6 +27,8 @@ DEZERO_BUILD_PACKAGES=(libeigen3-dev doctest-dev zlib1g-dev libcurl4-openssl-dev
 DEZERO_PACKAGING_PACKAGES=(pkgconf dpkg-dev file)
 # The API reference (cmake --build build --target docs; the CTest test docs_reference): Doxygen.
 DEZERO_DOCS_PACKAGES=(doxygen)
+# dezero::mn (data-parallel training, libdezero_mn) and its tests under mpirun: Open MPI.
+DEZERO_MPI_PACKAGES=(libopenmpi-dev openmpi-bin)
 # The fuzz targets (tests/fuzz, tools/fuzz.sh): clang with libFuzzer and its OpenMP runtime.
 DEZERO_FUZZ_PACKAGES=(clang libclang-rt-dev libomp-dev)
 # The examples' figures (examples/common/plot.hpp runs gnuplot; without it they write the

@@ -55,6 +55,17 @@ Optimizer& Optimizer::add_hook(Hook hook) & {
 }
 void Optimizer::clear_hooks() { hooks_.clear(); }
 
+L::Layer* Optimizer::target() const {
+  std::vector<Parameter> none;
+  if (!has_target_ || target_) gather(none);  // the errors of update(): no target, a destroyed model
+  return target_;
+}
+std::vector<Parameter> Optimizer::target_params() const {
+  std::vector<Parameter> ps;
+  gather(ps);
+  return ps;
+}
+
 // --- update() and the per-parameter state ----------------------------------------------
 void Optimizer::reset_state() {
   slots_.clear();

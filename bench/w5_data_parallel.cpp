@@ -1,0 +1,88 @@
+// bench/w5_data_parallel.cpp - W5: W1 (one epoch of the MNIST MLP 784-1000-1000-10, ReLU, SGD
+// 0.01, 60,000 synthetic images, a total batch of 100) trained data-parallel with dezero::mn:
+// with P processes each rank takes 100 / P samples of every global batch and the gradients are
+// averaged over the ranks (mn::MultiNodeOptimizer on the "flat" communicator, or --communicator
+// naive) before each step, so P = 1 and P = 2 take the same steps.
+//
+// Run it under mpirun, once per configuration (bench/compare_w5.py alternates them and prints
+// the ratios):
+//   OMP_NUM_THREADS=2 mpirun -np 1 build/bench/w5_data_parallel     # 1 process x 2 threads
+//   OMP_NUM_THREADS=1 mpirun -np 2 build/bench/w5_data_parallel     # 2 processes x 1 thread
+// Prints the epoch's seconds (the slowest rank's), the gradient averaging per step, and, in the
+// same run, a bare MPI_Allreduce of the same 7.2 MB of float32 (W1's 1,796,010 parameters):
+// what MPI itself costs per step, which bench/README.md's budget compares with.
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <dezero/dezero.hpp>
+#include <dezero/mn.hpp>
+#include <iostream>
+#include <vector>
+
+#include "bench_common.hpp"
+
+using namespace dezero;
+
+int main(int argc, char** argv) try {
+  mn::Environment env(argc, argv);
+  const std::string name = bench::arg(argc, argv, "--communicator", "flat");
+  auto comm = mn::create_communicator(name);
+  const std::int64_t N = 60000, D = 784, B = 100, P = comm->size();
+  if (B % P != 0) throw ValueError("w5_data_parallel: the total batch 100 must divide among the processes");
+  const std::int64_t local = B / P, steps = N / B;
+  random::seed(0);  // the same images, labels and weights on every rank
+  Tensor X = random::rand({N, D}, float32);
+  Tensor T = random::randint(0, 10, {N}, int64);
+  models::MLP model({1000, 1000, 10}, F::relu);
+  model(X[Slice(0, 1)]);  // create the lazily-initialised weights (the same on every rank: same seed)
+  optimizers::SGD sgd(0.01);
+  sgd.setup(model);
+  mn::MultiNodeOptimizer opt(sgd, comm);
+  std::int64_t params = 0;
+  for (const auto& p : model.params()) params += p.data().size();
+
+  comm->barrier();
+  const double t0 = bench::now_s();
+  Tensor perm = random::permutation(N);
+  double last = 0;
+  for (std::int64_t i = 0; i < steps; ++i) {
+    Tensor idx = perm[Slice(i * B + comm->rank() * local, i * B + (comm->rank() + 1) * local)];
+    Tensor x = take(X, idx), t = take(T, idx);
+    Variable loss = F::softmax_cross_entropy(model(x), t);
+    model.cleargrads();
+    loss.backward();
+    opt.update();
+    if (i == steps - 1) last = loss.data().item<double>();
+  }
+  double secs = bench::now_s() - t0, slowest = 0;
+  MPI_Allreduce(&secs, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  const double averaging_ms = 1e3 * comm->mean_grad_seconds() / static_cast<double>(std::max<std::int64_t>(1, comm->mean_grad_calls()));
+
+  // The bare MPI_Allreduce of the same bytes (float32, in place), the median of 21.
+  std::vector<float> buf(static_cast<std::size_t>(params), 1.0f);
+  std::vector<double> ms;
+  for (int k = 0; k < 24; ++k) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double a = bench::now_s();
+    MPI_Allreduce(MPI_IN_PLACE, buf.data(), static_cast<int>(buf.size()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    if (k >= 3) ms.push_back(1e3 * (bench::now_s() - a));
+  }
+  std::sort(ms.begin(), ms.end());
+  const double bare_ms = P > 1 ? ms[ms.size() / 2] : 0.0;
+
+  if (comm->rank() == 0) {
+    const char* threads = std::getenv("OMP_NUM_THREADS");
+    std::cout << "W5: W1 on " << P << " process(es) x " << (threads ? threads : "all the cores'")
+              << " thread(s), " << name << " communicator, batch " << local << " per process (" << B << " in all), "
+              << steps << " steps\n"
+              << "epoch: " << slowest << " s, last loss " << last << "\n"
+              << "gradient averaging: " << averaging_ms << " ms/step (" << params * 4 / 1e6 << " MB of float32)\n"
+              << "bare MPI_Allreduce of " << params * 4 / 1e6 << " MB: " << bare_ms << " ms (median of 21)\n"
+              << "steps x bare allreduce: " << static_cast<double>(steps) * bare_ms / 1e3 << " s\n";
+  }
+  return 0;
+} catch (const std::exception& e) {
+  std::cerr << "w5_data_parallel: " << e.what() << "\n";
+  return 1;
+}

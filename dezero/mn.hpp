@@ -1,0 +1,270 @@
+/// \file
+/// Data-parallel training across processes: ChainerMN's API in C++ (dezero::mn), on
+/// Open MPI between processes and NCCL between GPUs.
+///
+/// ```cpp
+/// int main(int argc, char** argv) {
+///   dezero::mn::Environment env(argc, argv);                      // MPI_Init_thread ... MPI_Finalize
+///   auto comm = dezero::mn::create_communicator("flat");          // "naive" | "flat" | "pure_nccl"
+///   models::MLP model({100, 10});
+///   optimizers::SGD sgd(0.1);
+///   sgd.setup(model);
+///   auto optimizer = dezero::mn::create_multi_node_optimizer(sgd, comm);
+///   auto shard = dezero::mn::scatter_dataset(train_set, *comm, true, 0);  // this rank's share
+///   DataLoader loader(shard, 100);
+///   for (auto& [x, t] : loader) {
+///     Variable loss = F::softmax_cross_entropy(model(x), t);
+///     model.cleargrads();
+///     loss.backward();
+///     optimizer.update();                                         // gradients averaged over ranks
+///   }
+/// }
+/// ```
+///
+/// Run with `mpirun -np 2 program` (README, "Data-parallel training"). Every rank runs the
+/// same program on its own share of the data; the gradients are summed over the ranks and
+/// divided by their number before each update, so N ranks with batch B take the steps one
+/// process takes with batch N B. Parameters always travel in one order, sorted by their
+/// named_params() keys, and before the first collective on a model every rank checks that all
+/// ranks hold the same keys, shapes and dtypes (a ValueError naming the first difference, on
+/// every rank, instead of a hang or mixed-up gradients).
+///
+/// The classes are in libdezero_mn (CMake target dezero::mn), built when CMake finds MPI
+/// (`-DDEZERO_MPI=AUTO|ON|OFF`); is_available() says whether it was. A program that does not
+/// use dezero::mn needs no MPI.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dezero/core.hpp"
+#include "dezero/datasets.hpp"
+#include "dezero/layers.hpp"
+#include "dezero/optimizers.hpp"
+
+/// Data-parallel training across processes (ChainerMN): environment, communicators, the
+/// multi-node optimizer and dataset scattering.
+namespace dezero::mn {
+
+/// Whether this build of dezero has dezero::mn (libdezero_mn, built when CMake found MPI).
+/// Without it the other names of this header are declared but not defined: linking a program
+/// that uses them fails.
+bool is_available();
+
+// --- Environment ----------------------------------------------------------------------------------
+/// MPI for the program's lifetime: MPI_Init_thread (MPI_THREAD_FUNNELED) when made, MPI_Finalize
+/// when destroyed. Make one at the top of main, before any communicator.
+///
+/// An exception must not leave the other ranks waiting in a collective that this rank will never
+/// reach. So when the environment is destroyed while an exception unwinds the stack (an exception
+/// thrown out of the scope that holds it), it runs no collective and no MPI_Finalize: it writes
+/// "dezero::mn: rank R: ..." on stderr and aborts the whole job (MPI_Abort, exit code 1) as the
+/// process ends, after the handler that caught the exception (the examples' report_error) has
+/// printed its message. An exception that no handler catches is reported by a terminate handler
+/// with its message, which then calls MPI_Abort. This is the one place where dezero ends a process.
+class Environment {
+ public:
+  /// Initialises MPI with the program's arguments (MPI may remove its own from them). Throws
+  /// dezero::Error when MPI is already initialised or cannot be.
+  Environment(int& argc, char**& argv);
+  /// Initialises MPI without the program's arguments.
+  Environment();
+  /// Finalises MPI (after freeing every communicator's MPI and NCCL resources), or aborts the job
+  /// while an exception unwinds (see the class comment).
+  ~Environment();
+  Environment(const Environment&) = delete;
+  Environment& operator=(const Environment&) = delete;
+
+  int rank() const;  ///< This process's rank in MPI_COMM_WORLD.
+  int size() const;  ///< The number of processes in MPI_COMM_WORLD.
+};
+
+// --- Evaluation -----------------------------------------------------------------------------------
+/// Sums for an evaluation that spans the ranks: each rank adds its batches, then
+/// Communicator::allreduce_evaluation() sums them over the ranks, so that loss() and accuracy()
+/// are those of the whole test set (weighted by the samples), not a mean of the ranks' means.
+struct Evaluation {
+  double loss_sum = 0;  ///< Sum over batches of the mean loss times the batch's sample count.
+  double correct = 0;   ///< Sum over batches of the accuracy times the batch's sample count.
+  double count = 0;     ///< The number of samples.
+  /// Adds one batch of `n` samples whose mean loss is `mean_loss` and accuracy `accuracy`.
+  void add(double mean_loss, double accuracy, std::int64_t n) {
+    const double w = static_cast<double>(n);
+    loss_sum += mean_loss * w;
+    correct += accuracy * w;
+    count += w;
+  }
+  double loss() const { return count > 0 ? loss_sum / count : 0.0; }      ///< The mean loss per sample.
+  double accuracy() const { return count > 0 ? correct / count : 0.0; }  ///< The fraction correct.
+};
+
+// --- Communicator ---------------------------------------------------------------------------------
+/// A group of processes that train one model together (ChainerMN's CommunicatorBase), over a
+/// duplicate of MPI_COMM_WORLD. Made by create_communicator(); every rank must make the same
+/// communicators in the same order and call the same collectives in the same order.
+///
+/// The model methods take the parameters in one canonical order (sorted by named_params() key)
+/// and check, before the first collective on a model and again whenever its parameters change
+/// (lazy shapes), that every rank holds the same keys, shapes and dtypes: otherwise every rank
+/// throws a ValueError naming the first difference.
+class Communicator {
+ public:
+  virtual ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  const std::string& name() const { return name_; }  ///< "naive", "flat" or "pure_nccl".
+  int rank() const { return rank_; }                 ///< This process's rank.
+  int size() const { return size_; }                 ///< The number of processes.
+  /// This process's rank among the processes on its machine (the GPU it should use).
+  int intra_rank() const { return intra_rank_; }
+  int intra_size() const { return intra_size_; }  ///< The number of processes on this machine.
+
+  /// Every parameter of `model` from rank 0 to the other ranks (values, and shapes for the
+  /// parameters whose lazy shapes only rank 0 has set yet). Afterwards every rank's parameters
+  /// are bit-identical to rank 0's. Throws ValueError when the ranks' keys differ, or a rank's
+  /// set parameter has another shape or dtype than rank 0's.
+  void bcast_data(L::Layer& model);
+  /// The gradients of `model`'s parameters summed over the ranks and divided by size(), in place.
+  /// A parameter with a gradient on some ranks and none on others takes part as zeros where it
+  /// has none (zero_fill, and it then gets the averaged gradient on every rank); with
+  /// zero_fill = false that is a ValueError on every rank. A parameter without a gradient on any
+  /// rank is left alone. Throws ValueError when the ranks' parameters differ (keys, shapes,
+  /// dtypes) or a gradient's dtype differs between ranks.
+  void multi_node_mean_grad(L::Layer& model, bool zero_fill = true);
+  /// BatchNorm's running statistics (avg_mean, avg_var) averaged over the ranks, in place (the
+  /// same tensors). They are not gradients: no optimizer or hook sees them.
+  void allreduce_persistent(L::Layer& model);
+
+  /// The element-wise sum of `t` over the ranks (same shape and dtype on every rank, else every
+  /// rank throws ValueError). A new tensor on t's device; `t` is unchanged.
+  Tensor allreduce(const Tensor& t);
+  /// Rank `root`'s tensor on every rank (a new tensor; on the other ranks `t` may be undefined,
+  /// and the result takes root's shape and dtype and t's device, or the CPU). Throws ValueError
+  /// for a root outside [0, size()) or an undefined tensor on the root.
+  Tensor bcast(const Tensor& t, int root = 0);
+  /// Waits until every rank has called barrier().
+  void barrier();
+  /// `local` summed over the ranks: the evaluation of the whole test set (Evaluation).
+  Evaluation allreduce_evaluation(const Evaluation& local);
+
+  /// The parameter-set operations on an explicit list of (key, parameter), in the list's order
+  /// (used by MultiNodeOptimizer for an optimizer set up on a parameter list). The keys must be
+  /// the same on every rank.
+  ///@{
+  void bcast_data(const std::vector<std::pair<std::string, Parameter>>& params);
+  void multi_node_mean_grad(const std::vector<std::pair<std::string, Parameter>>& params, bool zero_fill = true);
+  ///@}
+
+  /// Seconds spent in multi_node_mean_grad since the communicator was made (a benchmark figure).
+  double mean_grad_seconds() const { return mean_grad_seconds_; }
+  /// The number of multi_node_mean_grad calls since the communicator was made.
+  std::int64_t mean_grad_calls() const { return mean_grad_calls_; }
+
+  /// \cond INTERNAL
+  struct State;
+  /// \endcond
+
+ protected:
+  /// Made by create_communicator(): `name` is one of the three, MPI must be initialised.
+  explicit Communicator(std::string name);
+  /// Sums the tensors over the ranks in place (gradients, or running statistics), all of one
+  /// dtype and device, in the canonical order; the base class has scaled nothing yet.
+  virtual void allreduce_sum_inplace(std::vector<Tensor>& tensors) = 0;
+  /// Broadcasts the tensors from rank `root` in place (parameter values, bcast()).
+  virtual void bcast_inplace(std::vector<Tensor>& tensors, int root);
+  /// The shared MPI state (the communicator and its rank split), for the subclasses.
+  State& state() const { return *state_; }
+
+ private:
+  void check_same_everywhere(const std::string& op, const std::vector<std::pair<std::string, Parameter>>& params);
+
+  std::string name_;
+  int rank_ = 0, size_ = 1, intra_rank_ = 0, intra_size_ = 1;
+  std::shared_ptr<State> state_;
+  std::uint64_t checked_signature_ = 0;
+  double mean_grad_seconds_ = 0;
+  std::int64_t mean_grad_calls_ = 0;
+};
+
+/// A communicator by ChainerMN's name:
+/// - "naive": one MPI_Allreduce per parameter, through host memory (GPU tensors are copied);
+/// - "flat": every gradient packed into one host buffer per dtype and one MPI_Allreduce (GPU
+///   tensors staged through page-locked host memory; no CUDA-aware MPI is assumed);
+/// - "pure_nccl": NCCL between GPUs (the parameters must be on the GPU): rank 0 makes the NCCL id
+///   and broadcasts it over MPI, and the NCCL communicator is made at the first collective, on the
+///   current device (use `cuda::Device(comm->intra_rank()).use()` first). NCCL (libnccl.so.2) is
+///   loaded at that point; without a GPU, or without NCCL, that collective throws DeviceError.
+/// Any other name is a ValueError that lists the three. Needs an Environment (dezero::Error
+/// otherwise).
+std::shared_ptr<Communicator> create_communicator(const std::string& name = "naive");
+
+// --- MultiNodeOptimizer ---------------------------------------------------------------------------
+/// An optimizer that was set up on a model, made to train across the ranks (ChainerMN's
+/// create_multi_node_optimizer): update() averages the gradients over the ranks
+/// (Communicator::multi_node_mean_grad), then runs the wrapped optimizer's update(), hooks
+/// included. It keeps a reference to the optimizer, which must outlive it.
+///
+/// Making it broadcasts rank 0's values of every parameter that has data (a collective: make it at
+/// the same point on every rank). Parameters that get their data later (lazy L::Linear /
+/// L::Conv2d shapes set by the first forward pass) are broadcast from rank 0 at the next update(),
+/// and that update() then changes nothing (as in ChainerMN, which does this at every first
+/// update): the gradients of that step were computed with each rank's own initial weights, so they
+/// are dropped. That costs one step of training at the start; a model whose shapes are all given
+/// (L::Linear(10, {.in_size = 784})) loses nothing.
+class MultiNodeOptimizer {
+ public:
+  /// Wraps `actual`, which must have been set up (setup(model) or a parameter list; ValueError
+  /// otherwise), and broadcasts rank 0's parameters (see the class comment).
+  MultiNodeOptimizer(optimizers::Optimizer& actual, std::shared_ptr<Communicator> comm);
+  /// Averages the gradients over the ranks, then updates (see the class comment for the first
+  /// update after parameters appear). Returns false when this update was skipped for a broadcast.
+  bool update();
+  optimizers::Optimizer& actual_optimizer() const { return *actual_; }  ///< The wrapped optimizer.
+  const std::shared_ptr<Communicator>& communicator() const { return comm_; }  ///< Its communicator.
+
+ private:
+  std::vector<std::pair<std::string, Parameter>> named_targets() const;
+  optimizers::Optimizer* actual_;
+  std::shared_ptr<Communicator> comm_;
+  std::vector<std::string> initialised_;  // keys whose data had been broadcast, sorted
+};
+
+/// A MultiNodeOptimizer of `actual` on `comm`, by value (ChainerMN's create_multi_node_optimizer).
+MultiNodeOptimizer create_multi_node_optimizer(optimizers::Optimizer& actual, std::shared_ptr<Communicator> comm);
+
+// --- scatter_dataset ------------------------------------------------------------------------------
+/// A view of some samples of a dataset, in a given order (ChainerMN's SubDataset): get(i) is the
+/// dataset's get(indices[i]). It keeps a reference to the dataset, which must outlive it.
+class SubDataset : public datasets::Dataset {
+ public:
+  /// The samples `indices` of `base` (each in [0, base.size()); IndexError otherwise).
+  SubDataset(const datasets::Dataset& base, std::vector<std::int64_t> indices);
+  SubDataset(const datasets::Dataset&& base, std::vector<std::int64_t> indices) = delete;  ///< Would dangle.
+  std::int64_t size() const override;                                             ///< indices().size().
+  Batch get(std::int64_t index) const override;                          ///< base.get(indices()[index]).
+  Batch get_batch(const std::vector<std::int64_t>& indices) const override;  ///< One base.get_batch.
+  const std::vector<std::int64_t>& indices() const { return indices_; }  ///< The base's indices, in order.
+
+ private:
+  const datasets::Dataset* base_;
+  std::vector<std::int64_t> indices_;
+};
+
+/// This rank's share of `dataset` (ChainerMN's scatter_dataset with force_equal_length): the
+/// samples in order (or permuted by a random::Generator seeded with `seed`, the same permutation
+/// on every rank) cut into size() parts of ceil(N / size()) samples each, the last ones wrapping
+/// around to the first samples, so that every rank has the same number of samples and runs the
+/// same number of steps (uneven step counts are the classic data-parallel deadlock). Every sample
+/// is in some rank's share. Every rank must pass a dataset of the same size (ValueError
+/// otherwise, on every rank).
+SubDataset scatter_dataset(const datasets::Dataset& dataset, Communicator& comm, bool shuffle = false,
+                           std::uint64_t seed = 0);
+/// Would dangle: the share keeps a reference to the dataset.
+SubDataset scatter_dataset(const datasets::Dataset&& dataset, Communicator& comm, bool shuffle = false,
+                           std::uint64_t seed = 0) = delete;
+
+}  // namespace dezero::mn

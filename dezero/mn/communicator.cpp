@@ -1,0 +1,482 @@
+// dezero/mn/communicator.cpp - mn::Communicator: the model operations every communicator shares
+// (canonical parameter order, the check that every rank holds the same parameters, zero_fill,
+// the mean, BatchNorm's running statistics, broadcasts), the "naive" and "flat" ways of summing
+// over the ranks, and create_communicator. "pure_nccl" is in nccl.cpp.
+//
+// The rule that keeps ranks from hanging: every decision that changes which collectives a rank
+// runs (is this model the same everywhere? does this parameter have a gradient anywhere?) is
+// itself made collectively first, so all ranks take the same branch and an error is thrown on
+// every rank at once.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "dezero/mn/detail.hpp"
+
+namespace dezero::mn {
+
+namespace {
+
+using NamedParams = std::vector<std::pair<std::string, Parameter>>;
+
+std::uint64_t fnv1a(const std::string& s) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+NamedParams sorted_params(const L::Layer& model) {
+  NamedParams ps = model.named_params();
+  std::sort(ps.begin(), ps.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  return ps;
+}
+
+std::string describe_param(const std::string& key, const Parameter& p) {
+  const Tensor& d = p.data();
+  return key + " " + (d.defined() ? d.shape().str() + " " + dtype_name(d.dtype()) : std::string("(no data yet)"));
+}
+
+// Every rank's string, on every rank (MPI_Allgatherv).
+std::vector<std::string> allgather_strings(MPI_Comm comm, const std::string& mine, int size) {
+  int len = static_cast<int>(mine.size());
+  std::vector<int> lens(static_cast<std::size_t>(size)), offs(static_cast<std::size_t>(size));
+  DEZERO_MPI_CHECK(MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, comm));
+  int total = 0;
+  for (int r = 0; r < size; ++r) {
+    offs[static_cast<std::size_t>(r)] = total;
+    total += lens[static_cast<std::size_t>(r)];
+  }
+  std::string all(static_cast<std::size_t>(total), '\0');
+  DEZERO_MPI_CHECK(MPI_Allgatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), offs.data(), MPI_CHAR, comm));
+  std::vector<std::string> out;
+  for (int r = 0; r < size; ++r)
+    out.push_back(all.substr(static_cast<std::size_t>(offs[static_cast<std::size_t>(r)]),
+                             static_cast<std::size_t>(lens[static_cast<std::size_t>(r)])));
+  return out;
+}
+
+std::vector<std::string> lines_of(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start < s.size()) {
+    std::size_t end = s.find('\n', start);
+    if (end == std::string::npos) end = s.size();
+    out.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+// "rank 1 has l1/W (4, 3) float32 where rank 0 has l1/W (4, 2) float32", for the first rank and
+// line that differ from rank 0's.
+std::string first_difference(const std::vector<std::string>& sigs) {
+  const std::vector<std::string> ref = lines_of(sigs[0]);
+  for (std::size_t r = 1; r < sigs.size(); ++r) {
+    const std::vector<std::string> mine = lines_of(sigs[r]);
+    const std::size_t n = std::max(ref.size(), mine.size());
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::string a = i < ref.size() ? ref[i] : "nothing more";
+      const std::string b = i < mine.size() ? mine[i] : "nothing more";
+      if (a != b) return "rank " + std::to_string(r) + " has " + b + " where rank 0 has " + a;
+    }
+  }
+  return "the ranks differ";
+}
+
+// One flag for all ranks: true when `ok` holds on every rank.
+bool all_ranks(MPI_Comm comm, bool ok) {
+  int mine = ok ? 1 : 0, all = 0;
+  DEZERO_MPI_CHECK(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm));
+  return all == 1;
+}
+
+// Tensors grouped by dtype (then device), each group in the canonical order: the order in which
+// every rank hands them to the communicator.
+std::vector<std::vector<Tensor>> by_dtype(const std::vector<Tensor>& ts) {
+  std::map<std::pair<int, std::string>, std::vector<Tensor>> groups;
+  for (const Tensor& t : ts) groups[{static_cast<int>(t.dtype()), t.device().str()}].push_back(t);
+  std::vector<std::vector<Tensor>> out;
+  for (auto& [k, g] : groups) out.push_back(std::move(g));
+  return out;
+}
+
+// Collects the running statistics of every BatchNorm under `layer` (their nodes).
+void batch_norm_nodes(const L::Layer& layer, std::unordered_set<const VariableNode*>& out) {
+  if (auto bn = dynamic_cast<const L::BatchNorm*>(&layer)) {
+    out.insert(bn->avg_mean.node().get());
+    out.insert(bn->avg_var.node().get());
+  }
+  for (const auto& e : layer.entries())
+    if (e.layer) batch_norm_nodes(*e.layer, out);
+}
+
+}  // namespace
+
+// --- Communicator -----------------------------------------------------------------------------------
+Communicator::Communicator(std::string name) : name_(std::move(name)), state_(std::make_shared<State>()) {
+  detail::require_mpi("mn::create_communicator");
+  DEZERO_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &state_->world));
+  DEZERO_MPI_CHECK(MPI_Comm_set_errhandler(state_->world, MPI_ERRORS_RETURN));
+  DEZERO_MPI_CHECK(MPI_Comm_rank(state_->world, &rank_));
+  DEZERO_MPI_CHECK(MPI_Comm_size(state_->world, &size_));
+  DEZERO_MPI_CHECK(MPI_Comm_split_type(state_->world, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &state_->intra));
+  DEZERO_MPI_CHECK(MPI_Comm_rank(state_->intra, &intra_rank_));
+  DEZERO_MPI_CHECK(MPI_Comm_size(state_->intra, &intra_size_));
+  detail::register_state(state_);
+}
+
+Communicator::~Communicator() = default;
+
+// The parameters' keys, shapes and dtypes must be the same on every rank. One 8-byte allgather
+// when they are (the hash of this rank's list; and nothing when it is the list checked last);
+// the lists themselves only to say what differs.
+void Communicator::check_same_everywhere(const std::string& op, const NamedParams& params) {
+  detail::require_mpi(op.c_str());
+  std::string sig;
+  for (const auto& [key, p] : params) sig += describe_param(key, p) + "\n";
+  const std::uint64_t h = fnv1a(sig);
+  if (h == checked_signature_) return;
+  std::vector<std::uint64_t> all(static_cast<std::size_t>(size_));
+  DEZERO_MPI_CHECK(MPI_Allgather(&h, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, state_->world));
+  if (std::all_of(all.begin(), all.end(), [&](std::uint64_t x) { return x == h; })) {
+    checked_signature_ = h;
+    return;
+  }
+  const std::vector<std::string> sigs = allgather_strings(state_->world, sig, size_);
+  throw ValueError(op + ": the ranks' parameters differ: " + first_difference(sigs) +
+                   "; hint: every rank must build the same model, and a model with lazy shapes must have run a "
+                   "forward pass on every rank (or be broadcast with bcast_data) before its first collective");
+}
+
+void Communicator::bcast_data(L::Layer& model) { bcast_data(sorted_params(model)); }
+
+// Rank 0's parameters to everyone: the keys are checked first, then rank 0 sends, for every
+// parameter, whether it has data and its shape and dtype; a rank whose parameter has data of
+// another shape or dtype says so (on every rank), one that has no data yet gets rank 0's.
+void Communicator::bcast_data(const NamedParams& params) {
+  const char* op = "bcast_data";
+  detail::require_mpi(op);
+  std::string keys;
+  for (const auto& kp : params) keys += kp.first + "\n";
+  {
+    const std::uint64_t h = fnv1a(keys);
+    std::vector<std::uint64_t> all(static_cast<std::size_t>(size_));
+    DEZERO_MPI_CHECK(MPI_Allgather(&h, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, state_->world));
+    if (!std::all_of(all.begin(), all.end(), [&](std::uint64_t x) { return x == h; }))
+      throw ValueError(std::string(op) + ": the ranks' parameter keys differ: " +
+                       first_difference(allgather_strings(state_->world, keys, size_)) +
+                       "; hint: every rank must build the same model");
+  }
+  // Rank 0's description: per parameter [has data, dtype, ndim, dims...].
+  std::vector<std::int64_t> desc;
+  if (rank_ == 0) {
+    for (const auto& kp : params) {
+      const Tensor& d = kp.second.data();
+      desc.push_back(d.defined() ? 1 : 0);
+      desc.push_back(d.defined() ? static_cast<std::int64_t>(d.dtype()) : 0);
+      desc.push_back(d.defined() ? d.ndim() : 0);
+      if (d.defined())
+        for (auto e : d.shape()) desc.push_back(e);
+    }
+  }
+  std::int64_t n = static_cast<std::int64_t>(desc.size());
+  DEZERO_MPI_CHECK(MPI_Bcast(&n, 1, MPI_INT64_T, 0, state_->world));
+  desc.resize(static_cast<std::size_t>(n));
+  detail::in_chunks(n, [&](std::int64_t off, int count) {
+    DEZERO_MPI_CHECK(MPI_Bcast(desc.data() + off, count, MPI_INT64_T, 0, state_->world));
+  });
+
+  // Where a parameter without data is made: the device of the model's other parameters.
+  Device home = Device::cpu();
+  for (const auto& kp : params)
+    if (kp.second.data().defined()) {
+      home = kp.second.data().device();
+      break;
+    }
+  std::vector<Tensor> payload;
+  std::vector<std::pair<Parameter, Tensor>> fresh;  // parameters that get their data now
+  std::string problem;
+  std::size_t at = 0;
+  for (const auto& [key, p] : params) {
+    const bool has = desc[at] != 0;
+    const DType dt = static_cast<DType>(desc[at + 1]);
+    const std::int64_t nd = desc[at + 2];
+    Shape shape;
+    for (std::int64_t k = 0; k < nd; ++k) shape.push_back(desc[at + 3 + static_cast<std::size_t>(k)]);
+    at += 3 + static_cast<std::size_t>(nd);
+    if (!has) continue;
+    const Tensor& d = p.data();
+    if (!d.defined()) {
+      Tensor t = Tensor::empty(shape, dt, home, op);
+      payload.push_back(t);
+      fresh.emplace_back(p, t);
+    } else if (d.shape() != shape || d.dtype() != dt) {
+      if (problem.empty())
+        problem = "rank " + std::to_string(rank_) + " has " + describe_param(key, p) + " where rank 0 has " + key +
+                  " " + shape.str() + " " + dtype_name(dt);
+    } else {
+      payload.push_back(d);
+    }
+  }
+  if (!all_ranks(state_->world, problem.empty())) {
+    // The first rank's problem, on every rank.
+    for (const std::string& p : allgather_strings(state_->world, problem, size_))
+      if (!p.empty()) {
+        problem = p;
+        break;
+      }
+    throw ValueError(std::string(op) + ": the ranks' parameters differ: " + problem +
+                     "; hint: every rank must build the same model");
+  }
+  for (auto& group : by_dtype(payload)) bcast_inplace(group, 0);
+  for (auto& [p, t] : fresh) p.set_data(t);
+  checked_signature_ = 0;  // shapes may have appeared: check again at the next collective
+}
+
+void Communicator::multi_node_mean_grad(L::Layer& model, bool zero_fill) {
+  multi_node_mean_grad(sorted_params(model), zero_fill);
+}
+
+void Communicator::multi_node_mean_grad(const NamedParams& params, bool zero_fill) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const char* op = "multi_node_mean_grad";
+  check_same_everywhere(op, params);
+  // Which parameters have a gradient where, and of which dtype: -1 for none. One allreduce of
+  // the maxima and the minima (as maxima of the negatives, with "none" counted as large).
+  const std::size_t n = params.size();
+  std::vector<int> v(2 * n), all(2 * n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Parameter& p = params[i].second;
+    const bool has = p.has_grad() && p.grad().data().defined();
+    const int code = has ? static_cast<int>(p.grad().data().dtype()) : -1;
+    v[i] = code;                       // max: some rank's dtype, or -1 when none has one
+    v[n + i] = has ? -code : -1000;    // max of -code: minus the smallest dtype among those that have one
+  }
+  DEZERO_MPI_CHECK(MPI_Allreduce(v.data(), all.data(), static_cast<int>(2 * n), MPI_INT, MPI_MAX, state_->world));
+  std::vector<int> local_has(n), every(n);
+  for (std::size_t i = 0; i < n; ++i) local_has[i] = v[i] >= 0 ? 1 : 0;
+  if (n) DEZERO_MPI_CHECK(MPI_Allreduce(local_has.data(), every.data(), static_cast<int>(n), MPI_INT, MPI_MIN,
+                                        state_->world));
+  std::vector<Tensor> grads;
+  std::unordered_set<const VariableNode*> seen;  // a gradient node shared by two parameters counts once
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& [key, p] = params[i];
+    const int hi = all[i], lo = -all[n + i];
+    if (hi < 0) continue;  // no rank has a gradient for it
+    if (hi != lo)
+      throw ValueError(std::string(op) + ": the gradient of " + key + " is " + dtype_name(static_cast<DType>(lo)) +
+                       " on some ranks and " + dtype_name(static_cast<DType>(hi)) +
+                       " on others; hint: feed every rank data of the same dtype");
+    if (!every[i]) {
+      if (!zero_fill)
+        throw ValueError(std::string(op) + ": " + key + " has a gradient on some ranks and none on others; hint: "
+                         "multi_node_mean_grad(model, zero_fill = true) lets the missing ones count as zeros");
+      if (!local_has[i]) {
+        Parameter q = p;
+        q.set_grad(Variable(zeros(p.data().shape(), static_cast<DType>(hi), p.data().device())));
+      }
+    }
+    const Variable g = p.grad();
+    if (seen.insert(g.node().get()).second) grads.push_back(g.data());
+  }
+  if (size_ > 1)  // over one rank the mean is the gradient itself
+    for (auto& group : by_dtype(grads)) {
+      allreduce_sum_inplace(group);
+      for (Tensor& t : group) t *= 1.0 / static_cast<double>(size_);
+    }
+  ++mean_grad_calls_;
+  mean_grad_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void Communicator::allreduce_persistent(L::Layer& model) {
+  std::unordered_set<const VariableNode*> nodes;
+  batch_norm_nodes(model, nodes);
+  NamedParams stats;
+  for (auto& kp : sorted_params(model))
+    if (nodes.count(kp.second.node().get()) && kp.second.data().defined()) stats.push_back(kp);
+  check_same_everywhere("allreduce_persistent", stats);
+  std::vector<Tensor> ts;
+  for (auto& kp : stats) ts.push_back(kp.second.data());
+  for (auto& group : by_dtype(ts)) {
+    allreduce_sum_inplace(group);
+    if (size_ > 1)
+      for (Tensor& t : group) t *= 1.0 / static_cast<double>(size_);
+  }
+}
+
+Tensor Communicator::allreduce(const Tensor& t) {
+  if (!t.defined()) throw ValueError("mn::Communicator::allreduce: the tensor is undefined");
+  check_same_everywhere("allreduce", NamedParams{{"tensor", Parameter(t)}});
+  std::vector<Tensor> one{t.copy()};
+  allreduce_sum_inplace(one);
+  return one[0];
+}
+
+Tensor Communicator::bcast(const Tensor& t, int root) {
+  detail::require_mpi("bcast");
+  if (root < 0 || root >= size_)
+    throw ValueError("mn::Communicator::bcast: root " + std::to_string(root) + " is not a rank (size " +
+                     std::to_string(size_) + ")");
+  std::int64_t head[2 + 32] = {0};
+  if (rank_ == root) {
+    if (!t.defined()) head[0] = -1;
+    else if (t.ndim() > 32) head[0] = -2;
+    else {
+      head[0] = t.ndim();
+      head[1] = static_cast<std::int64_t>(t.dtype());
+      for (int k = 0; k < t.ndim(); ++k) head[2 + k] = t.shape()[static_cast<std::size_t>(k)];
+    }
+  }
+  DEZERO_MPI_CHECK(MPI_Bcast(head, 34, MPI_INT64_T, root, state_->world));
+  if (head[0] == -1) throw ValueError("mn::Communicator::bcast: the tensor on the root rank is undefined");
+  if (head[0] == -2) throw ValueError("mn::Communicator::bcast: the tensor on the root rank has more than 32 axes");
+  Shape shape;
+  for (int k = 0; k < head[0]; ++k) shape.push_back(head[2 + k]);
+  std::vector<Tensor> one{rank_ == root ? t.copy()
+                                        : Tensor::empty(shape, static_cast<DType>(head[1]),
+                                                        t.defined() ? t.device() : Device::cpu(), "bcast")};
+  bcast_inplace(one, root);
+  return one[0];
+}
+
+void Communicator::barrier() {
+  detail::require_mpi("barrier");
+  DEZERO_MPI_CHECK(MPI_Barrier(state_->world));
+}
+
+Evaluation Communicator::allreduce_evaluation(const Evaluation& local) {
+  detail::require_mpi("allreduce_evaluation");
+  double v[3] = {local.loss_sum, local.correct, local.count}, s[3] = {0, 0, 0};
+  DEZERO_MPI_CHECK(MPI_Allreduce(v, s, 3, MPI_DOUBLE, MPI_SUM, state_->world));
+  Evaluation out;
+  out.loss_sum = s[0];
+  out.correct = s[1];
+  out.count = s[2];
+  return out;
+}
+
+// One MPI_Bcast per tensor, through host memory for a GPU tensor.
+void Communicator::bcast_inplace(std::vector<Tensor>& tensors, int root) {
+  for (Tensor& t : tensors) {
+    const MPI_Datatype type = detail::mpi_type(t.dtype());
+    const std::size_t es = dtype_size(t.dtype());
+    if (t.device().is_cpu()) {
+      auto* p = static_cast<unsigned char*>(t.raw_data());
+      detail::in_chunks(t.size(), [&](std::int64_t off, int count) {
+        DEZERO_MPI_CHECK(MPI_Bcast(p + static_cast<std::size_t>(off) * es, count, type, root, state_->world));
+      });
+    } else {
+      std::vector<unsigned char> host(t.nbytes());
+      if (rank_ == root) {
+        detail::copy_to_host(t, host.data());
+        detail::wait_for_copies({t});
+      }
+      detail::in_chunks(t.size(), [&](std::int64_t off, int count) {
+        DEZERO_MPI_CHECK(MPI_Bcast(host.data() + static_cast<std::size_t>(off) * es, count, type, root, state_->world));
+      });
+      detail::copy_from_host(host.data(), t);
+      detail::wait_for_copies({t});
+    }
+  }
+}
+
+// --- "naive": one MPI_Allreduce per tensor ----------------------------------------------------------
+namespace {
+
+class NaiveCommunicator : public Communicator {
+ public:
+  NaiveCommunicator() : Communicator("naive") {}
+
+ protected:
+  void allreduce_sum_inplace(std::vector<Tensor>& tensors) override {
+    for (Tensor& t : tensors) {
+      const MPI_Datatype type = detail::mpi_type(t.dtype());
+      const std::size_t es = dtype_size(t.dtype());
+      unsigned char* p = nullptr;
+      std::vector<unsigned char> host;
+      if (t.device().is_cpu()) {
+        p = static_cast<unsigned char*>(t.raw_data());
+      } else {
+        host.resize(t.nbytes());
+        detail::copy_to_host(t, host.data());
+        detail::wait_for_copies({t});
+        p = host.data();
+      }
+      detail::in_chunks(t.size(), [&](std::int64_t off, int count) {
+        DEZERO_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, p + static_cast<std::size_t>(off) * es, count, type, MPI_SUM,
+                                       state().world));
+      });
+      if (!t.device().is_cpu()) {
+        detail::copy_from_host(host.data(), t);
+        detail::wait_for_copies({t});
+      }
+    }
+  }
+};
+
+// --- "flat": one buffer, one MPI_Allreduce ----------------------------------------------------------
+// The group (one dtype, one device) is copied into one host buffer, page-locked when the tensors
+// are on a GPU, summed by one MPI_Allreduce in place, and copied back. The buffer is kept for the
+// next call (the same model asks for the same size every step).
+class FlatCommunicator : public Communicator {
+ public:
+  FlatCommunicator() : Communicator("flat") {}
+
+ protected:
+  void allreduce_sum_inplace(std::vector<Tensor>& tensors) override {
+    if (tensors.empty()) return;
+    const DType dt = tensors[0].dtype();
+    const std::size_t es = dtype_size(dt);
+    const bool gpu = !tensors[0].device().is_cpu();
+    std::int64_t total = 0;
+    for (const Tensor& t : tensors) total += t.size();
+    buffer_.reserve(static_cast<std::size_t>(total) * es, gpu);
+    auto* buf = static_cast<unsigned char*>(buffer_.data());
+    std::size_t at = 0;
+    for (const Tensor& t : tensors) {
+      detail::copy_to_host(t, buf + at);
+      at += t.nbytes();
+    }
+    detail::wait_for_copies(tensors);
+    const MPI_Datatype type = detail::mpi_type(dt);
+    detail::in_chunks(total, [&](std::int64_t off, int count) {
+      DEZERO_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf + static_cast<std::size_t>(off) * es, count, type, MPI_SUM,
+                                     state().world));
+    });
+    at = 0;
+    for (const Tensor& t : tensors) {
+      detail::copy_from_host(buf + at, t);
+      at += t.nbytes();
+    }
+    detail::wait_for_copies(tensors);
+  }
+
+ private:
+  detail::HostBuffer buffer_;
+};
+
+}  // namespace
+
+namespace detail {
+std::shared_ptr<Communicator> make_pure_nccl_communicator();  // nccl.cpp
+}
+
+std::shared_ptr<Communicator> create_communicator(const std::string& name) {
+  if (name == "naive") return std::make_shared<NaiveCommunicator>();
+  if (name == "flat") return std::make_shared<FlatCommunicator>();
+  if (name == "pure_nccl") return detail::make_pure_nccl_communicator();
+  throw ValueError("mn::create_communicator: no communicator '" + name +
+                   "'; hint: the communicators are 'naive', 'flat' and 'pure_nccl'");
+}
+
+}  // namespace dezero::mn

@@ -1,0 +1,84 @@
+// dezero/mn/detail.hpp - internal to dezero/mn/: the MPI state behind a Communicator, the
+// MPI error check, dtype <-> MPI_Datatype, and the host staging of GPU tensors (staging.cpp,
+// with the CUDA runtime when the build has CUDA). Only libdezero_mn sees <mpi.h>: the public
+// header dezero/mn.hpp does not include it, so a program that uses dezero::mn compiles
+// without MPI's headers.
+#pragma once
+
+// The C API only: without these, <mpi.h> pulls in the MPI-2 C++ bindings (deprecated, and noisy
+// under -Wextra).
+#ifndef OMPI_SKIP_MPICXX
+#define OMPI_SKIP_MPICXX 1
+#endif
+#ifndef MPICH_SKIP_MPICXX
+#define MPICH_SKIP_MPICXX 1
+#endif
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "dezero/mn.hpp"
+
+namespace dezero::mn {
+
+// --- the MPI state of one Communicator ------------------------------------------------------------
+// A duplicate of MPI_COMM_WORLD (errors returned, not fatal) and its split by machine. The
+// Environment frees every live State before MPI_Finalize (a Communicator that outlives the
+// Environment then holds nothing); `release` hooks free what a subclass added (NCCL).
+struct Communicator::State {
+  MPI_Comm world = MPI_COMM_NULL;
+  MPI_Comm intra = MPI_COMM_NULL;
+  std::vector<std::function<void()>> release;  // run once, before the MPI communicators go
+  bool freed = false;
+  void free() noexcept;
+  ~State() { free(); }
+};
+
+namespace detail {
+
+// Throws dezero::Error "<op>: <call> failed: <MPI's message> (file:line)" unless rc is MPI_SUCCESS.
+void check_mpi(int rc, const char* call, const char* file, int line);
+#define DEZERO_MPI_CHECK(call) ::dezero::mn::detail::check_mpi((call), #call, __FILE__, __LINE__)
+
+// The MPI_Datatype of a dtype (float32 -> MPI_FLOAT, ...).
+MPI_Datatype mpi_type(DType dtype);
+
+// dezero::Error naming `op` unless an Environment has initialised MPI and not finalised it.
+void require_mpi(const char* op);
+
+// The States of the live communicators, freed by ~Environment before MPI_Finalize.
+void register_state(const std::shared_ptr<Communicator::State>& state);
+void free_all_states() noexcept;
+
+// MPI counts are ints: calls `fn(offset, count)` over [0, n) in pieces of at most 2^30 elements.
+void in_chunks(std::int64_t n, const std::function<void(std::int64_t, int)>& fn);
+
+// --- host staging (staging.cpp) ---------------------------------------------------------------------
+// A host buffer for MPI: page-locked (cuda::alloc_pinned_memory) when `pinned` and the build
+// has CUDA and a GPU, else ordinary memory.
+class HostBuffer {
+ public:
+  HostBuffer() = default;
+  void reserve(std::size_t nbytes, bool pinned);
+  void* data() const { return data_; }
+
+ private:
+  std::vector<unsigned char> plain_;
+  std::shared_ptr<void> pinned_;  // keeps the page-locked block
+  void* data_ = nullptr;
+  std::size_t capacity_ = 0;
+  bool is_pinned_ = false;
+};
+// The bytes of `t` (contiguous) to `dst` / from `src`: memcpy on the host; on a GPU an
+// asynchronous copy on the current stream of t's device. wait() blocks until those copies
+// are done (before MPI reads a staged buffer, and before the next use of `src`).
+void copy_to_host(const Tensor& t, void* dst);
+void copy_from_host(const void* src, const Tensor& t);
+void wait_for_copies(const std::vector<Tensor>& tensors);
+
+}  // namespace detail
+}  // namespace dezero::mn

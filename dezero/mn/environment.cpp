@@ -1,0 +1,185 @@
+// dezero/mn/environment.cpp - mn::Environment (MPI_Init_thread ... MPI_Finalize), what happens
+// when an exception ends a rank, and the MPI helpers of mn/detail.hpp.
+//
+// One rank that stops early must not leave the others waiting: they would sit in their next
+// collective until mpirun's user kills the job. So the Environment never runs MPI_Finalize (a
+// collective) while an exception unwinds; it aborts the job instead, once the exception's
+// handler has had its say (std::atexit), and a terminate handler does the same for an exception
+// that nothing catches. MPI_Abort is the library's one exit: DESIGN.md's "no exit/abort in the
+// library" has this exception, named in the issue that asked for dezero::mn.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "dezero/mn/detail.hpp"
+
+namespace dezero::mn {
+
+namespace {
+
+std::mutex g_states_mutex;
+std::vector<std::weak_ptr<Communicator::State>> g_states;
+bool g_abort_at_exit = false;
+std::terminate_handler g_previous_terminate = nullptr;
+
+int world_rank() {
+  int initialised = 0, finalised = 0;
+  MPI_Initialized(&initialised);
+  MPI_Finalized(&finalised);
+  int r = -1;
+  if (initialised && !finalised) MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+[[noreturn]] void abort_job(const std::string& why) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "dezero::mn: rank %d: %s; aborting the MPI job so that the other ranks do not wait for this one\n",
+               world_rank(), why.c_str());
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  std::abort();  // MPI_Abort does not return; this is for the compiler
+}
+
+// An exception no handler caught: its message, then the job ends.
+void on_terminate() {
+  std::string why = "std::terminate was called";
+  if (std::exception_ptr e = std::current_exception()) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& ex) {
+      why = std::string("uncaught exception: ") + ex.what();
+    } catch (...) {
+      why = "uncaught exception of an unknown type";
+    }
+  }
+  abort_job(why);
+}
+
+// The Environment was destroyed by an exception; its handler has run (it printed the message).
+void abort_at_exit() {
+  if (g_abort_at_exit) abort_job("an exception ended this rank (its message is above)");
+}
+
+void initialise(int* argc, char*** argv) {
+  int initialised = 0;
+  MPI_Initialized(&initialised);
+  if (initialised)
+    throw Error("mn::Environment: MPI is already initialised; hint: make one Environment, at the top of main");
+  int provided = 0;
+  detail::check_mpi(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread", __FILE__,
+                    __LINE__);
+  g_previous_terminate = std::set_terminate(on_terminate);
+  static bool registered = false;
+  if (!registered) {
+    std::atexit(abort_at_exit);
+    registered = true;
+  }
+}
+
+}  // namespace
+
+// --- Environment ------------------------------------------------------------------------------------
+Environment::Environment(int& argc, char**& argv) { initialise(&argc, &argv); }
+Environment::Environment() { initialise(nullptr, nullptr); }
+
+Environment::~Environment() {
+  if (std::uncaught_exceptions() > 0) {
+    // No MPI_Finalize (it waits for the other ranks) and no collective: the job ends at exit.
+    g_abort_at_exit = true;
+    std::fflush(stdout);
+    std::fprintf(stderr, "dezero::mn: rank %d: an exception is leaving the scope of the mn::Environment; the MPI "
+                 "job is aborted when this process ends\n", world_rank());
+    std::fflush(stderr);
+    return;
+  }
+  detail::free_all_states();
+  std::set_terminate(g_previous_terminate);
+  MPI_Finalize();
+}
+
+int Environment::rank() const {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+int Environment::size() const {
+  int s = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &s);
+  return s;
+}
+
+// --- Communicator::State and the helpers -----------------------------------------------------------
+void Communicator::State::free() noexcept {
+  if (freed) return;
+  freed = true;
+  for (auto& r : release) {
+    try {
+      r();
+    } catch (...) {  // a destructor: nothing to report to
+    }
+  }
+  int finalised = 0;
+  MPI_Finalized(&finalised);
+  if (finalised) return;
+  if (intra != MPI_COMM_NULL) MPI_Comm_free(&intra);
+  if (world != MPI_COMM_NULL) MPI_Comm_free(&world);
+}
+
+namespace detail {
+
+void check_mpi(int rc, const char* call, const char* file, int line) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING] = {0};
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  throw Error(std::string("dezero::mn: ") + call + " failed: " + std::string(text, static_cast<std::size_t>(len)) +
+              " (" + file + ":" + std::to_string(line) + ")");
+}
+
+MPI_Datatype mpi_type(DType dtype) {
+  switch (dtype) {
+    case DType::Float32: return MPI_FLOAT;
+    case DType::Float64: return MPI_DOUBLE;
+    case DType::Int32: return MPI_INT32_T;
+    case DType::Int64: return MPI_INT64_T;
+  }
+  throw DtypeError("dezero::mn: no MPI datatype for this dtype");
+}
+
+void require_mpi(const char* op) {
+  int initialised = 0, finalised = 0;
+  MPI_Initialized(&initialised);
+  MPI_Finalized(&finalised);
+  if (!initialised || finalised)
+    throw Error(std::string(op) + ": MPI is not " + (finalised ? "running any more (the mn::Environment is gone)" :
+                "initialised") + "; hint: make a dezero::mn::Environment env(argc, argv) at the top of main");
+}
+
+void register_state(const std::shared_ptr<Communicator::State>& state) {
+  std::lock_guard<std::mutex> lock(g_states_mutex);
+  g_states.push_back(state);
+}
+
+void free_all_states() noexcept {
+  std::vector<std::shared_ptr<Communicator::State>> live;
+  {
+    std::lock_guard<std::mutex> lock(g_states_mutex);
+    for (auto& w : g_states)
+      if (auto s = w.lock()) live.push_back(std::move(s));
+    g_states.clear();
+  }
+  for (auto& s : live) s->free();
+}
+
+void in_chunks(std::int64_t n, const std::function<void(std::int64_t, int)>& fn) {
+  constexpr std::int64_t kChunk = std::int64_t{1} << 30;
+  for (std::int64_t off = 0; off < n; off += kChunk) fn(off, static_cast<int>(std::min(kChunk, n - off)));
+}
+
+}  // namespace detail
+}  // namespace dezero::mn

@@ -1,0 +1,178 @@
+// examples/mnist_mn.cpp - data-parallel MNIST across processes: ChainerMN's
+// examples/mnist/train_mnist.py in C++ with dezero::mn. Every process (rank) trains the same
+// MLP 784-1000-1000-10 (ReLU, Adam) on its share of the training set (mn::scatter_dataset: the
+// same number of samples on every rank) with its own batch of --batch-size samples; the
+// gradients are averaged over the ranks before each update (mn::MultiNodeOptimizer), so N ranks
+// with batch B take the steps one process takes with batch N B. Rank 0 prints the table and
+// writes the learning curves (mnist_mn_curves.png and .csv); the test accuracy is that of the
+// whole test set, summed over the ranks (mn::Evaluation).
+//
+//   mpirun -np 2 build/examples/mnist_mn [--communicator naive|flat|pure_nccl] [--device cpu|cuda]
+//          [--epochs N] [--batch-size N] [--dataset mnist|fashion-mnist] [--data DIR] [--plot FILE.png]
+//
+// (README, "Data-parallel training", has the mpirun line for root on a 2-core machine and for
+// several machines.) The ChainerMN Python it mirrors:
+//   comm = chainermn.create_communicator(args.communicator)
+//   device = comm.intra_rank if args.gpu else -1
+//   model = L.Classifier(MLP(args.unit, 10))
+//   optimizer = chainermn.create_multi_node_optimizer(chainer.optimizers.Adam(), comm)
+//   optimizer.setup(model)
+//   train, test = chainer.datasets.get_mnist() if comm.rank == 0 else None, None
+//   train = chainermn.scatter_dataset(train, comm, shuffle=True)
+//   test = chainermn.scatter_dataset(test, comm, shuffle=True)
+//   ... trainer.run()
+#include <dezero/dezero.hpp>
+#include <dezero/mn.hpp>
+
+#include <cstdio>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/mnist_train.hpp"
+#include "common/options.hpp"
+#include "common/plot.hpp"
+#include "common/report.hpp"
+
+using namespace dezero;
+
+namespace {
+
+struct Options {
+  std::string communicator = "flat", device, dataset, data_dir, plot = "mnist_mn_curves.png";
+  int epochs = 5;
+  std::int64_t batch_size = 100;
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  example::for_each_option(argc, argv, [&](const std::string& a, const std::function<std::string()>& value) {
+    if (a == "--communicator") o.communicator = value();
+    else if (a == "--device") o.device = value();
+    else if (a == "--epochs") o.epochs = static_cast<int>(example::integer_option(a, value(), 0));
+    else if (a == "--batch-size") o.batch_size = example::integer_option(a, value(), 1);
+    else if (a == "--dataset") o.dataset = value();
+    else if (a == "--data") o.data_dir = value();
+    else if (a == "--plot") o.plot = value();
+    else throw ValueError("mnist_mn: unknown option " + a + "; hint: --communicator naive|flat|pure_nccl, --device "
+                          "cpu|cuda, --epochs N, --batch-size N, --dataset mnist|fashion-mnist, --data DIR, --plot FILE");
+    return true;
+  });
+  example::check_dataset_and_device(o.dataset, o.device);
+  return o;
+}
+
+// The samples [rank N / size, (rank + 1) N / size) of `data`: for evaluation, where every sample
+// must count once (scatter_dataset's equal shares repeat some); no collective runs inside the
+// evaluation loop, so the shares may differ in length by one.
+mn::SubDataset slice_for(const datasets::Dataset& data, const mn::Communicator& comm) {
+  const std::int64_t n = data.size(), lo = comm.rank() * n / comm.size(), hi = (comm.rank() + 1) * n / comm.size();
+  std::vector<std::int64_t> idx;
+  for (std::int64_t i = lo; i < hi; ++i) idx.push_back(i);
+  return mn::SubDataset(data, std::move(idx));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  mn::Environment env(argc, argv);
+  const Options o = parse(argc, argv);
+  auto comm = mn::create_communicator(o.communicator);
+  const bool root = comm->rank() == 0;
+
+  // device = comm.intra_rank: one GPU per process on a machine.
+  Device dev = Device::cpu();
+  if (o.device == "cuda" || o.communicator == "pure_nccl") {
+    if (!cuda::is_available())
+      throw DeviceError("mnist_mn: --device cuda / --communicator pure_nccl: no CUDA device is available on this "
+                        "machine; hint: --device cpu with --communicator naive or flat");
+    const int id = comm->intra_rank() % cuda::device_count();
+    cuda::Device(id).use();
+    dev = Device::cuda(id);
+  }
+  if (root) {
+    std::printf("==========================================\n"
+                "Num process (COMM_WORLD): %d\nUsing %s communicator\nDevice: %s\nNum unit: 1000\n"
+                "Num Minibatch-size: %lld per process (%lld in all)\nNum epoch: %d\n"
+                "==========================================\n",
+                comm->size(), o.communicator.c_str(), dev.str().c_str(), static_cast<long long>(o.batch_size),
+                static_cast<long long>(o.batch_size * comm->size()), o.epochs);
+    std::fflush(stdout);
+  }
+
+  // Every rank reads the files (they are local); rank 0 says which data set it is.
+  mnist_train::Options data_options;
+  data_options.dataset = o.dataset;
+  data_options.data_dir = o.data_dir;
+  std::streambuf* quiet = root ? nullptr : std::cout.rdbuf(nullptr);
+  auto [train_set, test_set] = mnist_train::load_data(data_options, datasets::MNIST::default_transform());
+  if (quiet) std::cout.rdbuf(quiet);
+  mn::SubDataset train_shard = mn::scatter_dataset(*train_set, *comm, /*shuffle=*/true, /*seed=*/0);
+  mn::SubDataset test_shard = slice_for(*test_set, *comm);
+
+  models::MLP model({1000, 1000, 10}, F::relu);
+  if (dev.is_cuda()) model.to_gpu(dev.index());
+  optimizers::Adam adam;
+  adam.setup(model);
+  auto optimizer = mn::create_multi_node_optimizer(adam, comm);
+
+  DataLoader train_loader(train_shard, o.batch_size, true);
+  DataLoader test_loader(test_shard, o.batch_size, false);
+  if (dev.is_cuda()) {
+    train_loader.to_gpu(dev.index());
+    test_loader.to_gpu(dev.index());
+  }
+  if (root) std::printf("epoch  main/loss  validation/main/loss  main/accuracy  validation/main/accuracy  elapsed_time\n");
+  mnist_train::Curves curves;
+  const double t_start = mnist_train::now_s();
+  for (int epoch = 1; epoch <= o.epochs; ++epoch) {
+    mn::Evaluation train_eval, test_eval;
+    for (auto& [x, t] : train_loader) {
+      Variable y = model(x);
+      Variable loss = F::softmax_cross_entropy(y, t);
+      Variable acc = F::accuracy(y, t);
+      model.cleargrads();
+      loss.backward();
+      optimizer.update();
+      train_eval.add(loss.data().item<double>(), acc.data().item<double>(), t.len());
+    }
+    {
+      auto g = no_grad();
+      for (auto& [x, t] : test_loader) {
+        Variable y = model(x);
+        test_eval.add(F::softmax_cross_entropy(y, t).data().item<double>(), F::accuracy(y, t).data().item<double>(),
+                      t.len());
+      }
+    }
+    const mn::Evaluation tr = comm->allreduce_evaluation(train_eval), te = comm->allreduce_evaluation(test_eval);
+    curves.train_loss.push_back(tr.loss());
+    curves.train_acc.push_back(tr.accuracy());
+    curves.test_loss.push_back(te.loss());
+    curves.test_acc.push_back(te.accuracy());
+    curves.seconds.push_back(mnist_train::now_s() - t_start);
+    if (root) {
+      std::printf("%-6d %-10.5f %-21.5f %-14.5f %-25.5f %.2f\n", epoch, tr.loss(), te.loss(), tr.accuracy(),
+                  te.accuracy(), curves.seconds.back());
+      std::fflush(stdout);
+    }
+  }
+  if (root) {
+    std::printf("test samples: %.0f (the whole test set, over %d ranks); gradient averaging: %.1f ms per step\n",
+                curves.test_acc.empty() ? 0.0 : static_cast<double>(test_set->size()), comm->size(),
+                comm->mean_grad_calls() ? 1e3 * comm->mean_grad_seconds() / static_cast<double>(comm->mean_grad_calls())
+                                        : 0.0);
+    if (!o.plot.empty() && !curves.train_loss.empty())
+      plot::line_chart(o.plot,
+                       {{{"train loss", curves.train_loss, {31, 119, 180}}, {"test loss", curves.test_loss, {255, 127, 14}}},
+                        {{"train accuracy", curves.train_acc, {31, 119, 180}},
+                         {"test accuracy", curves.test_acc, {255, 127, 14}}}},
+                       {{"loss", "epoch", "softmax cross entropy"}, {"accuracy", "epoch", "accuracy"}},
+                       "MLP(1000, 1000, 10), Adam, " + std::to_string(comm->size()) + " processes (" + o.communicator +
+                           "), batch " + std::to_string(o.batch_size) + " each");
+  }
+  return 0;
+} catch (const std::exception& e) {
+  return example::report_error("mnist_mn", e);
+}
