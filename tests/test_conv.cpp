@@ -10,8 +10,13 @@
 // float32 against float64.
 #include <doctest/doctest.h>
 
+#include <array>
+#include <cmath>
 #include <dezero/dezero.hpp>
 #include <functional>
+#include <limits>
+#include <string>
+#include <vector>
 
 #include "dezero/tensor/fused.hpp"  // detail::set_conv_library_path
 #include "support/fixtures.hpp"
@@ -32,9 +37,10 @@ bool near(const Variable& v, const Tensor& ref, double tol = 1e-10) {
   return dzt::close(v.data().to_cpu(), ref, tol, tol);
 }
 
-// body() once through the backend's library path for the convolutions (on the host
-// cpu/im2col.cpp's image-by-image products, cuDNN on a GPU where it is built) and once
-// through tensor/conv.cpp's batched im2col + GEMM, so both paths meet the same values.
+// body() once through the backend's library path for the convolutions and pooling (on
+// the host cpu/im2col.cpp's image-by-image products, cuDNN on a GPU where it is built) and
+// once through tensor/conv.cpp's batched im2col + GEMM and the backend's own pooling
+// kernels (pool.cu on a GPU), so both paths meet the same values.
 void on_each_conv_path(const std::function<void()>& body) {
   struct Restore {
     ~Restore() { detail::set_conv_library_path(true); }
@@ -161,6 +167,191 @@ TEST_CASE("max pooling pads with zeros (DeZero), not -inf: an all-negative windo
     CHECK(dzt::vals(y) == std::vector<double>{0, 0, 0, 0, -1, 0, 0, 0, 0});
     F::sum(y).backward();
     CHECK(dzt::vals(x.grad()) == std::vector<double>{1, 0, 0, 0});  // the other maxima were padding
+  });
+}
+
+// --- max pooling and NaN: NumPy's rule (DeZero's max / argmax over im2col) on every path ----------
+namespace {
+
+// y and gx (the gradient of sum(y * gy)) of DeZero's Pooling on the host, in double, with
+// NumPy's NaN rule: the window's first max (the padding reads 0), a NaN anywhere giving NaN
+// and the gradient going to the first NaN (np.argmax's index).
+void ref_max_pool_nan(const std::vector<double>& x, const Shape& s, Pair k, Pair st, Pair p,
+                      const std::vector<double>& gy, std::vector<double>& y, std::vector<double>& gx) {
+  const std::int64_t planes = s[0] * s[1], h = s[2], w = s[3];
+  const std::int64_t oh = (h + 2 * p.h - k.h) / st.h + 1, ow = (w + 2 * p.w - k.w) / st.w + 1;
+  y.assign(planes * oh * ow, 0.0);
+  gx.assign(x.size(), 0.0);
+  for (std::int64_t pl = 0; pl < planes; ++pl)
+    for (std::int64_t oy = 0; oy < oh; ++oy)
+      for (std::int64_t ox = 0; ox < ow; ++ox) {
+        double best = 0;
+        std::int64_t arg = -1;  // an input offset, or -2 for the padding
+        bool first = true;
+        for (int i = 0; i < k.h; ++i)
+          for (int j = 0; j < k.w; ++j) {
+            std::int64_t r = oy * st.h - p.h + i, c = ox * st.w - p.w + j;
+            bool in = r >= 0 && r < h && c >= 0 && c < w;
+            double v = in ? x[(pl * h + r) * w + c] : 0.0;
+            if (first || v > best || (std::isnan(v) && !std::isnan(best))) {
+              best = v, arg = in ? (pl * h + r) * w + c : -2, first = false;
+            }
+          }
+        std::int64_t o = (pl * oh + oy) * ow + ox;
+        y[o] = best;
+        if (arg >= 0) gx[arg] += gy[o];
+      }
+}
+
+// NaN in every position that matters: a window's first, a middle and its last position, and
+// a window with two NaN.
+Tensor nan_input(DType dt, Device dev) {
+  random::seed(21);
+  Tensor x = random::randn({1, 2, 6, 6}, float64) * 10.0;  // distinct values: no ties
+  std::vector<double> v = dzt::vals(x);
+  const double nan = std::nan("");
+  for (auto [c, r, q] : {std::array<int, 3>{0, 0, 0}, {0, 2, 3}, {0, 5, 5}, {1, 1, 2}, {1, 1, 3}, {1, 4, 1}})
+    v[(c * 6 + r) * 6 + q] = nan;
+  return array(v, x.shape(), dt).to(dev);
+}
+
+bool same_with_nan(const std::vector<double>& a, const std::vector<double>& b, double tol, std::string& where) {
+  if (a.size() != b.size()) {
+    where = "sizes differ";
+    return false;
+  }
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    bool ok = std::isnan(b[i]) ? std::isnan(a[i]) : std::abs(a[i] - b[i]) <= tol * (1 + std::abs(b[i]));
+    if (!ok) {
+      where = "element " + std::to_string(i) + ": " + std::to_string(a[i]) + " != " + std::to_string(b[i]);
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("max pooling and NaN: a NaN anywhere in a window gives NaN, its gradient goes to the first NaN") {
+  // 2 x 2 / 2 (the host's AVX-512 rows for float32, cuDNN on a GPU), 3 x 3 / 3 (the host's
+  // scalar windows, cuDNN), 3 x 3 / 2 pad 1 and 2 x 2 / 2 pad 1 (the padded windows, pool.cu)
+  struct Case {
+    Pair k, s, p;
+  };
+  const Case cases[] = {{2, 2, 0}, {3, 3, 0}, {3, 2, 1}, {2, 2, 1}};
+  dzt::on_each_device([&](Device dev) {
+    on_each_conv_path([&] {
+      for (const Case& c : cases)
+        for (DType dt : {float64, float32}) {
+          CAPTURE(c.k.str());
+          CAPTURE(c.s.str());
+          CAPTURE(c.p.str());
+          CAPTURE(dtype_name(dt));
+          const double tol = dt == float64 ? 0.0 : 1e-6;
+          Tensor x = nan_input(dt, dev);
+          Variable xv(x);
+          Variable y = F::pooling(xv, c.k, c.s, c.p);
+          Tensor gy = (random::randn(y.shape(), float64) + 5.0).astype(dt).to(dev);
+          F::sum(y * Variable(gy)).backward();
+          std::vector<double> ry, rgx;
+          ref_max_pool_nan(dzt::vals(x), x.shape(), c.k, c.s, c.p, dzt::vals(gy), ry, rgx);
+          std::string where;
+          CHECK_MESSAGE(same_with_nan(dzt::vals(y), ry, tol, where), "y: " << where);
+          CHECK_MESSAGE(same_with_nan(dzt::vals(xv.grad()), rgx, tol, where), "gx: " << where);
+          std::size_t nan_windows = 0;
+          for (double v : ry) nan_windows += std::isnan(v) ? 1 : 0;
+          CHECK(nan_windows >= 5);
+          // pooling_simple (F::max over im2col): the same y; its gradient follows F::max's
+          // rule (every element equal to the max gets it), so a NaN window's goes nowhere
+          Variable xs(x);
+          Variable ys = F::pooling_simple(xs, c.k, c.s, c.p);
+          CHECK_MESSAGE(same_with_nan(dzt::vals(ys), ry, tol, where), "pooling_simple y: " << where);
+          // pooling_simple's gradient follows F::max's rule (every element equal to the max
+          // gets it), so a NaN, equal to nothing, gets none; F::pooling's first NaN gets gy
+          F::sum(ys * Variable(gy)).backward();
+          std::vector<double> hx = dzt::vals(x), gs = dzt::vals(xs.grad()), gp = dzt::vals(xv.grad());
+          bool some_nan_got_gy = false;
+          for (std::size_t i = 0; i < hx.size(); ++i)
+            if (std::isnan(hx[i])) {
+              CHECK(gs[i] == 0.0);
+              some_nan_got_gy = some_nan_got_gy || gp[i] != 0.0;
+            }
+          CHECK(some_nan_got_gy);
+        }
+    });
+  });
+}
+
+TEST_CASE("max pooling and infinities: +inf is a window's max, -inf loses, no NaN appears") {
+  dzt::on_each_device([](Device dev) {
+    on_each_conv_path([&] {
+      const double inf = std::numeric_limits<double>::infinity();
+      for (DType dt : {float64, float32}) {
+        CAPTURE(dtype_name(dt));
+        // 2 x 2 / 2 and 3 x 3 / 3 windows over (1, 1, 6, 6): +inf at (1, 1) and -inf at (0, 3)
+        std::vector<double> v(36);
+        for (int i = 0; i < 36; ++i) v[i] = i % 7 - 3.0;
+        v[1 * 6 + 1] = inf, v[0 * 6 + 3] = -inf;
+        for (int k : {2, 3}) {
+          CAPTURE(k);
+          Variable x(array(v, Shape{1, 1, 6, 6}, dt).to(dev));
+          Variable y = F::pooling(x, k, k, 0);
+          F::sum(y).backward();
+          std::vector<double> hy = dzt::vals(y), g = dzt::vals(x.grad()), ry, rg;
+          ref_max_pool_nan(v, Shape{1, 1, 6, 6}, k, k, 0, std::vector<double>(hy.size(), 1.0), ry, rg);
+          CHECK(hy == ry);
+          CHECK(g == rg);
+          CHECK(hy[0] == inf);
+          CHECK(g[1 * 6 + 1] == 1.0);
+        }
+      }
+    });
+  });
+}
+
+TEST_CASE("max pooling and NaN: the double backward reads the first NaN back (Pooling2DWithIndexes)") {
+  dzt::on_each_device([](Device dev) {
+    on_each_conv_path([&] {
+      for (int pad : {0, 1}) {
+        CAPTURE(pad);
+        Tensor x = nan_input(float64, dev);
+        // loss = sum(y^2 gy): gx = P^T(2 y gy), NaN at each NaN window's first NaN; then
+        // d/dx sum(gx * r) = P^T(2 gy * P r) is finite: r gathered at the indexes
+        Variable xv(x);
+        Variable y = F::pooling(xv, 3, 3, pad);
+        Tensor gy = (random::randn(y.shape(), float64) + 5.0).to(dev);
+        Tensor r = random::randn(x.shape(), float64).to(dev);
+        F::sum(y * y * Variable(gy)).backward(false, true);
+        Variable gx = xv.grad();
+        xv.cleargrad();
+        F::sum(gx * Variable(r)).backward();
+        std::vector<double> ry, unused, want_gx, want_ggx;
+        std::vector<double> hx = dzt::vals(x), hgy = dzt::vals(gy), hr = dzt::vals(r);
+        ref_max_pool_nan(hx, x.shape(), 3, 3, pad, hgy, ry, unused);
+        std::vector<double> t(ry.size());
+        for (std::size_t i = 0; i < ry.size(); ++i) t[i] = 2 * ry[i] * hgy[i];
+        ref_max_pool_nan(hx, x.shape(), 3, 3, pad, t, ry, want_gx);
+        // P r: r at each window's index (0 on the padding), from the reference's routing
+        std::vector<double> pr(ry.size(), 0.0);
+        for (std::size_t o = 0; o < ry.size(); ++o) {  // a unit gradient per window finds its index
+          std::vector<double> e(ry.size(), 0.0), yy, gg;
+          e[o] = 1.0;
+          ref_max_pool_nan(hx, x.shape(), 3, 3, pad, e, yy, gg);
+          for (std::size_t i = 0; i < gg.size(); ++i)
+            if (gg[i] != 0) pr[o] = hr[i];
+        }
+        for (std::size_t i = 0; i < ry.size(); ++i) t[i] = 2 * hgy[i] * pr[i];
+        ref_max_pool_nan(hx, x.shape(), 3, 3, pad, t, ry, want_ggx);
+        std::string where;
+        // gx: NaN exactly at the NaN windows' first NaN (2 y gy with y NaN), finite elsewhere
+        std::vector<double> got = dzt::vals(gx);
+        for (std::size_t i = 0; i < got.size(); ++i) {
+          CAPTURE(i);
+          CHECK(std::isnan(got[i]) == std::isnan(want_gx[i]));
+        }
+        CHECK_MESSAGE(same_with_nan(dzt::vals(xv.grad()), want_ggx, 1e-12, where), "ggx: " << where);
+      }
+    });
   });
 }
 
@@ -562,14 +753,22 @@ TEST_CASE("random geometries: library path == im2col + GEMM path == conv2d_simpl
         CHECK(dzt::allclose(a.grad().data(), bsim.grad().data(), 1e-12, 1e-12));
       }
       detail::set_conv_library_path(true);
-      // average pooling: the Function (host loops, cuDNN or pool.cu's kernels on a GPU)
-      // against DeZero's definition, the mean of im2col (windows wholly in the padding too)
-      Variable av(xp), cv(xp);
-      Variable yav = F::average_pooling(av, k, s, p), ycv = F::mean(F::im2col(cv, k, s, p, false), Axes{2, 3});
-      CHECK(dzt::allclose(yav.data(), ycv.data(), 1e-12, 1e-12));
-      F::sum(yav * yav).backward();
+      // average pooling: the Function on both paths (host loops; on a GPU cuDNN where it
+      // takes the case, and pool.cu's kernels with the library path off) against DeZero's
+      // definition, the mean of im2col (windows wholly in the padding too)
+      Variable cv(xp);
+      Variable ycv = F::mean(F::im2col(cv, k, s, p, false), Axes{2, 3});
       F::sum(ycv * ycv).backward();
-      CHECK(dzt::allclose(av.grad().data(), cv.grad().data(), 1e-12, 1e-12));
+      for (bool lib : {true, false}) {
+        CAPTURE(lib);
+        detail::set_conv_library_path(lib);
+        Variable av(xp);
+        Variable yav = F::average_pooling(av, k, s, p);
+        CHECK(dzt::allclose(yav.data(), ycv.data(), 1e-12, 1e-12));
+        F::sum(yav * yav).backward();
+        CHECK(dzt::allclose(av.grad().data(), cv.grad().data(), 1e-12, 1e-12));
+      }
+      detail::set_conv_library_path(true);
       Variable y32a = F::average_pooling(Variable(xp.astype(float32)), k, s, p);
       CHECK(y32a.dtype() == float32);
       CHECK(dzt::allclose(y32a.data().astype(float64), ycv.data(), 1e-5, 1e-5));

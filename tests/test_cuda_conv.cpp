@@ -1,16 +1,25 @@
 // tests/test_cuda_conv.cpp - the GPU convolution path through cuDNN (cuda/cudnn_conv.cpp).
 //
 // Everywhere: the algorithm choice as host code (detail/conv_algo.hpp: the cache key, the
-// workspace and math-mode rule, the version check, the geometries cuDNN takes), the
-// TF32 switch, and in a CUDA build that the cuDNN found by the build loads and is 8.x or
-// later. With a GPU: the backend's three entry points against a direct convolution in
-// double on the host, on several geometries, float32 and float64, with TF32 allowed and
-// with no workspace, a deconvolution's geometry, the cases cuDNN declines, the pool
-// getting every workspace back, a stream of its own, the timings gpu-check prints, and
-// F::conv2d / F::deconv2d on the GPU (cuDNN) against the CPU backend, with gradients.
+// workspace and math-mode rule, what follows a run-time failure, the version check, the
+// geometries cuDNN takes, the 16-byte alignment rule on an offset view), the TF32 switch,
+// and in a CUDA build that the cuDNN found by the build loads, is 8.x or later, and says
+// why it is not used when it is not. With a GPU: the backend's three entry points against
+// a direct convolution in double on the host, on several geometries, float32 and float64,
+// with TF32 allowed and with no workspace, a deconvolution's geometry, the cases cuDNN
+// declines, a call that fails at run time (the retry and what the cache keeps), offset
+// views, the pool getting every workspace back, a stream of its own, the timings
+// gpu-check prints, and F::conv2d / F::deconv2d on the GPU (cuDNN) against the CPU
+// backend, with gradients.
+//
+// float32 tolerances scale with the reduction: a sum of K products rounds to about
+// u sqrt(K) times the products' norm (u = 2^-24), whatever the order of summation; TF32
+// (10-bit operands) adds about 2^-11 times that norm, which the FMA bound rejects.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <dezero/dezero.hpp>
@@ -21,6 +30,7 @@
 
 #include "dezero/backend/backend.hpp"
 #include "dezero/cuda/detail/conv_algo.hpp"
+#include "support/cudnn.hpp"
 #include "support/test_util.hpp"
 
 using namespace dezero;
@@ -147,6 +157,48 @@ TEST_CASE("cudnn conv: cuDNN 8 and later are used, older ones are not") {
   CHECK_FALSE(cd::cudnn_version_usable(0));  // did not load
 }
 
+TEST_CASE("cudnn conv: after a run-time failure the fallback is tried, after the fallback im2col") {
+  using M = cd::ConvMath;
+  const int fb = 0;  // the pass's workspace-free algorithm (cuDNN's IMPLICIT_GEMM / ALGO_0 are 0)
+  cd::ConvAlgoChoice pick{5, M::fma, 1u << 20, false};
+  cd::ConvAlgoChoice next = cd::conv_algo_after_failure(pick, float32, false, fb);
+  CHECK(next.algo == fb);
+  CHECK(next.fallback);
+  CHECK(next.math == M::fma);
+  CHECK(next.workspace == 0);
+  CHECK(cd::conv_algo_after_failure(pick, float64, false, fb).math == M::default_math);
+  CHECK(cd::conv_algo_after_failure(pick, float32, true, fb).math == M::default_math);  // TF32 allowed
+  // the fallback itself failed: nothing is left (im2col)
+  CHECK(cd::conv_algo_after_failure(next, float32, false, fb).algo == -1);
+  // a heuristic pick that was the fallback with the same math: im2col at once; with another math, the fallback
+  CHECK(cd::conv_algo_after_failure({fb, M::fma, 0, false}, float32, false, fb).algo == -1);
+  CHECK(cd::conv_algo_after_failure({fb, M::tensor_op, 0, false}, float64, false, fb).algo == fb);
+  CHECK(cd::conv_algo_after_failure(cd::ConvAlgoChoice{}, float32, false, fb).algo == -1);
+}
+
+TEST_CASE("cudnn alignment: 16 bytes; an offset view such as x[1:] of an (n, 1, 5, 5) float32 tensor is not") {
+  CHECK(cd::kCudnnAlignment == 16);
+  CHECK(cd::cudnn_aligned(nullptr));  // no bias
+  alignas(64) static unsigned char buf[128];
+  CHECK(cd::cudnn_aligned(buf));
+  CHECK(cd::cudnn_aligned(buf + 16));
+  CHECK(cd::cudnn_aligned(buf + 64));
+  for (int off : {1, 4, 8, 12, 100}) {
+    CAPTURE(off);
+    CHECK_FALSE(cd::cudnn_aligned(buf + off));
+  }
+  // a real view: 1 * 5 * 5 float32 = 100 bytes into the storage, which the allocator aligns
+  Tensor x = random::randn(Shape{3, 1, 5, 5}, float32);
+  Tensor v = x[Slice(1, std::nullopt)];
+  CHECK(v.shape() == Shape{2, 1, 5, 5});
+  CHECK(static_cast<const char*>(v.raw_data()) - static_cast<const char*>(x.raw_data()) == 100);
+  CHECK(cd::cudnn_aligned(x.raw_data()));
+  CHECK_FALSE(cd::cudnn_aligned(v.raw_data()));
+  // float64 (n, 2, 1, 1): 16 bytes per image, so x[1:] is aligned and goes to cuDNN as it is
+  Tensor d = random::randn(Shape{3, 2, 1, 1}, float64);
+  CHECK(cd::cudnn_aligned(d[Slice(1, std::nullopt)].raw_data()));
+}
+
 TEST_CASE("cudnn conv: the geometries cuDNN's descriptors take") {
   CHECK(cd::conv_geometry_fits_cudnn(geom(2, 3, 7, 7, 4, 3, 3, 1, 1, 1, 1)));
   CHECK(cd::conv_geometry_fits_cudnn(geom(1, 1, 5, 6, 2, 2, 3, 2, 1, 0, 1)));
@@ -202,39 +254,57 @@ TEST_CASE("cudnn conv: the cuDNN the build found loads and is 8.x or later") {
   MESSAGE("cuDNN " << v << " from " << path);
   CHECK(cd::cudnn_version_major(v) >= 8);
   const char* env = std::getenv("DEZERO_CUDNN");
-  CHECK(cd::cudnn_enabled() == !(env != nullptr && std::string(env) == "0"));
+  const bool off = env != nullptr && std::string(env) == "0";
+  // why cuDNN is not used, "" when it is; with a GPU this makes the device's handle first
+  const std::string why = cd::cudnn_unavailable_reason();
+  if (!why.empty()) MESSAGE("cuDNN unavailable: " << why);
+  CHECK(cd::cudnn_enabled() == why.empty());
+  if (off) {
+    CHECK(why == "DEZERO_CUDNN=0 in the environment");
+  } else if (!cuda::is_available()) {
+    CHECK(why.empty());  // descriptors need no GPU, and no handle is made without one
+  }
 }
 #endif
 
 // --- with a GPU: the backend's entry points against a direct convolution ---------------------
 namespace {
 
-// y (n, oc, oh, ow) = x * W + b, in double on the host (b may be empty).
+// y (n, oc, oh, ow) = x * W + b, in double on the host (b may be empty); norm[i] is the
+// 2-norm of the terms summed into y[i] (the products and the bias), for the float32 bounds.
 std::vector<double> ref_forward(const ConvGeom& g, const std::vector<double>& x, const std::vector<double>& W,
-                                const std::vector<double>& b) {
+                                const std::vector<double>& b, std::vector<double>* norm = nullptr) {
   std::vector<double> y(g.n * g.oc * g.oh * g.ow, 0.0);
+  if (norm) norm->assign(y.size(), 0.0);
   for (std::int64_t n = 0; n < g.n; ++n)
     for (std::int64_t o = 0; o < g.oc; ++o)
       for (std::int64_t i = 0; i < g.oh; ++i)
         for (std::int64_t j = 0; j < g.ow; ++j) {
           double acc = b.empty() ? 0.0 : b[o];
+          double sq = acc * acc;
           for (std::int64_t c = 0; c < g.c; ++c)
             for (std::int64_t p = 0; p < g.kh; ++p)
               for (std::int64_t q = 0; q < g.kw; ++q) {
                 std::int64_t r = i * g.sh + p - g.ph, s = j * g.sw + q - g.pw;
                 if (r < 0 || r >= g.h || s < 0 || s >= g.w) continue;
-                acc += x[((n * g.c + c) * g.h + r) * g.w + s] * W[((o * g.c + c) * g.kh + p) * g.kw + q];
+                double t = x[((n * g.c + c) * g.h + r) * g.w + s] * W[((o * g.c + c) * g.kh + p) * g.kw + q];
+                acc += t;
+                sq += t * t;
               }
-          y[((n * g.oc + o) * g.oh + i) * g.ow + j] = acc;
+          std::int64_t at = ((n * g.oc + o) * g.oh + i) * g.ow + j;
+          y[at] = acc;
+          if (norm) (*norm)[at] = std::sqrt(sq);
         }
   return y;
 }
 
-// gx (n, c, h, w) from gy and W; gW (oc, c, kh, kw) from x and gy.
+// gx (n, c, h, w) from gy and W; gW (oc, c, kh, kw) from x and gy; and the 2-norms of their terms.
 void ref_backward(const ConvGeom& g, const std::vector<double>& x, const std::vector<double>& W,
-                  const std::vector<double>& gy, std::vector<double>& gx, std::vector<double>& gW) {
+                  const std::vector<double>& gy, std::vector<double>& gx, std::vector<double>& gW,
+                  std::vector<double>* gx_norm = nullptr, std::vector<double>* gW_norm = nullptr) {
   gx.assign(g.n * g.c * g.h * g.w, 0.0);
   gW.assign(g.oc * g.c * g.kh * g.kw, 0.0);
+  std::vector<double> sx(gx.size(), 0.0), sw(gW.size(), 0.0);
   for (std::int64_t n = 0; n < g.n; ++n)
     for (std::int64_t o = 0; o < g.oc; ++o)
       for (std::int64_t i = 0; i < g.oh; ++i)
@@ -246,19 +316,64 @@ void ref_backward(const ConvGeom& g, const std::vector<double>& x, const std::ve
                 std::int64_t r = i * g.sh + p - g.ph, s = j * g.sw + q - g.pw;
                 if (r < 0 || r >= g.h || s < 0 || s >= g.w) continue;
                 std::int64_t xi = ((n * g.c + c) * g.h + r) * g.w + s, wi = ((o * g.c + c) * g.kh + p) * g.kw + q;
-                gx[xi] += d * W[wi];
-                gW[wi] += d * x[xi];
+                double tx = d * W[wi], tw = d * x[xi];
+                gx[xi] += tx;
+                gW[wi] += tw;
+                sx[xi] += tx * tx;
+                sw[wi] += tw * tw;
               }
         }
+  for (double& v : sx) v = std::sqrt(v);
+  for (double& v : sw) v = std::sqrt(v);
+  if (gx_norm) *gx_norm = std::move(sx);
+  if (gW_norm) *gW_norm = std::move(sw);
 }
 
+// How a float32 result is compared with the reference.
+enum class Precision { fp64, fp32, tf32 };
+
+// A float32 sum of at most k products whose 2-norm is at most `scale` (the largest over the
+// array, so that FFT and Winograd algorithms, which mix a tile's values, are covered too)
+// is within c u sqrt(k) scale of the exact sum, u = 2^-24, whatever the order of the
+// additions (the rounding errors add up like a random walk: about u sqrt(k / 2) scale for
+// one accumulator, less for a tree); c = 32 leaves room for Winograd's transforms. TF32
+// rounds each operand to 10 bits first: about 0.8 * 2^-11 scale more, allowed 8 * 2^-11
+// (10 sigma). TF32 under the FMA bound is 6x (k = 6272) to 50x (k = 9) over it.
+double float32_bound(double scale, std::int64_t k, bool tf32) {
+  const double u = std::ldexp(1.0, -24), u_tf32 = std::ldexp(1.0, -11);
+  return (32.0 * u * std::max(std::sqrt(static_cast<double>(k)), 4.0) + (tf32 ? 8.0 * u_tf32 : 0.0)) * scale;
+}
+
+// got against want: |got - want| <= 1e-10 (1 + |want|) for float64, else the float32 bound
+// of the array; false with `where` naming the worst element and the bound.
+bool close_to(const std::vector<double>& got, const std::vector<double>& want, const std::vector<double>& norm,
+              std::int64_t k, Precision p, std::string& where) {
+  if (p == Precision::fp64) return dzt::close_vectors(got, want, 1e-10, 1e-10, where);
+  if (got.size() != want.size()) {
+    where = "size " + std::to_string(got.size()) + " != " + std::to_string(want.size());
+    return false;
+  }
+  const double bound = float32_bound(*std::max_element(norm.begin(), norm.end()), k, p == Precision::tf32);
+  double worst = 0;
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    double d = std::abs(got[i] - want[i]);
+    if (!(d <= worst)) worst = d, at = i;  // a NaN is the worst
+  }
+  if (worst <= bound) return true;
+  where = "element " + std::to_string(at) + ": " + std::to_string(got[at]) + " != " + std::to_string(want[at]) +
+          " (error " + std::to_string(worst) + " > bound " + std::to_string(bound) + " for k = " + std::to_string(k) +
+          ")";
+  return false;
+}
 
 // Runs the three passes on cuda:0 for g (cuDNN must take each) and compares them with the
 // host's direct convolution.
-void check_geometry(const ConvGeom& g, DType dt, bool bias, double rtol, double atol) {
+void check_geometry(const ConvGeom& g, DType dt, bool bias, Precision p) {
   CAPTURE(str(g));
   CAPTURE(dtype_name(dt));
   CAPTURE(bias);
+  INFO("cuDNN's last run-time failure: ", cd::cudnn_conv_last_failure());
   Device gpu = Device::cuda(0);
   Tensor x = random::randn(Shape{g.n, g.c, g.h, g.w}, dt);
   Tensor W = random::randn(Shape{g.oc, g.c, g.kh, g.kw}, dt);
@@ -271,13 +386,15 @@ void check_geometry(const ConvGeom& g, DType dt, bool bias, double rtol, double 
   REQUIRE(be.conv2d_forward(dt, xd.raw_data(), Wd.raw_data(), bias ? bd.raw_data() : nullptr, y.raw_data(), g));
   REQUIRE(be.conv2d_backward_data(dt, Wd.raw_data(), gyd.raw_data(), gx.raw_data(), g));
   REQUIRE(be.conv2d_backward_filter(dt, xd.raw_data(), gyd.raw_data(), gW.raw_data(), g));
-  std::vector<double> hx = dzt::vals(x), hW = dzt::vals(W), hgy = dzt::vals(gy), rgx, rgW;
-  std::vector<double> ry = ref_forward(g, hx, hW, bias ? dzt::vals(b) : std::vector<double>{});
-  ref_backward(g, hx, hW, hgy, rgx, rgW);
+  std::vector<double> hx = dzt::vals(x), hW = dzt::vals(W), hgy = dzt::vals(gy), rgx, rgW, ny, ngx, ngW;
+  std::vector<double> ry = ref_forward(g, hx, hW, bias ? dzt::vals(b) : std::vector<double>{}, &ny);
+  ref_backward(g, hx, hW, hgy, rgx, rgW, &ngx, &ngW);
+  // the most terms an element sums: c kh kw (+ the bias), oc kh kw, n oh ow
+  const std::int64_t k_fwd = g.c * g.kh * g.kw + 1, k_data = g.oc * g.kh * g.kw, k_filter = g.n * g.oh * g.ow;
   std::string where;
-  CHECK_MESSAGE(dzt::close_vectors(dzt::vals(y), ry, rtol, atol, where), "forward: " << where);
-  CHECK_MESSAGE(dzt::close_vectors(dzt::vals(gx), rgx, rtol, atol, where), "backward data: " << where);
-  CHECK_MESSAGE(dzt::close_vectors(dzt::vals(gW), rgW, rtol, atol, where), "backward filter: " << where);
+  CHECK_MESSAGE(close_to(dzt::vals(y), ry, ny, k_fwd, p, where), "forward: " << where);
+  CHECK_MESSAGE(close_to(dzt::vals(gx), rgx, ngx, k_data, p, where), "backward data: " << where);
+  CHECK_MESSAGE(close_to(dzt::vals(gW), rgW, ngW, k_filter, p, where), "backward filter: " << where);
 }
 
 const std::vector<ConvGeom>& geometries() {
@@ -293,19 +410,7 @@ const std::vector<ConvGeom>& geometries() {
   return gs;
 }
 
-// cuDNN must be there for the GPU cases to mean anything; say so where it is not.
-bool skip_without_cudnn() {
-  if (dzt::skip_without_gpu()) return true;
-#ifdef DEZERO_WITH_CUDA
-  if (!cd::cudnn_enabled()) {
-    MESSAGE("skipped: cuDNN is not used here (version " << cd::cudnn_version() << ", DEZERO_CUDNN="
-                                                        << (std::getenv("DEZERO_CUDNN") ? std::getenv("DEZERO_CUDNN") : "")
-                                                        << ")");
-    return true;
-  }
-#endif
-  return false;
-}
+using dzt::skip_without_cudnn;  // support/cudnn.hpp: says why cuDNN is not used, where it is not
 
 }  // namespace
 
@@ -313,16 +418,16 @@ TEST_CASE("cudnn conv: forward, backward data and backward filter match a direct
   if (skip_without_cudnn()) return;
   random::seed(0);
   for (const ConvGeom& g : geometries())
-    for (bool bias : {true, false}) check_geometry(g, float64, bias, 1e-10, 1e-10);
+    for (bool bias : {true, false}) check_geometry(g, float64, bias, Precision::fp64);
 }
 
 TEST_CASE("cudnn conv: float32 matches to float32 precision (no TF32 by default)") {
   if (skip_without_cudnn()) return;
   REQUIRE_FALSE(cuda::get_allow_tf32());
   random::seed(1);
-  // sums of up to 6272 products of N(0, 1) values: float32 rounding (also through Winograd or
-  // FFT algorithms) stays within 1e-4 + 1e-4 |y|; TF32 (10-bit mantissas, ~5e-4 per product) does not
-  for (const ConvGeom& g : geometries()) check_geometry(g, float32, true, 1e-4, 1e-4);
+  // sums of up to 6272 products: float32 rounding (also through Winograd or FFT algorithms)
+  // stays within float32_bound; TF32 (10-bit operands) would not
+  for (const ConvGeom& g : geometries()) check_geometry(g, float32, true, Precision::fp32);
 }
 
 TEST_CASE("cudnn conv: TF32 allowed still computes the convolution (to TF32 precision)") {
@@ -330,7 +435,7 @@ TEST_CASE("cudnn conv: TF32 allowed still computes the convolution (to TF32 prec
   cuda::set_allow_tf32(true);
   random::seed(2);
   try {
-    for (const ConvGeom& g : geometries()) check_geometry(g, float32, true, 2e-2, 5e-2);
+    for (const ConvGeom& g : geometries()) check_geometry(g, float32, true, Precision::tf32);
   } catch (...) {
     cuda::set_allow_tf32(false);
     throw;
@@ -345,8 +450,8 @@ TEST_CASE("cudnn conv: with no workspace allowed the workspace-free algorithms s
   cuda::set_max_workspace_size(0);
   random::seed(3);
   try {
-    for (const ConvGeom& g : geometries()) check_geometry(g, float64, true, 1e-10, 1e-10);
-    check_geometry(geometries()[5], float32, true, 1e-4, 1e-4);
+    for (const ConvGeom& g : geometries()) check_geometry(g, float64, true, Precision::fp64);
+    check_geometry(geometries()[5], float32, true, Precision::fp32);
   } catch (...) {
     cuda::set_max_workspace_size(old);
     throw;
@@ -354,7 +459,7 @@ TEST_CASE("cudnn conv: with no workspace allowed the workspace-free algorithms s
   cuda::set_max_workspace_size(old);
   // and a large limit (algorithms that want workspace may be picked)
   cuda::set_max_workspace_size(std::size_t(256) << 20);
-  check_geometry(geometries()[5], float32, true, 1e-4, 1e-4);
+  check_geometry(geometries()[5], float32, true, Precision::fp32);
   cuda::set_max_workspace_size(old);
 }
 
@@ -366,7 +471,7 @@ TEST_CASE("cudnn conv: a deconvolution's geometry (backward data is deconv2d's f
   for (std::int64_t out : {9, 10}) {
     ConvGeom g = geom(2, 3, out, out, 4, 3, 3, 2, 2, 1, 1);
     REQUIRE(g.oh == 5);
-    check_geometry(g, float64, false, 1e-10, 1e-10);
+    check_geometry(g, float64, false, Precision::fp64);
   }
 }
 
@@ -387,6 +492,110 @@ TEST_CASE("cudnn conv: other dtypes and geometries cuDNN cannot express are decl
   CHECK(yf.sum().item<float>() == 7.0f * 36);
   CHECK_FALSE(be.conv2d_backward_data(int32, Wf.raw_data(), yf.raw_data(), xf.raw_data(), g));
   CHECK_FALSE(be.conv2d_backward_filter(int32, xf.raw_data(), yf.raw_data(), Wf.raw_data(), g));
+}
+
+namespace {
+// The key with_cudnn caches cuda:0's choice for g under (the settings as they are now).
+cd::ConvAlgoKey key_of(cd::ConvPass pass, DType dt, const ConvGeom& g) {
+  cd::ConvAlgoKey k;
+  k.pass = pass;
+  k.device = 0;
+  k.dtype = dt;
+  k.allow_tf32 = cuda::get_allow_tf32();
+  k.workspace_limit = cuda::get_max_workspace_size();
+  k.g = g;
+  return k;
+}
+}  // namespace
+
+TEST_CASE("cudnn conv: a call that fails at run time retries with the fallback, then im2col, as the cache says") {
+  if (skip_without_cudnn()) return;
+  struct Reset {
+    ~Reset() { cd::cudnn_conv_fail_next_calls(0); }
+  } reset;
+  random::seed(9);
+  Device gpu = Device::cuda(0);
+  detail::Backend& be = detail::backend_for(gpu);
+  // a geometry of its own (the cache lives as long as the process)
+  const ConvGeom g = geom(2, 3, 11, 9, 5, 3, 2, 1, 2, 1, 0);
+  Tensor x = random::randn(Shape{g.n, g.c, g.h, g.w}, float64), W = random::randn(Shape{g.oc, g.c, g.kh, g.kw}, float64);
+  Tensor xd = x.to(gpu), Wd = W.to(gpu);
+  const std::vector<double> ry = ref_forward(g, dzt::vals(x), dzt::vals(W), {});
+  auto forward = [&](bool& took) {
+    Tensor y = full(Shape{g.n, g.oc, g.oh, g.ow}, 7.0, float64, gpu);
+    took = be.conv2d_forward(float64, xd.raw_data(), Wd.raw_data(), nullptr, y.raw_data(), g);
+    return dzt::vals(y);
+  };
+  const cd::ConvAlgoKey key = key_of(cd::ConvPass::forward, float64, g);
+  bool took = false;
+  std::string where;
+  std::vector<double> y = forward(took);  // the first call chooses
+  REQUIRE(took);
+  CHECK(dzt::close_vectors(y, ry, 1e-10, 1e-10, where));
+  cd::ConvAlgoChoice first, now;
+  REQUIRE(cd::cudnn_conv_cached_choice(key, first));
+  REQUIRE(first.algo >= 0);
+  MESSAGE("cudnn retry: the heuristics chose algorithm " << first.algo << (first.fallback ? " (the fallback)" : ""));
+  // One failure: a heuristic pick gives way to the fallback, which computes the result and is
+  // cached; the fallback itself (or a pick that was the fallback) gives way to im2col.
+  bool pick_is_fallback = first.fallback || cd::conv_algo_after_failure(first, float64, false, 0).algo < 0;
+  cd::cudnn_conv_fail_next_calls(1);
+  y = forward(took);
+  INFO("cuDNN's last run-time failure: ", cd::cudnn_conv_last_failure());
+  CHECK(dzt::has(cd::cudnn_conv_last_failure(), "injected"));
+  REQUIRE(cd::cudnn_conv_cached_choice(key, now));
+  if (!pick_is_fallback) {
+    CHECK(took);
+    CHECK(now.fallback);
+    CHECK(now.workspace == 0);
+    CHECK(dzt::close_vectors(y, ry, 1e-10, 1e-10, where));
+    CHECK(dzt::has(cd::cudnn_conv_last_failure(), "worked"));
+    cd::cudnn_conv_fail_next_calls(1);  // now the fallback fails too
+    y = forward(took);
+    REQUIRE(cd::cudnn_conv_cached_choice(key, now));
+  }
+  CHECK_FALSE(took);  // declined: the caller's im2col path computes it
+  CHECK(now.algo == -1);
+  CHECK(dzt::has(cd::cudnn_conv_last_failure(), "declined"));
+  // remembered: declined at once from now on, and F::conv2d still gives the convolution
+  y = forward(took);
+  CHECK_FALSE(took);
+  Variable yf = F::conv2d(Variable(xd), Variable(Wd), Variable(), Pair(int(g.sh), int(g.sw)), Pair(int(g.ph), int(g.pw)));
+  CHECK(dzt::close_vectors(dzt::vals(yf), ry, 1e-10, 1e-10, where));
+  // the other passes of this geometry were not touched
+  CHECK_FALSE(cd::cudnn_conv_cached_choice(key_of(cd::ConvPass::backward_data, float64, g), now));
+}
+
+TEST_CASE("cudnn conv: offset views (x[1:] of (n, 1, 5, 5) float32, 100 bytes in) are copied; unaligned outputs declined") {
+  if (skip_without_cudnn()) return;
+  random::seed(10);
+  Device gpu = Device::cuda(0);
+  detail::Backend& be = detail::backend_for(gpu);
+  Tensor x = random::randn(Shape{4, 1, 5, 5}, float32), W = random::randn(Shape{2, 1, 3, 3}, float32);
+  Tensor b = random::randn(Shape{2}, float32);
+  Tensor xv = x.to(gpu)[Slice(1, std::nullopt)];  // (3, 1, 5, 5), a view into the device storage
+  REQUIRE_FALSE(cd::cudnn_aligned(xv.raw_data()));
+  // F::conv2d with gradients: x goes to cuDNN's forward and backward filter as an aligned copy
+  Variable a(xv), Wa(W.to(gpu)), ba(b.to(gpu));
+  Variable ya = F::conv2d(a, Wa, ba, 1, 1);
+  F::sum(ya * ya).backward();
+  Variable c(x[Slice(1, std::nullopt)].copy()), Wc(W), bc(b);
+  Variable yc = F::conv2d(c, Wc, bc, 1, 1);
+  F::sum(yc * yc).backward();
+  CHECK(dzt::allclose(ya.data().to_cpu(), yc.data(), 1e-5, 1e-5));
+  CHECK(dzt::allclose(a.grad().data().to_cpu(), c.grad().data(), 1e-4, 1e-4));
+  CHECK(dzt::allclose(Wa.grad().data().to_cpu(), Wc.grad().data(), 1e-4, 1e-4));
+  // the backend entry point itself takes the unaligned input
+  ConvGeom g = geom(3, 1, 5, 5, 2, 3, 3, 1, 1, 1, 1);
+  Tensor y = Tensor::empty(Shape{3, 2, 5, 5}, float32, gpu);
+  CHECK(be.conv2d_forward(float32, xv.raw_data(), Wa.data().raw_data(), nullptr, y.raw_data(), g));
+  Tensor y_ref = F::conv2d(c, Wc, Variable(), 1, 1).data();
+  CHECK(dzt::allclose(y.to_cpu(), y_ref, 1e-5, 1e-5));
+  // an output 4 bytes into its buffer: declined, untouched
+  Tensor big = full(Shape{3 * 2 * 5 * 5 + 1}, 7.0, float32, gpu);
+  void* out = static_cast<char*>(big.raw_data()) + 4;
+  CHECK_FALSE(be.conv2d_forward(float32, xv.raw_data(), Wa.data().raw_data(), nullptr, out, g));
+  CHECK(big.sum().item<float>() == 7.0f * (3 * 2 * 5 * 5 + 1));
 }
 
 TEST_CASE("cudnn conv: every workspace goes back to the pool; a second call reuses the cached algorithm") {
@@ -419,7 +628,7 @@ TEST_CASE("cudnn conv: on a stream of its own (the handle and the workspace foll
   cuda::Stream s(true);
   {
     cuda::StreamGuard guard(s);
-    check_geometry(geometries()[5], float32, true, 1e-4, 1e-4);  // copies to the host synchronise s
+    check_geometry(geometries()[5], float32, true, Precision::fp32);  // copies to the host synchronise s
   }
   s.synchronize();
   CHECK(s.done());

@@ -1,24 +1,29 @@
 // tests/test_cuda_pool.cpp - pooling through cuDNN (cuda/cudnn_pool.cpp) and the CUDA
-// backend's average pooling.
+// backend's own pooling kernels (cuda/pool.cu).
 //
 // Everywhere: the rule for which windows cuDNN's pooling computes as DeZero does
 // (detail/conv_algo.hpp's pool_geometry_fits_cudnn). In a CUDA build where cuDNN loads (no
 // GPU needed): cuDNN's pooling descriptors give DeZero's output size for the cases the rule
-// lets through. With a GPU: the backend's average pooling and its library max pooling
-// against a direct computation in double on the host, the cases declined and left untouched,
-// F::pooling and F::average_pooling on the GPU against the CPU with gradients of the first
-// and second order, and the timings gpu-check prints.
+// lets through, and max pooling's descriptor propagates NaN. With a GPU: the backend's
+// library pooling (cuDNN) and its own average pooling against a direct computation in
+// double on the host, the cases declined and left untouched, max pooling's NaN rule on
+// every GPU path (cuDNN, pool.cu) against the CPU's, offset views, F::pooling and
+// F::average_pooling on the GPU against the CPU with gradients of the first and second
+// order, and the timings gpu-check prints.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <dezero/dezero.hpp>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "dezero/backend/backend.hpp"
 #include "dezero/cuda/detail/conv_algo.hpp"
+#include "dezero/tensor/fused.hpp"  // detail::set_conv_library_path
+#include "support/cudnn.hpp"
 #include "support/test_util.hpp"
 
 using namespace dezero;
@@ -114,6 +119,17 @@ TEST_CASE("cudnn pooling: cuDNN's descriptors give DeZero's output size for ever
     }
   }
 }
+
+// No GPU needed: max pooling's descriptor carries CUDNN_PROPAGATE_NAN (a NaN anywhere in a
+// window gives NaN, as NumPy's max over DeZero's im2col, cpu/pool.cpp and pool.cu).
+TEST_CASE("cudnn pooling: max pooling's descriptor propagates NaN (DeZero's rule)") {
+  if (cd::cudnn_version() == 0) {
+    MESSAGE("skipped: cuDNN does not load here");
+    CHECK(cd::cudnn_max_pooling_nan_propagation() == -1);
+    return;
+  }
+  CHECK(cd::cudnn_max_pooling_nan_propagation() == 1);
+}
 #endif
 
 // --- with a GPU: the backend's entry points against a direct computation ---------------------
@@ -166,20 +182,12 @@ std::vector<double> ref_pool_backward(const ConvGeom& g, const std::vector<doubl
 }
 
 
-bool skip_without_cudnn() {
-  if (dzt::skip_without_gpu()) return true;
-#ifdef DEZERO_WITH_CUDA
-  if (!cd::cudnn_enabled()) {
-    MESSAGE("skipped: cuDNN is not used here (version " << cd::cudnn_version() << ")");
-    return true;
-  }
-#endif
-  return false;
-}
+using dzt::skip_without_cudnn;  // support/cudnn.hpp: says why cuDNN is not used, where it is not
 
-// Forward and backward of one geometry on cuda:0 (max through the library entry points,
-// which must take it; average through avg_pool_*, cuDNN or pool.cu) against the host.
-void check_pool(const ConvGeom& g, DType dt, bool max, double tol) {
+// Forward and backward of one geometry on cuda:0 against the host: through the library
+// entry points (cuDNN), which must take it, or through the backend's own kernels (pool.cu's
+// average pooling; library false).
+void check_pool(const ConvGeom& g, DType dt, bool max, double tol, bool library = true) {
   CAPTURE(str(g));
   CAPTURE(dtype_name(dt));
   CAPTURE(max);
@@ -188,9 +196,14 @@ void check_pool(const ConvGeom& g, DType dt, bool max, double tol) {
   Tensor xd = x.to(gpu), gyd = gy.to(gpu);
   Tensor y = Tensor::empty(gy.shape(), dt, gpu), gx = Tensor::empty(x.shape(), dt, gpu);
   detail::Backend& be = detail::backend_for(gpu);
+  CAPTURE(library);
   if (max) {
+    REQUIRE(library);
     REQUIRE(be.library_max_pool_forward(dt, xd.raw_data(), y.raw_data(), g));
     REQUIRE(be.library_max_pool_backward(dt, xd.raw_data(), y.raw_data(), gyd.raw_data(), gx.raw_data(), g));
+  } else if (library) {
+    REQUIRE(be.library_avg_pool_forward(dt, xd.raw_data(), y.raw_data(), g));
+    REQUIRE(be.library_avg_pool_backward(dt, xd.raw_data(), y.raw_data(), gyd.raw_data(), gx.raw_data(), g));
   } else {
     be.avg_pool_forward(dt, xd.raw_data(), y.raw_data(), g);
     be.avg_pool_backward(dt, xd.raw_data(), y.raw_data(), gyd.raw_data(), gx.raw_data(), g);
@@ -214,12 +227,120 @@ TEST_CASE("cudnn pooling: max (unpadded) and average pooling match a direct comp
   }
 }
 
-TEST_CASE("cuda average pooling: windows cuDNN declines (wholly in the padding) run on pool.cu's kernels") {
+TEST_CASE("cuda average pooling: pool.cu's kernels (cuDNN declines windows wholly in the padding)") {
   if (dzt::skip_without_gpu()) return;
   random::seed(1);
   ConvGeom g = pgeom(2, 2, 5, 4, 2, 1, 1, 2, 2, 1);  // pads 2 and 1 >= windows 2 and 1
   REQUIRE_FALSE(cd::pool_geometry_fits_cudnn(g, false));
-  check_pool(g, float64, false, 1e-12);
+  detail::Backend& be = detail::backend_for(Device::cuda(0));
+  Tensor x = zeros(Shape{2, 2, 5, 4}, float64, Device::cuda(0)), y = Tensor::empty(Shape{2, 2, g.oh, g.ow}, float64, Device::cuda(0));
+  CHECK_FALSE(be.library_avg_pool_forward(float64, x.raw_data(), y.raw_data(), g));
+  check_pool(g, float64, false, 1e-12, false);
+  // and every geometry cuDNN takes, on pool.cu's kernels too (the library path off)
+  for (DType dt : {float64, float32})
+    for (const ConvGeom& a : avg_geometries()) check_pool(a, dt, false, dt == float64 ? 1e-12 : 1e-5, false);
+}
+
+// --- max pooling's NaN rule on every GPU path ---------------------------------------------------
+namespace {
+// x (2, 3, 6, 6) of distinct values with NaN at the first, a middle and the last position of
+// some 3 x 3 / 3 windows (and one window with two NaN).
+Tensor with_nans(DType dt) {
+  Tensor x = random::randn(Shape{2, 3, 6, 6}, float64) * 10.0;
+  std::vector<double> v = dzt::vals(x);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  auto at = [&](int n, int c, int r, int q) -> double& { return v[((n * 3 + c) * 6 + r) * 6 + q]; };
+  at(0, 0, 0, 0) = nan;  // window (0, 0): the first position
+  at(0, 1, 4, 4) = nan;  // window (1, 1): the middle
+  at(1, 2, 2, 5) = nan;  // window (0, 1): the last
+  at(1, 0, 3, 4) = nan, at(1, 0, 5, 3) = nan;  // window (1, 1): two, the first at position 1
+  return array(v, x.shape(), dt);
+}
+}  // namespace
+
+TEST_CASE("cuda max pooling: a NaN in a window gives NaN and its gradient goes to the first NaN, on every path") {
+  if (dzt::skip_without_gpu()) return;
+  struct Restore {
+    ~Restore() { detail::set_conv_library_path(true); }
+  } restore;
+  for (DType dt : {float64, float32}) {
+    CAPTURE(dtype_name(dt));
+    for (Pair pad : {Pair(0), Pair(1)}) {  // unpadded: cuDNN's (library path on); padded: pool.cu's
+      CAPTURE(pad.str());
+      random::seed(12);
+      Tensor x = with_nans(dt);
+      Tensor gy = (random::randn(Shape{2, 3, 2, 2}, float64) + 5.0).astype(dt);  // distinct, nonzero
+      Tensor r = random::randn(x.shape(), float64).astype(dt);
+      std::vector<Tensor> out[3];  // CPU, GPU library path, GPU own kernels
+      for (int path = 0; path < 3; ++path) {
+        detail::set_conv_library_path(path != 2);
+        Device dev = path == 0 ? Device::cpu() : Device::cuda(0);
+        Variable xv(x.to(dev));
+        Variable y = F::pooling(xv, 3, 3, pad);
+        F::sum(y * Variable(gy.to(dev))).backward();  // gx: gy at each window's first max or first NaN
+        Tensor gx1 = xv.grad().data().to_cpu();
+        xv.cleargrad();
+        // second order: sum(y^2 gy)'s gradient (NaN at the first NaN), differentiated again
+        F::sum(y * y * Variable(gy.to(dev))).backward(false, true);
+        Variable gx = xv.grad();
+        xv.cleargrad();
+        F::sum(gx * Variable(r.to(dev))).backward();
+        out[path] = {y.data().to_cpu(), gx1, gx.data().to_cpu(), xv.grad().data().to_cpu()};
+      }
+      const std::vector<double> y0 = dzt::vals(out[0][0]), g0 = dzt::vals(out[0][1]);
+      if (pad.h == 0) {  // the rule on the CPU: NaN windows, gy at the first NaN
+        CHECK(std::isnan(y0[0]));
+        CHECK(g0[0] == dzt::vals(gy)[0]);
+        CHECK(g0[1] == 0.0);
+        CHECK(std::isnan(y0[(0 * 3 + 1) * 4 + 3]));
+        CHECK(g0[((0 * 3 + 1) * 6 + 4) * 6 + 4] == dzt::vals(gy)[(0 * 3 + 1) * 4 + 3]);
+        CHECK(g0[((1 * 3 + 2) * 6 + 2) * 6 + 5] == dzt::vals(gy)[(1 * 3 + 2) * 4 + 1]);
+        CHECK(g0[((1 * 3 + 0) * 6 + 3) * 6 + 4] == dzt::vals(gy)[(1 * 3 + 0) * 4 + 3]);
+        CHECK(g0[((1 * 3 + 0) * 6 + 5) * 6 + 3] == 0.0);  // the window's second NaN gets nothing
+      }
+      for (int path = 1; path < 3; ++path) {
+        CAPTURE(path);
+        const char* what[] = {"y", "gx", "gx of sum(y^2 gy)", "its gradient"};
+        for (int i = 0; i < 4; ++i) {
+          CAPTURE(what[i]);
+          std::vector<double> a = dzt::vals(out[path][i]), b = dzt::vals(out[0][i]);
+          REQUIRE(a.size() == b.size());
+          for (std::size_t k = 0; k < a.size(); ++k) {
+            CAPTURE(k);
+            CHECK(std::isnan(a[k]) == std::isnan(b[k]));
+            if (!std::isnan(b[k])) CHECK(a[k] == doctest::Approx(b[k]).epsilon(1e-6));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("cudnn pooling: offset views are copied for cuDNN, unaligned outputs declined") {
+  if (skip_without_cudnn()) return;
+  random::seed(13);
+  Device gpu = Device::cuda(0);
+  detail::Backend& be = detail::backend_for(gpu);
+  Tensor x5 = random::randn(Shape{4, 1, 5, 6}, float32) * 10.0;
+  Tensor v5 = x5.to(gpu)[Slice(1, std::nullopt)];  // 120 bytes in
+  REQUIRE_FALSE(cd::cudnn_aligned(v5.raw_data()));
+  ConvGeom g = pgeom(3, 1, 5, 6, 2, 2, 2, 2);
+  for (bool max : {true, false}) {
+    CAPTURE(max);
+    Tensor y = Tensor::empty(Shape{3, 1, g.oh, g.ow}, float32, gpu);
+    bool took = max ? be.library_max_pool_forward(float32, v5.raw_data(), y.raw_data(), g)
+                    : be.library_avg_pool_forward(float32, v5.raw_data(), y.raw_data(), g);
+    CHECK(took);
+    Tensor h = x5[Slice(1, std::nullopt)].copy();
+    std::vector<double> want = ref_pool(g, dzt::vals(h), max);
+    std::string where;
+    CHECK_MESSAGE(dzt::close_vectors(dzt::vals(y), want, 1e-5, 1e-5, where), where);
+    Tensor big = full(Shape{3 * g.oh * g.ow + 1}, 7.0, float32, gpu);
+    void* out = static_cast<char*>(big.raw_data()) + 4;
+    CHECK_FALSE(max ? be.library_max_pool_forward(float32, v5.raw_data(), out, g)
+                    : be.library_avg_pool_forward(float32, v5.raw_data(), out, g));
+    CHECK(big.sum().item<float>() == 7.0f * (3 * g.oh * g.ow + 1));
+  }
 }
 
 TEST_CASE("cudnn pooling: padded max pooling and other dtypes are declined, the output untouched") {
@@ -314,9 +435,11 @@ TEST_CASE("cudnn pooling: timings") {
   Tensor xa = random::randn(Shape{a.n, a.c, a.h, a.w}, float32, gpu),
          ya = Tensor::empty(Shape{a.n, a.c, 1, 1}, float32, gpu);
   Tensor gxa = Tensor::empty(xa.shape(), float32, gpu);
-  double avg_f = time_us([&] { be.avg_pool_forward(float32, xa.raw_data(), ya.raw_data(), a); });
-  double avg_b =
-      time_us([&] { be.avg_pool_backward(float32, xa.raw_data(), ya.raw_data(), ya.raw_data(), gxa.raw_data(), a); });
+  double avg_f = time_us([&] { took = be.library_avg_pool_forward(float32, xa.raw_data(), ya.raw_data(), a) && took; });
+  double avg_b = time_us([&] {
+    took = be.library_avg_pool_backward(float32, xa.raw_data(), ya.raw_data(), ya.raw_data(), gxa.raw_data(), a) && took;
+  });
+  CHECK(took);
   char buf[320];
   std::snprintf(buf, sizeof buf,
                 "pooling 2x2/2 of (100, 16, 28, 28): cuDNN forward %.1f us backward %.1f us; pool.cu (indexed) "

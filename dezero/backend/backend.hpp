@@ -171,27 +171,41 @@ class Backend {
   virtual void max_pool_backward(DType dt, const void* gy, const std::int64_t* idx, void* gx,
                                  const ConvGeom& g) = 0;
   virtual void max_pool_gather(DType dt, const void* x, const std::int64_t* idx, void* y, const ConvGeom& g) = 0;
+  // Max pooling's NaN rule (NumPy's max and argmax over DeZero's im2col): a NaN anywhere
+  // in a window makes y NaN and idx the position of its first NaN, so max_pool_backward
+  // sends the window's gradient there and max_pool_gather reads the NaN back.
   // Average pooling over the windows of g, the padded zeros counted (DeZero's mean of
   // im2col): y (n, c, oh, ow) = the window's sum / (kh * kw).
   //   avg_pool_backward: gx (n, c, h, w) = the sum of gy / (kh * kw) over the windows
   //                      that cover each pixel (overwritten). x and y are the forward's
-  //                      input and output (cuDNN's backward takes them; the host's
-  //                      loops do not read them).
+  //                      input and output (library_avg_pool_backward's signature; these
+  //                      kernels do not read them).
   virtual void avg_pool_forward(DType dt, const void* x, void* y, const ConvGeom& g) = 0;
   virtual void avg_pool_backward(DType dt, const void* x, const void* y, const void* gy, void* gx,
                                  const ConvGeom& g) = 0;
 
-  // --- max pooling through a vendor library (cuDNN on the GPU) ------------------------
-  // Without indexes: the library's backward finds each window's max again from x and y.
-  // Each returns false, with nothing done, where the backend has no such path (the host)
-  // or declines the case (any padding: cuDNN's max skips padded positions, where DeZero
-  // reads 0); the caller then uses max_pool_forward / max_pool_backward with indexes.
+  // --- pooling through a vendor library (cuDNN on the GPU) ----------------------------
+  // Max pooling without indexes: the library's backward finds each window's max again
+  // from x and y. Each returns false, with nothing done, where the backend has no such
+  // path (the host) or declines the case (any padding: cuDNN's max skips padded
+  // positions, where DeZero reads 0); the caller then uses max_pool_forward /
+  // max_pool_backward with indexes. The NaN rule is max_pool_forward's.
   //   library_max_pool_forward:  y (n, c, oh, ow) = each window's max
-  //   library_max_pool_backward: gx (n, c, h, w) = gy routed to each window's max
+  //   library_max_pool_backward: gx (n, c, h, w) = gy routed to each window's max (the
+  //                              first NaN of a window that holds one)
+  // Average pooling likewise (false: the caller uses avg_pool_forward / _backward), same
+  // formulas as those.
   virtual bool library_max_pool_forward(DType /*dt*/, const void* /*x*/, void* /*y*/, const ConvGeom& /*g*/) {
     return false;
   }
   virtual bool library_max_pool_backward(DType /*dt*/, const void* /*x*/, const void* /*y*/, const void* /*gy*/,
+                                         void* /*gx*/, const ConvGeom& /*g*/) {
+    return false;
+  }
+  virtual bool library_avg_pool_forward(DType /*dt*/, const void* /*x*/, void* /*y*/, const ConvGeom& /*g*/) {
+    return false;
+  }
+  virtual bool library_avg_pool_backward(DType /*dt*/, const void* /*x*/, const void* /*y*/, const void* /*gy*/,
                                          void* /*gx*/, const ConvGeom& /*g*/) {
     return false;
   }
@@ -232,6 +246,24 @@ class Backend {
   virtual void batch_norm_backward(DType dt, const void* x, const void* gy, const void* gamma, const void* mean,
                                    const void* inv_std, void* gx, void* ggamma, void* gbeta, std::int64_t n,
                                    std::int64_t c, std::int64_t hw, bool train) = 0;
+  // The same two through a vendor library (cuDNN on the GPU), same arguments and results
+  // (the backward also takes the forward's eps); false, with nothing done, where the
+  // backend has none (the host) or declines the case (cuDNN: m < 2, the test-mode backward,
+  // unaligned outputs; cudnn_batch_norm.cpp); the caller then calls the two above.
+  virtual bool library_batch_norm_forward(DType /*dt*/, const void* /*x*/, const void* /*gamma*/,
+                                          const void* /*beta*/, void* /*y*/, void* /*mean*/, void* /*inv_std*/,
+                                          void* /*running_mean*/, void* /*running_var*/, std::int64_t /*n*/,
+                                          std::int64_t /*c*/, std::int64_t /*hw*/, double /*decay*/, double /*eps*/,
+                                          bool /*train*/) {
+    return false;
+  }
+  virtual bool library_batch_norm_backward(DType /*dt*/, const void* /*x*/, const void* /*gy*/,
+                                           const void* /*gamma*/, const void* /*mean*/, const void* /*inv_std*/,
+                                           void* /*gx*/, void* /*ggamma*/, void* /*gbeta*/, std::int64_t /*n*/,
+                                           std::int64_t /*c*/, std::int64_t /*hw*/, double /*eps*/,
+                                           bool /*train*/) {
+    return false;
+  }
   // param -= update(grad, state...) in place; state arrays have the param's size.
   virtual void optimizer_update(UpdateRule rule, DType dt, void* param, const void* grad, void* s1, void* s2,
                                 std::int64_t n, const UpdateArgs& args) = 0;

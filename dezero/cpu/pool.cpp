@@ -3,9 +3,12 @@
 // backward's own backward (DeZero's Pooling, Pooling2DGrad, Pooling2DWithIndexes in
 // functions_conv.py; step 57's pooling layer); and average pooling with its backward.
 //
-// Same results as DeZero's im2col + argmax without the (n, c, kh, kw, oh, ow) col:
+// Same results as DeZero's im2col + max / argmax without the (n, c, kh, kw, oh, ow) col:
 // zero padding (a window that touches the padding has a max of at least 0; Chainer
-// pads with -inf instead), idx = i * kw + j of the first max. One (n, c) plane per
+// pads with -inf instead), idx = i * kw + j of the first max. NaN as in NumPy: a NaN
+// anywhere in a window makes its max NaN and idx the first NaN's position (np.argmax's),
+// so the window's gradient goes to that NaN (the same on every path, cuDNN's included:
+// cuda/cudnn_pool.cpp). One (n, c) plane per
 // work item on OpenMP threads; float32 2 x 2 windows of stride 2 (W2's) run 16 at a
 // time in AVX-512 registers where the build has them. Twin of cuda/pool.cu.
 #include <algorithm>
@@ -34,21 +37,43 @@ using i64 = std::int64_t;
     __VA_ARGS__;                        \
   }
 
+// A later element wins when greater, or when it is the first NaN (v != v while best is a
+// number); once best is NaN nothing replaces it. (For the windows that touch the padding.)
+template <class T>
+inline bool takes_over(T v, T best) {
+  return (v > best) | ((v != v) & (best == best));
+}
+
 // The window's max and its position, every position inside the image: no bounds
 // checks, and selects instead of branches (the argmax of random data is unpredictable).
 // (Unrolled 2 x 2 and 3 x 3 windows, even written as a tournament of pairs, measured
 // 2.7x slower than this rolled loop: GCC turned their selects into branches, which the
-// argmax of random data mispredicts.)
+// argmax of random data mispredicts. takes_over in this loop measured 2.5-4x slower for
+// the same reason.) NaN: z adds up v * 0, which is NaN exactly when some v is NaN (or
+// infinite), one add per element and no branch; only such a window is searched again, and
+// its first NaN, if any, becomes the max.
 template <class T>
 inline void window_max_inside(const T* base, i64 w, i64 kh, i64 kw, T& best, i64& arg) {
   best = base[0];
   arg = 0;
+  T z = T(0);
   for (i64 i = 0; i < kh; ++i)
     for (i64 j = 0; j < kw; ++j) {
       T v = base[i * w + j];
       bool gt = v > best;
       best = gt ? v : best;
       arg = gt ? i * kw + j : arg;
+      z += v * T(0);
+    }
+  if (z == z) return;
+  for (i64 i = 0; i < kh; ++i)
+    for (i64 j = 0; j < kw; ++j) {
+      T v = base[i * w + j];
+      if (v != v) {
+        best = v;
+        arg = i * kw + j;
+        return;
+      }
     }
 }
 
@@ -56,9 +81,16 @@ inline void window_max_inside(const T* base, i64 w, i64 kh, i64 kw, T& best, i64
 // The 2 x 2, stride 2, unpadded window of float32 (a CNN's usual pooling), 16 windows
 // per step in AVX-512 registers, the last step masked: the even and odd columns of the
 // two rows, the first max of each pair, then of the two pairs (a later element wins
-// only when greater, as in np.argmax; a NaN never wins, as in the scalar loop).
-// (maskz forms throughout: the unmasked conversions trip GCC 12's false
-// -Wmaybe-uninitialized, bug 105593.)
+// only when greater, as in np.argmax, or when it is NaN and the earlier one is not, as in
+// the scalar loop: the first NaN in the order 0, 1, 2, 3 wins; the two extra compares
+// measured no slower). (maskz forms throughout: the unmasked conversions trip GCC 12's
+// false -Wmaybe-uninitialized, bug 105593.)
+// takes_over for 16 lanes: v > best, or v NaN and best not.
+inline __mmask16 takes_over_avx512(__m512 v, __m512 best) {
+  return _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ) |
+         (_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q) & _mm512_cmp_ps_mask(best, best, _CMP_ORD_Q));
+}
+
 void row_2x2_avx512(const float* r0, const float* r1, float* y, i64* idx, i64 ow) {
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
@@ -73,10 +105,10 @@ void row_2x2_avx512(const float* r0, const float* r1, float* y, i64* idx, i64 ow
     __m512 b0 = _mm512_maskz_loadu_ps(lo, r1 + 2 * ox), b1 = _mm512_maskz_loadu_ps(hi, r1 + 2 * ox + 16);
     __m512 v0 = _mm512_permutex2var_ps(a0, even, a1), v1 = _mm512_permutex2var_ps(a0, odd, a1);
     __m512 v2 = _mm512_permutex2var_ps(b0, even, b1), v3 = _mm512_permutex2var_ps(b0, odd, b1);
-    __mmask16 m1 = _mm512_cmp_ps_mask(v1, v0, _CMP_GT_OQ), m3 = _mm512_cmp_ps_mask(v3, v2, _CMP_GT_OQ);
+    __mmask16 m1 = takes_over_avx512(v1, v0), m3 = takes_over_avx512(v3, v2);
     __m512 m01 = _mm512_mask_blend_ps(m1, v0, v1), m23 = _mm512_mask_blend_ps(m3, v2, v3);
     __m512i a01 = _mm512_mask_blend_epi32(m1, zero, one), a23 = _mm512_mask_blend_epi32(m3, two, three);
-    __mmask16 lower = _mm512_cmp_ps_mask(m23, m01, _CMP_GT_OQ);
+    __mmask16 lower = takes_over_avx512(m23, m01);
     _mm512_mask_storeu_ps(y + ox, out, _mm512_mask_blend_ps(lower, m01, m23));
     __m512i arg = _mm512_mask_blend_epi32(lower, a01, a23);
     __m512i arg_lo = _mm512_maskz_cvtepi32_epi64(0xFF, _mm512_maskz_extracti64x4_epi64(0xF, arg, 0));
@@ -118,7 +150,7 @@ void forward_plane(const T* x, T* y, i64* idx, const ConvGeom& g) {
           for (i64 j = 0; j < g.kw; ++j) {
             i64 ix = ix0 + j;
             T v = (row_in && ix >= 0 && ix < g.w) ? x[iy * g.w + ix] : T(0);
-            if (arg < 0 || v > best) {
+            if (arg < 0 || takes_over(v, best)) {
               best = v;
               arg = i * g.kw + j;
             }

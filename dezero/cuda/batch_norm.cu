@@ -6,7 +6,11 @@
 // walks the channel's m = n * hw values (element k at x + ((k / hw) * c + ch) * hw +
 // k % hw), block-reduces the sums in double (block_allreduce), then writes y or gx. Thread
 // 0 writes the channel's mean and inv_std and updates the running statistics in place.
-// Simple rather than fast: the GPU's convolutions dominate a ResNet step.
+// Simple rather than fast (few blocks on the large early layers of a ResNet): where cuDNN
+// loads, its batch normalisation takes the cases it computes as DeZero does
+// (cudnn_batch_norm.cpp); these kernels take the rest (m = 1, the test-mode backward,
+// DEZERO_CUDNN=0, set_conv_library_path(false)). batch_norm_test_stats writes the test
+// mode's mean and inv_std after cuDNN's inference forward, as the forward kernel does.
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -93,9 +97,33 @@ __global__ void bn_backward_kernel(const T* x, const T* gy, const T* gamma, cons
   }
 }
 
+// Test mode's statistics for the backward, the forward kernel's test branch.
+template <class T>
+__global__ void bn_test_stats_kernel(const T* rm, const T* rv, T* mean, T* inv_std, i64 c, double eps) {
+  DEZERO_GRID_LOOP(ch, c) {
+    mean[ch] = rm[ch];
+    inv_std[ch] = T(1) / sqrt(rv[ch] + static_cast<T>(eps));
+  }
+}
+
 }  // namespace
 
 namespace gpu {
+
+void batch_norm_test_stats(int device, DType dt, const void* running_mean, const void* running_var, void* mean,
+                           void* inv_std, std::int64_t c, double eps) {
+  if (c <= 0) return;
+  cd::ScopedDevice g(device);
+  cudaStream_t s = cd::current_stream(device);
+  if (dt == float32)
+    DEZERO_LAUNCH(bn_test_stats_kernel<float>, c, s, static_cast<const float*>(running_mean),
+                  static_cast<const float*>(running_var), static_cast<float*>(mean), static_cast<float*>(inv_std), c,
+                  eps);
+  else
+    DEZERO_LAUNCH(bn_test_stats_kernel<double>, c, s, static_cast<const double*>(running_mean),
+                  static_cast<const double*>(running_var), static_cast<double*>(mean), static_cast<double*>(inv_std),
+                  c, eps);
+}
 
 void batch_norm_forward(int device, DType dt, const void* x, const void* gamma, const void* beta, void* y, void* mean,
                         void* inv_std, void* running_mean, void* running_var, std::int64_t n, std::int64_t c,

@@ -4,8 +4,9 @@
 // Twin of cpu/cpu_backend.cpp. This file only wires the Backend virtuals to the
 // family files, which hold the kernels and their launchers (detail/launchers.hpp):
 // memory.cu, elementwise.cu, reduce.cu, gemm.cu (cuBLAS), im2col.cu, pool.cu,
-// cudnn_conv.cpp and cudnn_pool.cpp (cuDNN), index.cu, nn.cu and random.cu (cuRAND), the same stems as
-// cpu/. Everything runs as kernels or library calls on the calling thread's current
+// batch_norm.cu, cudnn_conv.cpp, cudnn_pool.cpp and cudnn_batch_norm.cpp (cuDNN, the
+// library_* and conv2d_* entry points), index.cu, nn.cu and random.cu (cuRAND), the same
+// stems as cpu/. Everything runs as kernels or library calls on the calling thread's current
 // stream of the device; nothing waits for the device except copy_to_host and
 // synchronize(). Not here: the device memory pool (memory_pool.cpp), devices
 // (device.cpp), streams (stream.cpp) and the library handles (detail/handles.cpp).
@@ -87,13 +88,11 @@ class CudaBackend final : public Backend {
   void max_pool_gather(DType dt, const void* x, const std::int64_t* idx, void* y, const ConvGeom& g) override {
     gpu::max_pool_gather(id_, dt, x, idx, y, g);
   }
-  // average pooling: cuDNN (cudnn_pool.cpp) where it takes the case, else pool.cu's kernels
   void avg_pool_forward(DType dt, const void* x, void* y, const ConvGeom& g) override {
-    if (!gpu::cudnn_pool2d_forward(id_, false, dt, x, y, g)) gpu::avg_pool_forward(id_, dt, x, y, g);
+    gpu::avg_pool_forward(id_, dt, x, y, g);
   }
-  void avg_pool_backward(DType dt, const void* x, const void* y, const void* gy, void* gx,
-                         const ConvGeom& g) override {
-    if (!gpu::cudnn_pool2d_backward(id_, false, dt, x, y, gy, gx, g)) gpu::avg_pool_backward(id_, dt, gy, gx, g);
+  void avg_pool_backward(DType dt, const void*, const void*, const void* gy, void* gx, const ConvGeom& g) override {
+    gpu::avg_pool_backward(id_, dt, gy, gx, g);
   }
 
   // --- convolution through cuDNN (cudnn_conv.cpp; false: the caller's im2col path) -------
@@ -113,6 +112,14 @@ class CudaBackend final : public Backend {
   bool library_max_pool_backward(DType dt, const void* x, const void* y, const void* gy, void* gx,
                                  const ConvGeom& g) override {
     return gpu::cudnn_pool2d_backward(id_, true, dt, x, y, gy, gx, g);
+  }
+  // average pooling through cuDNN (padding smaller than the window; cudnn_pool.cpp)
+  bool library_avg_pool_forward(DType dt, const void* x, void* y, const ConvGeom& g) override {
+    return gpu::cudnn_pool2d_forward(id_, false, dt, x, y, g);
+  }
+  bool library_avg_pool_backward(DType dt, const void* x, const void* y, const void* gy, void* gx,
+                                 const ConvGeom& g) override {
+    return gpu::cudnn_pool2d_backward(id_, false, dt, x, y, gy, gx, g);
   }
 
   // --- indexing (index.cu) --------------------------------------------------------------
@@ -140,7 +147,7 @@ class CudaBackend final : public Backend {
                                   std::int64_t n, std::int64_t c) override {
     gpu::softmax_cross_entropy_grad(id_, dt, x, t, gy, gx, n, c);
   }
-  // batch normalisation (batch_norm.cu)
+  // batch normalisation (batch_norm.cu's kernels)
   void batch_norm_forward(DType dt, const void* x, const void* gamma, const void* beta, void* y, void* mean,
                           void* inv_std, void* running_mean, void* running_var, std::int64_t n, std::int64_t c,
                           std::int64_t hw, double decay, double eps, bool train) override {
@@ -151,6 +158,19 @@ class CudaBackend final : public Backend {
                            const void* inv_std, void* gx, void* ggamma, void* gbeta, std::int64_t n, std::int64_t c,
                            std::int64_t hw, bool train) override {
     gpu::batch_norm_backward(id_, dt, x, gy, gamma, mean, inv_std, gx, ggamma, gbeta, n, c, hw, train);
+  }
+  // batch normalisation through cuDNN (cudnn_batch_norm.cpp; false: batch_norm.cu's kernels)
+  bool library_batch_norm_forward(DType dt, const void* x, const void* gamma, const void* beta, void* y, void* mean,
+                                  void* inv_std, void* running_mean, void* running_var, std::int64_t n, std::int64_t c,
+                                  std::int64_t hw, double decay, double eps, bool train) override {
+    return gpu::cudnn_batch_norm_forward(id_, dt, x, gamma, beta, y, mean, inv_std, running_mean, running_var, n, c,
+                                         hw, decay, eps, train);
+  }
+  bool library_batch_norm_backward(DType dt, const void* x, const void* gy, const void* gamma, const void* mean,
+                                   const void* inv_std, void* gx, void* ggamma, void* gbeta, std::int64_t n,
+                                   std::int64_t c, std::int64_t hw, double eps, bool train) override {
+    return gpu::cudnn_batch_norm_backward(id_, dt, x, gy, gamma, mean, inv_std, gx, ggamma, gbeta, n, c, hw, eps,
+                                          train);
   }
   void optimizer_update(UpdateRule rule, DType dt, void* param, const void* grad, void* s1, void* s2,
                         std::int64_t n, const UpdateArgs& args) override {

@@ -6,10 +6,18 @@
 //
 // Each entry point answers false, having done nothing, where cuDNN cannot take the case:
 // another dtype, a geometry cuDNN's 4-d descriptors cannot express, cuDNN missing or
-// older than 8 (cudnnGetVersion() at first use), DEZERO_CUDNN=0 in the environment, or
-// cuDNN's heuristics refusing the case. The caller (functions/conv) then uses im2col and
-// GEMM, so a machine without cuDNN still convolves. The bias gradient is not here: the
-// caller sums gy.
+// older than 8 (cudnnGetVersion() at first use), DEZERO_CUDNN=0 in the environment, a
+// handle that cannot be made, an output that is not 16-byte aligned, or cuDNN's heuristics
+// refusing the case. The caller (tensor/conv.cpp) then uses im2col and GEMM, so a machine
+// without cuDNN still convolves. Why cuDNN is off is kept (cudnn_unavailable_reason()).
+// An input that is not 16-byte aligned (an offset view) is copied first. The bias
+// gradient is not here: the caller sums gy.
+//
+// A call that fails at run time for its algorithm (the heuristics are no guarantee) is
+// tried again with the pass's workspace-free fallback, and when that fails too the case
+// is declined (im2col, after the fact: the output is overwritten). The cache keeps what
+// worked, or algo -1, so each failing choice costs one try per process
+// (conv_algo.hpp's conv_algo_after_failure; cudnn_conv_last_failure() says what happened).
 //
 // The algorithm is chosen once per (pass, ConvGeom, dtype, device, TF32 switch,
 // workspace limit) with cudnnGet*Algorithm_v7 (heuristics only: nothing runs, nothing is
@@ -22,13 +30,17 @@
 // library_mutex(device); every call is checked with file:line (DEZERO_CUDNN_CHECK).
 //
 // Pooling through cuDNN is in cudnn_pool.cpp. Not here: cuDNN's graph (v8+) API.
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <mutex>
+#include <string>
+#include <initializer_list>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "dezero/backend/backend.hpp"
@@ -96,34 +108,78 @@ struct ConvDescs {
 // Once per process: DEZERO_CUDNN=0 turns it off; otherwise libcudnn must load, say it is
 // 8.x or later, and make the three kinds of descriptor (which needs no GPU, and loads
 // cuDNN 9's ops and cnn sub-libraries). A failure here is not an error: convolutions take
-// the im2col path.
-std::size_t loaded_version() noexcept {
-  static const std::size_t v = [] {
+// the im2col path, and the reason is kept for cudnn_unavailable_reason().
+struct Loaded {
+  std::size_t version = 0;
+  std::string error;  // why libcudnn did not load
+};
+const Loaded& loaded() noexcept {
+  static const Loaded l = [] {
+    Loaded r;
     try {
       cd::load_gpu_library("cudnn");
-      return cudnnGetVersion();
-    } catch (const std::exception&) {
-      return std::size_t(0);
+      r.version = cudnnGetVersion();
+    } catch (const std::exception& e) {
+      r.error = e.what();
     }
+    return r;
   }();
-  return v;
+  return l;
 }
-bool cudnn_usable() noexcept {
-  static const bool usable = [] {
+std::size_t loaded_version() noexcept { return loaded().version; }
+
+struct Usability {
+  bool usable = false;
+  std::string reason;  // "" when usable
+};
+const Usability& usability() noexcept {
+  static const Usability u = [] {
+    Usability r;
     const char* env = std::getenv("DEZERO_CUDNN");
-    if (env != nullptr && std::strcmp(env, "0") == 0) return false;
-    if (!cd::cudnn_version_usable(loaded_version())) return false;
+    if (env != nullptr && std::strcmp(env, "0") == 0) {
+      r.reason = "DEZERO_CUDNN=0 in the environment";
+      return r;
+    }
+    const Loaded& l = loaded();
+    if (l.version == 0) {
+      r.reason = l.error.empty() ? std::string("libcudnn did not load") : "libcudnn did not load: " + l.error;
+      return r;
+    }
+    if (!cd::cudnn_version_usable(l.version)) {
+      r.reason = "cuDNN " + std::to_string(l.version) + " is older than 8 (the legacy API with the _v7 heuristics)";
+      return r;
+    }
     try {
       ConvGeom g;
       g.n = g.c = g.oc = 1;
       g.h = g.w = g.kh = g.kw = g.oh = g.ow = 1;
       ConvDescs d(float32, g, ConvMath::fma);
-      return true;
-    } catch (const std::exception&) {
-      return false;
+      r.usable = true;
+    } catch (const std::exception& e) {
+      r.reason = std::string("cuDNN ") + std::to_string(l.version) + " cannot make a convolution's descriptors: " +
+                 e.what();
     }
+    return r;
   }();
-  return usable;
+  return u;
+}
+bool cudnn_usable() noexcept { return usability().usable; }
+
+// --- the handle of each device ------------------------------------------------------------------
+// 0 unknown, 1 made, -1 cudnnCreate failed (its error kept, the first one).
+struct HandleState {
+  std::mutex mu;
+  std::vector<signed char> state;
+  std::string first_failure;
+};
+HandleState& handle_state() {
+  static auto* s = new HandleState();  // leaked on purpose, like the handles
+  return *s;
+}
+bool any_handle_failed() {
+  HandleState& hs = handle_state();
+  std::lock_guard<std::mutex> lock(hs.mu);
+  return !hs.first_failure.empty();
 }
 
 // --- the algorithm cache ---------------------------------------------------------------------
@@ -250,12 +306,36 @@ ConvAlgoChoice choose(const ConvAlgoKey& key, cudnnHandle_t h, ConvDescs& d) {
   return c;
 }
 
+// The run-time retry's test hook and record (conv_algo.hpp).
+std::atomic<int> g_fail_next{0};
+std::mutex& failure_mutex() {
+  static auto* m = new std::mutex();
+  return *m;
+}
+std::string& last_failure() {
+  static auto* s = new std::string();
+  return *s;
+}
+const char* pass_call(ConvPass pass) {
+  switch (pass) {
+    case ConvPass::forward: return "cudnnConvolutionForward";
+    case ConvPass::backward_data: return "cudnnConvolutionBackwardData";
+    case ConvPass::backward_filter: return "cudnnConvolutionBackwardFilter";
+  }
+  return "cudnnConvolution";
+}
+
 // What the three entry points share: checks, the device and stream, the handle, the
-// descriptors and the algorithm; `run` enqueues the call with the workspace.
+// descriptors, the algorithm, aligned copies of the `inputs` (pointer, bytes) that need
+// them; `run(h, d, algo, workspace, bytes)` enqueues the call and returns cuDNN's status.
+// A failing status moves to the next choice (conv_algo_after_failure), and the cache
+// keeps the one that worked, or algo -1 (declined: false, the caller's im2col path).
 template <class Run>
-bool with_cudnn(ConvPass pass, int device, DType dt, const ConvGeom& g, Run run) {
+bool with_cudnn(ConvPass pass, int device, DType dt, const ConvGeom& g, void* output,
+                std::initializer_list<std::pair<const void**, std::size_t>> inputs, Run run) {
   if (dt != float32 && dt != float64) return false;
   if (!cd::conv_geometry_fits_cudnn(g) || !cudnn_usable()) return false;
+  if (!cd::cudnn_aligned(output)) return false;
   cd::ScopedDevice sd(device);
   cudaStream_t s = cd::current_stream(device);
   ConvAlgoKey key;
@@ -271,14 +351,57 @@ bool with_cudnn(ConvPass pass, int device, DType dt, const ConvGeom& g, Run run)
   ConvDescs d(dt, g, cd::requested_conv_math(dt, key.allow_tf32));
   ConvAlgoChoice c = choose(key, h, d);
   if (c.algo < 0) return false;
-  if (c.workspace == 0) {
-    run(h, d, c.algo, nullptr, std::size_t(0));
-  } else {
-    cd::DeviceBuffer ws(device, c.workspace, s);  // back to the pool once the call is enqueued
-    run(h, d, c.algo, ws.get(), c.workspace);
+  cd::CudnnAlignedInputs aligned(device, s);
+  for (const auto& in : inputs) aligned.add(*in.first, in.second);
+  const ConvAlgoChoice first = c;
+  std::string failures;
+  while (c.algo >= 0) {
+    cudnnStatus_t st = CUDNN_STATUS_EXECUTION_FAILED;
+    int fail = g_fail_next.load();
+    while (fail > 0 && !g_fail_next.compare_exchange_weak(fail, fail - 1)) {
+    }
+    if (fail <= 0) {
+      if (c.workspace == 0) {
+        st = run(h, d, c.algo, nullptr, std::size_t(0));
+      } else {
+        cd::DeviceBuffer ws(device, c.workspace, s);  // back to the pool once the call is enqueued
+        st = run(h, d, c.algo, ws.get(), c.workspace);
+      }
+    }
+    if (st == CUDNN_STATUS_SUCCESS) {
+      if (c.algo != first.algo || c.math != first.math) {
+        std::lock_guard<std::mutex> lock2(cache_mutex());
+        cache().insert_or_assign(key, c);
+      }
+      if (!failures.empty()) {
+        std::lock_guard<std::mutex> lock2(failure_mutex());
+        last_failure() = failures + "; algorithm " + std::to_string(c.algo) + " (the fallback) worked";
+      }
+      return true;
+    }
+    (void)cudaGetLastError();  // a launch error cuDNN left behind is not the next kernel's
+    if (!failures.empty()) failures += "; ";
+    failures += std::string(pass_call(pass)) + " failed with algorithm " + std::to_string(c.algo) + ": " +
+                cudnnGetErrorString(st) + (fail > 0 ? " (injected by cudnn_conv_fail_next_calls)" : "");
+    c = cd::conv_algo_after_failure(c, dt, key.allow_tf32, fallback_algo(pass));
+    if (c.algo >= 0) {  // the fallback: its workspace (none) for the math mode it uses
+      d.conv.set_math(c.math);
+      std::size_t bytes = 0;
+      if (workspace_of(pass, h, d, c.algo, bytes) && bytes <= key.workspace_limit) c.workspace = bytes;
+      else c = ConvAlgoChoice{};
+    }
   }
-  return true;
+  {
+    std::lock_guard<std::mutex> lock2(cache_mutex());
+    cache().insert_or_assign(key, ConvAlgoChoice{});
+  }
+  std::lock_guard<std::mutex> lock2(failure_mutex());
+  last_failure() = failures + "; declined: im2col from now on for this case";
+  return false;
 }
+
+// Bytes of `count` elements of dt (float32 or float64).
+std::size_t bytes_of(DType dt, std::int64_t count) { return static_cast<std::size_t>(count) * (dt == float32 ? 4u : 8u); }
 
 }  // namespace
 
@@ -286,29 +409,66 @@ bool with_cudnn(ConvPass pass, int device, DType dt, const ConvGeom& g, Run run)
 
 namespace dezero::cuda::detail {
 std::size_t cudnn_version() noexcept { return ::dezero::detail::gpu::loaded_version(); }
-bool cudnn_enabled() noexcept { return ::dezero::detail::gpu::cudnn_usable(); }
+bool cudnn_enabled() noexcept {
+  return ::dezero::detail::gpu::cudnn_usable() && !::dezero::detail::gpu::any_handle_failed();
+}
+
+std::string cudnn_unavailable_reason() {
+  namespace dg = ::dezero::detail::gpu;
+  const dg::Usability& u = dg::usability();
+  if (!u.usable) return u.reason;
+  if (runtime_available()) {  // make (or look up) the current device's handle
+    int device = current_device();
+    ScopedDevice sd(device);
+    cudaStream_t s = current_stream(device);
+    std::lock_guard<std::mutex> lock(library_mutex(device));
+    cudnn_handle_or_null(device, s);
+  }
+  dg::HandleState& hs = dg::handle_state();
+  std::lock_guard<std::mutex> lock(hs.mu);
+  return hs.first_failure;
+}
+
+void cudnn_conv_fail_next_calls(int n) noexcept { ::dezero::detail::gpu::g_fail_next.store(n); }
+
+bool cudnn_conv_cached_choice(const ConvAlgoKey& key, ConvAlgoChoice& out) {
+  namespace dg = ::dezero::detail::gpu;
+  std::lock_guard<std::mutex> lock(dg::cache_mutex());
+  auto it = dg::cache().find(key);
+  if (it == dg::cache().end()) return false;
+  out = it->second;
+  return true;
+}
+
+std::string cudnn_conv_last_failure() {
+  namespace dg = ::dezero::detail::gpu;
+  std::lock_guard<std::mutex> lock(dg::failure_mutex());
+  return dg::last_failure();
+}
 
 // (cudnn.hpp)
 cudnnHandle_t cudnn_handle_or_null(int device, cudaStream_t stream) {
-  static auto* mu = new std::mutex();                   // leaked on purpose, like the handles
-  static auto* state = new std::vector<signed char>();  // per device: 0 unknown, 1 good, -1 bad
+  ::dezero::detail::gpu::HandleState& hs = ::dezero::detail::gpu::handle_state();
   signed char known = 0;
   {
-    std::lock_guard<std::mutex> lock(*mu);
-    if (static_cast<std::size_t>(device) >= state->size()) state->resize(device + 1, 0);
-    known = (*state)[device];
+    std::lock_guard<std::mutex> lock(hs.mu);
+    if (static_cast<std::size_t>(device) >= hs.state.size()) hs.state.resize(device + 1, 0);
+    known = hs.state[device];
   }
   if (known < 0) return nullptr;
   if (known > 0) return cudnn_handle(device, stream);
   cudnnHandle_t h = nullptr;
-  bool ok = true;
+  std::string error;
   try {
     h = cudnn_handle(device, stream);
-  } catch (const std::exception&) {
-    ok = false;
+  } catch (const std::exception& e) {
+    error = e.what();
+    if (error.empty()) error = "(no message)";
   }
-  std::lock_guard<std::mutex> lock(*mu);
-  (*state)[device] = ok ? 1 : -1;
+  std::lock_guard<std::mutex> lock(hs.mu);
+  hs.state[device] = error.empty() ? 1 : -1;
+  if (!error.empty() && hs.first_failure.empty())
+    hs.first_failure = "cudnnCreate failed on cuda:" + std::to_string(device) + ": " + error;
   return h;
 }
 }  // namespace dezero::cuda::detail
@@ -319,39 +479,44 @@ namespace dezero::detail::gpu {
 // x (n, c, h, w), W (oc, c, kh, kw), b (oc) or null -> y (n, oc, oh, ow)
 bool cudnn_conv2d_forward(int device, DType dt, const void* x, const void* w, const void* b, void* y,
                           const ConvGeom& g) {
-  return with_cudnn(ConvPass::forward, device, dt, g,
+  return with_cudnn(ConvPass::forward, device, dt, g, y,
+                    {{&x, bytes_of(dt, g.n * g.c * g.h * g.w)}, {&w, bytes_of(dt, g.oc * g.c * g.kh * g.kw)}, {&b, bytes_of(dt, g.oc)}},
                     [&](cudnnHandle_t h, const ConvDescs& d, int algo, void* ws, std::size_t ws_bytes) {
                       Scalars k;
-                      DEZERO_CUDNN_CHECK(cudnnConvolutionForward(h, k.get(dt, 1), d.x, x, d.w, w, d.conv,
+                      cudnnStatus_t st = cudnnConvolutionForward(h, k.get(dt, 1), d.x, x, d.w, w, d.conv,
                                                                  static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws,
-                                                                 ws_bytes, k.get(dt, 0), d.y, y));
+                                                                 ws_bytes, k.get(dt, 0), d.y, y);
+                      if (st != CUDNN_STATUS_SUCCESS) return st;
                       if (b != nullptr) {  // y += b as (1, oc, 1, 1), broadcast over n, oh, ow
                         TensorDesc bd(dt, 1, g.oc, 1, 1);
                         DEZERO_CUDNN_CHECK(cudnnAddTensor(h, k.get(dt, 1), bd, b, k.get(dt, 1), d.y, y));
                       }
+                      return st;
                     });
 }
 
 // gy (n, oc, oh, ow), W (oc, c, kh, kw) -> gx (n, c, h, w), overwritten
 bool cudnn_conv2d_backward_data(int device, DType dt, const void* w, const void* gy, void* gx, const ConvGeom& g) {
-  return with_cudnn(ConvPass::backward_data, device, dt, g,
+  return with_cudnn(ConvPass::backward_data, device, dt, g, gx,
+                    {{&w, bytes_of(dt, g.oc * g.c * g.kh * g.kw)}, {&gy, bytes_of(dt, g.n * g.oc * g.oh * g.ow)}},
                     [&](cudnnHandle_t h, const ConvDescs& d, int algo, void* ws, std::size_t ws_bytes) {
                       Scalars k;
-                      DEZERO_CUDNN_CHECK(cudnnConvolutionBackwardData(
-                          h, k.get(dt, 1), d.w, w, d.y, gy, d.conv, static_cast<cudnnConvolutionBwdDataAlgo_t>(algo),
-                          ws, ws_bytes, k.get(dt, 0), d.x, gx));
+                      return cudnnConvolutionBackwardData(h, k.get(dt, 1), d.w, w, d.y, gy, d.conv,
+                                                          static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), ws,
+                                                          ws_bytes, k.get(dt, 0), d.x, gx);
                     });
 }
 
 // x (n, c, h, w), gy (n, oc, oh, ow) -> gW (oc, c, kh, kw), overwritten
 bool cudnn_conv2d_backward_filter(int device, DType dt, const void* x, const void* gy, void* gw,
                                   const ConvGeom& g) {
-  return with_cudnn(ConvPass::backward_filter, device, dt, g,
+  return with_cudnn(ConvPass::backward_filter, device, dt, g, gw,
+                    {{&x, bytes_of(dt, g.n * g.c * g.h * g.w)}, {&gy, bytes_of(dt, g.n * g.oc * g.oh * g.ow)}},
                     [&](cudnnHandle_t h, const ConvDescs& d, int algo, void* ws, std::size_t ws_bytes) {
                       Scalars k;
-                      DEZERO_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
-                          h, k.get(dt, 1), d.x, x, d.y, gy, d.conv,
-                          static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), ws, ws_bytes, k.get(dt, 0), d.w, gw));
+                      return cudnnConvolutionBackwardFilter(h, k.get(dt, 1), d.x, x, d.y, gy, d.conv,
+                                                            static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), ws,
+                                                            ws_bytes, k.get(dt, 0), d.w, gw);
                     });
 }
 

@@ -480,3 +480,44 @@ DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnPoolingBackward,
             const cudnnTensorDescriptor_t xDesc, const void* x, const void* beta, const cudnnTensorDescriptor_t dxDesc,
             void* dx),
            (handle, poolingDesc, alpha, yDesc, y, dyDesc, dy, xDesc, x, beta, dxDesc, dx))
+// descriptors read back (the descriptor tests, no GPU needed: cudnn_pool.cpp's NaN rule,
+// cudnn_batch_norm.cpp's shapes)
+DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnGetPooling2dDescriptor,
+           (const cudnnPoolingDescriptor_t poolingDesc, cudnnPoolingMode_t* mode, cudnnNanPropagation_t* maxpoolingNanOpt,
+            int* windowHeight, int* windowWidth, int* verticalPadding, int* horizontalPadding, int* verticalStride,
+            int* horizontalStride),
+           (poolingDesc, mode, maxpoolingNanOpt, windowHeight, windowWidth, verticalPadding, horizontalPadding,
+            verticalStride, horizontalStride))
+DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnGetTensor4dDescriptor,
+           (const cudnnTensorDescriptor_t tensorDesc, cudnnDataType_t* dataType, int* n, int* c, int* h, int* w,
+            int* nStride, int* cStride, int* hStride, int* wStride),
+           (tensorDesc, dataType, n, c, h, w, nStride, cStride, hStride, wStride))
+// batch normalisation (cudnn_batch_norm.cpp): the parameters' descriptor, the training and
+// inference forwards, the backward
+DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnDeriveBNTensorDescriptor,
+           (cudnnTensorDescriptor_t derivedBnDesc, const cudnnTensorDescriptor_t xDesc, cudnnBatchNormMode_t mode),
+           (derivedBnDesc, xDesc, mode))
+DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnBatchNormalizationForwardTraining,
+           (cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void* alpha, const void* beta,
+            const cudnnTensorDescriptor_t xDesc, const void* x, const cudnnTensorDescriptor_t yDesc, void* y,
+            const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const void* bnScale, const void* bnBias,
+            double exponentialAverageFactor, void* resultRunningMean, void* resultRunningVariance, double epsilon,
+            void* resultSaveMean, void* resultSaveInvVariance),
+           (handle, mode, alpha, beta, xDesc, x, yDesc, y, bnScaleBiasMeanVarDesc, bnScale, bnBias,
+            exponentialAverageFactor, resultRunningMean, resultRunningVariance, epsilon, resultSaveMean,
+            resultSaveInvVariance))
+DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnBatchNormalizationForwardInference,
+           (cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void* alpha, const void* beta,
+            const cudnnTensorDescriptor_t xDesc, const void* x, const cudnnTensorDescriptor_t yDesc, void* y,
+            const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const void* bnScale, const void* bnBias,
+            const void* estimatedMean, const void* estimatedVariance, double epsilon),
+           (handle, mode, alpha, beta, xDesc, x, yDesc, y, bnScaleBiasMeanVarDesc, bnScale, bnBias, estimatedMean,
+            estimatedVariance, epsilon))
+DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnBatchNormalizationBackward,
+           (cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void* alphaDataDiff, const void* betaDataDiff,
+            const void* alphaParamDiff, const void* betaParamDiff, const cudnnTensorDescriptor_t xDesc, const void* x,
+            const cudnnTensorDescriptor_t dyDesc, const void* dy, const cudnnTensorDescriptor_t dxDesc, void* dx,
+            const cudnnTensorDescriptor_t dBnScaleBiasDesc, const void* bnScale, void* dBnScaleResult,
+            void* dBnBiasResult, double epsilon, const void* savedMean, const void* savedInvVariance),
+           (handle, mode, alphaDataDiff, betaDataDiff, alphaParamDiff, betaParamDiff, xDesc, x, dyDesc, dy, dxDesc, dx,
+            dBnScaleBiasDesc, bnScale, dBnScaleResult, dBnBiasResult, epsilon, savedMean, savedInvVariance))

@@ -2,12 +2,16 @@
 // argmax, its backward and the gather that is the backward's own backward (DeZero's
 // Pooling, Pooling2DGrad, Pooling2DWithIndexes; the last runs on the device here,
 // where DeZero's used NumPy's arange on CuPy arrays and failed); and average pooling.
-// cuDNN (cudnn_pool.cpp) takes unpadded max pooling and most average pooling first.
+// cuDNN (cudnn_pool.cpp) takes unpadded max pooling and most average pooling first
+// (Backend's library_* entry points).
 //
 // Twin of cpu/pool.cpp, with the same semantics: zero padding, idx = i * kw + j of the
-// first max. forward and gather: one thread per output element; backward: one thread
-// per input pixel, gathering from the windows that cover it (Chainer's
-// max_pooling_2d backward), so no atomics. Runs on the current stream.
+// first max; a NaN anywhere in a window makes its max NaN and idx its first NaN (NumPy's
+// max and argmax over DeZero's im2col), so the window's gradient goes to that NaN.
+// forward and gather: one thread per output element; backward: one thread per input
+// pixel, gathering from the windows that cover it (Chainer's max_pooling_2d backward), so
+// no atomics. Also the two kernels that give cuDNN's max-pooling backward the same NaN rule
+// (max_pool_nan_mask, max_pool_nan_route; cudnn_pool.cpp). Runs on the current stream.
 #include <cstdint>
 
 #include "dezero/backend/backend.hpp"
@@ -35,7 +39,8 @@ __global__ void max_pool_forward_kernel(const T* x, T* y, i64* idx, ConvGeom g, 
       for (i64 j = 0; j < g.kw; ++j) {
         i64 ix = ox * g.sw - g.pw + j;
         T v = (row_in && ix >= 0 && ix < g.w) ? p[iy * g.w + ix] : T(0);
-        if (arg < 0 || v > best) {
+        // the first max, or the first NaN (v != v), which no later value replaces
+        if (arg < 0 || v > best || (v != v && best == best)) {
           best = v;
           arg = i * g.kw + j;
         }
@@ -90,8 +95,53 @@ __global__ void max_pool_gather_kernel(const T* x, const i64* idx, T* y, ConvGeo
   }
 }
 
+// --- the NaN rule for cuDNN's max-pooling backward (cudnn_pool.cpp) --------------------------
+// out (n, c, oh, ow) = gy where y is a number, 0 where y is NaN: what cuDNN's backward is
+// given, so that a NaN window sends it nothing, however cuDNN routes NaN windows.
+template <class T>
+__global__ void max_pool_nan_mask_kernel(const T* y, const T* gy, T* out, i64 total) {
+  DEZERO_GRID_LOOP(t, total) { out[t] = y[t] != y[t] ? T(0) : gy[t]; }
+}
+
+// The position i * kw + j of the first NaN in window (oy, ox) of plane p (of x (h, w)), -1
+// when there is none (the padding reads 0, never NaN).
+template <class T>
+__device__ i64 first_nan(const T* p, i64 oy, i64 ox, const ConvGeom& g) {
+  for (i64 i = 0; i < g.kh; ++i) {
+    i64 iy = oy * g.sh - g.ph + i;
+    if (iy < 0 || iy >= g.h) continue;
+    for (i64 j = 0; j < g.kw; ++j) {
+      i64 ix = ox * g.sw - g.pw + j;
+      if (ix >= 0 && ix < g.w && p[iy * g.w + ix] != p[iy * g.w + ix]) return i * g.kw + j;
+    }
+  }
+  return -1;
+}
+
+// gx (n, c, h, w) += gy of every window that covers the pixel, has a NaN y and whose first
+// NaN is that pixel: the indexed backward's rule for NaN windows, one thread per pixel.
+template <class T>
+__global__ void max_pool_nan_route_kernel(const T* x, const T* y, const T* gy, T* gx, ConvGeom g, i64 total) {
+  DEZERO_GRID_LOOP(t, total) {
+    Cover c = cover(t, g);
+    const T* p = x + (t / (g.h * g.w)) * g.h * g.w;
+    T v = 0;
+    bool any = false;
+    for (i64 oy = c.oy0; oy < c.oy1; ++oy)
+      for (i64 ox = c.ox0; ox < c.ox1; ++ox) {
+        i64 o = c.base + oy * g.ow + ox;
+        if (y[o] == y[o]) continue;
+        if (first_nan(p, oy, ox, g) == (c.py - oy * g.sh) * g.kw + (c.px - ox * g.sw)) {
+          v += gy[o];
+          any = true;
+        }
+      }
+    if (any) gx[t] += v;
+  }
+}
+
 // Average pooling, the padded zeros counted (every window divides by kh * kw): the
-// fallback where cuDNN does not take the case (cudnn_pool.cpp). Forward: one thread per
+// fallback where cuDNN does not take the case, or the library path is off (cudnn_pool.cpp). Forward: one thread per
 // output element; backward: one thread per input pixel, summing gy / (kh * kw) over the
 // windows that cover it (cover(), as max_pool_backward_kernel).
 template <class T>
@@ -165,6 +215,32 @@ void max_pool_gather(int device, DType dt, const void* x, const std::int64_t* id
   else
     DEZERO_LAUNCH(max_pool_gather_kernel<double>, total, s, static_cast<const double*>(x), idx,
                   static_cast<double*>(y), g, total);
+}
+
+void max_pool_nan_mask(int device, DType dt, const void* y, const void* gy, void* out, std::int64_t n) {
+  if (n <= 0) return;
+  cd::ScopedDevice guard(device);
+  cudaStream_t s = cd::current_stream(device);
+  if (dt == float32)
+    DEZERO_LAUNCH(max_pool_nan_mask_kernel<float>, n, s, static_cast<const float*>(y), static_cast<const float*>(gy),
+                  static_cast<float*>(out), n);
+  else
+    DEZERO_LAUNCH(max_pool_nan_mask_kernel<double>, n, s, static_cast<const double*>(y),
+                  static_cast<const double*>(gy), static_cast<double*>(out), n);
+}
+
+void max_pool_nan_route(int device, DType dt, const void* x, const void* y, const void* gy, void* gx,
+                        const ConvGeom& g) {
+  i64 total = g.n * g.c * g.h * g.w;
+  if (total <= 0) return;
+  cd::ScopedDevice guard(device);
+  cudaStream_t s = cd::current_stream(device);
+  if (dt == float32)
+    DEZERO_LAUNCH(max_pool_nan_route_kernel<float>, total, s, static_cast<const float*>(x),
+                  static_cast<const float*>(y), static_cast<const float*>(gy), static_cast<float*>(gx), g, total);
+  else
+    DEZERO_LAUNCH(max_pool_nan_route_kernel<double>, total, s, static_cast<const double*>(x),
+                  static_cast<const double*>(y), static_cast<const double*>(gy), static_cast<double*>(gx), g, total);
 }
 
 void avg_pool_forward(int device, DType dt, const void* x, void* y, const ConvGeom& g) {

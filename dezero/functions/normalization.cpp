@@ -2,7 +2,8 @@
 // functions.py's BatchNorm, used by the BatchNorm layer.
 //
 // Two routes to the same numbers. The fused one (tensor/fused.hpp's batch_norm_forward
-// and _backward, one backend kernel each, cpu/batch_norm.cpp and cuda/batch_norm.cu)
+// and _backward, one backend call each: cpu/batch_norm.cpp, and on a GPU cuDNN's batch
+// normalisation (cuda/cudnn_batch_norm.cpp) where it takes the case, else cuda/batch_norm.cu)
 // works on NCHW in place of (N*H*W, C) rows: it takes float32 / float64 x whose gamma,
 // beta and running statistics share its dtype and device, the forward in both modes and
 // the backward when no graph is recorded (create_graph false). The composite one - tensor
@@ -86,7 +87,7 @@ class BatchNorm : public Function {
       // ggamma = sum xhat gy, gbeta = sum gy: one kernel over NCHW.
       detail::BatchNormBackward r =
           detail::batch_norm_backward(x.data(), gys[0].data(), gamma.data(), mean_, inv_std_, train_,
-                                      needs_input_grad(0));
+                                      needs_input_grad(0), eps_);
       return {needs_input_grad(0) ? Variable(std::move(r.gx)) : Variable(),
               needs_input_grad(1) ? Variable(std::move(r.ggamma)) : Variable(),
               needs_input_grad(2) ? Variable(std::move(r.gbeta)) : Variable()};

@@ -12,7 +12,10 @@
 // indexes: Pooling2DGrad computes them from x only when its own backward is asked for
 // (the first max, as everywhere else; on exact ties cuDNN's backward may have picked
 // another of the equal elements). Padding is zero padding, as in DeZero (a window that
-// touches it has a max of at least 0).
+// touches it has a max of at least 0). NaN as in NumPy on every path: a window holding one
+// has a NaN max and its index is the first NaN, so its gradient goes there and the double
+// backward gathers the NaN back (pooling_simple, F::max over im2col, has the same values
+// but sends a NaN window's gradient nowhere).
 //
 //   AveragePooling        y = mean of each window, the padded zeros counted (DeZero's
 //                         mean of im2col)                             backward: AveragePoolingGrad

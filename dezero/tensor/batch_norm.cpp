@@ -1,6 +1,9 @@
 // dezero/tensor/batch_norm.cpp - validation + dispatch of tensor/fused.hpp's batch
 // normalisation: x (N, C) or NCHW (N, C, H, W) viewed as (n, c, hw), one backend call
-// for the forward (Backend::batch_norm_forward), one for the backward. F::batch_norm
+// for the forward, one for the backward: the backend's library first
+// (Backend::library_batch_norm_forward / _backward: cuDNN on a GPU) while
+// set_conv_library_path is on, else its own kernels (Backend::batch_norm_forward /
+// _backward: cpu/batch_norm.cpp, cuda/batch_norm.cu). F::batch_norm
 // (functions/normalization.cpp) checks the user's operands and calls these when
 // batch_norm_fusable says they take the case.
 #include <string>
@@ -45,15 +48,21 @@ BatchNormForward batch_norm_forward(const Tensor& x, const Tensor& gamma, const 
   r.y = Tensor::empty(x.shape(), x.dtype(), x.device());
   r.mean = Tensor::empty(Shape{g.c}, x.dtype(), x.device());
   r.inv_std = Tensor::empty(Shape{g.c}, x.dtype(), x.device());
-  if (g.c > 0)
-    backend_of(x).batch_norm_forward(x.dtype(), x.raw_data(), gamma.raw_data(), beta.raw_data(), r.y.raw_data(),
-                                     r.mean.raw_data(), r.inv_std.raw_data(), running_mean.raw_data(),
-                                     running_var.raw_data(), g.n, g.c, g.hw, decay, eps, train);
+  if (g.c == 0) return r;
+  Backend& be = backend_of(x);
+  if (conv_library_path() &&
+      be.library_batch_norm_forward(x.dtype(), x.raw_data(), gamma.raw_data(), beta.raw_data(), r.y.raw_data(),
+                                    r.mean.raw_data(), r.inv_std.raw_data(), running_mean.raw_data(),
+                                    running_var.raw_data(), g.n, g.c, g.hw, decay, eps, train))
+    return r;
+  be.batch_norm_forward(x.dtype(), x.raw_data(), gamma.raw_data(), beta.raw_data(), r.y.raw_data(),
+                        r.mean.raw_data(), r.inv_std.raw_data(), running_mean.raw_data(), running_var.raw_data(), g.n,
+                        g.c, g.hw, decay, eps, train);
   return r;
 }
 
 BatchNormBackward batch_norm_backward(const Tensor& x, const Tensor& gy, const Tensor& gamma, const Tensor& mean,
-                                      const Tensor& inv_std, bool train, bool want_gx) {
+                                      const Tensor& inv_std, bool train, bool want_gx, double eps) {
   check_defined("batch_norm", x);
   const Shape c{x.ndim() >= 2 ? x.shape()[1] : 0};
   check_operand("gy", x, gy, x.shape());
@@ -65,10 +74,16 @@ BatchNormBackward batch_norm_backward(const Tensor& x, const Tensor& gy, const T
   if (want_gx) r.gx = Tensor::empty(x.shape(), x.dtype(), x.device());
   r.ggamma = Tensor::empty(c, x.dtype(), x.device());
   r.gbeta = Tensor::empty(c, x.dtype(), x.device());
-  if (g.c > 0)
-    backend_of(x).batch_norm_backward(x.dtype(), x.raw_data(), gy.raw_data(), gamma.raw_data(), mean.raw_data(),
-                                      inv_std.raw_data(), want_gx ? r.gx.raw_data() : nullptr, r.ggamma.raw_data(),
-                                      r.gbeta.raw_data(), g.n, g.c, g.hw, train);
+  if (g.c == 0) return r;
+  Backend& be = backend_of(x);
+  void* gx = want_gx ? r.gx.raw_data() : nullptr;
+  if (conv_library_path() &&
+      be.library_batch_norm_backward(x.dtype(), x.raw_data(), gy.raw_data(), gamma.raw_data(), mean.raw_data(),
+                                     inv_std.raw_data(), gx, r.ggamma.raw_data(), r.gbeta.raw_data(), g.n, g.c, g.hw,
+                                     eps, train))
+    return r;
+  be.batch_norm_backward(x.dtype(), x.raw_data(), gy.raw_data(), gamma.raw_data(), mean.raw_data(),
+                         inv_std.raw_data(), gx, r.ggamma.raw_data(), r.gbeta.raw_data(), g.n, g.c, g.hw, train);
   return r;
 }
 

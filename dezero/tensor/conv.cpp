@@ -11,7 +11,10 @@
 //   data:     gcol[i] (c kh kw, oh ow) = W^T @ gy[i] (oc, oh ow), then col2im
 //   filter:   gW (oc, c kh kw)     = sum_i gy[i] @ col[i]^T
 // so the results are NCHW as they come out of the GEMM (no (n, oh, ow, oc) transpose
-// as in DeZero's tensordot + rollaxis).
+// as in DeZero's tensordot + rollaxis). Max and average pooling likewise try the
+// backend's library first (Backend::library_max_pool_* / library_avg_pool_*: cuDNN),
+// then its own kernels. set_conv_library_path(false) turns every library path off
+// (batch normalisation's too, tensor/batch_norm.cpp), for the tests that compare them.
 #include <atomic>
 #include <string>
 
@@ -78,7 +81,7 @@ void add_channel_bias_(Tensor& y, const Tensor& b) {
   backend_of(y).binary(BinaryOp::Add, y.dtype(), y.raw_data(), sy, bb.raw_data(), sb, y.raw_data(), sy);
 }
 
-// set_conv_library_path's switch.
+// set_conv_library_path's switch (read by tensor/batch_norm.cpp too, through conv_library_path()).
 std::atomic<bool> g_library_path{true};
 bool library() { return g_library_path.load(std::memory_order_relaxed); }
 
@@ -328,7 +331,10 @@ Tensor avg_pool(const char* op, const Tensor& x, Pair k, Pair s, Pair p) {
   check_float4d(op, "x", x, "(N, C, H, W)");
   ConvGeom g = geometry(op, x.shape(), describe(x), k, s, p);
   Tensor y = Tensor::empty(Shape{g.n, g.c, g.oh, g.ow}, x.dtype(), x.device());
-  if (y.size()) backend_of(x).avg_pool_forward(x.dtype(), x.raw_data(), y.raw_data(), g);
+  if (y.size() == 0) return y;
+  Backend& be = backend_of(x);
+  if (!(library() && be.library_avg_pool_forward(x.dtype(), x.raw_data(), y.raw_data(), g)))
+    be.avg_pool_forward(x.dtype(), x.raw_data(), y.raw_data(), g);
   return y;
 }
 
@@ -341,7 +347,10 @@ Tensor avg_pool_backward(const Tensor& gy, const Tensor& x, const Tensor& y, Pai
     gx.fill_(0);
     return gx;
   }
-  backend_of(gy).avg_pool_backward(gy.dtype(), x.raw_data(), y.raw_data(), gy.raw_data(), gx.raw_data(), g);
+  Backend& be = backend_of(gy);
+  if (!(library() && be.library_avg_pool_backward(gy.dtype(), x.raw_data(), y.raw_data(), gy.raw_data(),
+                                                  gx.raw_data(), g)))
+    be.avg_pool_backward(gy.dtype(), x.raw_data(), y.raw_data(), gy.raw_data(), gx.raw_data(), g);
   return gx;
 }
 

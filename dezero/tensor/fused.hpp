@@ -97,14 +97,17 @@ Tensor conv2d_backward_data(const char* op, const Tensor& gy, const Tensor& W, c
 // summed over the batch.
 Tensor conv2d_backward_filter(const char* op, const Tensor& x, const Tensor& gy, Pair k, Pair s, Pair p);
 
-// Whether the three products and max pooling try the backend's library path (default
-// true). false makes every device use im2col + GEMM and the indexed max pooling: for
-// tests that compare the two paths.
+// Whether the three products, max and average pooling and batch normalisation try the
+// backend's library path (default true: cuDNN on a GPU, where it takes the case). false
+// makes every device use im2col + GEMM, the indexed max pooling and its own average
+// pooling and batch normalisation kernels (pool.cu, batch_norm.cu on a GPU): for tests
+// that compare the two paths.
 void set_conv_library_path(bool enabled);
 bool conv_library_path();
 
 // Max pooling: y (n, c, oh, ow) and idx (n, c, oh, ow) int64, each window's first max
-// and its position i * kw + j (the padding counts as zeros, as in DeZero).
+// and its position i * kw + j (the padding counts as zeros, as in DeZero). A window with
+// a NaN has y NaN and idx its first NaN (NumPy's max and argmax), on every path.
 std::pair<Tensor, Tensor> max_pool(const char* op, const Tensor& x, Pair k, Pair s, Pair p);
 // gx (x_shape) = gy (n, c, oh, ow) added at each window's idx.
 Tensor max_pool_backward(const Tensor& gy, const Tensor& idx, const Shape& x_shape, Pair k, Pair s, Pair p);
@@ -135,19 +138,21 @@ bool batch_norm_fusable(const Tensor& x, const Tensor& gamma, const Tensor& beta
                         const Tensor& running_var);
 // y (x's shape), and the channels' mean and inv_std (C,) for the backward; train: the batch's
 // statistics, running_mean / running_var updated in place (decay, unbiased var); test: the
-// running statistics, only read.
+// running statistics, only read. Through the backend's library (cuDNN) where it takes the
+// case and the library path is on (set_conv_library_path), else its own kernels: the same
+// formulas either way.
 struct BatchNormForward {
   Tensor y, mean, inv_std;
 };
 BatchNormForward batch_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& running_mean,
                                     Tensor& running_var, double decay, double eps, bool train);
 // gx (x's shape; undefined unless want_gx), ggamma and gbeta (C,) from gy (x's shape) and
-// the forward's mean and inv_std.
+// the forward's mean and inv_std; eps is the forward's (cuDNN's backward takes it).
 struct BatchNormBackward {
   Tensor gx, ggamma, gbeta;
 };
 BatchNormBackward batch_norm_backward(const Tensor& x, const Tensor& gy, const Tensor& gamma, const Tensor& mean,
-                                      const Tensor& inv_std, bool train, bool want_gx);
+                                      const Tensor& inv_std, bool train, bool want_gx, double eps = 2e-5);
 
 // --- optimizer updates (optimizers/rules.cpp, hooks.cpp) -------------------------------
 // In place on param and its state tensors, one fused Backend::optimizer_update kernel

@@ -10,12 +10,19 @@
 //   fastest first; the first one that succeeded, whose math mode is allowed and whose
 //   workspace fits the limit is taken, else the pass's fallback, which needs none.
 // - cudnn_version_usable: the version check made before cuDNN's first use.
-// Needs no GPU; cudnn_version() and cudnn_enabled() need a CUDA build.
+// - conv_algo_after_failure: what is tried when the cuDNN call itself fails at run time
+//   for the chosen algorithm (the pass's fallback, then im2col, which the cache keeps).
+// - cudnn_aligned: the 16-byte rule for the pointers given to cuDNN.
+// - pool_geometry_fits_cudnn, batch_norm_fits_cudnn: which poolings and batch
+//   normalisations cuDNN computes as DeZero does.
+// Needs no GPU; the functions declared at the end of each section (cudnn_version(),
+// cudnn_enabled(), cudnn_unavailable_reason(), the descriptor queries) need a CUDA build.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <string>
 #include <vector>
 
 #include "dezero/backend/backend.hpp"
@@ -110,6 +117,19 @@ inline ConvAlgoChoice choose_conv_algo(const std::vector<ConvAlgoCandidate>& row
   return {fallback_algo, requested_conv_math(dt, allow_tf32), 0, true};
 }
 
+// cudnnConvolution{Forward,BackwardData,BackwardFilter} can still fail for the algorithm
+// chosen (the heuristics are no guarantee; PyTorch's AlgoIterator::try_all goes on to the
+// next algorithm on any cuDNN error). What is tried next: after a heuristic pick, the pass's
+// workspace-free fallback with the requested math mode; after the fallback itself (or a pick
+// that was the fallback already), nothing: algo -1, and the case goes to im2col. The cache
+// then keeps the answer, so a failing choice is tried once per process.
+inline ConvAlgoChoice conv_algo_after_failure(const ConvAlgoChoice& failed, DType dt, bool allow_tf32,
+                                              int fallback_algo) {
+  const ConvMath m = requested_conv_math(dt, allow_tf32);
+  if (failed.algo < 0 || failed.fallback || (failed.algo == fallback_algo && failed.math == m)) return {};
+  return {fallback_algo, m, 0, true};
+}
+
 // cudnnGetVersion(): major * 1000 + minor * 100 + patch before 9, major * 10000 +
 // minor * 100 + patch from 9 on (9.1.0 is 90100, 8.9.7 is 8907).
 inline int cudnn_version_major(std::size_t v) { return static_cast<int>(v >= 10000 ? v / 10000 : v / 1000); }
@@ -118,9 +138,33 @@ inline bool cudnn_version_usable(std::size_t v) { return cudnn_version_major(v) 
 
 // Defined in cudnn_conv.cpp (CUDA builds only): what cudnnGetVersion() says, 0 when cuDNN
 // does not load; and whether the convolutions use cuDNN at all (it loads, is 8.x or later,
-// and DEZERO_CUDNN is not 0). Neither needs a GPU.
+// DEZERO_CUDNN is not 0, and no device's cudnnCreate has failed so far). Neither needs a GPU.
 std::size_t cudnn_version() noexcept;
 bool cudnn_enabled() noexcept;
+// Why cuDNN is not used, "" when it is: DEZERO_CUDNN=0, libcudnn not loading (the loader's
+// error), a version older than 8, descriptors that cannot be made, or cudnnCreate failing
+// on a device (its error, kept from the first failure). Where a CUDA device is present it
+// first makes the current device's handle (under the library lock), so that "" means the
+// GPU cases can use cuDNN. cudnn_enabled() is false whenever a reason is known.
+std::string cudnn_unavailable_reason();
+
+// Test hooks for the run-time retry (tests/test_cuda_conv.cpp): the next n cuDNN
+// convolution calls answer CUDNN_STATUS_EXECUTION_FAILED without running, as a kernel that
+// fails would; the cached choice for a key (false: none yet); the last run-time failure,
+// "" when there was none (what failed, the status, what was done instead).
+void cudnn_conv_fail_next_calls(int n) noexcept;
+bool cudnn_conv_cached_choice(const ConvAlgoKey& key, ConvAlgoChoice& out);
+std::string cudnn_conv_last_failure();
+
+// --- alignment ----------------------------------------------------------------------------------
+// cuDNN's legacy API takes no alignment hint: its heuristics choose without the pointers,
+// and some of its vectorised kernels assume 16-byte alignment. The pool's blocks are
+// 512-byte aligned, but an offset view is not (x[1:] of an (n, 1, 5, 5) float32 tensor
+// starts 100 bytes into its storage). The cuDNN entry points copy such an input into a
+// fresh pool buffer (detail/cudnn.hpp's CudnnAlignedInputs) and decline such an output
+// (the caller's own kernels take it). A null pointer (no bias) counts as aligned.
+constexpr std::size_t kCudnnAlignment = 16;
+inline bool cudnn_aligned(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % kCudnnAlignment == 0; }
 
 // Whether cuDNN's 4-d descriptors can hold the case (int sizes, at most INT_MAX elements
 // per tensor) and its output size is the convolution's: (h + 2ph - kh) / sh + 1 = oh and
@@ -159,5 +203,47 @@ inline bool pool_geometry_fits_cudnn(const dezero::detail::ConvGeom& g, bool max
 // cudnn_pool.cpp also compares with g's before each call; false when cuDNN does not load
 // or refuses the descriptor.
 bool cudnn_pooling_output(DType dt, const dezero::detail::ConvGeom& g, bool max, std::int64_t out[4]);
+// The NaN rule cuDNN's max pooling is given: 1 for CUDNN_PROPAGATE_NAN (a NaN anywhere in
+// a window makes its max NaN, as NumPy's max over DeZero's im2col and as cpu/pool.cpp and
+// pool.cu), 0 for CUDNN_NOT_PROPAGATE_NAN; read back from the descriptor
+// (cudnnGetPooling2dDescriptor), -1 when cuDNN does not load.
+int cudnn_max_pooling_nan_propagation();
+
+// --- batch normalisation through cuDNN (cudnn_batch_norm.cpp) -----------------------------------
+// Whether cuDNN's batch normalisation (CUDNN_BATCHNORM_SPATIAL over x viewed as (n, c, hw, 1))
+// computes DeZero's for x (n, c, hw) of dtype dt with this eps:
+//   - float32 or float64, every size at least 1 and the tensor within int sizes;
+//   - m = n * hw of at least 2: cuDNN's running variance is the unbiased one, var m / (m - 1),
+//     which is DeZero's m / max(m - 1, 1) for m >= 2, and NaN for m = 1 (DeZero's is 0);
+//   - eps positive, finite and at least cuDNN's CUDNN_BN_MIN_EPSILON (`min_eps`: 0 in
+//     cuDNN 9's header, 1e-5 in old ones).
+// The caller (batch_norm.cu) takes the rest.
+inline bool batch_norm_fits_cudnn(DType dt, std::int64_t n, std::int64_t c, std::int64_t hw, double eps,
+                                  double min_eps) {
+  constexpr std::int64_t kMax = 2147483647;
+  if (dt != float32 && dt != float64) return false;
+  if (n <= 0 || c <= 0 || hw <= 0 || n > kMax || c > kMax || hw > kMax) return false;
+  if (n > kMax / c || n * c > kMax / hw) return false;
+  if (n * hw < 2) return false;
+  return eps > 0.0 && eps >= min_eps && eps < 1e300;
+}
+// The factor cuDNN's running averages take: running = running (1 - f) + batch f. DeZero's
+// running = decay running + (1 - decay) batch is f = 1 - decay.
+inline double cudnn_exponential_average_factor(double decay) { return 1.0 - decay; }
+
+// Defined in cudnn_batch_norm.cpp (CUDA builds only; no GPU needed): the descriptors the
+// batch normalisation would use for x (n, c, hw): x's as (n, c, hw, 1) and the parameters'
+// from cudnnDeriveBNTensorDescriptor (SPATIAL), each read back (cudnnGetTensor4dDescriptor)
+// as dims and strides, with its data type; false when cuDNN does not load or refuses.
+struct CudnnTensorShape {
+  std::int64_t dims[4] = {0, 0, 0, 0};
+  std::int64_t strides[4] = {0, 0, 0, 0};
+  DType dtype = float32;
+  bool dtype_known = false;  // the data type is float or double
+};
+bool cudnn_batch_norm_descriptors(DType dt, std::int64_t n, std::int64_t c, std::int64_t hw, CudnnTensorShape& x,
+                                  CudnnTensorShape& param);
+// CUDNN_BN_MIN_EPSILON as the cuDNN header dezero was built with defines it.
+double cudnn_bn_min_epsilon() noexcept;
 
 }  // namespace dezero::cuda::detail

@@ -1,14 +1,20 @@
 // dezero/cuda/detail/cudnn.hpp - the per-device cuDNN handle, its check macro and what
-// cudnn_conv.cpp and cudnn_pool.cpp share: the tensor descriptor and alpha/beta (internal). Apart from detail/check.hpp so that only the files that call cuDNN
-// include cudnn.h; the handle is made in detail/handles.cpp with the others.
+// cudnn_conv.cpp, cudnn_pool.cpp and cudnn_batch_norm.cpp share: the tensor descriptor,
+// aligned copies of the inputs and alpha/beta (internal). Apart from detail/check.hpp so
+// that only the files that call cuDNN include cudnn.h; the handle is made in
+// detail/handles.cpp with the others.
 #pragma once
 
 #include <cudnn.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <vector>
 
 #include "dezero/dtype.hpp"
 
+#include "dezero/cuda/detail/conv_algo.hpp"
 #include "dezero/cuda/detail/runtime.hpp"
 
 #define DEZERO_CUDNN_CHECK(call)                                                                              \
@@ -52,6 +58,28 @@ class CudnnTensorDesc : public CudnnDescriptor<cudnnTensorDescriptor_t, cudnnCre
     DEZERO_CUDNN_CHECK(
         cudnnSetTensor4dDescriptor(*this, CUDNN_TENSOR_NCHW, cudnn_data_type(dt), int(n), int(c), int(h), int(w)));
   }
+};
+
+// The inputs of one cuDNN call at 16-byte aligned addresses (conv_algo.hpp's cudnn_aligned):
+// add(p, bytes) leaves an aligned p alone and points an unaligned one (an offset view's data)
+// at a copy of its bytes in a pool buffer, copied on `stream`. The copies go back to the pool
+// with this object, so destroy it once the call is enqueued (like a workspace).
+class CudnnAlignedInputs {
+ public:
+  CudnnAlignedInputs(int device, cudaStream_t stream) : device_(device), stream_(stream) {}
+  void add(const void*& p, std::size_t bytes) {
+    if (p == nullptr || bytes == 0 || cudnn_aligned(p)) return;
+    auto buf = std::make_unique<DeviceBuffer>(device_, bytes, stream_);
+    DEZERO_CUDA_CHECK(cudaMemcpyAsync(buf->get(), p, bytes, cudaMemcpyDeviceToDevice, stream_));
+    p = buf->get();
+    copies_.push_back(std::move(buf));
+  }
+  std::size_t copies() const { return copies_.size(); }
+
+ private:
+  int device_;
+  cudaStream_t stream_;
+  std::vector<std::unique_ptr<DeviceBuffer>> copies_;
 };
 
 // alpha = 1, beta = 0 (or 1) in the data's type, as cuDNN reads them: get(dt, 0) or get(dt, 1).

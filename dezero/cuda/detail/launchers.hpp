@@ -55,6 +55,11 @@ void col2im(int device, DType dt, const void* col, void* x, const ConvGeom& g);
 void max_pool_forward(int device, DType dt, const void* x, void* y, std::int64_t* idx, const ConvGeom& g);
 void max_pool_backward(int device, DType dt, const void* gy, const std::int64_t* idx, void* gx, const ConvGeom& g);
 void max_pool_gather(int device, DType dt, const void* x, const std::int64_t* idx, void* y, const ConvGeom& g);
+// The NaN rule for cuDNN's max-pooling backward (cudnn_pool.cpp): out (n) = gy where y is
+// a number, 0 where y is NaN; gx += gy of each NaN window at its first NaN.
+void max_pool_nan_mask(int device, DType dt, const void* y, const void* gy, void* out, std::int64_t n);
+void max_pool_nan_route(int device, DType dt, const void* x, const void* y, const void* gy, void* gx,
+                        const ConvGeom& g);
 void avg_pool_forward(int device, DType dt, const void* x, void* y, const ConvGeom& g);
 void avg_pool_backward(int device, DType dt, const void* gy, void* gx, const ConvGeom& g);
 
@@ -97,6 +102,19 @@ void batch_norm_backward(int device, DType dt, const void* x, const void* gy, co
                          const void* inv_std, void* gx, void* ggamma, void* gbeta, std::int64_t n, std::int64_t c,
                          std::int64_t hw, bool train);
 
+// Test mode's mean (c,) = running_mean and inv_std (c,) = 1 / sqrt(running_var + eps), as
+// batch_norm_forward writes them, for the backward after cuDNN's inference forward.
+void batch_norm_test_stats(int device, DType dt, const void* running_mean, const void* running_var, void* mean,
+                           void* inv_std, std::int64_t c, double eps);
+// --- batch normalisation through cuDNN (cudnn_batch_norm.cpp) ----------------------------
+// Backend::library_batch_norm_forward / _backward: false, with nothing done, where cuDNN does
+// not take the case (the caller uses the two above).
+bool cudnn_batch_norm_forward(int device, DType dt, const void* x, const void* gamma, const void* beta, void* y,
+                              void* mean, void* inv_std, void* running_mean, void* running_var, std::int64_t n,
+                              std::int64_t c, std::int64_t hw, double decay, double eps, bool train);
+bool cudnn_batch_norm_backward(int device, DType dt, const void* x, const void* gy, const void* gamma,
+                               const void* mean, const void* inv_std, void* gx, void* ggamma, void* gbeta,
+                               std::int64_t n, std::int64_t c, std::int64_t hw, double eps, bool train);
 // --- random numbers (random.cu) ----------------------------------------------------------
 void random_uniform(int device, Generator& g, DType dt, void* dst, std::int64_t n);
 void random_normal(int device, Generator& g, DType dt, void* dst, std::int64_t n);
