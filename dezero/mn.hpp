@@ -171,9 +171,13 @@ class Communicator {
  protected:
   /// Made by create_communicator(): `name` is one of the three, MPI must be initialised.
   explicit Communicator(std::string name);
-  /// Sums the tensors over the ranks in place (gradients, or running statistics), all of one
-  /// dtype and device, in the canonical order; the base class has scaled nothing yet.
+  /// Sums the tensors over the ranks in place (running statistics, allreduce()), all of one
+  /// dtype and device, in the canonical order.
   virtual void allreduce_sum_inplace(std::vector<Tensor>& tensors) = 0;
+  /// Replaces each gradient (`*grads[i]`, the data of a gradient node; one dtype and device) by its
+  /// mean over the ranks. The default sums in place, then scales by 1 / size(); "flat" on the host
+  /// scales while it packs and leaves each gradient a view of its buffer, which saves two passes.
+  virtual void mean_inplace(std::vector<Tensor*>& grads);
   /// Broadcasts the tensors from rank `root` in place (parameter values, bcast()).
   virtual void bcast_inplace(std::vector<Tensor>& tensors, int root);
   /// The shared MPI state (the communicator and its rank split), for the subclasses.
@@ -181,11 +185,11 @@ class Communicator {
 
  private:
   void check_same_everywhere(const std::string& op, const std::vector<std::pair<std::string, Parameter>>& params);
+  [[noreturn]] void differ(const std::string& op, const std::string& signature);
 
   std::string name_;
   int rank_ = 0, size_ = 1, intra_rank_ = 0, intra_size_ = 1;
   std::shared_ptr<State> state_;
-  std::uint64_t checked_signature_ = 0;
   double mean_grad_seconds_ = 0;
   std::int64_t mean_grad_calls_ = 0;
 };

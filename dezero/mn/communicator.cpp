@@ -138,20 +138,20 @@ Communicator::Communicator(std::string name) : name_(std::move(name)), state_(st
 Communicator::~Communicator() = default;
 
 // The parameters' keys, shapes and dtypes must be the same on every rank. One 8-byte allgather
-// when they are (the hash of this rank's list; and nothing when it is the list checked last);
-// the lists themselves only to say what differs.
+// when they are (the hash of this rank's list), the lists themselves only to say what differs.
+// (No rank may skip it on its own, say because its list is the one it checked last: another
+// rank's may have changed, and that rank would then wait in a collective this one never runs.)
 void Communicator::check_same_everywhere(const std::string& op, const NamedParams& params) {
   detail::require_mpi(op.c_str());
   std::string sig;
   for (const auto& [key, p] : params) sig += describe_param(key, p) + "\n";
   const std::uint64_t h = fnv1a(sig);
-  if (h == checked_signature_) return;
   std::vector<std::uint64_t> all(static_cast<std::size_t>(size_));
   DEZERO_MPI_CHECK(MPI_Allgather(&h, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, state_->world));
-  if (std::all_of(all.begin(), all.end(), [&](std::uint64_t x) { return x == h; })) {
-    checked_signature_ = h;
-    return;
-  }
+  if (!std::all_of(all.begin(), all.end(), [&](std::uint64_t x) { return x == h; })) differ(op, sig);
+}
+
+void Communicator::differ(const std::string& op, const std::string& sig) {
   const std::vector<std::string> sigs = allgather_strings(state_->world, sig, size_);
   throw ValueError(op + ": the ranks' parameters differ: " + first_difference(sigs) +
                    "; hint: every rank must build the same model, and a model with lazy shapes must have run a "
@@ -240,62 +240,79 @@ void Communicator::bcast_data(const NamedParams& params) {
   }
   for (auto& group : by_dtype(payload)) bcast_inplace(group, 0);
   for (auto& [p, t] : fresh) p.set_data(t);
-  checked_signature_ = 0;  // shapes may have appeared: check again at the next collective
 }
 
 void Communicator::multi_node_mean_grad(L::Layer& model, bool zero_fill) {
   multi_node_mean_grad(sorted_params(model), zero_fill);
 }
 
+// One MPI_Allreduce (MPI_MAX over int64) settles everything every rank must agree on before the
+// sums: whether the parameter lists are the same (the halves of their hash, and their negatives:
+// max(h) == -max(-h) exactly when all are equal), and per parameter whether some rank has a
+// gradient, whether every rank has one, and of which dtype (the largest and, negated, the smallest
+// code among those that have one).
 void Communicator::multi_node_mean_grad(const NamedParams& params, bool zero_fill) {
   const auto t0 = std::chrono::steady_clock::now();
   const char* op = "multi_node_mean_grad";
-  check_same_everywhere(op, params);
-  // Which parameters have a gradient where, and of which dtype: -1 for none. One allreduce of
-  // the maxima and the minima (as maxima of the negatives, with "none" counted as large).
+  detail::require_mpi(op);
+  std::string sig;
+  for (const auto& [key, p] : params) sig += describe_param(key, p) + "\n";
+  const std::uint64_t h = fnv1a(sig);
   const std::size_t n = params.size();
-  std::vector<int> v(2 * n), all(2 * n);
+  const auto hi = static_cast<std::int64_t>(h >> 32), lo = static_cast<std::int64_t>(h & 0xffffffffu);
+  std::vector<std::int64_t> v{hi, -hi, lo, -lo}, all(4 + 4 * n);
+  std::vector<char> local_has(n);
   for (std::size_t i = 0; i < n; ++i) {
     const Parameter& p = params[i].second;
-    const bool has = p.has_grad() && p.grad().data().defined();
-    const int code = has ? static_cast<int>(p.grad().data().dtype()) : -1;
-    v[i] = code;                       // max: some rank's dtype, or -1 when none has one
-    v[n + i] = has ? -code : -1000;    // max of -code: minus the smallest dtype among those that have one
+    local_has[i] = p.has_grad() && p.grad().data().defined();
+    const std::int64_t code = local_has[i] ? static_cast<std::int64_t>(p.grad().data().dtype()) : -1;
+    v.push_back(code);                         // max: some rank's dtype, -1 when no rank has a gradient
+    v.push_back(local_has[i] ? -code : -1000);  // max: minus the smallest dtype among the ranks that have one
+    v.push_back(local_has[i] ? 1 : 0);         // max: some rank has one
+    v.push_back(local_has[i] ? -1 : 0);        // max: minus "every rank has one"
   }
-  DEZERO_MPI_CHECK(MPI_Allreduce(v.data(), all.data(), static_cast<int>(2 * n), MPI_INT, MPI_MAX, state_->world));
-  std::vector<int> local_has(n), every(n);
-  for (std::size_t i = 0; i < n; ++i) local_has[i] = v[i] >= 0 ? 1 : 0;
-  if (n) DEZERO_MPI_CHECK(MPI_Allreduce(local_has.data(), every.data(), static_cast<int>(n), MPI_INT, MPI_MIN,
-                                        state_->world));
-  std::vector<Tensor> grads;
+  DEZERO_MPI_CHECK(MPI_Allreduce(v.data(), all.data(), static_cast<int>(v.size()), MPI_INT64_T, MPI_MAX,
+                                 state_->world));
+  if (all[0] != -all[1] || all[2] != -all[3]) differ(op, sig);
+  std::vector<Tensor*> grads;
   std::unordered_set<const VariableNode*> seen;  // a gradient node shared by two parameters counts once
   for (std::size_t i = 0; i < n; ++i) {
     const auto& [key, p] = params[i];
-    const int hi = all[i], lo = -all[n + i];
-    if (hi < 0) continue;  // no rank has a gradient for it
-    if (hi != lo)
-      throw ValueError(std::string(op) + ": the gradient of " + key + " is " + dtype_name(static_cast<DType>(lo)) +
-                       " on some ranks and " + dtype_name(static_cast<DType>(hi)) +
-                       " on others; hint: feed every rank data of the same dtype");
-    if (!every[i]) {
+    const std::int64_t* a = &all[4 + 4 * i];
+    const std::int64_t top = a[0], bottom = -a[1];
+    const bool some = a[2] == 1, every = a[3] == -1;
+    if (!some) continue;  // no rank has a gradient for it
+    if (top != bottom)
+      throw ValueError(std::string(op) + ": the gradient of " + key + " is " +
+                       dtype_name(static_cast<DType>(bottom)) + " on some ranks and " +
+                       dtype_name(static_cast<DType>(top)) + " on others; hint: feed every rank data of the same dtype");
+    if (!every) {
       if (!zero_fill)
         throw ValueError(std::string(op) + ": " + key + " has a gradient on some ranks and none on others; hint: "
                          "multi_node_mean_grad(model, zero_fill = true) lets the missing ones count as zeros");
       if (!local_has[i]) {
         Parameter q = p;
-        q.set_grad(Variable(zeros(p.data().shape(), static_cast<DType>(hi), p.data().device())));
+        q.set_grad(Variable(zeros(p.data().shape(), static_cast<DType>(top), p.data().device())));
       }
     }
-    const Variable g = p.grad();
-    if (seen.insert(g.node().get()).second) grads.push_back(g.data());
+    VariableNode* g = p.node()->grad.get();
+    if (seen.insert(g).second) grads.push_back(&g->data);
   }
-  if (size_ > 1)  // over one rank the mean is the gradient itself
-    for (auto& group : by_dtype(grads)) {
-      allreduce_sum_inplace(group);
-      for (Tensor& t : group) t *= 1.0 / static_cast<double>(size_);
-    }
+  if (size_ > 1) {  // over one rank the mean is the gradient itself
+    // By dtype, then device: the order every rank hands them over in.
+    std::map<std::pair<int, std::string>, std::vector<Tensor*>> groups;
+    for (Tensor* g : grads) groups[{static_cast<int>(g->dtype()), g->device().str()}].push_back(g);
+    for (auto& [k, group] : groups) mean_inplace(group);
+  }
   ++mean_grad_calls_;
   mean_grad_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void Communicator::mean_inplace(std::vector<Tensor*>& grads) {
+  std::vector<Tensor> ts;
+  for (Tensor* g : grads) ts.push_back(*g);
+  allreduce_sum_inplace(ts);
+  for (Tensor& t : ts) t *= 1.0 / static_cast<double>(size_);
 }
 
 void Communicator::allreduce_persistent(L::Layer& model) {
@@ -393,6 +410,11 @@ void Communicator::bcast_inplace(std::vector<Tensor>& tensors, int root) {
 // --- "naive": one MPI_Allreduce per tensor ----------------------------------------------------------
 namespace {
 
+template <class T>
+void scaled_copy(const T* src, T* dst, std::int64_t n, T scale) {
+  for (std::int64_t i = 0; i < n; ++i) dst[i] = src[i] * scale;
+}
+
 class NaiveCommunicator : public Communicator {
  public:
   NaiveCommunicator() : Communicator("naive") {}
@@ -428,11 +450,51 @@ class NaiveCommunicator : public Communicator {
 // The group (one dtype, one device) is copied into one host buffer, page-locked when the tensors
 // are on a GPU, summed by one MPI_Allreduce in place, and copied back. The buffer is kept for the
 // next call (the same model asks for the same size every step).
+//
+// Host gradients take a shorter way (mean_inplace): each is scaled by 1 / size() as it is copied
+// into the buffer, so the sum MPI returns is already the mean, and each gradient then becomes a
+// view of its part of the buffer instead of being copied back: one pass over the gradients besides
+// MPI's, as many as "naive" makes to scale. The buffer is reused once no gradient refers to it (the
+// next step's backward made new ones); a gradient that is still held keeps its buffer.
 class FlatCommunicator : public Communicator {
  public:
   FlatCommunicator() : Communicator("flat") {}
 
  protected:
+  void mean_inplace(std::vector<Tensor*>& grads) override {
+    if (grads.empty()) return;
+    const DType dt = grads[0]->dtype();
+    if (!grads[0]->device().is_cpu() || !is_floating(dt)) {
+      Communicator::mean_inplace(grads);
+      return;
+    }
+    std::int64_t total = 0;
+    for (const Tensor* g : grads) total += g->size();
+    if (!mean_buffer_.defined() || mean_buffer_.dtype() != dt || mean_buffer_.size() != total ||
+        mean_buffer_.storage().use_count() > 1)
+      mean_buffer_ = Tensor::empty(Shape{total}, dt, Device::cpu(), "multi_node_mean_grad");
+    const double scale = 1.0 / static_cast<double>(size());
+    std::int64_t at = 0;
+    for (const Tensor* g : grads) {
+      if (dt == float32) scaled_copy(static_cast<const float*>(g->raw_data()), mean_buffer_.data<float>() + at,
+                                     g->size(), static_cast<float>(scale));
+      else scaled_copy(static_cast<const double*>(g->raw_data()), mean_buffer_.data<double>() + at, g->size(), scale);
+      at += g->size();
+    }
+    const std::size_t es = dtype_size(dt);
+    auto* buf = static_cast<unsigned char*>(mean_buffer_.raw_data());
+    detail::in_chunks(total, [&](std::int64_t off, int count) {
+      DEZERO_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf + static_cast<std::size_t>(off) * es, count,
+                                     detail::mpi_type(dt), MPI_SUM, state().world));
+    });
+    at = 0;
+    for (Tensor* g : grads) {
+      Tensor view(mean_buffer_.storage(), mean_buffer_.offset() + at, g->shape(), dt);
+      at += g->size();
+      *g = std::move(view);
+    }
+  }
+
   void allreduce_sum_inplace(std::vector<Tensor>& tensors) override {
     if (tensors.empty()) return;
     const DType dt = tensors[0].dtype();
@@ -463,6 +525,7 @@ class FlatCommunicator : public Communicator {
 
  private:
   detail::HostBuffer buffer_;
+  Tensor mean_buffer_;  // host gradients' means (mean_inplace)
 };
 
 }  // namespace
