@@ -382,16 +382,7 @@ TEST_CASE("cudnn batch norm: timings") {
   if (dzt::skip_without_cudnn()) return;
   Device gpu = Device::cuda(0);
   detail::Backend& be = detail::backend_for(gpu);
-  const int reps = 20;
-  auto time_us = [&](auto&& call) {
-    call();
-    cuda::Event start, end;
-    start.record();
-    for (int i = 0; i < reps; ++i) call();
-    end.record();
-    end.synchronize();
-    return 1000.0 * start.elapsed_time(end) / reps;
-  };
+  auto time_us = [](auto&& call) { return dzt::gpu_time_us(20, call); };
   for (const Shape& s : {Shape{8, 64, 112, 112}, Shape{8, 2048, 7, 7}}) {
     const std::int64_t n = s[0], c = s[1], hw = s[2] * s[3];
     Tensor x = random::randn(s, float32, gpu), gy = random::randn(s, float32, gpu), y = Tensor::empty(s, float32, gpu);

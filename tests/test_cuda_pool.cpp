@@ -408,16 +408,7 @@ TEST_CASE("cudnn pooling: timings") {
   if (skip_without_cudnn()) return;
   Device gpu = Device::cuda(0);
   detail::Backend& be = detail::backend_for(gpu);
-  const int reps = 50;
-  auto time_us = [&](auto&& call) {
-    call();
-    cuda::Event start, end;
-    start.record();
-    for (int i = 0; i < reps; ++i) call();
-    end.record();
-    end.synchronize();
-    return 1000.0 * start.elapsed_time(end) / reps;
-  };
+  auto time_us = [](auto&& call) { return dzt::gpu_time_us(50, call); };
   ConvGeom g = pgeom(100, 16, 28, 28, 2, 2, 2, 2);
   Tensor x = random::randn(Shape{g.n, g.c, g.h, g.w}, float32, gpu);
   Tensor y = Tensor::empty(Shape{g.n, g.c, g.oh, g.ow}, float32, gpu), gy = random::randn(y.shape(), float32, gpu);

@@ -210,7 +210,8 @@ TEST_CASE("SinCurve: 999 (1,) samples, label is the next value") {
   CHECK(train.data().dtype() == float64);
   auto d = train.data().to_vector<double>(), l = train.label().to_vector<double>();
   for (int i = 0; i < 998; ++i) REQUIRE(d[i + 1] == l[i]);
-  std::vector<double> xs = linspace(0, 2 * M_PI, 1000).to_vector<double>();
+  const double pi = std::acos(-1.0);
+  std::vector<double> xs = linspace(0, 2 * pi, 1000).to_vector<double>();
   double max_noise = 0;
   for (int i = 0; i < 999; ++i) max_noise = std::max(max_noise, std::abs(d[i] - std::sin(xs[i])));
   CHECK(max_noise <= 0.05 + 1e-12);

@@ -188,7 +188,8 @@ TEST_CASE("Linear: W = randn(in, out) * sqrt(1/in) from dezero::random, like DeZ
 TEST_CASE("Linear: step 44 reproduces DeZero's seeded losses") {
   random::seed(0);
   Tensor x = random::rand({100, 1});
-  Tensor y = sin(x * (2 * M_PI)) + random::rand({100, 1});
+  const double pi = std::acos(-1.0);
+  Tensor y = sin(x * (2 * pi)) + random::rand({100, 1});
   L::Linear l1(10), l2(1);
   auto predict = [&](const Variable& v) { return l2(F::sigmoid(l1(v))); };
   const double lr = 0.2;

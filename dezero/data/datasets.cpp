@@ -145,7 +145,8 @@ Spiral::Spiral(bool train, Transform transform, Transform target_transform)
 SinCurve::SinCurve(bool train, Transform transform, Transform target_transform)
     : Dataset(train, std::move(transform), std::move(target_transform)) {
   const std::int64_t num_data = 1000;
-  Tensor x = linspace(0, 2 * M_PI, num_data, float64);
+  const double pi = std::acos(-1.0);  // np.pi (M_PI is POSIX, not standard C++)
+  Tensor x = linspace(0, 2 * pi, num_data, float64);
   Tensor noise = random::uniform(-0.05, 0.05, Shape{num_data}, float64);
   Tensor y = train ? sin(x) + noise : cos(x);
   data_ = y[Slice(std::nullopt, -1)].reshape(Shape{num_data - 1, 1});

@@ -1,5 +1,6 @@
 // tests/support/cudnn.hpp - the skip of the GPU test cases that need cuDNN
-// (test_cuda_conv.cpp, test_cuda_pool.cpp, test_cuda_batch_norm.cpp).
+// (test_cuda_conv.cpp, test_cuda_pool.cpp, test_cuda_batch_norm.cpp), and the GPU timer of
+// their "cudnn timing:" cases.
 //
 // Without a GPU: "skipped: no CUDA device". With one where cuDNN is not used, the case
 // is skipped visibly, with cuda::detail::cudnn_unavailable_reason() (DEZERO_CUDNN=0, the
@@ -31,6 +32,19 @@ inline bool skip_without_cudnn() {
   MESSAGE("skipped: cuDNN is not used here: " << why);
   MESSAGE("cuDNN unavailable: " << why);
   return true;
+}
+
+// Microseconds per call of `call` on the GPU: one call first (warm-up, algorithm choice), then
+// `reps` between two events on the current stream.
+template <class Call>
+double gpu_time_us(int reps, Call&& call) {
+  call();
+  dezero::cuda::Event start, end;
+  start.record();
+  for (int i = 0; i < reps; ++i) call();
+  end.record();
+  end.synchronize();
+  return 1000.0 * start.elapsed_time(end) / reps;
 }
 
 }  // namespace dzt
