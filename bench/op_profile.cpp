@@ -1,0 +1,168 @@
+// bench/op_profile.cpp - where a recorded op's time and bytes go (issue 24's measurement): the
+// heap allocations each op makes (counted by replacing operator new, with their sizes, so each
+// can be told apart: the Function, the output's VariableNode, the Storage of its data), the
+// resident bytes per node of a long chain, the nanoseconds per recorded op, and the backward and
+// the teardown of that chain; then the same counts for one W3 step.
+//
+//   build/bench/op_profile [--nodes N]      (default 1,000,000: y = y + 1 on a 0-d float64)
+//
+// The host block cache is switched off (DEZERO_CPU_MEMORY_POOL=0) so that every byte goes through
+// malloc, as graph_memory does; tensor data blocks (aligned_alloc) are counted with the objects.
+// The sizeof line names what each allocation holds.
+#include <dlfcn.h>
+#include <malloc.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <new>
+#include <string>
+#include <unistd.h>
+
+#include "bench_common.hpp"
+
+namespace {
+std::atomic<bool> g_counting{false};
+std::atomic<long long> g_allocs{0}, g_bytes{0}, g_chunk{0};
+std::map<std::size_t, long long>* g_sizes = nullptr;  // request size -> count, while counting
+
+void note(std::size_t n, void* p) {
+  if (!g_counting.load(std::memory_order_relaxed) || !p) return;
+  g_counting = false;  // the map itself allocates
+  g_allocs += 1;
+  g_bytes += static_cast<long long>(n);
+  g_chunk += static_cast<long long>(malloc_usable_size(p) + sizeof(std::size_t));  // + glibc's chunk header
+  if (g_sizes) ++(*g_sizes)[n];
+  g_counting = true;
+}
+
+long rss_bytes() {
+  std::ifstream f("/proc/self/statm");
+  long pages_total = 0, pages_rss = 0;
+  f >> pages_total >> pages_rss;
+  return pages_rss * sysconf(_SC_PAGESIZE);
+}
+}  // namespace
+
+void* operator new(std::size_t n) {
+  void* p = std::malloc(n ? n : 1);
+  if (!p) throw std::bad_alloc();
+  note(n, p);
+  return p;
+}
+void* operator new[](std::size_t n) { return operator new(n); }
+// libdezero's host blocks (cpu/memory.cpp) come from aligned_alloc, not operator new: this
+// definition interposes on it (the library calls it through its PLT) and counts them too.
+using AlignedAlloc = void* (*)(std::size_t, std::size_t);
+AlignedAlloc real_aligned_alloc() {
+  static AlignedAlloc f = reinterpret_cast<AlignedAlloc>(dlsym(RTLD_NEXT, "aligned_alloc"));
+  return f;
+}
+extern "C" void* aligned_alloc(std::size_t alignment, std::size_t n) {
+  void* p = real_aligned_alloc()(alignment, n);
+  note(n, p);
+  return p;
+}
+void* operator new(std::size_t n, std::align_val_t a) {
+  const std::size_t al = static_cast<std::size_t>(a);
+  void* p = real_aligned_alloc()(al, (n + al - 1) / al * al);
+  if (!p) throw std::bad_alloc();
+  note(n, p);
+  return p;
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+
+using namespace dezero;
+
+int main(int argc, char** argv) {
+  setenv("DEZERO_CPU_MEMORY_POOL", "0", 1);
+  try {
+    const std::int64_t n = std::stoll(bench::arg(argc, argv, "--nodes", "1000000"));
+    std::printf("op_profile: what one recorded op costs (y = y + 1 on a 0-d float64 Variable)\n");
+    std::printf("  sizeof: Variable %zu, VariableNode %zu, Tensor %zu, Shape %zu, Storage %zu, "
+                "std::shared_ptr %zu, VariableList %zu\n",
+                sizeof(Variable), sizeof(VariableNode), sizeof(Tensor), sizeof(Shape), sizeof(Storage),
+                sizeof(std::shared_ptr<int>), sizeof(VariableList));
+
+    // --- one op, its allocations by size ---------------------------------------------------------
+    {
+      Variable x(array(1.0));
+      Variable y = x + 1.0;  // warm-up
+      std::map<std::size_t, long long> sizes;
+      g_sizes = &sizes;
+      g_allocs = g_bytes = g_chunk = 0;
+      const int ops = 1000;
+      g_counting = true;
+      for (int i = 0; i < ops; ++i) y = y + 1.0;
+      g_counting = false;
+      g_sizes = nullptr;
+      std::printf("  per op: %.2f allocations, %.0f bytes asked, %.0f bytes of malloc chunks\n",
+                  static_cast<double>(g_allocs) / ops, static_cast<double>(g_bytes) / ops,
+                  static_cast<double>(g_chunk) / ops);
+      for (auto& [size, count] : sizes)
+        std::printf("    %5zu bytes x %.2f per op\n", size, static_cast<double>(count) / ops);
+    }
+
+    // --- the chain: time and resident bytes per node, backward, teardown --------------------------
+    {
+      Variable x(array(1.0));
+      Variable y = x;
+      const long rss0 = rss_bytes();
+      g_allocs = 0;
+      g_counting = true;
+      const double t0 = bench::now_s();
+      for (std::int64_t i = 0; i < n; ++i) y = y + 1.0;
+      const double t1 = bench::now_s();
+      g_counting = false;
+      const long rss1 = rss_bytes();
+      y.backward();
+      const double t2 = bench::now_s();
+      const double gx = x.grad().data().item<double>();
+      y = Variable();
+      const double t3 = bench::now_s();
+      std::printf("  chain of %lld ops: %.0f ns per recorded op, %.0f resident bytes per node, %.2f allocations per op\n",
+                  static_cast<long long>(n), (t1 - t0) / static_cast<double>(n) * 1e9,
+                  static_cast<double>(rss1 - rss0) / static_cast<double>(n),
+                  static_cast<double>(g_allocs) / static_cast<double>(n));
+      std::printf("  backward %.3f s (x.grad = %.0f), teardown %.3f s\n", t2 - t1, gx, t3 - t2);
+    }
+
+    // --- a W3 step (bench/w3_overhead): its allocations -------------------------------------------
+    {
+      random::seed(0);
+      Tensor x = random::rand({100, 2}, float32);
+      Tensor t = (dezero::sin(x[{Slice(), Slice(0, 1)}] * 6.28) + random::rand({100, 1}, float32));
+      models::MLP model({10, 1}, F::sigmoid);
+      optimizers::SGD opt(0.2);
+      opt.setup(model);
+      auto step = [&]() {
+        Variable loss = F::mean_squared_error(model(x), t);
+        model.cleargrads();
+        loss.backward();
+        opt.update();
+      };
+      for (int i = 0; i < 100; ++i) step();
+      const int steps = 1000;
+      g_allocs = g_bytes = g_chunk = 0;
+      g_counting = true;
+      const double a = bench::now_s();
+      for (int i = 0; i < steps; ++i) step();
+      const double b = bench::now_s();
+      g_counting = false;
+      std::printf("  W3 step: %.2f us with the allocation counter, %.1f allocations, %.0f bytes asked per step\n",
+                  (b - a) / steps * 1e6, static_cast<double>(g_allocs) / steps, static_cast<double>(g_bytes) / steps);
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "op_profile: %s\n", e.what());
+    return 1;
+  }
+}
