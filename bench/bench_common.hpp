@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <dezero/dezero.hpp>
+#include <dezero/models.hpp>
+#include <dezero/optimizers.hpp>
 #include <string>
 
 namespace bench {
@@ -35,5 +37,27 @@ inline dezero::Device device_arg(int argc, char** argv) {
   if (d != "cpu") throw dezero::ValueError("--device must be cpu or cuda, got " + d);
   return dezero::Device::cpu();
 }
+
+// W3 (bench/w3_overhead, bench/op_profile): a 2-10-1 sigmoid MLP on a batch of 100 (step 43's
+// network), mean squared error, SGD 0.2; step() is one forward + backward + update.
+struct W3 {
+  dezero::Tensor x, t;
+  dezero::models::MLP model{{10, 1}, dezero::F::sigmoid};
+  dezero::optimizers::SGD opt{0.2};
+  explicit W3(dezero::Device dev) {
+    using namespace dezero;
+    random::seed(0);
+    x = random::rand({100, 2}, float32).to(dev);
+    t = (dezero::sin(x[{Slice(), Slice(0, 1)}] * 6.28) + random::rand({100, 1}, float32).to(dev));
+    opt.setup(model);
+  }
+  dezero::Variable step() {
+    dezero::Variable loss = dezero::F::mean_squared_error(model(x), t);
+    model.cleargrads();
+    loss.backward();
+    opt.update();
+    return loss;
+  }
+};
 
 }  // namespace bench

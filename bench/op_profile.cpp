@@ -137,18 +137,8 @@ int main(int argc, char** argv) {
 
     // --- a W3 step (bench/w3_overhead): its allocations -------------------------------------------
     {
-      random::seed(0);
-      Tensor x = random::rand({100, 2}, float32);
-      Tensor t = (dezero::sin(x[{Slice(), Slice(0, 1)}] * 6.28) + random::rand({100, 1}, float32));
-      models::MLP model({10, 1}, F::sigmoid);
-      optimizers::SGD opt(0.2);
-      opt.setup(model);
-      auto step = [&]() {
-        Variable loss = F::mean_squared_error(model(x), t);
-        model.cleargrads();
-        loss.backward();
-        opt.update();
-      };
+      bench::W3 w3(Device::cpu());
+      auto step = [&]() { w3.step(); };
       for (int i = 0; i < 100; ++i) step();
       const int steps = 1000;
       g_allocs = g_bytes = g_chunk = 0;

@@ -17,19 +17,8 @@ using namespace dezero;
 int main(int argc, char** argv) try {
   Device dev = bench::device_arg(argc, argv);
   int steps = std::stoi(bench::arg(argc, argv, "--steps", "20000"));
-  random::seed(0);
-  Tensor x = random::rand({100, 2}, float32).to(dev);
-  Tensor t = (dezero::sin(x[{Slice(), Slice(0, 1)}] * 6.28) + random::rand({100, 1}, float32)).to(dev);
-  models::MLP model({10, 1}, F::sigmoid);
-  optimizers::SGD opt(0.2);
-  opt.setup(model);
-  auto step = [&]() {
-    Variable loss = F::mean_squared_error(model(x), t);
-    model.cleargrads();
-    loss.backward();
-    opt.update();
-    return loss;
-  };
+  bench::W3 w3(dev);
+  auto step = [&]() { return w3.step(); };
   for (int i = 0; i < 1000; ++i) step();  // warm-up (lazy init, allocator)
   std::vector<double> us;
   double final_loss = 0;

@@ -40,30 +40,6 @@ using namespace dezero;
 
 namespace {
 
-struct Options {
-  std::string communicator = "flat", device, dataset, data_dir, plot = "mnist_mn_curves.png";
-  int epochs = 5;
-  std::int64_t batch_size = 100;
-};
-
-Options parse(int argc, char** argv) {
-  Options o;
-  example::for_each_option(argc, argv, [&](const std::string& a, const std::function<std::string()>& value) {
-    if (a == "--communicator") o.communicator = value();
-    else if (a == "--device") o.device = value();
-    else if (a == "--epochs") o.epochs = static_cast<int>(example::integer_option(a, value(), 0));
-    else if (a == "--batch-size") o.batch_size = example::integer_option(a, value(), 1);
-    else if (a == "--dataset") o.dataset = value();
-    else if (a == "--data") o.data_dir = value();
-    else if (a == "--plot") o.plot = value();
-    else throw ValueError("mnist_mn: unknown option " + a + "; hint: --communicator naive|flat|pure_nccl, --device "
-                          "cpu|cuda, --epochs N, --batch-size N, --dataset mnist|fashion-mnist, --data DIR, --plot FILE");
-    return true;
-  });
-  example::check_dataset_and_device(o.dataset, o.device);
-  return o;
-}
-
 // The samples [rank N / size, (rank + 1) N / size) of `data`: for evaluation, where every sample
 // must count once (scatter_dataset's equal shares repeat some); no collective runs inside the
 // evaluation loop, so the shares may differ in length by one.
@@ -78,15 +54,23 @@ mn::SubDataset slice_for(const datasets::Dataset& data, const mn::Communicator& 
 
 int main(int argc, char** argv) try {
   mn::Environment env(argc, argv);
-  const Options o = parse(argc, argv);
-  auto comm = mn::create_communicator(o.communicator);
+  std::string communicator = "flat";
+  const mnist_train::Options o = mnist_train::parse(
+      argc, argv, "mnist_mn", "mnist_mn_curves.png", [&](const std::string& a, const std::function<std::string()>& value) {
+        if (a != "--communicator") return false;
+        communicator = value();
+        return true;
+      });
+  if (!o.save.empty() || !o.load.empty())
+    throw ValueError("--save and --load are not supported here; hint: train with examples/mnist for them");
+  auto comm = mn::create_communicator(communicator);
   const bool root = comm->rank() == 0;
 
   // device = comm.intra_rank: one GPU per process on a machine.
   Device dev = Device::cpu();
-  if (o.device == "cuda" || o.communicator == "pure_nccl") {
+  if (o.device == "cuda" || communicator == "pure_nccl") {
     if (!cuda::is_available())
-      throw DeviceError("mnist_mn: --device cuda / --communicator pure_nccl: no CUDA device is available on this "
+      throw DeviceError("--device cuda / --communicator pure_nccl: no CUDA device is available on this "
                         "machine; hint: --device cpu with --communicator naive or flat");
     const int id = comm->intra_rank() % cuda::device_count();
     cuda::Device(id).use();
@@ -97,17 +81,14 @@ int main(int argc, char** argv) try {
                 "Num process (COMM_WORLD): %d\nUsing %s communicator\nDevice: %s\nNum unit: 1000\n"
                 "Num Minibatch-size: %lld per process (%lld in all)\nNum epoch: %d\n"
                 "==========================================\n",
-                comm->size(), o.communicator.c_str(), dev.str().c_str(), static_cast<long long>(o.batch_size),
+                comm->size(), communicator.c_str(), dev.str().c_str(), static_cast<long long>(o.batch_size),
                 static_cast<long long>(o.batch_size * comm->size()), o.epochs);
     std::fflush(stdout);
   }
 
   // Every rank reads the files (they are local); rank 0 says which data set it is.
-  mnist_train::Options data_options;
-  data_options.dataset = o.dataset;
-  data_options.data_dir = o.data_dir;
   std::streambuf* quiet = root ? nullptr : std::cout.rdbuf(nullptr);
-  auto [train_set, test_set] = mnist_train::load_data(data_options, datasets::MNIST::default_transform());
+  auto [train_set, test_set] = mnist_train::load_data(o, datasets::MNIST::default_transform());
   if (quiet) std::cout.rdbuf(quiet);
   mn::SubDataset train_shard = mn::scatter_dataset(*train_set, *comm, /*shuffle=*/true, /*seed=*/0);
   mn::SubDataset test_shard = slice_for(*test_set, *comm);
@@ -169,7 +150,7 @@ int main(int argc, char** argv) try {
                         {{"train accuracy", curves.train_acc, {31, 119, 180}},
                          {"test accuracy", curves.test_acc, {255, 127, 14}}}},
                        {{"loss", "epoch", "softmax cross entropy"}, {"accuracy", "epoch", "accuracy"}},
-                       "MLP(1000, 1000, 10), Adam, " + std::to_string(comm->size()) + " processes (" + o.communicator +
+                       "MLP(1000, 1000, 10), Adam, " + std::to_string(comm->size()) + " processes (" + communicator +
                            "), batch " + std::to_string(o.batch_size) + " each");
   }
   return 0;

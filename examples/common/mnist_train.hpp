@@ -55,11 +55,15 @@ inline void usage(const char* program) {
             << "[--device cpu|cuda] [--save FILE.npz] [--load FILE.npz] [--plot FILE.png]\n";
 }
 
-// `plot` is the default --plot file.
-inline Options parse(int argc, char** argv, const char* program, const std::string& plot) {
+// `plot` is the default --plot file. `extra`, when given, sees every option first and returns
+// true for one it took (a program's own, such as mnist_mn's --communicator).
+using ExtraOption = std::function<bool(const std::string& flag, const std::function<std::string()>& value)>;
+inline Options parse(int argc, char** argv, const char* program, const std::string& plot,
+                     const ExtraOption& extra = {}) {
   Options o;
   o.plot = plot;
   example::for_each_option(argc, argv, [&](const std::string& a, const std::function<std::string()>& value) {
+    if (extra && extra(a, value)) return true;
     if (a == "--dataset") o.dataset = value();
     else if (a == "--data") o.data_dir = value();
     // --epochs 0: no training (gpu-check's smoke test loads the data so)
