@@ -20,9 +20,11 @@ namespace dezero {
 /// A tensor's shape: (2, 3) is Shape{2, 3}; a 0-d tensor has Shape{}.
 ///
 /// Vector-like (size, [], iterators, push_back, insert, erase, resize, conversion to
-/// and from `std::vector<int64_t>`), with room for 6 extents inside the object: every
-/// tensor and every op carries shapes, and keeping them off the heap saves a
-/// malloc/free per shape copy (about 40 per training step of bench/w3_overhead.cpp).
+/// and from `std::vector<int64_t>`), with room for 4 extents inside the object (40 bytes
+/// in all): every tensor, every graph node and every op carries shapes, and keeping them
+/// off the heap saves a malloc/free per shape copy (about 40 per training step of
+/// bench/w3_overhead.cpp). Shapes of 5 and more extents (im2col's 6-d views) live on the
+/// heap.
 /// A Shape itself accepts any extents; a tensor of a shape with a negative extent, or with
 /// more elements than int64 can count, is a ShapeError (checked_numel()).
 class Shape {
@@ -57,10 +59,15 @@ class Shape {
   Shape(const std::vector<std::int64_t>& v) { assign(v.begin(), v.end()); }  // NOLINT implicit
   /// Copies and moves, as std::vector's (a moved-from Shape is empty).
   ///@{
-  Shape(const Shape& o) { assign(o.begin(), o.end()); }
+  Shape(const Shape& o) {
+    if (o.size_ <= kInline) copy_inline(o);  // the common case: four extents, no branch per extent
+    else assign(o.begin(), o.end());
+  }
   Shape(Shape&& o) noexcept { take(o); }
   Shape& operator=(const Shape& o) {
-    if (this != &o) assign(o.begin(), o.end());
+    if (this == &o) return *this;
+    if (o.size_ <= kInline && !on_heap()) copy_inline(o);
+    else assign(o.begin(), o.end());
     return *this;
   }
   Shape& operator=(Shape&& o) noexcept {
@@ -89,17 +96,17 @@ class Shape {
   bool empty() const { return size_ == 0; }
   /// The extents in contiguous memory.
   ///@{
-  std::int64_t* data() { return ptr_; }
-  const std::int64_t* data() const { return ptr_; }
+  std::int64_t* data() { return ptr(); }
+  const std::int64_t* data() const { return ptr(); }
   ///@}
   /// Iterators over the extents, as std::vector's.
   ///@{
-  iterator begin() { return ptr_; }
-  iterator end() { return ptr_ + size_; }
-  const_iterator begin() const { return ptr_; }
-  const_iterator end() const { return ptr_ + size_; }
-  const_iterator cbegin() const { return ptr_; }
-  const_iterator cend() const { return ptr_ + size_; }
+  iterator begin() { return ptr(); }
+  iterator end() { return ptr() + size_; }
+  const_iterator begin() const { return ptr(); }
+  const_iterator end() const { return ptr() + size_; }
+  const_iterator cbegin() const { return ptr(); }
+  const_iterator cend() const { return ptr() + size_; }
   reverse_iterator rbegin() { return reverse_iterator(end()); }
   reverse_iterator rend() { return reverse_iterator(begin()); }
   const_reverse_iterator rbegin() const { return const_reverse_iterator(end()); }
@@ -107,26 +114,26 @@ class Shape {
   ///@}
   /// Extent `i`, as std::vector's (no bounds check; negative axes are not accepted here).
   ///@{
-  std::int64_t& operator[](size_type i) { return ptr_[i]; }
-  const std::int64_t& operator[](size_type i) const { return ptr_[i]; }
+  std::int64_t& operator[](size_type i) { return ptr()[i]; }
+  const std::int64_t& operator[](size_type i) const { return ptr()[i]; }
   ///@}
   /// Extent `i`, checked: std::out_of_range when `i >= size()`.
   ///@{
   std::int64_t& at(size_type i) {
     check(i);
-    return ptr_[i];
+    return ptr()[i];
   }
   const std::int64_t& at(size_type i) const {
     check(i);
-    return ptr_[i];
+    return ptr()[i];
   }
   ///@}
   /// The first and the last extent, as std::vector's (the shape must not be empty).
   ///@{
-  std::int64_t& front() { return ptr_[0]; }
-  const std::int64_t& front() const { return ptr_[0]; }
-  std::int64_t& back() { return ptr_[size_ - 1]; }
-  const std::int64_t& back() const { return ptr_[size_ - 1]; }
+  std::int64_t& front() { return ptr()[0]; }
+  const std::int64_t& front() const { return ptr()[0]; }
+  std::int64_t& back() { return ptr()[size_ - 1]; }
+  const std::int64_t& back() const { return ptr()[size_ - 1]; }
   ///@}
 
   /// Makes room for `n` extents, as std::vector's.
@@ -135,22 +142,23 @@ class Shape {
     std::int64_t* p = new std::int64_t[n];
     std::copy(begin(), end(), p);
     release();
-    ptr_ = p;
-    cap_ = n;
+    heap_ = p;
+    cap_ = static_cast<std::uint32_t>(n);
   }
   /// Removes every extent: the shape becomes ().
   void clear() { size_ = 0; }
   /// Keeps the first `n` extents, or appends copies of `value` up to `n`.
   void resize(size_type n, std::int64_t value = 0) {
     reserve(n);
-    for (size_type i = size_; i < n; ++i) ptr_[i] = value;
-    size_ = n;
+    std::int64_t* p = ptr();
+    for (size_type i = size_; i < n; ++i) p[i] = value;
+    size_ = static_cast<std::uint32_t>(n);
   }
   /// Appends an extent.
   ///@{
   void push_back(std::int64_t v) {
-    if (size_ == cap_) reserve(cap_ * 2);
-    ptr_[size_++] = v;
+    if (size_ == cap_) reserve(std::size_t(cap_) * 2);
+    ptr()[size_++] = v;
   }
   void emplace_back(std::int64_t v) { push_back(v); }
   ///@}
@@ -164,12 +172,12 @@ class Shape {
       std::int64_t* p = new std::int64_t[n];
       std::copy(first, last, p);
       release();
-      ptr_ = p;
-      cap_ = n;
+      heap_ = p;
+      cap_ = static_cast<std::uint32_t>(n);
     } else {
-      std::copy(first, last, ptr_);
+      std::copy(first, last, ptr());
     }
-    size_ = n;
+    size_ = static_cast<std::uint32_t>(n);
   }
   /// Inserts extents before `pos`, as std::vector's; returns an iterator to the first one inserted.
   ///@{
@@ -183,11 +191,12 @@ class Shape {
     // Through a copy: [first, last) may point into this shape.
     std::vector<std::int64_t> add(first, last);
     size_type at = static_cast<size_type>(pos - begin()), n = add.size();
-    if (size_ + n > cap_) reserve(std::max(size_ + n, cap_ * 2));
-    std::move_backward(ptr_ + at, ptr_ + size_, ptr_ + size_ + n);
-    std::copy(add.begin(), add.end(), ptr_ + at);
-    size_ += n;
-    return ptr_ + at;
+    if (size_ + n > cap_) reserve(std::max<size_type>(size_ + n, std::size_t(cap_) * 2));
+    std::int64_t* p = ptr();
+    std::move_backward(p + at, p + size_, p + size_ + n);
+    std::copy(add.begin(), add.end(), p + at);
+    size_ = static_cast<std::uint32_t>(size_ + n);
+    return p + at;
   }
   ///@}
   /// Removes the extent at `pos`, or those of [first, last), as std::vector's.
@@ -195,9 +204,10 @@ class Shape {
   iterator erase(const_iterator pos) { return erase(pos, pos + 1); }
   iterator erase(const_iterator first, const_iterator last) {
     size_type a = static_cast<size_type>(first - begin()), b = static_cast<size_type>(last - begin());
-    std::move(ptr_ + b, ptr_ + size_, ptr_ + a);
-    size_ -= b - a;
-    return ptr_ + a;
+    std::int64_t* p = ptr();
+    std::move(p + b, p + size_, p + a);
+    size_ = static_cast<std::uint32_t>(size_ - (b - a));
+    return p + a;
   }
   ///@}
 
@@ -255,25 +265,25 @@ class Shape {
   }
 
  private:
-  static constexpr size_type kInline = 6;
+  static constexpr std::uint32_t kInline = 4;
 
-  bool on_heap() const { return ptr_ != inline_; }
+  bool on_heap() const { return cap_ > kInline; }
+  void copy_inline(const Shape& o) {  // *this is inline, o has at most kInline extents
+    const std::int64_t* src = o.ptr();
+    for (std::uint32_t i = 0; i < kInline; ++i) inline_[i] = i < o.size_ ? src[i] : 0;
+    size_ = o.size_;
+  }
+  std::int64_t* ptr() { return on_heap() ? heap_ : inline_; }
+  const std::int64_t* ptr() const { return on_heap() ? heap_ : inline_; }
   void release() noexcept {
-    if (on_heap()) delete[] ptr_;
-    ptr_ = inline_;
+    if (on_heap()) delete[] heap_;
     cap_ = kInline;
   }
   void take(Shape& o) noexcept {  // *this holds nothing
-    if (o.on_heap()) {
-      ptr_ = o.ptr_;
-      cap_ = o.cap_;
-    } else {
-      ptr_ = inline_;
-      cap_ = kInline;
-      std::copy(o.inline_, o.inline_ + o.size_, inline_);
-    }
+    if (o.on_heap()) heap_ = o.heap_;
+    else std::copy(o.inline_, o.inline_ + o.size_, inline_);
+    cap_ = o.cap_;
     size_ = o.size_;
-    o.ptr_ = o.inline_;
     o.cap_ = kInline;
     o.size_ = 0;
   }
@@ -286,10 +296,12 @@ class Shape {
     if (i >= size_) throw std::out_of_range("Shape::at: index " + std::to_string(i) + " >= size " + std::to_string(size_));
   }
 
-  std::int64_t inline_[kInline] = {};
-  std::int64_t* ptr_ = inline_;
-  size_type size_ = 0;
-  size_type cap_ = kInline;
+  union {
+    std::int64_t inline_[kInline] = {};  // the extents, while cap_ == kInline
+    std::int64_t* heap_;                 // the extents, once more than kInline were needed
+  };
+  std::uint32_t size_ = 0;
+  std::uint32_t cap_ = kInline;
 };
 
 /// Writes `s.str()` to `os`: "(2, 3)".

@@ -9,6 +9,8 @@
 /// Operations never mix devices: that is a DeviceError naming both.
 #pragma once
 
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <iosfwd>
@@ -27,35 +29,53 @@
 namespace dezero {
 
 // --- storage ---------------------------------------------------------------
+/// \cond INTERNAL
+namespace detail {
+// The small-object pool (tensor/small_pool.cpp): a graph's nodes and Functions and every
+// Storage object come from it. n at most 512 bytes is pooled, more goes to operator new;
+// small_free must get the n given to small_alloc.
+void* small_alloc(std::size_t n);
+void small_free(void* p, std::size_t n) noexcept;
+// What the pool holds: the 2 MB segments mapped, the 64 KB pages of objects in use, the
+// empty pages kept for reuse (their memory is returned past 16 MB).
+struct SmallPoolStats {
+  bool enabled = false;  // false under AddressSanitizer or DEZERO_SMALL_POOL=0
+  std::size_t mapped_bytes = 0, page_bytes_in_use = 0, empty_page_bytes_kept = 0;
+};
+SmallPoolStats small_pool_stats();
+// Gives this thread's cached objects back to their pages (tests; a thread does it when it ends).
+void small_pool_flush_thread_cache() noexcept;
+}  // namespace detail
+/// \endcond
+
 /// A block of memory on one device, freed (returned to that device's allocator)
 /// when the last tensor that uses it goes away.
 ///
-/// Host blocks of at most kInlineBytes (scalars, the
-/// (1,)-(2,) float64 and (1,)-(4,) float32 vectors a graph of scalars is made of) live
-/// inside the Storage object itself: one allocation less per tensor (bench/
-/// graph_memory.cpp: 48 bytes less per graph node), 16-byte aligned instead of 64.
-/// The sanitizer build keeps them on the heap, so that overflows are still caught.
-/// Tensors hold their Storage through a std::shared_ptr (Tensor::storage()).
+/// Tensors share a Storage through a StoragePtr (Tensor::storage()): the reference count
+/// is inside the Storage, which is 24 bytes from the small-object pool. Host blocks of at
+/// most kInlineBytes (scalars, the (1,)-(2,) float64 and (1,)-(4,) float32 vectors a graph
+/// of scalars is made of) live inside the Storage object itself, 8-byte aligned: one
+/// allocation less per tensor. The sanitizer build keeps them on the heap, so that
+/// overflows are still caught.
 class Storage {
  public:
   static constexpr std::size_t kInlineBytes = 16;  ///< The largest host block kept inside the object, in bytes.
-  /// Allocates `nbytes` on `device`: a DeviceError for a CUDA device that this build or
-  /// machine does not have, an OutOfMemoryError when no memory is left.
-  Storage(std::size_t nbytes, Device device);
-  /// Returns the block to its device's allocator.
-  ~Storage();
-  /// Not copyable: tensors share one block through a std::shared_ptr.
+  /// Not copyable: tensors share one block through a StoragePtr.
   ///@{
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
   ///@}
 
   /// The block's first byte, in the memory of device().
-  void* data() const { return data_; }
+  void* data() const {
+    return inline_data() ? const_cast<unsigned char*>(u_.small) : u_.big.ptr;
+  }
   /// The block's size in bytes.
-  std::size_t nbytes() const { return nbytes_; }
+  std::size_t nbytes() const { return small_n_ != kBig ? small_n_ : u_.big.nbytes; }
   /// The device whose memory holds the block.
-  const Device& device() const { return device_; }
+  Device device() const { return cuda_ ? Device::cuda(index_) : Device::cpu(); }
+  /// How many StoragePtrs refer to this block.
+  long use_count() const { return static_cast<long>(refs_.load(std::memory_order_relaxed)); }
   /// How many Storage blocks this process has allocated so far, on any device
   /// (tests use it to check that an optimizer step allocates nothing).
   static std::uint64_t allocation_count();
@@ -67,10 +87,82 @@ class Storage {
   ///@}
 
  private:
-  void* data_ = nullptr;
-  std::size_t nbytes_ = 0;
-  Device device_;
-  alignas(16) unsigned char inline_[kInlineBytes];
+  friend class StoragePtr;
+  static constexpr std::uint8_t kBig = 0xff;
+  // Allocates nbytes on device: a DeviceError for a CUDA device that this build or machine
+  // does not have, an OutOfMemoryError when no memory is left. Made by StoragePtr::allocate.
+  Storage(std::size_t nbytes, Device device);
+  ~Storage();
+  bool inline_data() const { return small_n_ != kBig; }
+
+  std::atomic<std::uint32_t> refs_{1};
+  std::uint8_t small_n_ = kBig;  // the size of inline data, or kBig: the block is u_.big
+  bool cuda_ = false;
+  std::int16_t index_ = -1;      // the CUDA device
+  union {
+    struct {
+      void* ptr;
+      std::size_t nbytes;
+    } big;
+    alignas(8) unsigned char small[kInlineBytes];
+  } u_;
+};
+
+/// A counted reference to a Storage (Tensor::storage()): copies share the block, the last
+/// one frees it. Compares, tests and dereferences like a std::shared_ptr.
+class StoragePtr {
+ public:
+  /// No storage (an undefined tensor's).
+  StoragePtr() = default;
+  /// No storage, from nullptr.
+  StoragePtr(std::nullptr_t) {}  // NOLINT implicit, as std::shared_ptr's
+  /// A new block of `nbytes` on `device`, referred to once: a DeviceError for a CUDA device
+  /// that this build or machine does not have, an OutOfMemoryError when none is left.
+  static StoragePtr allocate(std::size_t nbytes, Device device);
+  /// Copies and moves, as std::shared_ptr's (a moved-from StoragePtr is empty).
+  ///@{
+  StoragePtr(const StoragePtr& o) noexcept : p_(o.p_) {
+    if (p_) p_->refs_.fetch_add(1, std::memory_order_relaxed);
+  }
+  StoragePtr(StoragePtr&& o) noexcept : p_(o.p_) { o.p_ = nullptr; }
+  StoragePtr& operator=(const StoragePtr& o) noexcept {
+    StoragePtr(o).swap(*this);
+    return *this;
+  }
+  StoragePtr& operator=(StoragePtr&& o) noexcept {
+    StoragePtr(std::move(o)).swap(*this);
+    return *this;
+  }
+  ///@}
+  /// Drops the reference; the last one frees the block.
+  ~StoragePtr() {
+    if (p_ && p_->refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy(p_);
+  }
+  /// The Storage (nullptr when none).
+  Storage* get() const { return p_; }
+  /// The Storage itself.
+  ///@{
+  Storage* operator->() const { return p_; }
+  Storage& operator*() const { return *p_; }
+  ///@}
+  /// Whether there is a Storage.
+  explicit operator bool() const { return p_ != nullptr; }
+  /// How many StoragePtrs refer to the block (0 when none), as std::shared_ptr::use_count.
+  long use_count() const { return p_ ? p_->use_count() : 0; }
+  /// Exchanges the referents.
+  void swap(StoragePtr& o) noexcept { std::swap(p_, o.p_); }
+  /// Equal when both refer to the same block (or to none).
+  ///@{
+  friend bool operator==(const StoragePtr& a, const StoragePtr& b) { return a.p_ == b.p_; }
+  friend bool operator!=(const StoragePtr& a, const StoragePtr& b) { return a.p_ != b.p_; }
+  friend bool operator==(const StoragePtr& a, std::nullptr_t) { return a.p_ == nullptr; }
+  friend bool operator!=(const StoragePtr& a, std::nullptr_t) { return a.p_ != nullptr; }
+  ///@}
+
+ private:
+  explicit StoragePtr(Storage* p) : p_(p) {}
+  static void destroy(Storage* p) noexcept;
+  Storage* p_ = nullptr;
 };
 
 class Tensor;
@@ -183,7 +275,7 @@ class Tensor {
   ///
   /// The storage must hold the elements (this is not checked). ShapeError for a negative
   /// extent, more than 12 axes, or more elements than int64 can count.
-  Tensor(std::shared_ptr<Storage> storage, std::int64_t offset, Shape shape, DType dtype);
+  Tensor(StoragePtr storage, std::int64_t offset, Shape shape, DType dtype);
   /// A new, uninitialised tensor.
   /// op names the caller in the ShapeError of a negative extent or of a shape whose
   /// element or byte count does not fit in int64. Allocating on a CUDA device that this
@@ -198,13 +290,13 @@ class Tensor {
   /// The number of axes: 0 for a 0-d tensor.
   int ndim() const { return shape_.ndim(); }
   /// The number of elements: the product of the extents (1 for a 0-d tensor).
-  std::int64_t size() const { return size_; }
+  std::int64_t size() const { return shape_.numel(); }
   /// The element type.
-  DType dtype() const { return dtype_; }
+  DType dtype() const { return static_cast<DType>((word_ >> kDtypeShift) & 0xf); }
   /// The device that holds the storage (the CPU for an undefined tensor).
   Device device() const;
   /// The size of the elements in bytes: size() * dtype_size(dtype()).
-  std::size_t nbytes() const { return static_cast<std::size_t>(size_) * dtype_size(dtype_); }
+  std::size_t nbytes() const { return static_cast<std::size_t>(size()) * dtype_size(dtype()); }
   /// The length of the first axis, as Python's len(): a ShapeError for a 0-d tensor.
   std::int64_t len() const;
 
@@ -306,11 +398,11 @@ class Tensor {
   void fill_(double value);
 
   /// Storage handle (shared by reshaped views); is_same tells aliasing.
-  const std::shared_ptr<Storage>& storage() const { return storage_; }
+  const StoragePtr& storage() const { return storage_; }
   /// Where the elements start in the storage, in elements.
-  std::int64_t offset() const { return offset_; }
+  std::int64_t offset() const { return static_cast<std::int64_t>(word_ & kOffsetMask); }
   /// Whether both tensors start at the same element of the same storage (aliasing).
-  bool is_same(const Tensor& o) const { return storage_ == o.storage_ && offset_ == o.offset_; }
+  bool is_same(const Tensor& o) const { return storage_ == o.storage_ && offset() == o.offset(); }
 
   /// NumPy's str(array): the elements, as print(x) shows them ("None" when undefined).
   std::string str() const;
@@ -318,13 +410,20 @@ class Tensor {
   std::string repr() const;
 
  private:
-  std::shared_ptr<Storage> storage_;
-  std::int64_t offset_ = 0;  // in elements
+  // 56 bytes: a graph node holds one (core.hpp). The offset (in elements, below 2^56), the
+  // dtype and, for an undefined tensor, why it is empty share one word; size() is the
+  // product of the extents.
+  static constexpr int kDtypeShift = 56, kCauseShift = 60;
+  static constexpr std::uint64_t kOffsetMask = (std::uint64_t(1) << kDtypeShift) - 1;
+  void set_dtype(DType dt) {
+    word_ = (word_ & ~(std::uint64_t(0xf) << kDtypeShift)) | (std::uint64_t(static_cast<unsigned>(dt)) << kDtypeShift);
+  }
+
+  StoragePtr storage_;
+  std::uint64_t word_ = 0;  // offset | dtype << 56 | empty cause << 60 (dtype 0: float32)
   Shape shape_;
-  std::int64_t size_ = 0;
-  DType dtype_ = float32;
-  detail::EmptyCause empty_cause_ = detail::EmptyCause::none;  // only meaningful while undefined
   friend Tensor detail::undefined_tensor(detail::EmptyCause cause);
+  friend detail::EmptyCause detail::empty_cause(const Tensor& t);
   friend detail::EmptyCause detail::empty_cause(const Tensor& t);
 };
 

@@ -17,10 +17,12 @@ namespace dezero::detail {
 // --- operands --------------------------------------------------------------------------
 Tensor undefined_tensor(EmptyCause cause) {
   Tensor t;
-  t.empty_cause_ = cause;
+  t.word_ = std::uint64_t(static_cast<unsigned>(cause)) << Tensor::kCauseShift;
   return t;
 }
-EmptyCause empty_cause(const Tensor& t) { return t.defined() ? EmptyCause::none : t.empty_cause_; }
+EmptyCause empty_cause(const Tensor& t) {
+  return t.defined() ? EmptyCause::none : static_cast<EmptyCause>((t.word_ >> Tensor::kCauseShift) & 0xf);
+}
 
 std::string empty_cause_text(EmptyCause cause) {
   switch (cause) {

@@ -298,7 +298,7 @@ std::string Tensor::str() const {
   if (!defined()) return "None";
   Tensor h = to_cpu();
   if (ndim() == 0) {  // str(a[()]): Python's repr of the scalar
-    if (is_floating(dtype_)) return python_repr(h.astype(float64).item<double>(), dtype_ == float32);
+    if (is_floating(dtype())) return python_repr(h.astype(float64).item<double>(), dtype() == float32);
     return std::to_string(h.astype(int64).item<std::int64_t>());
   }
   return format_array(h, " ", " ", kLineWidth);
@@ -309,16 +309,16 @@ std::string Tensor::str() const {
 std::string Tensor::repr() const {
   if (!defined()) return "None";
   const std::string prefix = "array(";
-  bool skip_dtype = (dtype_ == float64 || dtype_ == int64) && size_ > 0;
+  bool skip_dtype = (dtype() == float64 || dtype() == int64) && size() > 0;
   std::string suffix = skip_dtype ? ")" : ",";
   std::string body;
-  if (size_ > 0 || ndim() == 1)
+  if (size() > 0 || ndim() == 1)
     body = format_array(to_cpu(), ", ", std::string(1 + prefix.size(), ' '), kLineWidth - static_cast<int>(suffix.size()));
   else
     body = "[], shape=" + shape_.str();
   std::string out = prefix + body + suffix;
   if (skip_dtype) return out;
-  std::string dtype_str = std::string("dtype=") + dtype_name(dtype_) + ")";
+  std::string dtype_str = std::string("dtype=") + dtype_name(dtype()) + ")";
   std::size_t nl = out.rfind('\n');
   std::size_t last_len = out.size() - (nl == std::string::npos ? 0 : nl + 1);
   bool newline = static_cast<int>(last_len + dtype_str.size() + 1) > kLineWidth;

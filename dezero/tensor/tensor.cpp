@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -36,9 +37,18 @@ constexpr bool kInlineStorage = true;
 #endif
 }  // namespace
 
-Storage::Storage(std::size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
-  if (kInlineStorage && nbytes <= kInlineBytes && device.is_cpu()) data_ = inline_;
-  else data_ = backend_for(device).allocate(nbytes);
+Storage::Storage(std::size_t nbytes, Device device) : cuda_(device.is_cuda()) {
+  if (device.is_cuda()) {
+    if (device.index() < 0 || device.index() > 32767)
+      throw DeviceError("Storage: no CUDA device " + device.str() + "; hint: device ids count from 0");
+    index_ = static_cast<std::int16_t>(device.index());
+  }
+  if (kInlineStorage && nbytes <= kInlineBytes && device.is_cpu()) {
+    small_n_ = static_cast<std::uint8_t>(nbytes);
+  } else {
+    u_.big.ptr = backend_for(device).allocate(nbytes);
+    u_.big.nbytes = nbytes;
+  }
   g_storage_allocations.fetch_add(1, std::memory_order_relaxed);
   g_storage_live.fetch_add(1, std::memory_order_relaxed);
   g_storage_live_bytes.fetch_add(nbytes, std::memory_order_relaxed);
@@ -48,26 +58,45 @@ std::uint64_t Storage::live_count() { return g_storage_live.load(std::memory_ord
 std::uint64_t Storage::live_bytes() { return g_storage_live_bytes.load(std::memory_order_relaxed); }
 Storage::~Storage() {
   g_storage_live.fetch_sub(1, std::memory_order_relaxed);
-  g_storage_live_bytes.fetch_sub(nbytes_, std::memory_order_relaxed);
-  if (data_ && data_ != static_cast<void*>(inline_)) {
+  g_storage_live_bytes.fetch_sub(nbytes(), std::memory_order_relaxed);
+  if (!inline_data() && u_.big.ptr) {
     try {
-      backend_for(device_).deallocate(data_, nbytes_);
+      backend_for(device()).deallocate(u_.big.ptr, u_.big.nbytes);
     } catch (...) {  // never throw from a destructor
     }
   }
 }
 
+StoragePtr StoragePtr::allocate(std::size_t nbytes, Device device) {
+  void* mem = detail::small_alloc(sizeof(Storage));
+  try {
+    return StoragePtr(new (mem) Storage(nbytes, device));
+  } catch (...) {
+    detail::small_free(mem, sizeof(Storage));
+    throw;
+  }
+}
+void StoragePtr::destroy(Storage* p) noexcept {
+  p->~Storage();
+  detail::small_free(p, sizeof(Storage));
+}
+
 // --- Tensor: construction and element access -------------------------------------------
-Tensor::Tensor(std::shared_ptr<Storage> storage, std::int64_t offset, Shape shape, DType dtype)
-    : storage_(std::move(storage)), offset_(offset), shape_(std::move(shape)), dtype_(dtype) {
-  size_ = shape_.checked_numel("Tensor");
+Tensor::Tensor(StoragePtr storage, std::int64_t offset, Shape shape, DType dtype)
+    : storage_(std::move(storage)), shape_(std::move(shape)) {
+  shape_.checked_numel("Tensor");
   if (shape_.ndim() > detail::kMaxDims)
     throw ShapeError("Tensor: at most " + std::to_string(detail::kMaxDims) + " axes are supported, got " + shape_.str());
+  if (offset < 0 || static_cast<std::uint64_t>(offset) > kOffsetMask)
+    throw ValueError("Tensor: offset " + std::to_string(offset) + " is out of range; hint: offsets count elements "
+                     "from the start of the storage, 0 to 2^56 - 1");
+  word_ = static_cast<std::uint64_t>(offset);
+  set_dtype(dtype);
 }
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device, const char* op) {
   std::size_t n = shape.checked_nbytes(op, dtype_size(dtype));
-  return Tensor(std::make_shared<Storage>(n, device), 0, shape, dtype);
+  return Tensor(StoragePtr::allocate(n, device), 0, shape, dtype);
 }
 
 Device Tensor::device() const { return storage_ ? storage_->device() : Device::cpu(); }
@@ -80,14 +109,14 @@ std::int64_t Tensor::len() const {
 
 void* Tensor::raw_data() const {
   if (!storage_) return nullptr;
-  return static_cast<char*>(storage_->data()) + offset_ * static_cast<std::int64_t>(dtype_size(dtype_));
+  return static_cast<char*>(storage_->data()) + offset() * static_cast<std::int64_t>(dtype_size(dtype()));
 }
 
 template <class T>
 T* Tensor::data() const {
   detail::check_defined("data", *this);
-  if (dtype_of<T>() != dtype_)
-    throw DtypeError(std::string("data<") + dtype_name(dtype_of<T>()) + ">: the tensor is " + dtype_name(dtype_) +
+  if (dtype_of<T>() != dtype())
+    throw DtypeError(std::string("data<") + dtype_name(dtype_of<T>()) + ">: the tensor is " + dtype_name(dtype()) +
                      "; hint: use astype() first");
   if (!device().is_cpu())
     throw DeviceError("data<T>: the tensor lives on " + device().str() + "; hint: call to_cpu() to read it on the host");
@@ -97,7 +126,7 @@ T* Tensor::data() const {
 template <class T>
 T Tensor::item() const {
   detail::check_defined("item", *this);
-  if (size_ != 1)
+  if (size() != 1)
     throw ValueError("item: can only convert a tensor of size 1 to a scalar, got shape " + shape_.str());
   return to_vector<T>()[0];
 }
@@ -108,7 +137,7 @@ std::vector<T> Tensor::to_vector() const {
   Tensor h = to_cpu();
   if (h.dtype() != dtype_of<T>()) h = h.astype(dtype_of<T>());
   const T* p = static_cast<const T*>(h.raw_data());
-  return std::vector<T>(p, p + size_);
+  return std::vector<T>(p, p + size());
 }
 
 #define DEZERO_INSTANTIATE_ACCESS(T)          \
@@ -125,15 +154,15 @@ DEZERO_INSTANTIATE_ACCESS(std::int64_t)
 Tensor Tensor::astype(DType dtype) const {
   detail::check_defined("astype", *this);
   Tensor y = Tensor::empty(shape_, dtype, device());
-  if (size_ > 0) backend_of(*this).cast(dtype_, raw_data(), dtype, y.raw_data(), size_);
+  if (size() > 0) backend_of(*this).cast(this->dtype(), raw_data(), dtype, y.raw_data(), size());
   return y;
 }
 
 Tensor Tensor::to(Device dev) const {
   detail::check_defined("to", *this);
   if (dev == device()) return *this;
-  Tensor y = Tensor::empty(shape_, dtype_, dev);
-  if (size_ == 0) return y;
+  Tensor y = Tensor::empty(shape_, dtype(), dev);
+  if (size() == 0) return y;
   if (device().is_cpu()) {
     backend_for(dev).copy_from_host(y.raw_data(), raw_data(), nbytes());
   } else if (dev.is_cpu()) {
@@ -165,25 +194,25 @@ Tensor Tensor::reshape(const Shape& shape) const {
     }
   }
   if (infer >= 0) {
-    if (known == 0 || size_ % known != 0)
-      throw ShapeError("reshape: cannot reshape array of size " + std::to_string(size_) + " (shape " + shape_.str() +
+    if (known == 0 || size() % known != 0)
+      throw ShapeError("reshape: cannot reshape array of size " + std::to_string(size()) + " (shape " + shape_.str() +
                        ") into shape " + shape.str());
-    s[infer] = size_ / known;
+    s[infer] = size() / known;
   }
-  if (s.checked_numel("reshape") != size_)
-    throw ShapeError("reshape: cannot reshape array of size " + std::to_string(size_) + " (shape " + shape_.str() +
+  if (s.checked_numel("reshape") != size())
+    throw ShapeError("reshape: cannot reshape array of size " + std::to_string(size()) + " (shape " + shape_.str() +
                      ") into shape " + shape.str() + "; hint: the number of elements must stay the same");
-  return Tensor(storage_, offset_, s, dtype_);
+  return Tensor(storage_, offset(), s, dtype());
 }
 
 Tensor Tensor::copy() const {
   detail::check_defined("copy", *this);
-  Tensor y = Tensor::empty(shape_, dtype_, device());
-  if (size_ > 0) backend_of(*this).copy(y.raw_data(), raw_data(), nbytes());
+  Tensor y = Tensor::empty(shape_, dtype(), device());
+  if (size() > 0) backend_of(*this).copy(y.raw_data(), raw_data(), nbytes());
   return y;
 }
 
-Tensor Tensor::flatten() const { return reshape(Shape{size_}); }
+Tensor Tensor::flatten() const { return reshape(Shape{size()}); }
 
 Tensor Tensor::transpose() const {
   std::vector<int> axes(ndim());
@@ -225,15 +254,15 @@ Tensor Tensor::transpose(const std::vector<int>& axes) const {
   Shape out(perm.size());
   for (std::size_t i = 0; i < perm.size(); ++i) out[i] = shape_[perm[i]];
   if (identity) return copy();
-  Tensor y = Tensor::empty(out, dtype_, device());
-  if (size_ == 0) return y;
+  Tensor y = Tensor::empty(out, dtype(), device());
+  if (size() == 0) return y;
   Strided src = detail::make_contiguous(out);
   auto st = detail::contiguous_strides(shape_);
   for (std::size_t i = 0; i < perm.size(); ++i) src.strides[i] = st[perm[i]];
   Strided dst = detail::make_contiguous(out);
   Strided* views[] = {&dst, &src};
   detail::coalesce(views, 2);
-  backend_of(*this).copy_strided(dtype_, raw_data(), src, y.raw_data(), dst, false);
+  backend_of(*this).copy_strided(dtype(), raw_data(), src, y.raw_data(), dst, false);
   return y;
 }
 
@@ -248,7 +277,7 @@ Tensor Tensor::operator[](const Indices& indices) const { return get_item(*this,
 // --- in place: fill_ and the compound assignments --------------------------------------
 void Tensor::fill_(double value) {
   detail::check_defined("fill_", *this);
-  if (size_ > 0) backend_of(*this).fill(dtype_, raw_data(), size_, value);
+  if (size() > 0) backend_of(*this).fill(dtype(), raw_data(), size(), value);
 }
 
 // In-place ops write the broadcast result back into this tensor's storage.
@@ -266,17 +295,17 @@ Tensor& Tensor::operator*=(const Tensor& o) { inplace(*this, *this * o, "operato
 Tensor& Tensor::operator/=(const Tensor& o) { inplace(*this, *this / o, "operator/="); return *this; }
 Tensor& Tensor::operator+=(double s) {
   detail::check_defined("operator+=", *this);
-  backend_of(*this).unary(UnaryOp::AddScalar, dtype_, raw_data(), raw_data(), size_, s);
+  backend_of(*this).unary(UnaryOp::AddScalar, dtype(), raw_data(), raw_data(), size(), s);
   return *this;
 }
 Tensor& Tensor::operator-=(double s) { return *this += -s; }
 Tensor& Tensor::operator*=(double s) {
   detail::check_defined("operator*=", *this);
-  backend_of(*this).unary(UnaryOp::MulScalar, dtype_, raw_data(), raw_data(), size_, s);
+  backend_of(*this).unary(UnaryOp::MulScalar, dtype(), raw_data(), raw_data(), size(), s);
   return *this;
 }
 Tensor& Tensor::operator/=(double s) {
-  if (is_integer(dtype_)) { inplace(*this, *this / s, "operator/="); return *this; }
+  if (is_integer(dtype())) { inplace(*this, *this / s, "operator/="); return *this; }
   return *this *= (1.0 / s);
 }
 
