@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
@@ -30,6 +31,15 @@ namespace dezero {
 
 class Function;
 struct VariableNode;
+/// \cond INTERNAL
+namespace detail {
+template <class Fn, std::size_t K>
+class GraphBlock;
+// The creator of a node as a shared_ptr (aliasing the node's own block when it is inside one).
+std::shared_ptr<Function> creator_of(const std::shared_ptr<VariableNode>& node);
+bool has_creator(const VariableNode& node);
+}  // namespace detail
+/// \endcond
 
 // --- Config (step 18) ---------------------------------------------------------
 /// DeZero's Config (step 18): the switches that change what the functions do.
@@ -242,6 +252,7 @@ class Variable {
  protected:
   /// \cond INTERNAL
   friend class Function;
+  static void unchain_node(VariableNode& n);
   detail::NodeHandle node_;
   /// \endcond
 };
@@ -264,6 +275,43 @@ using VariableList = SmallVector<Variable, 3>;
 /// A list of Tensors: a small vector (small_vector.hpp), std::vector's interface, three
 /// elements inside.
 using TensorList = SmallVector<Tensor, 3>;
+
+/// A read-only view of consecutive Variables: a Function's inputs (Function::inputs()).
+///
+/// size(), [], at(), iterators and range-for as a `const VariableList&`; converts to a
+/// VariableList (a copy of the handles). Valid while the Function keeps its inputs.
+class VariableSpan {
+ public:
+  /// The iterator types: pointers to const Variables.
+  ///@{
+  using value_type = Variable;
+  using const_iterator = const Variable*;
+  using iterator = const Variable*;
+  ///@}
+  /// An empty view.
+  VariableSpan() = default;
+  /// The `n` Variables from `p` on.
+  VariableSpan(const Variable* p, std::size_t n) : p_(p), n_(n) {}
+  /// The number of Variables.
+  std::size_t size() const { return n_; }
+  /// Whether there are none.
+  bool empty() const { return n_ == 0; }
+  /// Iterators over the Variables.
+  ///@{
+  const Variable* begin() const { return p_; }
+  const Variable* end() const { return p_ + n_; }
+  ///@}
+  /// Variable `i`, unchecked.
+  const Variable& operator[](std::size_t i) const { return p_[i]; }
+  /// Variable `i`: std::out_of_range past the last.
+  const Variable& at(std::size_t i) const;
+  /// A copy of the handles, as a VariableList.
+  operator VariableList() const { return VariableList(begin(), end()); }  // NOLINT implicit
+
+ private:
+  const Variable* p_ = nullptr;
+  std::size_t n_ = 0;
+};
 
 // --- Function -------------------------------------------------------------------
 /// The base of every differentiable function, DeZero's Function: forward() on Tensors,
@@ -288,6 +336,12 @@ using TensorList = SmallVector<Tensor, 3>;
 /// ```cpp
 /// Variable y = (*std::make_shared<Square>())(x);
 /// ```
+///
+/// Memory: dezero::call records a Function of one output in one block of the small-object
+/// pool together with that output's node and its inputs (a graph node costs one
+/// allocation: bench/op_profile.cpp). The output's node lives as long as the Function;
+/// a Function that outlives its outputs (a shared_ptr kept from creator()) keeps their
+/// node, as DeZero's weak outputs would not.
 class Function : public std::enable_shared_from_this<Function> {
  public:
   /// Destroys the function, and with it its references to its inputs.
@@ -310,7 +364,7 @@ class Function : public std::enable_shared_from_this<Function> {
   ///
   /// The `&&` form keeps the list as the graph's inputs. A ValueError for an input that holds
   /// no data; an Error when a graph is recorded and the function is not owned by a
-  /// std::shared_ptr (dezero::call makes it so).
+  /// std::shared_ptr (dezero::call makes it so), or was recorded by dezero::call already.
   ///@{
   VariableList apply(const VariableList& inputs);
   VariableList apply(VariableList&& inputs);
@@ -322,10 +376,11 @@ class Function : public std::enable_shared_from_this<Function> {
   Variable operator()(const Variable& a, const Variable& b, const Variable& c);
   ///@}
 
-  /// The inputs the graph keeps (set by apply() while backprop is on).
-  const VariableList& inputs() const { return inputs_; }
+  /// The inputs the graph keeps (set by apply() while backprop is on; none after unchain()
+  /// of the function's output).
+  VariableSpan inputs() const;
   /// Input `i`, for backward(): std::out_of_range past the last.
-  const Variable& input(std::size_t i) const { return inputs_.at(i); }
+  const Variable& input(std::size_t i) const { return inputs().at(i); }
   /// The outputs still alive (others are empty Variables).
   VariableList outputs() const;
   /// Output `i`, or an empty Variable once it is gone: std::out_of_range past the last.
@@ -336,34 +391,190 @@ class Function : public std::enable_shared_from_this<Function> {
   /// implementations skip the work for inputs that do not.
   bool needs_input_grad(std::size_t i) const;
 
+  /// \cond INTERNAL
+  // dezero::call's path (detail::record): runs forward and links the one output into the
+  // block's node, or falls back to separate output nodes for several outputs.
+  VariableList record_in_block(VariableList&& inputs, std::shared_ptr<VariableNode>&& block_node);
+  /// \endcond
+
+ protected:
+  /// \cond INTERNAL
+  Function() = default;
+  // A Function in a graph block (detail::GraphBlock): its inline input slots.
+  void set_block_slots(void* slots, std::size_t n) noexcept {
+    in_ = slots;
+    n_slots_ = static_cast<std::uint8_t>(n);
+    flags_ |= kBlock;
+  }
+  // Releases the inputs held in the block's slots (the block's destructor).
+  void release_block_inputs() noexcept;
+  /// \endcond
+
  private:
   friend class Variable;
-  struct OutputRef {  // outputs are held weakly; shape and dtype make zeros for a missing gradient
+  friend struct VariableNode;
+  // Outputs recorded outside a block are held weakly (step 17); the shape and dtype make
+  // zeros for a missing gradient.
+  struct OutputRef {
     std::weak_ptr<VariableNode> node;
     Shape shape;
-    DType dtype;
+    DType dtype = float32;
   };
-  VariableList inputs_;
-  SmallVector<OutputRef, 1> outputs_;
-  int generation_ = 0;
-  std::uint64_t visit_mark_ = 0;
+  // The inputs and outputs of a Function recorded outside a block.
+  struct Ext {
+    VariableList inputs;  // graph references (they do not count as handles)
+    SmallVector<OutputRef, 1> outputs;
+  };
+  enum : std::uint8_t { kBlock = 1, kExt = 2, kEmbeddedOut = 4, kQueued = 8 };
+  // The block's own node (detail::GraphBlock overrides it), and the type named by name().
+  virtual VariableNode* block_node() noexcept { return nullptr; }
+  virtual const std::type_info& fn_type() const { return typeid(*this); }
+  Variable* input_slots() const { return static_cast<Variable*>(in_); }
+  Ext* ext() const { return static_cast<Ext*>(in_); }
+  void link_inputs(VariableList&& inputs, bool in_slots);
+  void release_inputs() noexcept;
+  TensorList run_forward(const VariableList& inputs);
+  std::size_t n_outputs() const;
+
+  void* in_ = nullptr;            // the block's input slots (kBlock, no kExt) or an Ext (kExt)
+  std::int32_t generation_ = 0;
+  std::uint16_t n_inputs_ = 0;    // inputs in the slots
+  std::uint8_t flags_ = 0;
+  std::uint8_t n_slots_ = 0;
 };
 
 /// The node behind a Variable. Public so that tools (graphs, optimizers) can walk it.
+///
+/// 80 bytes: a graph holds one per recorded op, inside the Function's block. The creator,
+/// generation and name are reached through the members below.
 struct VariableNode {
   Tensor data;                         ///< The tensor, Variable::data().
   std::shared_ptr<VariableNode> grad;  ///< The gradient's node, or nullptr: Variable::grad().
-  std::shared_ptr<Function> creator;   ///< The Function that made this node; nullptr for a leaf.
-  std::string name;                    ///< The name, Variable::name().
-  int generation = 0;                  ///< 0 for a leaf, the creator's generation plus 1 otherwise.
-  bool requires_grad = true;  ///< False: never compute a gradient for this variable.
-  bool is_parameter = false;  ///< Whether this is a Parameter's node.
-  std::atomic<int> handles{0};  ///< Variables outside the graph that refer to this node.
-  /// Destroys long chains iteratively (no stack overflow).
+  std::atomic<int> handles{0};         ///< Variables outside the graph that refer to this node.
+
+  /// The Function that made this node (nullptr for a leaf), without a reference.
+  Function* creator_ptr() const;
+  /// The generation: 0 for a leaf, the creator's generation plus 1 otherwise.
+  int generation() const;
+  /// The name, Variable::name() ("" when none).
+  const std::string& name() const;
+  /// False: never compute a gradient for this variable.
+  bool requires_grad() const { return (flags_ & kRequiresGrad) != 0; }
+  /// Whether this is a Parameter's node.
+  bool is_parameter() const { return (flags_ & kParameter) != 0; }
+
+  /// Not copyable: Variables share a node.
+  ///@{
+  VariableNode(const VariableNode&) = delete;
+  VariableNode& operator=(const VariableNode&) = delete;
+  ///@}
+
+ protected:
+  /// \cond INTERNAL
+  VariableNode() = default;
   ~VariableNode();
+  enum : std::uint8_t {
+    kRequiresGrad = 1,
+    kParameter = 2,
+    kEmbedded = 4,   // in its creator's block: the creator is at fn_offset_ before this node
+    kUnchained = 8,  // embedded and unchain()ed: no creator
+    kOverride = 16,  // embedded, with set_creator()'s creator and generation in a side table
+    kNamed = 32,     // the name is in a side table
+  };
+  std::uint8_t flags_ = kRequiresGrad;
+  std::uint8_t spare_ = 0;
+  std::int16_t fn_offset_ = 0;
+  /// \endcond
+
+ private:
+  friend class Variable;
+  friend class Parameter;
+  friend class Function;
+  friend std::shared_ptr<Function> detail::creator_of(const std::shared_ptr<VariableNode>& node);
+  friend bool detail::has_creator(const VariableNode& node);
 };
 
 /// \cond INTERNAL
+namespace detail {
+// A node outside any block: a leaf, a gradient, an output of a Function that dezero::call
+// did not record (several outputs, or the book's make_shared spelling).
+struct LeafNode final : VariableNode {
+  LeafNode() = default;
+  ~LeafNode();
+  std::shared_ptr<Function> creator;
+  int generation = 0;
+};
+std::shared_ptr<VariableNode> make_leaf_node();
+
+// Drops p; when a destructor is already dropping a graph on this thread, p is queued and
+// dropped by that outermost call, so that a million-node chain is freed without recursion.
+void defer_release(std::shared_ptr<void>&& p) noexcept;
+
+// std::allocate_shared's allocator for graph objects: the small-object pool.
+template <class T>
+struct PoolAllocator {
+  using value_type = T;
+  PoolAllocator() = default;
+  template <class U>
+  PoolAllocator(const PoolAllocator<U>&) noexcept {}  // NOLINT implicit, as allocators are
+  T* allocate(std::size_t n) {
+    static_assert(alignof(T) <= 8, "PoolAllocator: over-aligned types are not pooled");
+    return static_cast<T*>(small_alloc(n * sizeof(T)));
+  }
+  void deallocate(T* p, std::size_t n) noexcept { small_free(p, n * sizeof(T)); }
+  template <class U>
+  bool operator==(const PoolAllocator<U>&) const noexcept {
+    return true;
+  }
+  template <class U>
+  bool operator!=(const PoolAllocator<U>&) const noexcept {
+    return false;
+  }
+};
+
+// One allocation for a recorded op: the Function Fn, its output's node and K input slots,
+// behind one shared_ptr control block. dezero::call makes them (record below).
+template <class Fn, std::size_t K>
+class GraphBlock final : public Fn, public VariableNode {
+ public:
+  template <class... Args>
+  explicit GraphBlock(Args&&... args) : Fn(std::forward<Args>(args)...) {
+    this->set_block_slots(slots_, K);
+    fn_offset_ = static_cast<std::int16_t>(reinterpret_cast<char*>(static_cast<VariableNode*>(this)) -
+                                           reinterpret_cast<char*>(static_cast<Function*>(this)));
+  }
+  ~GraphBlock() override { this->release_block_inputs(); }
+
+ private:
+  VariableNode* block_node() noexcept override { return this; }
+  const std::type_info& fn_type() const override { return typeid(Fn); }
+  alignas(Variable) unsigned char slots_[K * sizeof(Variable)];
+};
+
+template <class Fn, std::size_t K, class... Args>
+VariableList record_block(VariableList&& inputs, Args&&... args) {
+  using Block = GraphBlock<Fn, K>;
+  std::shared_ptr<Block> block = std::allocate_shared<Block>(PoolAllocator<Block>(), std::forward<Args>(args)...);
+  Function& f = *block;
+  return f.record_in_block(std::move(inputs), std::shared_ptr<VariableNode>(std::move(block)));
+}
+
+// Records y = Fn(args...)(inputs) in a graph block when Fn can be one (not final, small
+// enough to find its node, not over-aligned, 1 to 3 inputs); else through make_shared.
+template <class Fn, class... Args>
+VariableList record(VariableList&& inputs, Args&&... args) {
+  if constexpr (!std::is_final_v<Fn> && sizeof(Fn) < 16384 && alignof(Fn) <= 8) {
+    switch (inputs.size()) {
+      case 1: return record_block<Fn, 1>(std::move(inputs), std::forward<Args>(args)...);
+      case 2: return record_block<Fn, 2>(std::move(inputs), std::forward<Args>(args)...);
+      case 3: return record_block<Fn, 3>(std::move(inputs), std::forward<Args>(args)...);
+      default: break;
+    }
+  }
+  return std::make_shared<Fn>(std::forward<Args>(args)...)->apply(std::move(inputs));
+}
+}  // namespace detail
+
 inline void detail::NodeHandle::acquire() {
   if (p_) p_->handles.fetch_add(1, std::memory_order_relaxed);
 }
@@ -375,7 +586,7 @@ inline void detail::NodeHandle::release() noexcept {
 // --- calling a Function ------------------------------------------------------------
 /// y = Fn(args...)(inputs), the first output: the one way the library calls its own
 /// Functions, and the way to call yours. While a graph is recorded the Function is
-/// made with std::make_shared and becomes y's creator. Without one (under no_grad(),
+/// allocated with y's node and becomes y's creator. Without one (under no_grad(),
 /// or inside a backward pass without create_graph) it lives on the stack for the
 /// call: no Function object is allocated.
 ///
@@ -388,7 +599,7 @@ Variable call(VariableList inputs, Args&&... args) {
     Fn f(std::forward<Args>(args)...);
     return std::move(f.apply(std::move(inputs))[0]);
   }
-  return std::move(std::make_shared<Fn>(std::forward<Args>(args)...)->apply(std::move(inputs))[0]);
+  return std::move(detail::record<Fn>(std::move(inputs), std::forward<Args>(args)...)[0]);
 }
 
 /// The same as call(), returning every output (Functions with more than one).
@@ -399,7 +610,7 @@ VariableList call_all(VariableList inputs, Args&&... args) {
     Fn f(std::forward<Args>(args)...);
     return f.apply(std::move(inputs));
   }
-  return std::make_shared<Fn>(std::forward<Args>(args)...)->apply(std::move(inputs));
+  return detail::record<Fn>(std::move(inputs), std::forward<Args>(args)...);
 }
 
 // --- operators (step 20-22): Variable, Tensor (converted) or double on either side;

@@ -6,7 +6,7 @@
 // gradients can be differentiated again; without it every Function of the backward
 // pass runs with enable_backprop off, which is what lets the built-in functions take
 // their no-graph path (dezero/functions/dual.hpp).
-#include <atomic>
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <queue>
@@ -29,34 +29,50 @@ struct BackpropFlag {
 }  // namespace
 
 void Variable::unchain_backward() {
-  if (!node_ || !node_->creator) return;
-  // `seen` owns every Function we cut off, so none is destroyed while we still walk it.
-  std::vector<std::shared_ptr<Function>> stack{node_->creator};
+  if (!node_ || !detail::has_creator(*node_)) return;
+  // Two passes: first every Function above (held in `seen`, so none is destroyed while we
+  // walk) and the variables they take, then cut those variables' creators. Cutting a
+  // variable inside a block lets its Function drop its inputs, so the walk must be over
+  // before the first cut.
   std::vector<std::shared_ptr<Function>> seen;
   std::unordered_set<const Function*> seen_set;
+  std::vector<Function*> stack;
+  std::vector<std::shared_ptr<VariableNode>> cut;
+  auto visit = [&](std::shared_ptr<Function> f) {
+    if (f && seen_set.insert(f.get()).second) {
+      stack.push_back(f.get());
+      seen.push_back(std::move(f));
+    }
+  };
+  visit(detail::creator_of(node_.ptr()));
   while (!stack.empty()) {
-    std::shared_ptr<Function> f = std::move(stack.back());
+    Function* f = stack.back();
     stack.pop_back();
     for (const Variable& x : f->inputs()) {
-      if (x.node_ && x.node_->creator) {
-        const std::shared_ptr<Function>& c = x.node_->creator;
-        if (seen_set.insert(c.get()).second) {
-          seen.push_back(c);
-          stack.push_back(c);
-        }
-        x.node_->creator.reset();
+      if (x.node_ && detail::has_creator(*x.node_)) {
+        visit(detail::creator_of(x.node_.ptr()));
+        cut.push_back(x.node_.ptr());
       }
     }
   }
+  for (auto& n : cut) unchain_node(*n);
 }
 
 namespace {
-std::atomic<std::uint64_t> g_visit_epoch{0};
-struct ByGeneration {
-  bool operator()(const std::shared_ptr<Function>& a, const std::shared_ptr<Function>& b) const {
-    return a->generation() < b->generation();
-  }
+bool later_generation(const std::shared_ptr<Function>& a, const std::shared_ptr<Function>& b) {
+  return a->generation() < b->generation();  // a max-heap by generation
+}
+
+// The queue of a backward pass, a heap of Functions by generation. Its buffer is kept per
+// thread between calls (a backward inside a backward makes its own).
+struct QueueBuffer {
+  std::vector<std::shared_ptr<Function>> spare;
+  bool taken = false;
 };
+QueueBuffer& queue_buffer() {
+  static thread_local QueueBuffer b;
+  return b;
+}
 }  // namespace
 
 void Variable::backward(bool retain_grad, bool create_graph) {
@@ -67,66 +83,103 @@ void Variable::backward(bool retain_grad, bool create_graph) {
     throw ValueError("backward: the variable holds no data; hint: create it from a Tensor, e.g. Variable(dezero::array(1.0))");
   }
   if (!node_->grad) {
-    node_->grad = std::make_shared<VariableNode>();
+    node_->grad = detail::make_leaf_node();
     node_->grad->data = ones_like(node_->data);
   } else if (node_->grad->data.shape() != node_->data.shape()) {
     throw ShapeError("backward: the variable has shape " + node_->data.shape().str() + " but its grad has shape " +
                      node_->grad->data.shape().str() + "; hint: set_grad() with a gradient of the same shape");
   }
-  if (!node_->creator) return;
+  if (!detail::has_creator(*node_)) return;
 
-  const std::uint64_t epoch = ++g_visit_epoch;
-  std::priority_queue<std::shared_ptr<Function>, std::vector<std::shared_ptr<Function>>, ByGeneration> funcs;
-  auto add_func = [&](const std::shared_ptr<Function>& f) {
-    if (f->visit_mark_ != epoch) {
-      f->visit_mark_ = epoch;
-      funcs.push(f);
+  QueueBuffer& qb = queue_buffer();
+  std::vector<std::shared_ptr<Function>> funcs;
+  const bool own_buffer = !qb.taken;
+  if (own_buffer) {
+    funcs.swap(qb.spare);
+    qb.taken = true;
+  }
+  // A Function is queued once (its kQueued flag): the flag comes off when it is taken from
+  // the queue, which happens after every Function of a later generation, so nothing can
+  // queue it again in this pass.
+  auto add_func = [&](std::shared_ptr<Function>&& f) {
+    if (f->flags_ & Function::kQueued) return;
+    f->flags_ |= Function::kQueued;
+    funcs.push_back(std::move(f));
+    std::push_heap(funcs.begin(), funcs.end(), later_generation);
+  };
+  auto give_back = [&] {
+    for (auto& f : funcs) f->flags_ = static_cast<std::uint8_t>(f->flags_ & ~Function::kQueued);
+    funcs.clear();
+    if (own_buffer) {
+      funcs.swap(qb.spare);
+      qb.taken = false;
     }
   };
-  add_func(node_->creator);
 
-  VariableList gys;
-  while (!funcs.empty()) {
-    std::shared_ptr<Function> f = funcs.top();
-    funcs.pop();
-    gys.clear();
-    for (std::size_t i = 0; i < f->outputs_.size(); ++i) {
-      auto o = f->outputs_[i].node.lock();
-      if (o && o->grad) {
-        gys.emplace_back(o->grad);
-      } else {  // an output that got no gradient (or died) contributes zeros
-        Device dev = f->inputs_.empty() ? Device::cpu() : f->inputs_[0].data().device();
-        gys.emplace_back(zeros(f->outputs_[i].shape, f->outputs_[i].dtype, dev));
-      }
-    }
-    VariableList gxs;
-    {
-      BackpropFlag flag(create_graph);
-      gxs = f->backward(gys);
-    }
-    if (gxs.size() != f->inputs_.size())
-      throw ValueError("backward: " + f->name() + ".backward returned " + std::to_string(gxs.size()) +
-                       " gradients for " + std::to_string(f->inputs_.size()) + " inputs");
-    for (std::size_t i = 0; i < gxs.size(); ++i) {
-      const Variable& x = f->inputs_[i];
-      Variable& gx = gxs[i];
-      if (!gx.defined() || !gx.data().defined() || !f->needs_input_grad(i)) continue;
-      if (gx.shape() != x.shape())
-        throw ShapeError("backward: " + f->name() + ".backward returned a gradient of shape " + gx.shape().str() +
-                         " for input " + std::to_string(i) + " of shape " + x.shape().str());
-      if (!x.node_->grad) {
-        x.node_->grad = gx.node_;
+  try {
+    add_func(detail::creator_of(node_.ptr()));
+    VariableList gys;
+    while (!funcs.empty()) {
+      std::pop_heap(funcs.begin(), funcs.end(), later_generation);
+      std::shared_ptr<Function> f = std::move(funcs.back());
+      funcs.pop_back();
+      f->flags_ = static_cast<std::uint8_t>(f->flags_ & ~Function::kQueued);
+      gys.clear();
+      if (f->flags_ & Function::kEmbeddedOut) {
+        VariableNode* o = f->block_node();
+        if (o->grad) gys.emplace_back(o->grad);
+        else gys.emplace_back(zeros(o->data.shape(), o->data.dtype(), o->data.device()));
       } else {
-        BackpropFlag flag(create_graph);
-        x.node_->grad = (Variable(x.node_->grad) + gx).node_;
+        for (std::size_t i = 0, n = f->n_outputs(); i < n; ++i) {
+          const Function::OutputRef& ref = f->ext()->outputs[i];
+          auto o = ref.node.lock();
+          if (o && o->grad) {
+            gys.emplace_back(o->grad);
+          } else {  // an output that got no gradient (or died) contributes zeros
+            const VariableSpan xs = f->inputs();
+            Device dev = xs.empty() ? Device::cpu() : xs[0].data().device();
+            gys.emplace_back(zeros(ref.shape, ref.dtype, dev));
+          }
+        }
       }
-      if (x.node_->creator) add_func(x.node_->creator);
+      VariableList gxs;
+      {
+        BackpropFlag flag(create_graph);
+        gxs = f->backward(gys);
+      }
+      const VariableSpan xs = f->inputs();
+      if (gxs.size() != xs.size())
+        throw ValueError("backward: " + f->name() + ".backward returned " + std::to_string(gxs.size()) +
+                         " gradients for " + std::to_string(xs.size()) + " inputs");
+      for (std::size_t i = 0; i < gxs.size(); ++i) {
+        const Variable& x = xs[i];
+        Variable& gx = gxs[i];
+        if (!gx.defined() || !gx.data().defined() || !f->needs_input_grad(i)) continue;
+        if (gx.shape() != x.shape())
+          throw ShapeError("backward: " + f->name() + ".backward returned a gradient of shape " + gx.shape().str() +
+                           " for input " + std::to_string(i) + " of shape " + x.shape().str());
+        if (!x.node_->grad) {
+          x.node_->grad = gx.node_;
+        } else {
+          BackpropFlag flag(create_graph);
+          x.node_->grad = (Variable(x.node_->grad) + gx).node_;
+        }
+        if (detail::has_creator(*x.node_)) add_func(detail::creator_of(x.node_.ptr()));
+      }
+      if (!retain_grad) {
+        if (f->flags_ & Function::kEmbeddedOut) {
+          detail::defer_release(std::move(f->block_node()->grad));
+        } else {
+          for (std::size_t i = 0, n = f->n_outputs(); i < n; ++i)
+            if (auto o = f->ext()->outputs[i].node.lock()) detail::defer_release(std::move(o->grad));
+        }
+      }
     }
-    if (!retain_grad) {
-      for (auto& out : f->outputs_)
-        if (auto o = out.node.lock()) o->grad.reset();
-    }
+  } catch (...) {
+    give_back();
+    throw;
   }
+  give_back();
 }
 
 }  // namespace dezero

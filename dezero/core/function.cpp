@@ -1,11 +1,22 @@
 // dezero/core/function.cpp - Function (DeZero core.py, steps 2-3, 11-13, 17): its name in graphs,
-// apply (forward on Tensors, then the graph links when enable_backprop is on) and which
-// inputs need a gradient.
+// apply (forward on Tensors, then the graph links when enable_backprop is on), the inputs it
+// keeps and which of them need a gradient.
+//
+// Two ways a Function joins a graph:
+//   - dezero::call (core.hpp, detail::record): the Function, its one output's node and its
+//     inputs share one block of the small-object pool (detail::GraphBlock). The output's
+//     creator is implicit (the node knows where its Function is), its generation is the
+//     Function's plus one. One allocation per recorded op (bench/op_profile.cpp).
+//   - apply() on a Function the user made with std::make_shared (the book's spelling), or a
+//     call<> Function with several outputs: the inputs and the weak output references go
+//     to a separate Ext, the outputs are LeafNodes holding their creator.
 #include <cxxabi.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
+#include <new>
+#include <stdexcept>
 #include <string>
 #include <typeinfo>
 
@@ -14,11 +25,17 @@
 
 namespace dezero {
 
+const Variable& VariableSpan::at(std::size_t i) const {
+  if (i >= n_)
+    throw std::out_of_range("Function::input: index " + std::to_string(i) + " >= " + std::to_string(n_) + " inputs");
+  return p_[i];
+}
+
 // --- Function -----------------------------------------------------------------------------
-Function::~Function() = default;
+Function::~Function() { release_inputs(); }
 
 std::string Function::name() const {
-  const char* mangled = typeid(*this).name();
+  const char* mangled = fn_type().name();
   int status = 0;
   char* d = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
   std::string n = (status == 0 && d) ? d : mangled;
@@ -28,9 +45,14 @@ std::string Function::name() const {
   return n;
 }
 
-VariableList Function::apply(const VariableList& inputs) { return apply(VariableList(inputs)); }
+VariableSpan Function::inputs() const {
+  if (flags_ & kExt) return VariableSpan(ext()->inputs.data(), ext()->inputs.size());
+  if (flags_ & kBlock) return VariableSpan(input_slots(), n_inputs_);
+  return VariableSpan();
+}
 
-VariableList Function::apply(VariableList&& inputs) {
+// The inputs' data, checked, then forward().
+TensorList Function::run_forward(const VariableList& inputs) {
   TensorList xs;
   xs.reserve(inputs.size());
   for (std::size_t i = 0; i < inputs.size(); ++i) {
@@ -39,26 +61,101 @@ VariableList Function::apply(VariableList&& inputs) {
                        detail::empty_cause_text(detail::empty_cause(inputs[i].data())));
     xs.push_back(inputs[i].data());
   }
-  TensorList ys = forward(xs);
+  return forward(xs);
+}
+
+// Keeps the inputs as graph references: in the block's slots, or in a new Ext.
+void Function::link_inputs(VariableList&& inputs, bool in_slots) {
+  int gen = 0;
+  for (const Variable& x : inputs) gen = std::max(gen, x.generation());
+  generation_ = gen;
+  if (in_slots) {
+    Variable* s = input_slots();
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      new (&s[i]) Variable(std::move(inputs[i]));
+      s[i].node_.make_graph_ref();
+    }
+    n_inputs_ = static_cast<std::uint16_t>(inputs.size());
+    return;
+  }
+  Ext* e = new Ext;
+  e->inputs = std::move(inputs);
+  for (Variable& x : e->inputs) x.node_.make_graph_ref();
+  in_ = e;
+  flags_ |= kExt;
+}
+
+void Function::release_inputs() noexcept {
+  if (flags_ & kExt) {
+    Ext* e = ext();
+    for (Variable& x : e->inputs) detail::defer_release(x.node_.take_graph_ref());
+    delete e;
+    in_ = nullptr;
+    flags_ = static_cast<std::uint8_t>(flags_ & ~kExt);
+  } else if (flags_ & kBlock) {
+    Variable* s = input_slots();
+    for (std::size_t i = 0; i < n_inputs_; ++i) {
+      detail::defer_release(s[i].node_.take_graph_ref());
+      s[i].~Variable();
+    }
+  }
+  n_inputs_ = 0;
+}
+void Function::release_block_inputs() noexcept { release_inputs(); }
+
+VariableList Function::apply(const VariableList& inputs) { return apply(VariableList(inputs)); }
+
+VariableList Function::apply(VariableList&& inputs) {
+  TensorList ys = run_forward(inputs);
   VariableList outputs;
   outputs.reserve(ys.size());
-  for (auto& y : ys) outputs.emplace_back(std::move(y));
-  if (Config::enable_backprop) {
-    std::shared_ptr<Function> self = weak_from_this().lock();
-    if (!self)
-      throw Error(name() + ": a Function must be created with std::make_shared to be part of a graph");
-    int gen = 0;
-    for (auto& x : inputs) gen = std::max(gen, x.generation());
-    generation_ = gen;
-    inputs_ = std::move(inputs);
-    for (auto& x : inputs_) x.node_.make_graph_ref();
-    outputs_.clear();
-    outputs_.reserve(outputs.size());
-    for (auto& o : outputs) {
-      o.node_->creator = self;
-      o.node_->generation = gen + 1;
-      outputs_.push_back(OutputRef{o.node_.ptr(), o.shape(), o.dtype()});
-    }
+  if (!Config::enable_backprop) {
+    for (auto& y : ys) outputs.emplace_back(std::move(y));
+    return outputs;
+  }
+  std::shared_ptr<Function> self = weak_from_this().lock();
+  if (!self)
+    throw Error(name() + ": a Function must be created with std::make_shared to be part of a graph");
+  if (flags_ & kBlock)
+    throw Error(name() + ": apply: this Function is in a graph already (dezero::call recorded it); hint: make a "
+                "new Function object for each call");
+  release_inputs();  // a Function applied again forgets its first inputs, as DeZero's does
+  link_inputs(std::move(inputs), false);
+  for (auto& y : ys) {
+    std::shared_ptr<VariableNode> n = detail::make_leaf_node();
+    n->data = std::move(y);
+    auto& leaf = static_cast<detail::LeafNode&>(*n);
+    leaf.creator = self;
+    leaf.generation = generation_ + 1;
+    ext()->outputs.push_back(OutputRef{n, n->data.shape(), n->data.dtype()});
+    outputs.emplace_back(std::move(n));
+  }
+  return outputs;
+}
+
+VariableList Function::record_in_block(VariableList&& inputs, std::shared_ptr<VariableNode>&& block_node_sp) {
+  TensorList ys = run_forward(inputs);
+  VariableList outputs;
+  if (ys.size() == 1) {  // the common case: the output is the block's own node
+    link_inputs(std::move(inputs), true);
+    VariableNode& node = *block_node_sp;
+    node.data = std::move(ys[0]);
+    node.flags_ |= VariableNode::kEmbedded;
+    flags_ |= kEmbeddedOut;
+    outputs.emplace_back(std::move(block_node_sp));
+    return outputs;
+  }
+  // Several outputs (or none): separate nodes whose creator refers to the block.
+  std::shared_ptr<Function> self(block_node_sp, this);
+  link_inputs(std::move(inputs), false);
+  for (auto& y : ys) {
+    std::shared_ptr<VariableNode> n = detail::make_leaf_node();
+    n->data = std::move(y);
+    auto& leaf = static_cast<detail::LeafNode&>(*n);
+    leaf.creator = self;
+    leaf.generation = generation_ + 1;
+    ext()->outputs.push_back(OutputRef{n, n->data.shape(), n->data.dtype()});
+    outputs.emplace_back(std::move(n));
   }
   return outputs;
 }
@@ -69,17 +166,34 @@ Variable Function::operator()(const Variable& a, const Variable& b, const Variab
   return std::move(apply(VariableList{a, b, c}).at(0));
 }
 
+std::size_t Function::n_outputs() const {
+  if (flags_ & kEmbeddedOut) return 1;
+  if (flags_ & kExt) return ext()->outputs.size();
+  return 0;
+}
+
 VariableList Function::outputs() const {
   VariableList out;
-  for (auto& o : outputs_) out.push_back(Variable(o.node.lock()));
+  for (std::size_t i = 0, n = n_outputs(); i < n; ++i) out.push_back(output(i));
   return out;
 }
-Variable Function::output(std::size_t i) const { return Variable(outputs_.at(i).node.lock()); }
+
+Variable Function::output(std::size_t i) const {
+  if (i >= n_outputs())
+    throw std::out_of_range("Function::output: index " + std::to_string(i) + " >= " + std::to_string(n_outputs()) +
+                            " outputs");
+  if (flags_ & kEmbeddedOut) {
+    std::shared_ptr<Function> self = std::const_pointer_cast<Function>(weak_from_this().lock());
+    if (!self) return Variable();
+    return Variable(std::shared_ptr<VariableNode>(self, const_cast<Function*>(this)->block_node()));
+  }
+  return Variable(ext()->outputs[i].node.lock());
+}
 
 bool Function::needs_input_grad(std::size_t i) const {
-  const auto& n = inputs_.at(i).node();
-  if (!n || !n->requires_grad) return false;
-  if (n->creator || n->is_parameter) return true;
+  const auto& n = input(i).node();
+  if (!n || !n->requires_grad()) return false;
+  if (detail::has_creator(*n) || n->is_parameter()) return true;
   // A leaf held only by graphs (e.g. a Tensor passed as input, or a temporary Variable
   // used twice) can never have its gradient read: no Variable outside a graph refers to
   // it (NodeHandle's count). Computing one would waste the work, and under create_graph

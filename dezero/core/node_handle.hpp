@@ -63,6 +63,12 @@ class NodeHandle {
     release();
     counted_ = false;
   }
+  // Moves the node out of a graph reference without touching the count (the graph's
+  // reference ends; the caller drops the pointer, see detail::defer_release).
+  std::shared_ptr<VariableNode> take_graph_ref() noexcept {
+    counted_ = true;
+    return std::move(p_);
+  }
 
  private:
   void swap(NodeHandle& o) noexcept {

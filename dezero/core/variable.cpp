@@ -1,9 +1,11 @@
 // dezero/core/variable.cpp - Variable and Parameter (DeZero core.py, steps 1, 7-9, 44): the handle,
-// its node and the node's iterative destruction (a million-node chain must not recurse),
-// moving data between devices, and printing.
+// its node (creator, generation, name), releasing a graph without recursion (a million-node
+// chain must not overflow the stack), moving data between devices, and printing.
 #include <memory>
+#include <mutex>
 #include <ostream>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "dezero/core.hpp"
@@ -11,26 +13,142 @@
 
 namespace dezero {
 
-// --- VariableNode: iterative destruction (a million-node chain must not recurse) ------
+// --- dropping a graph without recursion ---------------------------------------------------
+// Destroying a node releases its creator, whose destructor releases its inputs, whose
+// nodes release their creators... Each release of a graph reference goes through
+// defer_release: the outermost call on a thread drains a list of pending releases, and
+// every release made while it drains is appended to that list instead of recursing.
 namespace {
-thread_local std::vector<std::shared_ptr<Function>>* g_pending = nullptr;
+struct PendingReleases {
+  std::vector<std::shared_ptr<void>> list;
+  bool draining = false;
+  ~PendingReleases() { draining = true; }  // late releases at thread exit go straight through
+};
+PendingReleases& pending() {
+  static thread_local PendingReleases p;
+  return p;
 }
+}  // namespace
 
-VariableNode::~VariableNode() {
-  if (!creator) return;
-  if (g_pending) {  // an outer destructor is draining: hand our creator to it
-    g_pending->push_back(std::move(creator));
+void detail::defer_release(std::shared_ptr<void>&& p) noexcept {
+  if (!p) return;
+  PendingReleases& pr = pending();
+  if (pr.draining) {
+    try {
+      pr.list.push_back(std::move(p));
+    } catch (...) {  // out of memory for the list: release here (recursion only then)
+      p.reset();
+    }
     return;
   }
-  std::vector<std::shared_ptr<Function>> pending;
-  g_pending = &pending;
-  pending.push_back(std::move(creator));
-  while (!pending.empty()) {
-    std::shared_ptr<Function> f = std::move(pending.back());
-    pending.pop_back();
-    f.reset();  // may destroy inputs, whose creators land in `pending`
+  pr.draining = true;
+  p.reset();
+  while (!pr.list.empty()) {
+    std::shared_ptr<void> q = std::move(pr.list.back());
+    pr.list.pop_back();
+    q.reset();  // may append more
   }
-  g_pending = nullptr;
+  pr.draining = false;
+}
+
+// --- what a node keeps outside itself -------------------------------------------------------
+// Names, and the creator a user set on a node inside a graph block, are rare: they live in
+// one table, so that a node stays 80 bytes.
+namespace {
+struct NodeExtra {
+  std::string name;
+  std::shared_ptr<Function> creator;  // set_creator() on a node inside a block
+  int generation = 0;
+};
+struct ExtraTable {
+  std::mutex mu;
+  std::unordered_map<const VariableNode*, NodeExtra> map;
+};
+ExtraTable& extras() {
+  static ExtraTable* t = new ExtraTable;  // never destroyed: nodes die until the process ends
+  return *t;
+}
+const std::string& empty_string() {
+  static const std::string s;
+  return s;
+}
+}  // namespace
+
+VariableNode::~VariableNode() {
+  detail::defer_release(std::move(grad));
+  if (flags_ & (kNamed | kOverride)) {
+    std::shared_ptr<Function> creator;
+    {
+      ExtraTable& t = extras();
+      std::lock_guard<std::mutex> lock(t.mu);
+      auto it = t.map.find(this);
+      if (it != t.map.end()) {
+        creator = std::move(it->second.creator);
+        t.map.erase(it);
+      }
+    }
+    detail::defer_release(std::move(creator));
+  }
+}
+
+detail::LeafNode::~LeafNode() { detail::defer_release(std::move(creator)); }
+
+std::shared_ptr<VariableNode> detail::make_leaf_node() {
+  return std::allocate_shared<LeafNode>(PoolAllocator<LeafNode>());
+}
+
+namespace {
+Function* embedded_fn(const VariableNode& n, std::int16_t offset) {
+  return reinterpret_cast<Function*>(const_cast<char*>(reinterpret_cast<const char*>(&n)) - offset);
+}
+}  // namespace
+
+Function* VariableNode::creator_ptr() const {
+  if (!(flags_ & kEmbedded)) return static_cast<const detail::LeafNode*>(this)->creator.get();
+  if (flags_ & kOverride) {
+    ExtraTable& t = extras();
+    std::lock_guard<std::mutex> lock(t.mu);
+    return t.map[this].creator.get();
+  }
+  if (flags_ & kUnchained) return nullptr;
+  return embedded_fn(*this, fn_offset_);
+}
+
+int VariableNode::generation() const {
+  if (!(flags_ & kEmbedded)) return static_cast<const detail::LeafNode*>(this)->generation;
+  if (flags_ & kOverride) {
+    ExtraTable& t = extras();
+    std::lock_guard<std::mutex> lock(t.mu);
+    return t.map[this].generation;
+  }
+  return embedded_fn(*this, fn_offset_)->generation() + 1;  // kept after unchain(), as DeZero
+}
+
+const std::string& VariableNode::name() const {
+  if (!(flags_ & kNamed)) return empty_string();
+  ExtraTable& t = extras();
+  std::lock_guard<std::mutex> lock(t.mu);
+  return t.map[this].name;  // unordered_map keeps its elements in place: the reference stays valid
+}
+
+bool detail::has_creator(const VariableNode& n) {
+  if ((n.flags_ & (VariableNode::kEmbedded | VariableNode::kUnchained | VariableNode::kOverride)) ==
+      VariableNode::kEmbedded)
+    return true;
+  return n.creator_ptr() != nullptr;
+}
+
+std::shared_ptr<Function> detail::creator_of(const std::shared_ptr<VariableNode>& node) {
+  if (!node) return nullptr;
+  const VariableNode& n = *node;
+  if (!(n.flags_ & VariableNode::kEmbedded)) return static_cast<const LeafNode&>(n).creator;
+  if (n.flags_ & VariableNode::kOverride) {
+    ExtraTable& t = extras();
+    std::lock_guard<std::mutex> lock(t.mu);
+    return t.map[&n].creator;
+  }
+  if (n.flags_ & VariableNode::kUnchained) return nullptr;
+  return std::shared_ptr<Function>(node, embedded_fn(n, n.fn_offset_));  // shares the block's count
 }
 
 // --- Variable ---------------------------------------------------------------------------
@@ -39,16 +157,16 @@ void detail::on_last_handle(VariableNode& node) noexcept {
   // Leaves only: the gradients of intermediate variables are still being read and
   // accumulated while backward runs (through short-lived handles), and backward
   // itself drops them afterwards unless retain_grad asks to keep them.
-  if (!node.creator && node.grad && node.grad->creator) node.grad.reset();
+  if (node.grad && !has_creator(node) && has_creator(*node.grad)) defer_release(std::move(node.grad));
 }
 
-Variable::Variable(Tensor data, std::string name) : node_(std::make_shared<VariableNode>()) {
+Variable::Variable(Tensor data, std::string name) : node_(detail::make_leaf_node()) {
   node_->data = std::move(data);
-  node_->name = std::move(name);
+  if (!name.empty()) set_name(std::move(name));
 }
 
 Parameter::Parameter(Tensor data, std::string name) : Variable(std::move(data), std::move(name)) {
-  node_->is_parameter = true;
+  node_->flags_ |= VariableNode::kParameter;
 }
 
 namespace {
@@ -60,10 +178,6 @@ const Tensor& empty_tensor(detail::EmptyCause cause) {
       detail::undefined_tensor(detail::EmptyCause::grad_not_reached),
       detail::undefined_tensor(detail::EmptyCause::grad_no_backprop)};
   return by_cause[static_cast<std::size_t>(cause)];
-}
-const std::string& empty_string() {
-  static const std::string s;
-  return s;
 }
 }  // namespace
 
@@ -78,16 +192,16 @@ const Tensor& Variable::defined_data(const char* op) const {
   return node_->data;
 }
 void Variable::set_data(Tensor data) {
-  if (!node_) node_ = std::make_shared<VariableNode>();
+  if (!node_) node_ = detail::make_leaf_node();
   node_->data = std::move(data);
 }
 Variable Variable::grad() const {
   if (node_ && node_->grad) return Variable(node_->grad);
   Variable none;
   if (node_) {
-    none.node_.set_empty_cause(!Config::enable_backprop ? detail::EmptyCause::grad_no_backprop
-                               : node_->creator         ? detail::EmptyCause::grad_not_kept
-                                                        : detail::EmptyCause::grad_not_reached);
+    none.node_.set_empty_cause(!Config::enable_backprop     ? detail::EmptyCause::grad_no_backprop
+                               : detail::has_creator(*node_) ? detail::EmptyCause::grad_not_kept
+                                                             : detail::EmptyCause::grad_not_reached);
   }
   return none;
 }
@@ -97,29 +211,82 @@ void Variable::set_grad(const Variable& g) {
   node_->grad = g.node_;
 }
 void Variable::cleargrad() {
-  if (node_) node_->grad.reset();
+  if (node_) detail::defer_release(std::move(node_->grad));
 }
-const std::string& Variable::name() const { return node_ ? node_->name : empty_string(); }
+const std::string& Variable::name() const { return node_ ? node_->name() : empty_string(); }
 void Variable::set_name(std::string name) {
-  if (!node_) node_ = std::make_shared<VariableNode>();
-  node_->name = std::move(name);
+  if (!node_) node_ = detail::make_leaf_node();
+  if (name.empty() && !(node_->flags_ & VariableNode::kNamed)) return;
+  ExtraTable& t = extras();
+  std::lock_guard<std::mutex> lock(t.mu);
+  t.map[node_.ptr().get()].name = std::move(name);
+  node_->flags_ |= VariableNode::kNamed;
 }
-std::shared_ptr<Function> Variable::creator() const { return node_ ? node_->creator : nullptr; }
+std::shared_ptr<Function> Variable::creator() const { return detail::creator_of(node_.ptr()); }
 void Variable::set_creator(const std::shared_ptr<Function>& f) {
   if (!node_) throw ValueError("set_creator: the variable is empty (Variable())");
-  node_->creator = f;
-  node_->generation = f ? f->generation() + 1 : 0;
+  VariableNode& n = *node_;
+  const int gen = f ? f->generation() + 1 : 0;
+  if (!(n.flags_ & VariableNode::kEmbedded)) {
+    auto& leaf = static_cast<detail::LeafNode&>(n);
+    std::shared_ptr<Function> old = std::move(leaf.creator);
+    leaf.creator = f;
+    leaf.generation = gen;
+    detail::defer_release(std::move(old));
+    return;
+  }
+  std::shared_ptr<Function> old;
+  {
+    ExtraTable& t = extras();
+    std::lock_guard<std::mutex> lock(t.mu);
+    if (f.get() == embedded_fn(n, n.fn_offset_)) {  // back to its own block's Function
+      n.flags_ = static_cast<std::uint8_t>(n.flags_ & ~(VariableNode::kUnchained | VariableNode::kOverride));
+      auto it = t.map.find(&n);
+      if (it != t.map.end()) old = std::move(it->second.creator);
+    } else {
+      NodeExtra& e = t.map[&n];
+      old = std::move(e.creator);
+      e.creator = f;
+      e.generation = gen;
+      n.flags_ |= VariableNode::kOverride;
+    }
+  }
+  detail::defer_release(std::move(old));
 }
-int Variable::generation() const { return node_ ? node_->generation : 0; }
-bool Variable::requires_grad() const { return node_ && node_->requires_grad; }
+int Variable::generation() const { return node_ ? node_->generation() : 0; }
+bool Variable::requires_grad() const { return node_ && node_->requires_grad(); }
 void Variable::set_requires_grad(bool r) {
   if (!node_) throw ValueError("set_requires_grad: the variable is empty (Variable())");
-  node_->requires_grad = r;
+  if (r) node_->flags_ |= VariableNode::kRequiresGrad;
+  else node_->flags_ = static_cast<std::uint8_t>(node_->flags_ & ~VariableNode::kRequiresGrad);
 }
-bool Variable::is_parameter() const { return node_ && node_->is_parameter; }
+bool Variable::is_parameter() const { return node_ && node_->is_parameter(); }
+
+// Forgets a node's creator. A node inside a block keeps its Function's memory, so the
+// Function lets go of its inputs instead: the graph above is freed as when DeZero drops
+// the creator (a shared_ptr kept from creator() then sees no inputs).
+void Variable::unchain_node(VariableNode& n) {
+  if (!(n.flags_ & VariableNode::kEmbedded)) {
+    detail::defer_release(std::move(static_cast<detail::LeafNode&>(n).creator));
+    return;
+  }
+  if (n.flags_ & VariableNode::kOverride) {
+    std::shared_ptr<Function> old;
+    {
+      ExtraTable& t = extras();
+      std::lock_guard<std::mutex> lock(t.mu);
+      old = std::move(t.map[&n].creator);
+    }
+    detail::defer_release(std::move(old));
+    return;
+  }
+  if (n.flags_ & VariableNode::kUnchained) return;
+  n.flags_ |= VariableNode::kUnchained;
+  embedded_fn(n, n.fn_offset_)->release_inputs();
+}
 
 void Variable::unchain() {
-  if (node_) node_->creator.reset();
+  if (node_) unchain_node(*node_);
 }
 
 void Variable::to(Device device) {

@@ -26,7 +26,7 @@ namespace {
 Tensor& own_grad(Parameter& p) {
   auto& g = p.node()->grad;
   if (g.use_count() > 1 || g->data.storage().use_count() > 1) {
-    auto fresh = std::make_shared<VariableNode>();
+    std::shared_ptr<VariableNode> fresh = dezero::detail::make_leaf_node();
     fresh->data = g->data.copy();
     g = fresh;
   }
