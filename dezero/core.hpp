@@ -13,6 +13,7 @@
 /// never have its gradient read, so none is computed for it.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -260,6 +261,10 @@ class Variable {
 /// Writes `v.str()` to `os`, as Python's print(x).
 std::ostream& operator<<(std::ostream& os, const Variable& v);
 
+/// VariableList{a, b} moves its temporaries in (a Variable copy counts two references).
+template <>
+struct small_vector_forwards_braced<Variable, void> : std::true_type {};
+
 /// A Variable that layers register and optimizers update (step 44).
 class Parameter : public Variable {
  public:
@@ -392,9 +397,11 @@ class Function : public std::enable_shared_from_this<Function> {
   bool needs_input_grad(std::size_t i) const;
 
   /// \cond INTERNAL
-  // dezero::call's path (detail::record): runs forward and links the one output into the
-  // block's node, or falls back to separate output nodes for several outputs.
-  VariableList record_in_block(VariableList&& inputs, std::shared_ptr<VariableNode>&& block_node);
+  // dezero::call's paths. record_in_block (detail::record) runs forward and links the one
+  // output into the block's node, or falls back to separate output nodes for several
+  // outputs; apply_without_graph runs forward only. The inputs are n pointers, read, not kept.
+  VariableList record_in_block(const Variable* const* in, std::size_t n, std::shared_ptr<VariableNode>&& block_node);
+  VariableList apply_without_graph(const Variable* const* in, std::size_t n);
   /// \endcond
 
  protected:
@@ -431,9 +438,11 @@ class Function : public std::enable_shared_from_this<Function> {
   virtual const std::type_info& fn_type() const { return typeid(*this); }
   Variable* input_slots() const { return static_cast<Variable*>(in_); }
   Ext* ext() const { return static_cast<Ext*>(in_); }
-  void link_inputs(VariableList&& inputs, bool in_slots);
+  void link_inputs(const Variable* const* in, std::size_t n, bool in_slots);
   void release_inputs() noexcept;
-  TensorList run_forward(const VariableList& inputs);
+  TensorList run_forward(const Variable* const* in, std::size_t n);
+  VariableList link_separate_outputs(const Variable* const* in, std::size_t n, TensorList&& ys,
+                                     const std::shared_ptr<Function>& self);
   std::size_t n_outputs() const;
 
   void* in_ = nullptr;            // the block's input slots (kBlock, no kExt) or an Ext (kExt)
@@ -552,27 +561,38 @@ class GraphBlock final : public Fn, public VariableNode {
 };
 
 template <class Fn, std::size_t K, class... Args>
-VariableList record_block(VariableList&& inputs, Args&&... args) {
+VariableList record_block(const Variable* const* in, Args&&... args) {
   using Block = GraphBlock<Fn, K>;
   std::shared_ptr<Block> block = std::allocate_shared<Block>(PoolAllocator<Block>(), std::forward<Args>(args)...);
   Function& f = *block;
-  return f.record_in_block(std::move(inputs), std::shared_ptr<VariableNode>(std::move(block)));
+  return f.record_in_block(in, K, std::shared_ptr<VariableNode>(std::move(block)));
 }
 
 // Records y = Fn(args...)(inputs) in a graph block when Fn can be one (not final, small
 // enough to find its node, not over-aligned, 1 to 3 inputs); else through make_shared.
 template <class Fn, class... Args>
-VariableList record(VariableList&& inputs, Args&&... args) {
+VariableList record(const Variable* const* in, std::size_t n, Args&&... args) {
   if constexpr (!std::is_final_v<Fn> && sizeof(Fn) < 16384 && alignof(Fn) <= 8) {
-    switch (inputs.size()) {
-      case 1: return record_block<Fn, 1>(std::move(inputs), std::forward<Args>(args)...);
-      case 2: return record_block<Fn, 2>(std::move(inputs), std::forward<Args>(args)...);
-      case 3: return record_block<Fn, 3>(std::move(inputs), std::forward<Args>(args)...);
+    switch (n) {
+      case 1: return record_block<Fn, 1>(in, std::forward<Args>(args)...);
+      case 2: return record_block<Fn, 2>(in, std::forward<Args>(args)...);
+      case 3: return record_block<Fn, 3>(in, std::forward<Args>(args)...);
       default: break;
     }
   }
+  VariableList inputs;
+  for (std::size_t i = 0; i < n; ++i) inputs.push_back(*in[i]);
   return std::make_shared<Fn>(std::forward<Args>(args)...)->apply(std::move(inputs));
 }
+
+// The inputs of the library's own calls, by reference: call<Fn>(detail::in(a, b), args...)
+// copies no handle until the graph keeps them (a handle copy is two atomic increments).
+// The referenced Variables must outlive the call (temporaries in the same expression do).
+template <std::size_t K>
+using InputRefs = std::array<const Variable*, K>;
+inline InputRefs<1> in(const Variable& a) { return {&a}; }
+inline InputRefs<2> in(const Variable& a, const Variable& b) { return {&a, &b}; }
+inline InputRefs<3> in(const Variable& a, const Variable& b, const Variable& c) { return {&a, &b, &c}; }
 }  // namespace detail
 
 inline void detail::NodeHandle::acquire() {
@@ -581,6 +601,11 @@ inline void detail::NodeHandle::acquire() {
 inline void detail::NodeHandle::release() noexcept {
   if (p_ && counted_ && p_->handles.fetch_sub(1, std::memory_order_acq_rel) == 1) on_last_handle(*p_);
 }
+/// \endcond
+
+/// \cond INTERNAL
+template <class Fn, class... Args>
+VariableList call_all(VariableList inputs, Args&&... args);
 /// \endcond
 
 // --- calling a Function ------------------------------------------------------------
@@ -594,24 +619,34 @@ inline void detail::NodeHandle::release() noexcept {
 /// error otherwise); `args` go to its constructor.
 template <class Fn, class... Args>
 Variable call(VariableList inputs, Args&&... args) {
-  static_assert(std::is_base_of_v<Function, Fn>, "dezero::call: Fn must derive from dezero::Function");
-  if (!Config::enable_backprop) {
-    Fn f(std::forward<Args>(args)...);
-    return std::move(f.apply(std::move(inputs))[0]);
-  }
-  return std::move(detail::record<Fn>(std::move(inputs), std::forward<Args>(args)...)[0]);
+  return std::move(call_all<Fn>(std::move(inputs), std::forward<Args>(args)...)[0]);
 }
 
 /// The same as call(), returning every output (Functions with more than one).
 template <class Fn, class... Args>
 VariableList call_all(VariableList inputs, Args&&... args) {
   static_assert(std::is_base_of_v<Function, Fn>, "dezero::call_all: Fn must derive from dezero::Function");
+  SmallVector<const Variable*, 3> in;
+  for (const Variable& x : inputs) in.push_back(&x);
   if (!Config::enable_backprop) {
     Fn f(std::forward<Args>(args)...);
-    return f.apply(std::move(inputs));
+    return f.apply_without_graph(in.data(), in.size());
   }
-  return detail::record<Fn>(std::move(inputs), std::forward<Args>(args)...);
+  return detail::record<Fn>(in.data(), in.size(), std::forward<Args>(args)...);
 }
+
+/// \cond INTERNAL
+// call() on inputs by reference (detail::in): the library's own calls.
+template <class Fn, std::size_t K, class... Args>
+Variable call(const detail::InputRefs<K>& inputs, Args&&... args) {
+  static_assert(std::is_base_of_v<Function, Fn>, "dezero::call: Fn must derive from dezero::Function");
+  if (!Config::enable_backprop) {
+    Fn f(std::forward<Args>(args)...);
+    return std::move(f.apply_without_graph(inputs.data(), K)[0]);
+  }
+  return std::move(detail::record<Fn>(inputs.data(), K, std::forward<Args>(args)...)[0]);
+}
+/// \endcond
 
 // --- operators (step 20-22): Variable, Tensor (converted) or double on either side;
 // a double takes the Variable's dtype. ---------------------------------------------

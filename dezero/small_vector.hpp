@@ -25,6 +25,22 @@
 
 namespace dezero {
 
+/// Whether `SmallVector<T, N>{a, b}` takes its elements by forwarding (temporaries moved
+/// in) instead of copying them out of a std::initializer_list: for types whose copies cost
+/// (dezero's Variable and Tensor handles, which specialise it to true). `D` is void; it
+/// only makes the constructor's condition depend on a template parameter.
+template <class T, class D = void>
+struct small_vector_forwards_braced : std::false_type {};
+
+/// Whether It is an iterator (has an iterator_category): the range members take only those.
+template <class It, class = void>
+struct small_vector_is_iterator : std::false_type {};
+/// \cond INTERNAL
+template <class It>
+struct small_vector_is_iterator<It, std::void_t<typename std::iterator_traits<It>::iterator_category>>
+    : std::true_type {};
+/// \endcond
+
 /// A std::vector work-alike that keeps its first N elements inside the object.
 ///
 /// The type of VariableList and TensorList (`SmallVector<Variable, 3>`,
@@ -58,10 +74,28 @@ class SmallVector {
   explicit SmallVector(size_type n) { resize(n); }
   /// `n` copies of `value`.
   SmallVector(size_type n, const T& value) { assign(n, value); }
-  /// The listed elements: `VariableList{x, W}`.
-  SmallVector(std::initializer_list<T> items) { append_copies(items.begin(), items.end()); }
+  /// The listed elements: `SmallVector<int, 3>{1, 2}`, copied from the initializer_list.
+  template <class D = void, std::enable_if_t<!small_vector_forwards_braced<T, D>::value, int> = 0>
+  SmallVector(std::initializer_list<T> items) {
+    append_copies(items.begin(), items.end());
+  }
+  /// The listed elements of a handle type (small_vector_forwards_braced: Variable, Tensor):
+  /// `VariableList{x, W}`, `return {y};`; temporaries are moved in, not copied.
+  ///
+  /// One element must be a T itself (so that a Tensor does not convert to a one-element
+  /// VariableList where a Variable is also accepted); two or more convert as they would
+  /// in an initializer_list.
+  template <class... U,
+            std::enable_if_t<small_vector_forwards_braced<T, void>::value && (sizeof...(U) > 0) &&
+                                 (std::is_convertible_v<U&&, T> && ...) &&
+                                 (sizeof...(U) > 1 || (std::is_same_v<std::decay_t<U>, T> && ...)),
+                             int> = 0>
+  SmallVector(U&&... items) {  // NOLINT implicit, as a braced list is
+    reserve(sizeof...(U));
+    (emplace_back(std::forward<U>(items)), ...);
+  }
   /// Copies of the elements of the range [first, last).
-  template <class It, class = std::enable_if_t<!std::is_integral_v<It>>>
+  template <class It, class = std::enable_if_t<!std::is_integral_v<It> && small_vector_is_iterator<It>::value>>
   SmallVector(It first, It last) {
     append_copies(first, last);
   }
@@ -223,7 +257,7 @@ class SmallVector {
     clear();
     resize(n, tmp);
   }
-  template <class It, class = std::enable_if_t<!std::is_integral_v<It>>>
+  template <class It, class = std::enable_if_t<!std::is_integral_v<It> && small_vector_is_iterator<It>::value>>
   void assign(It first, It last) {
     SmallVector tmp;  // the range may be part of *this
     tmp.append_copies(first, last);
@@ -240,7 +274,7 @@ class SmallVector {
     SmallVector tmp(n, value);
     return insert(pos, std::make_move_iterator(tmp.begin()), std::make_move_iterator(tmp.end()));
   }
-  template <class It, class = std::enable_if_t<!std::is_integral_v<It>>>
+  template <class It, class = std::enable_if_t<!std::is_integral_v<It> && small_vector_is_iterator<It>::value>>
   iterator insert(const_iterator pos, It first, It last) {
     size_type at = static_cast<size_type>(pos - begin()), old = size_;
     SmallVector tmp;  // the range may be part of *this

@@ -25,12 +25,20 @@
 #include "dezero/dtype.hpp"
 #include "dezero/error.hpp"
 #include "dezero/shape.hpp"
+#include "dezero/small_vector.hpp"
 
 namespace dezero {
 
 // --- storage ---------------------------------------------------------------
+class Tensor;
 /// \cond INTERNAL
 namespace detail {
+// A Tensor that shares t's storage without counting a reference, and that must be given up
+// with release_borrowed (never destroyed as it is) while t still holds the storage: the
+// tensors a Function's forward() reads (core/function.cpp). A copy of it counts as usual.
+Tensor borrow(const Tensor& t) noexcept;
+void release_borrowed(Tensor& t) noexcept;
+
 // The small-object pool (tensor/small_pool.cpp): a graph's nodes and Functions and every
 // Storage object come from it. n at most 512 bytes is pooled, more goes to operator new;
 // small_free must get the n given to small_alloc.
@@ -160,6 +168,8 @@ class StoragePtr {
   ///@}
 
  private:
+  friend Tensor detail::borrow(const Tensor& t) noexcept;
+  friend void detail::release_borrowed(Tensor& t) noexcept;
   explicit StoragePtr(Storage* p) : p_(p) {}
   static void destroy(Storage* p) noexcept;
   Storage* p_ = nullptr;
@@ -424,8 +434,24 @@ class Tensor {
   Shape shape_;
   friend Tensor detail::undefined_tensor(detail::EmptyCause cause);
   friend detail::EmptyCause detail::empty_cause(const Tensor& t);
-  friend detail::EmptyCause detail::empty_cause(const Tensor& t);
+  friend Tensor detail::borrow(const Tensor& t) noexcept;
+  friend void detail::release_borrowed(Tensor& t) noexcept;
 };
+
+/// TensorList{a, b} moves its temporaries in (a Tensor copy counts a reference).
+template <>
+struct small_vector_forwards_braced<Tensor, void> : std::true_type {};
+
+/// \cond INTERNAL
+inline Tensor detail::borrow(const Tensor& t) noexcept {
+  Tensor b;
+  b.storage_.p_ = t.storage_.p_;
+  b.word_ = t.word_;
+  b.shape_ = t.shape_;
+  return b;
+}
+inline void detail::release_borrowed(Tensor& t) noexcept { t.storage_.p_ = nullptr; }
+/// \endcond
 
 /// Writes `t.str()` to `os`, as Python's print(x).
 std::ostream& operator<<(std::ostream& os, const Tensor& t);

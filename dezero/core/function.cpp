@@ -51,36 +51,46 @@ VariableSpan Function::inputs() const {
   return VariableSpan();
 }
 
-// The inputs' data, checked, then forward().
-TensorList Function::run_forward(const VariableList& inputs) {
+// The inputs' data, checked, then forward(). The list forward() reads borrows the inputs'
+// tensors (no reference count up and down): the inputs outlive the call.
+TensorList Function::run_forward(const Variable* const* in, std::size_t n) {
   TensorList xs;
-  xs.reserve(inputs.size());
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i].defined() || !inputs[i].data().defined())
+  xs.reserve(n);
+  struct GiveBack {
+    TensorList& xs;
+    ~GiveBack() {
+      for (Tensor& x : xs) detail::release_borrowed(x);
+    }
+  } give_back{xs};
+  for (std::size_t i = 0; i < n; ++i) {
+    const Variable& x = *in[i];
+    if (!x.defined() || !x.data().defined())
       throw ValueError(name() + ": input " + std::to_string(i) + " holds no data" +
-                       detail::empty_cause_text(detail::empty_cause(inputs[i].data())));
-    xs.push_back(inputs[i].data());
+                       detail::empty_cause_text(detail::empty_cause(x.data())));
+    xs.push_back(detail::borrow(x.data()));
   }
   return forward(xs);
 }
 
 // Keeps the inputs as graph references: in the block's slots, or in a new Ext.
-void Function::link_inputs(VariableList&& inputs, bool in_slots) {
+void Function::link_inputs(const Variable* const* in, std::size_t n, bool in_slots) {
   int gen = 0;
-  for (const Variable& x : inputs) gen = std::max(gen, x.generation());
+  for (std::size_t i = 0; i < n; ++i) gen = std::max(gen, in[i]->generation());
   generation_ = gen;
   if (in_slots) {
     Variable* s = input_slots();
-    for (std::size_t i = 0; i < inputs.size(); ++i) {
-      new (&s[i]) Variable(std::move(inputs[i]));
-      s[i].node_.make_graph_ref();
+    for (std::size_t i = 0; i < n; ++i) {
+      new (&s[i]) Variable();
+      s[i].node_ = detail::NodeHandle::graph_ref(in[i]->node_.ptr());
     }
-    n_inputs_ = static_cast<std::uint16_t>(inputs.size());
+    n_inputs_ = static_cast<std::uint16_t>(n);
     return;
   }
   Ext* e = new Ext;
-  e->inputs = std::move(inputs);
-  for (Variable& x : e->inputs) x.node_.make_graph_ref();
+  for (std::size_t i = 0; i < n; ++i) {
+    e->inputs.emplace_back();
+    e->inputs.back().node_ = detail::NodeHandle::graph_ref(in[i]->node_.ptr());
+  }
   in_ = e;
   flags_ |= kExt;
 }
@@ -103,60 +113,68 @@ void Function::release_inputs() noexcept {
 }
 void Function::release_block_inputs() noexcept { release_inputs(); }
 
-VariableList Function::apply(const VariableList& inputs) { return apply(VariableList(inputs)); }
-
-VariableList Function::apply(VariableList&& inputs) {
-  TensorList ys = run_forward(inputs);
+// The outputs as LeafNodes whose creator is `self`, the inputs in an Ext.
+VariableList Function::link_separate_outputs(const Variable* const* in, std::size_t n, TensorList&& ys,
+                                             const std::shared_ptr<Function>& self) {
+  // A Function applied again forgets its first inputs, as DeZero's does: after linking the
+  // new ones (`in` may point at the old ones).
+  Ext* old = (flags_ & kExt) ? ext() : nullptr;
+  in_ = nullptr;
+  flags_ = static_cast<std::uint8_t>(flags_ & ~kExt);
+  link_inputs(in, n, false);
+  if (old) {
+    for (Variable& x : old->inputs) detail::defer_release(x.node_.take_graph_ref());
+    delete old;
+  }
   VariableList outputs;
   outputs.reserve(ys.size());
-  if (!Config::enable_backprop) {
-    for (auto& y : ys) outputs.emplace_back(std::move(y));
-    return outputs;
+  for (auto& y : ys) {
+    std::shared_ptr<VariableNode> node = detail::make_leaf_node();
+    node->data = std::move(y);
+    auto& leaf = static_cast<detail::LeafNode&>(*node);
+    leaf.creator = self;
+    leaf.generation = generation_ + 1;
+    ext()->outputs.push_back(OutputRef{node, node->data.shape(), node->data.dtype()});
+    outputs.emplace_back(std::move(node));
   }
+  return outputs;
+}
+
+VariableList Function::apply_without_graph(const Variable* const* in, std::size_t n) {
+  TensorList ys = run_forward(in, n);
+  VariableList outputs;
+  outputs.reserve(ys.size());
+  for (auto& y : ys) outputs.emplace_back(std::move(y));
+  return outputs;
+}
+
+VariableList Function::apply(const VariableList& inputs) {
+  SmallVector<const Variable*, 3> in;
+  for (const Variable& x : inputs) in.push_back(&x);
+  if (!Config::enable_backprop) return apply_without_graph(in.data(), in.size());
+  TensorList ys = run_forward(in.data(), in.size());
   std::shared_ptr<Function> self = weak_from_this().lock();
   if (!self)
     throw Error(name() + ": a Function must be created with std::make_shared to be part of a graph");
   if (flags_ & kBlock)
     throw Error(name() + ": apply: this Function is in a graph already (dezero::call recorded it); hint: make a "
                 "new Function object for each call");
-  release_inputs();  // a Function applied again forgets its first inputs, as DeZero's does
-  link_inputs(std::move(inputs), false);
-  for (auto& y : ys) {
-    std::shared_ptr<VariableNode> n = detail::make_leaf_node();
-    n->data = std::move(y);
-    auto& leaf = static_cast<detail::LeafNode&>(*n);
-    leaf.creator = self;
-    leaf.generation = generation_ + 1;
-    ext()->outputs.push_back(OutputRef{n, n->data.shape(), n->data.dtype()});
-    outputs.emplace_back(std::move(n));
-  }
-  return outputs;
+  return link_separate_outputs(in.data(), in.size(), std::move(ys), self);
 }
+VariableList Function::apply(VariableList&& inputs) { return apply(static_cast<const VariableList&>(inputs)); }
 
-VariableList Function::record_in_block(VariableList&& inputs, std::shared_ptr<VariableNode>&& block_node_sp) {
-  TensorList ys = run_forward(inputs);
+VariableList Function::record_in_block(const Variable* const* in, std::size_t n,
+                                       std::shared_ptr<VariableNode>&& block_node_sp) {
+  TensorList ys = run_forward(in, n);
+  if (ys.size() != 1)  // several outputs (or none): separate nodes whose creator refers to the block
+    return link_separate_outputs(in, n, std::move(ys), std::shared_ptr<Function>(block_node_sp, this));
+  link_inputs(in, n, true);  // the common case: the output is the block's own node
+  VariableNode& node = *block_node_sp;
+  node.data = std::move(ys[0]);
+  node.flags_ |= VariableNode::kEmbedded;
+  flags_ |= kEmbeddedOut;
   VariableList outputs;
-  if (ys.size() == 1) {  // the common case: the output is the block's own node
-    link_inputs(std::move(inputs), true);
-    VariableNode& node = *block_node_sp;
-    node.data = std::move(ys[0]);
-    node.flags_ |= VariableNode::kEmbedded;
-    flags_ |= kEmbeddedOut;
-    outputs.emplace_back(std::move(block_node_sp));
-    return outputs;
-  }
-  // Several outputs (or none): separate nodes whose creator refers to the block.
-  std::shared_ptr<Function> self(block_node_sp, this);
-  link_inputs(std::move(inputs), false);
-  for (auto& y : ys) {
-    std::shared_ptr<VariableNode> n = detail::make_leaf_node();
-    n->data = std::move(y);
-    auto& leaf = static_cast<detail::LeafNode&>(*n);
-    leaf.creator = self;
-    leaf.generation = generation_ + 1;
-    ext()->outputs.push_back(OutputRef{n, n->data.shape(), n->data.dtype()});
-    outputs.emplace_back(std::move(n));
-  }
+  outputs.emplace_back(std::move(block_node_sp));
   return outputs;
 }
 

@@ -63,6 +63,13 @@ class NodeHandle {
     release();
     counted_ = false;
   }
+  // A graph reference to p from the start (a Function's input): shares the node, never counts.
+  static NodeHandle graph_ref(const std::shared_ptr<VariableNode>& p) {
+    NodeHandle h;
+    h.p_ = p;
+    h.counted_ = false;
+    return h;
+  }
   // Moves the node out of a graph reference without touching the count (the graph's
   // reference ends; the caller drops the pointer, see detail::defer_release).
   std::shared_ptr<VariableNode> take_graph_ref() noexcept {

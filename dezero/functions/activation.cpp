@@ -78,10 +78,10 @@ class LogSoftmax : public Function {
 }  // namespace
 
 namespace F {
-Variable sigmoid(const Variable& x) { return call<Sigmoid>({x}); }
-Variable relu(const Variable& x) { return call<ReLU>({x}); }
-Variable leaky_relu(const Variable& x, double slope) { return call<LeakyReLU>({x}, slope); }
-Variable softmax(const Variable& x, int axis) { return call<Softmax>({x}, axis); }
-Variable log_softmax(const Variable& x, int axis) { return call<LogSoftmax>({x}, axis); }
+Variable sigmoid(const Variable& x) { return call<Sigmoid>(detail::in(x)); }
+Variable relu(const Variable& x) { return call<ReLU>(detail::in(x)); }
+Variable leaky_relu(const Variable& x, double slope) { return call<LeakyReLU>(detail::in(x), slope); }
+Variable softmax(const Variable& x, int axis) { return call<Softmax>(detail::in(x), axis); }
+Variable log_softmax(const Variable& x, int axis) { return call<LogSoftmax>(detail::in(x), axis); }
 }  // namespace F
 }  // namespace dezero

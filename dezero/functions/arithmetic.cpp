@@ -131,21 +131,21 @@ class RDivConst : public Function {  // c / x
 }  // namespace
 
 namespace F {
-Variable add(const Variable& a, const Variable& b) { return call<Add>({a, b}); }
-Variable sub(const Variable& a, const Variable& b) { return call<Sub>({a, b}); }
-Variable mul(const Variable& a, const Variable& b) { return call<Mul>({a, b}); }
-Variable div(const Variable& a, const Variable& b) { return call<Div>({a, b}); }
-Variable neg(const Variable& x) { return call<Neg>({x}); }
-Variable pow(const Variable& x, double c) { return call<Pow>({x}, c); }
-Variable add(const Variable& a, double b) { return call<AddConst>({a}, b); }
-Variable sub(const Variable& a, double b) { return call<AddConst>({a}, -b); }
-Variable mul(const Variable& a, double b) { return call<MulConst>({a}, b); }
+Variable add(const Variable& a, const Variable& b) { return call<Add>(detail::in(a, b)); }
+Variable sub(const Variable& a, const Variable& b) { return call<Sub>(detail::in(a, b)); }
+Variable mul(const Variable& a, const Variable& b) { return call<Mul>(detail::in(a, b)); }
+Variable div(const Variable& a, const Variable& b) { return call<Div>(detail::in(a, b)); }
+Variable neg(const Variable& x) { return call<Neg>(detail::in(x)); }
+Variable pow(const Variable& x, double c) { return call<Pow>(detail::in(x), c); }
+Variable add(const Variable& a, double b) { return call<AddConst>(detail::in(a), b); }
+Variable sub(const Variable& a, double b) { return call<AddConst>(detail::in(a), -b); }
+Variable mul(const Variable& a, double b) { return call<MulConst>(detail::in(a), b); }
 Variable div(const Variable& a, double b) {
-  if (is_integer(a.dtype())) return call<Div>({a, Variable(array(b, float64, a.device()))});
-  return call<MulConst>({a}, 1.0 / b);
+  if (is_integer(a.dtype())) return call<Div>(detail::in(a, Variable(array(b, float64, a.device()))));
+  return call<MulConst>(detail::in(a), 1.0 / b);
 }
-Variable rsub(const Variable& a, double b) { return call<RSubConst>({a}, b); }
-Variable rdiv(const Variable& a, double b) { return call<RDivConst>({a}, b); }
+Variable rsub(const Variable& a, double b) { return call<RSubConst>(detail::in(a), b); }
+Variable rdiv(const Variable& a, double b) { return call<RDivConst>(detail::in(a), b); }
 }  // namespace F
 
 Variable operator+(const Variable& a, const Variable& b) { return F::add(a, b); }

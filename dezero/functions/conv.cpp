@@ -54,7 +54,7 @@ class Col2im : public Function {
   TensorList forward(const TensorList& xs) override { return {detail::col2im("col2im", xs[0], x_shape_, s_, p_)}; }
   VariableList backward(const VariableList& gys) override {
     const Shape& cs = input(0).shape();
-    return {call<Im2col>({gys[0]}, Pair(static_cast<int>(cs[2]), static_cast<int>(cs[3])), s_, p_)};
+    return {call<Im2col>(detail::in(gys[0]), Pair(static_cast<int>(cs[2]), static_cast<int>(cs[3])), s_, p_)};
   }
 
  private:
@@ -62,7 +62,7 @@ class Col2im : public Function {
   Pair s_, p_;
 };
 
-VariableList Im2col::backward(const VariableList& gys) { return {call<Col2im>({gys[0]}, input(0).shape(), s_, p_)}; }
+VariableList Im2col::backward(const VariableList& gys) { return {call<Col2im>(detail::in(gys[0]), input(0).shape(), s_, p_)}; }
 
 // --- the convolution Functions --------------------------------------------------------------
 // gW (OC, C, KH, KW) of y = conv(x, W) from x (N, C, H, W) and gy (N, OC, OH, OW).
@@ -95,7 +95,7 @@ class Conv2d : public Function {
     const Variable &x = input(0), &W = input(1), &gy = gys[0];
     VariableList g(inputs().size());
     if (needs_input_grad(0)) g[0] = F::deconv2d(gy, W, Variable(), s_, p_, image_of(x.shape()));
-    if (needs_input_grad(1)) g[1] = call<Conv2DGradW>({x, gy}, kernel_of(W.shape()), s_, p_);
+    if (needs_input_grad(1)) g[1] = call<Conv2DGradW>(detail::in(x, gy), kernel_of(W.shape()), s_, p_);
     if (g.size() > 2 && needs_input_grad(2)) g[2] = bias_grad(gy);
     return g;
   }
@@ -115,7 +115,7 @@ class Deconv2d : public Function {
     const Variable &x = input(0), &W = input(1), &gy = gys[0];
     VariableList g(inputs().size());
     if (needs_input_grad(0)) g[0] = F::conv2d(gy, W, Variable(), s_, p_);
-    if (needs_input_grad(1)) g[1] = call<Conv2DGradW>({gy, x}, kernel_of(W.shape()), s_, p_);
+    if (needs_input_grad(1)) g[1] = call<Conv2DGradW>(detail::in(gy, x), kernel_of(W.shape()), s_, p_);
     if (g.size() > 2 && needs_input_grad(2)) g[2] = bias_grad(gy);
     return g;
   }
@@ -139,8 +139,8 @@ namespace F {
 Variable conv2d(const Variable& x, const Variable& W, const Variable& b, Pair stride, Pair pad) {
   x.defined_data("conv2d");
   W.defined_data("conv2d");
-  if (has_bias(b)) return call<Conv2d>({x, W, b}, stride, pad);
-  return call<Conv2d>({x, W}, stride, pad);
+  if (has_bias(b)) return call<Conv2d>(detail::in(x, W, b), stride, pad);
+  return call<Conv2d>(detail::in(x, W), stride, pad);
 }
 
 Variable conv2d_simple(const Variable& x, const Variable& W, const Variable& b, Pair stride, Pair pad) {
@@ -170,13 +170,13 @@ Variable deconv2d(const Variable& x, const Variable& W, const Variable& b, Pair 
   if (!outsize && xd.ndim() == 4 && wd.ndim() == 4)  // else the forward reports the bad rank
     out = Pair(static_cast<int>(deconv_outsize(xd.shape()[2], wd.shape()[2], stride.h, pad.h)),
                static_cast<int>(deconv_outsize(xd.shape()[3], wd.shape()[3], stride.w, pad.w)));
-  if (has_bias(b)) return call<Deconv2d>({x, W, b}, stride, pad, out);
-  return call<Deconv2d>({x, W}, stride, pad, out);
+  if (has_bias(b)) return call<Deconv2d>(detail::in(x, W, b), stride, pad, out);
+  return call<Deconv2d>(detail::in(x, W), stride, pad, out);
 }
 
 // --- im2col / col2im (step 57) -------------------------------------------------------------------
 Variable im2col(const Variable& x, Pair kernel_size, Pair stride, Pair pad, bool to_matrix) {
-  Variable col = call<Im2col>({x}, kernel_size, stride, pad);  // (N, C, KH, KW, OH, OW)
+  Variable col = call<Im2col>(detail::in(x), kernel_size, stride, pad);  // (N, C, KH, KW, OH, OW)
   if (!to_matrix) return col;
   const Shape& cs = col.shape();
   return reshape(transpose(col, {0, 4, 5, 1, 2, 3}), Shape{cs[0] * cs[4] * cs[5], cs[1] * cs[2] * cs[3]});
@@ -209,7 +209,7 @@ Variable col2im(const Variable& x, const Shape& input_shape, Pair kernel_size, P
                      input_shape.str() + ", kernel " + kernel_size.str() + ", stride " + stride.str() + ", pad " +
                      pad.str() + ": expected " + col_shape.str() + "; hint: use the im2col arguments");
   }
-  return call<Col2im>({col}, input_shape, stride, pad);
+  return call<Col2im>(detail::in(col), input_shape, stride, pad);
 }
 
 }  // namespace F

@@ -57,7 +57,7 @@ class Linear : public detail::DualFunction<Linear> {
 
 }  // namespace
 
-Variable detail::mm(const Variable& a, const Variable& b, bool ta, bool tb) { return call<MatMul>({a, b}, ta, tb); }
+Variable detail::mm(const Variable& a, const Variable& b, bool ta, bool tb) { return call<MatMul>(detail::in(a, b), ta, tb); }
 
 namespace {
 
@@ -104,7 +104,7 @@ Variable matmul(const Variable& x, const Variable& W) {
     if (W.ndim() == 1) out.erase(out.end() - 1);
     return reshape(y, out);
   }
-  return call<BatchedMatMul>({x, W});
+  return call<BatchedMatMul>(detail::in(x, W));
 }
 
 Variable linear(const Variable& x, const Variable& W, const Variable& b) {
@@ -117,9 +117,9 @@ Variable linear(const Variable& x, const Variable& W, const Variable& b) {
                      "; hint: W is (in_size, out_size) as in DeZero");
   if (b.defined() && b.data().defined()) {
     broadcast_shapes(b.shape(), Shape{x.shape()[0], W.shape()[1]}, "linear");
-    return call<Linear>({x, W, b});
+    return call<Linear>(detail::in(x, W, b));
   }
-  return call<Linear>({x, W});
+  return call<Linear>(detail::in(x, W));
 }
 
 }  // namespace F

@@ -89,7 +89,7 @@ class SoftmaxCrossEntropyGrad : public Function {
 };
 
 VariableList SoftmaxCrossEntropy::backward(const VariableList& gys) {
-  Variable gx = call<SoftmaxCrossEntropyGrad>({input(0), input(1), gys[0]});
+  Variable gx = call<SoftmaxCrossEntropyGrad>(detail::in(input(0), input(1), gys[0]));
   return {gx, Variable()};
 }
 
@@ -130,12 +130,12 @@ Variable mean_squared_error(const Variable& x0, const Variable& x1) {
                        " do not match; hint: x0 and x1 must have the same shape or broadcast "
                        "(axes are matched from the right and must be equal or 1)");
   }
-  return call<MeanSquaredError>({x0, x1});
+  return call<MeanSquaredError>(detail::in(x0, x1));
 }
 
 Variable softmax_cross_entropy(const Variable& x, const Variable& t) {
   Tensor t64 = detail::sce_labels("softmax_cross_entropy", x.data(), t.data());
-  return call<SoftmaxCrossEntropy>({x, Variable(t64)});
+  return call<SoftmaxCrossEntropy>(detail::in(x, Variable(t64)));
 }
 
 Variable sigmoid_cross_entropy(const Variable& x, const Variable& t) {
@@ -143,7 +143,7 @@ Variable sigmoid_cross_entropy(const Variable& x, const Variable& t) {
     throw DtypeError("sigmoid_cross_entropy: logits must be float32 or float64, got " + detail::describe(x.data()));
   first_axis_len("sigmoid_cross_entropy", x.data());
   Variable tt = targets_like("sigmoid_cross_entropy", x, t);
-  return call<SigmoidCrossEntropy>({x, tt});
+  return call<SigmoidCrossEntropy>(detail::in(x, tt));
 }
 
 Variable binary_cross_entropy(const Variable& p0, const Variable& t0) {

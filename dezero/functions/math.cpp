@@ -48,10 +48,10 @@ class Log : public Function {
 }  // namespace
 
 namespace F {
-Variable sin(const Variable& x) { return call<Sin>({x}); }
-Variable cos(const Variable& x) { return call<Cos>({x}); }
-Variable tanh(const Variable& x) { return call<Tanh>({x}); }
-Variable exp(const Variable& x) { return call<Exp>({x}); }
-Variable log(const Variable& x) { return call<Log>({x}); }
+Variable sin(const Variable& x) { return call<Sin>(detail::in(x)); }
+Variable cos(const Variable& x) { return call<Cos>(detail::in(x)); }
+Variable tanh(const Variable& x) { return call<Tanh>(detail::in(x)); }
+Variable exp(const Variable& x) { return call<Exp>(detail::in(x)); }
+Variable log(const Variable& x) { return call<Log>(detail::in(x)); }
 }  // namespace F
 }  // namespace dezero

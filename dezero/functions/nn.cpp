@@ -42,7 +42,7 @@ class EmbedIDGrad : public Function {
 };
 
 VariableList EmbedID::backward(const VariableList& gys) {
-  return {call<EmbedIDGrad>({gys[0]}, ids_, input(0).shape())};
+  return {call<EmbedIDGrad>(detail::in(gys[0]), ids_, input(0).shape())};
 }
 
 }  // namespace
@@ -80,7 +80,7 @@ Variable embed_id(const Variable& x, const Variable& W) {
                      "; hint: x.astype(dezero::int64)");
   if (w.ndim() < 1) throw ShapeError("embed_id: W must be at least 1-d (V, D), got " + detail::describe(w));
   detail::check_same_device("embed_id", w, ids);
-  return call<EmbedID>({W}, ids);
+  return call<EmbedID>(detail::in(W), ids);
 }
 
 }  // namespace F

@@ -149,7 +149,7 @@ Variable batch_norm(const Variable& x, const Variable& gamma, const Variable& be
   check_c("running_mean", running_mean);
   check_c("running_var", running_var);
   if (!(eps > 0.0)) throw ValueError("batch_norm: eps must be positive, got " + std::to_string(eps));
-  return call<BatchNorm>({x, gamma, beta}, running_mean, running_var, decay, eps, Config::train);
+  return call<BatchNorm>(detail::in(x, gamma, beta), running_mean, running_var, decay, eps, Config::train);
 }
 
 Variable batch_nrom(const Variable& x, const Variable& gamma, const Variable& beta, Tensor& running_mean,

@@ -81,7 +81,7 @@ class Pooling2DWithIndexes : public Function {
     return {detail::max_pool_gather(xs[0], st_->indexes(), w.k, w.s, w.p)};
   }
   VariableList backward(const VariableList& gys) override {
-    return {call<Pooling2DGrad>({gys[0]}, st_, input(0).shape())};
+    return {call<Pooling2DGrad>(detail::in(gys[0]), st_, input(0).shape())};
   }
 
  private:
@@ -90,7 +90,7 @@ class Pooling2DWithIndexes : public Function {
 
 VariableList Pooling2DGrad::backward(const VariableList& ggs) {
   st_->indexes();  // the gather needs them; from here on the indexed kernels run
-  return {call<Pooling2DWithIndexes>({ggs[0]}, st_)};
+  return {call<Pooling2DWithIndexes>(detail::in(ggs[0]), st_)};
 }
 
 class MaxPooling : public Function {
@@ -108,7 +108,7 @@ class MaxPooling : public Function {
     return {y};
   }
   VariableList backward(const VariableList& gys) override {
-    return {call<Pooling2DGrad>({gys[0]}, st_, input(0).shape())};
+    return {call<Pooling2DGrad>(detail::in(gys[0]), st_, input(0).shape())};
   }
   std::string name() const override { return "Pooling"; }
 
@@ -142,7 +142,7 @@ class AveragePooling : public Function {
     return {y};
   }
   VariableList backward(const VariableList& gys) override {
-    return {call<AveragePoolingGrad>({gys[0]}, w_, input(0).data(), y_)};
+    return {call<AveragePoolingGrad>(detail::in(gys[0]), w_, input(0).data(), y_)};
   }
 
  private:
@@ -151,7 +151,7 @@ class AveragePooling : public Function {
 };
 
 VariableList AveragePoolingGrad::backward(const VariableList& ggs) {
-  return {call<AveragePooling>({ggs[0]}, w_)};
+  return {call<AveragePooling>(detail::in(ggs[0]), w_)};
 }
 
 }  // namespace
@@ -160,7 +160,7 @@ namespace F {
 
 Variable pooling(const Variable& x, Pair kernel_size, Pair stride, Pair pad) {
   x.defined_data("pooling");
-  return call<MaxPooling>({x}, Window{kernel_size, stride, pad});
+  return call<MaxPooling>(detail::in(x), Window{kernel_size, stride, pad});
 }
 
 Variable pooling_simple(const Variable& x, Pair kernel_size, Pair stride, Pair pad) {
@@ -176,7 +176,7 @@ Variable pooling_simple(const Variable& x, Pair kernel_size, Pair stride, Pair p
 
 Variable average_pooling(const Variable& x, Pair kernel_size, Pair stride, Pair pad) {
   x.defined_data("average_pooling");
-  return call<AveragePooling>({x}, Window{kernel_size, stride, pad});
+  return call<AveragePooling>(detail::in(x), Window{kernel_size, stride, pad});
 }
 
 }  // namespace F

@@ -96,15 +96,15 @@ namespace F {
 
 Variable sum(const Variable& x, const Axes& axes, bool keepdims) {
   detail::normalize_axes("sum", axes, x.ndim());  // validate before recording
-  return call<Sum>({x}, axes, keepdims);
+  return call<Sum>(detail::in(x), axes, keepdims);
 }
 Variable sum_to(const Variable& x, const Shape& shape) {
   if (x.shape() == shape) return x;
-  return call<SumTo>({x}, shape);
+  return call<SumTo>(detail::in(x), shape);
 }
 Variable broadcast_to(const Variable& x, const Shape& shape) {
   if (x.shape() == shape) return x;
-  return call<BroadcastTo>({x}, shape);
+  return call<BroadcastTo>(detail::in(x), shape);
 }
 Variable average(const Variable& x, const Axes& axes, bool keepdims) {
   Variable y = sum(x, axes, keepdims);
@@ -113,15 +113,15 @@ Variable average(const Variable& x, const Axes& axes, bool keepdims) {
 }
 Variable mean(const Variable& x, const Axes& axes, bool keepdims) { return average(x, axes, keepdims); }
 Variable max(const Variable& x, const Axes& axes, bool keepdims) {
-  return call<MaxMin>({x}, axes, keepdims, true);
+  return call<MaxMin>(detail::in(x), axes, keepdims, true);
 }
 Variable min(const Variable& x, const Axes& axes, bool keepdims) {
-  return call<MaxMin>({x}, axes, keepdims, false);
+  return call<MaxMin>(detail::in(x), axes, keepdims, false);
 }
 Variable clip(const Variable& x, double x_min, double x_max) {
   if (x_min > x_max)
     throw ValueError("clip: x_min (" + std::to_string(x_min) + ") must not exceed x_max (" + std::to_string(x_max) + ")");
-  return call<Clip>({x}, x_min, x_max);
+  return call<Clip>(detail::in(x), x_min, x_max);
 }
 
 }  // namespace F

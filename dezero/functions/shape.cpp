@@ -61,7 +61,7 @@ class GetItemGrad : public Function {
 };
 
 VariableList GetItem::backward(const VariableList& gys) {
-  return {call<GetItemGrad>({gys[0]}, ix_, input(0).shape())};
+  return {call<GetItemGrad>(detail::in(gys[0]), ix_, input(0).shape())};
 }
 
 }  // namespace
@@ -70,11 +70,11 @@ namespace F {
 
 Variable reshape(const Variable& x, const Shape& shape) {
   if (x.shape() == shape) return x;
-  return call<Reshape>({x}, shape);
+  return call<Reshape>(detail::in(x), shape);
 }
 
 Variable transpose(const Variable& x, const std::vector<int>& axes) {
-  return call<Transpose>({x}, axes);
+  return call<Transpose>(detail::in(x), axes);
 }
 
 Variable expand_dims(const Variable& x, int axis) {
@@ -90,7 +90,7 @@ Variable flatten(const Variable& x) {
 }
 
 Variable get_item(const Variable& x, const Indices& indices) {
-  return call<GetItem>({x}, indices);
+  return call<GetItem>(detail::in(x), indices);
 }
 
 }  // namespace F

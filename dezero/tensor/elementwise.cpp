@@ -93,22 +93,23 @@ bool is_integral_value(double v) { return std::floor(v) == v && std::abs(v) < 9.
 
 // x (op) scalar without materialising the scalar; an int tensor with a fractional
 // scalar is promoted to float64 (NumPy would too).
+// y = op(x, s) into a new tensor; x converted to float64 first when `widen` (no copy of x
+// otherwise: a Tensor copy is a reference count up and down).
+Tensor unary_into_new(UnaryOp op, const Tensor& x, double s, bool widen) {
+  if (widen) return unary_into_new(op, x.astype(float64), s, false);
+  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
+  if (y.size()) backend_of(x).unary(op, x.dtype(), x.raw_data(), y.raw_data(), y.size(), s);
+  return y;
+}
+
 Tensor scalar_op(UnaryOp op, const Tensor& x, double s, const char* name) {
   detail::check_defined(name, x);
-  Tensor xc = x;
-  if (is_integer(x.dtype()) && !is_integral_value(s)) xc = x.astype(float64);
-  Tensor y = Tensor::empty(xc.shape(), xc.dtype(), xc.device());
-  if (y.size()) backend_of(xc).unary(op, xc.dtype(), xc.raw_data(), y.raw_data(), y.size(), s);
-  return y;
+  return unary_into_new(op, x, s, is_integer(x.dtype()) && !is_integral_value(s));
 }
 
 Tensor unary_op(UnaryOp op, const Tensor& x, const char* name, bool float_only = true) {
   detail::check_defined(name, x);
-  Tensor xc = x;
-  if (float_only && is_integer(x.dtype())) xc = x.astype(float64);  // np.exp(int array) -> float64
-  Tensor y = Tensor::empty(xc.shape(), xc.dtype(), xc.device());
-  if (y.size()) backend_of(xc).unary(op, xc.dtype(), xc.raw_data(), y.raw_data(), y.size(), 0.0);
-  return y;
+  return unary_into_new(op, x, 0.0, float_only && is_integer(x.dtype()));  // np.exp(int array) -> float64
 }
 
 }  // namespace

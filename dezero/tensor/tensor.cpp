@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <new>
 #include <string>
 #include <vector>
@@ -26,15 +27,81 @@ using detail::Strided;
 using detail::UnaryOp;
 
 // --- Storage ---------------------------------------------------------------------------
+// Storage::allocation_count / live_count / live_bytes: counted per thread, without a locked
+// instruction (every recorded op makes a Storage: three shared atomic counters cost more than
+// the rest of a small op's bookkeeping), and summed over the threads when read.
 namespace {
-std::atomic<std::uint64_t> g_storage_allocations{0};
-std::atomic<std::uint64_t> g_storage_live{0};
-std::atomic<std::uint64_t> g_storage_live_bytes{0};
 #if defined(__SANITIZE_ADDRESS__)
 constexpr bool kInlineStorage = false;
 #else
 constexpr bool kInlineStorage = true;
 #endif
+
+struct StorageCounters {
+  // Written by the owning thread only (a plain load and store), read by any under the registry's lock.
+  std::atomic<std::int64_t> allocations{0}, live{0}, live_bytes{0};
+  StorageCounters* next = nullptr;
+  StorageCounters* prev = nullptr;
+  static void bump(std::atomic<std::int64_t>& c, std::int64_t d) {
+    c.store(c.load(std::memory_order_relaxed) + d, std::memory_order_relaxed);
+  }
+};
+struct CounterRegistry {
+  std::mutex mu;
+  StorageCounters* threads = nullptr;
+  std::atomic<std::int64_t> allocations{0}, live{0}, live_bytes{0};  // threads that ended, and late counts
+  std::int64_t sum(std::atomic<std::int64_t> StorageCounters::*field, const std::atomic<std::int64_t>& retired) {
+    std::lock_guard<std::mutex> lock(mu);
+    std::int64_t total = retired.load(std::memory_order_relaxed);
+    for (StorageCounters* c = threads; c; c = c->next) total += (c->*field).load(std::memory_order_relaxed);
+    return total;
+  }
+};
+CounterRegistry& registry() {
+  static CounterRegistry* r = new CounterRegistry;  // never destroyed: storages die until the process ends
+  return *r;
+}
+__attribute__((tls_model("initial-exec"))) thread_local StorageCounters* t_counters = nullptr;
+__attribute__((tls_model("initial-exec"))) thread_local bool t_counters_done = false;
+struct CounterOwner {
+  StorageCounters c;
+  CounterOwner() {
+    CounterRegistry& r = registry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    c.next = r.threads;
+    if (r.threads) r.threads->prev = &c;
+    r.threads = &c;
+  }
+  ~CounterOwner() {
+    CounterRegistry& r = registry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    r.allocations.fetch_add(c.allocations.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    r.live.fetch_add(c.live.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    r.live_bytes.fetch_add(c.live_bytes.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    if (c.prev) c.prev->next = c.next;
+    else r.threads = c.next;
+    if (c.next) c.next->prev = c.prev;
+    t_counters = nullptr;
+    t_counters_done = true;
+  }
+};
+void count_storage(std::int64_t allocations, std::int64_t live, std::int64_t bytes) {
+  StorageCounters* c = t_counters;
+  if (!c && !t_counters_done) {
+    static thread_local CounterOwner owner;
+    c = t_counters = &owner.c;
+  }
+  if (c) {
+    StorageCounters::bump(c->allocations, allocations);
+    StorageCounters::bump(c->live, live);
+    StorageCounters::bump(c->live_bytes, bytes);
+    return;
+  }
+  CounterRegistry& r = registry();  // after this thread's counters were given back
+  r.allocations.fetch_add(allocations, std::memory_order_relaxed);
+  r.live.fetch_add(live, std::memory_order_relaxed);
+  r.live_bytes.fetch_add(bytes, std::memory_order_relaxed);
+}
 }  // namespace
 
 Storage::Storage(std::size_t nbytes, Device device) : cuda_(device.is_cuda()) {
@@ -49,16 +116,22 @@ Storage::Storage(std::size_t nbytes, Device device) : cuda_(device.is_cuda()) {
     u_.big.ptr = backend_for(device).allocate(nbytes);
     u_.big.nbytes = nbytes;
   }
-  g_storage_allocations.fetch_add(1, std::memory_order_relaxed);
-  g_storage_live.fetch_add(1, std::memory_order_relaxed);
-  g_storage_live_bytes.fetch_add(nbytes, std::memory_order_relaxed);
+  count_storage(1, 1, static_cast<std::int64_t>(nbytes));
 }
-std::uint64_t Storage::allocation_count() { return g_storage_allocations.load(std::memory_order_relaxed); }
-std::uint64_t Storage::live_count() { return g_storage_live.load(std::memory_order_relaxed); }
-std::uint64_t Storage::live_bytes() { return g_storage_live_bytes.load(std::memory_order_relaxed); }
+std::uint64_t Storage::allocation_count() {
+  CounterRegistry& r = registry();
+  return static_cast<std::uint64_t>(r.sum(&StorageCounters::allocations, r.allocations));
+}
+std::uint64_t Storage::live_count() {
+  CounterRegistry& r = registry();
+  return static_cast<std::uint64_t>(r.sum(&StorageCounters::live, r.live));
+}
+std::uint64_t Storage::live_bytes() {
+  CounterRegistry& r = registry();
+  return static_cast<std::uint64_t>(r.sum(&StorageCounters::live_bytes, r.live_bytes));
+}
 Storage::~Storage() {
-  g_storage_live.fetch_sub(1, std::memory_order_relaxed);
-  g_storage_live_bytes.fetch_sub(nbytes(), std::memory_order_relaxed);
+  count_storage(0, -1, -static_cast<std::int64_t>(nbytes()));
   if (!inline_data() && u_.big.ptr) {
     try {
       backend_for(device()).deallocate(u_.big.ptr, u_.big.nbytes);
