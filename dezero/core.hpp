@@ -48,8 +48,10 @@ bool has_creator(const VariableNode& node);
 /// The flags are thread_local: each thread records graphs or not on its own. Set them for
 /// a scope with using_config(), no_grad() or test_mode().
 struct Config {
-  static thread_local bool enable_backprop;  ///< Record graphs (true by default; false under no_grad()).
-  static thread_local bool train;            ///< Dropout / batch_norm behaviour: training (true) or test (false).
+  // initial-exec: read on every op; libdezero is loaded with the program (or has room in
+  // the static TLS block when opened later), so no __tls_get_addr call per read.
+  [[gnu::tls_model("initial-exec")]] static thread_local bool enable_backprop;  ///< Record graphs (true by default; false under no_grad()).
+  [[gnu::tls_model("initial-exec")]] static thread_local bool train;            ///< Dropout / batch_norm behaviour: training (true) or test (false).
 };
 
 /// RAII guard: sets a Config flag and restores it when it goes out of scope.
@@ -596,10 +598,10 @@ inline InputRefs<3> in(const Variable& a, const Variable& b, const Variable& c) 
 }  // namespace detail
 
 inline void detail::NodeHandle::acquire() {
-  if (p_) p_->handles.fetch_add(1, std::memory_order_relaxed);
+  if (p_) count_up(p_->handles);
 }
 inline void detail::NodeHandle::release() noexcept {
-  if (p_ && counted_ && p_->handles.fetch_sub(1, std::memory_order_acq_rel) == 1) on_last_handle(*p_);
+  if (p_ && counted_ && count_down(p_->handles)) on_last_handle(*p_);
 }
 /// \endcond
 

@@ -21,6 +21,13 @@
 #include <utility>
 #include <vector>
 
+#if defined(__GLIBC__) && defined(__has_include)
+#if __has_include(<sys/single_threaded.h>)
+#include <sys/single_threaded.h>
+#define DEZERO_HAS_SINGLE_THREADED 1
+#endif
+#endif
+
 #include "dezero/device.hpp"
 #include "dezero/dtype.hpp"
 #include "dezero/error.hpp"
@@ -33,6 +40,32 @@ namespace dezero {
 class Tensor;
 /// \cond INTERNAL
 namespace detail {
+// Reference counts (Storage, a Variable's handles): one locked instruction each way while
+// the process has threads, a plain add while it has none (glibc's __libc_single_threaded,
+// which turns false for good when the first thread starts; libstdc++'s shared_ptr does the same).
+inline bool single_threaded() noexcept {
+#if defined(DEZERO_HAS_SINGLE_THREADED)
+  return __libc_single_threaded != 0;
+#else
+  return false;
+#endif
+}
+template <class I>
+inline void count_up(std::atomic<I>& c) noexcept {
+  if (single_threaded()) c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  else c.fetch_add(1, std::memory_order_relaxed);
+}
+// Returns whether the count reached 0.
+template <class I>
+inline bool count_down(std::atomic<I>& c) noexcept {
+  if (single_threaded()) {
+    const I v = c.load(std::memory_order_relaxed) - 1;
+    c.store(v, std::memory_order_relaxed);
+    return v == 0;
+  }
+  return c.fetch_sub(1, std::memory_order_acq_rel) == 1;
+}
+
 // A Tensor that shares t's storage without counting a reference, and that must be given up
 // with release_borrowed (never destroyed as it is) while t still holds the storage: the
 // tensors a Function's forward() reads (core/function.cpp). A copy of it counts as usual.
@@ -130,7 +163,7 @@ class StoragePtr {
   /// Copies and moves, as std::shared_ptr's (a moved-from StoragePtr is empty).
   ///@{
   StoragePtr(const StoragePtr& o) noexcept : p_(o.p_) {
-    if (p_) p_->refs_.fetch_add(1, std::memory_order_relaxed);
+    if (p_) detail::count_up(p_->refs_);
   }
   StoragePtr(StoragePtr&& o) noexcept : p_(o.p_) { o.p_ = nullptr; }
   StoragePtr& operator=(const StoragePtr& o) noexcept {
@@ -144,7 +177,7 @@ class StoragePtr {
   ///@}
   /// Drops the reference; the last one frees the block.
   ~StoragePtr() {
-    if (p_ && p_->refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy(p_);
+    if (p_ && detail::count_down(p_->refs_)) destroy(p_);
   }
   /// The Storage (nullptr when none).
   Storage* get() const { return p_; }

@@ -123,3 +123,46 @@ TEST_CASE("threads: calls under no_grad() do not replace what Layer::inputs()/ou
   CHECK(l.outputs()[0].is_same(y));
   CHECK(l.inputs()[0].is_same(x));
 }
+
+// Graph objects come from per-thread caches of the small-object pool (tensor/small_pool.cpp):
+// a graph recorded on one thread and dropped on another gives its blocks to the second
+// thread's cache, which must hand them out again as sound memory. Producers record graphs
+// (with a shared parameter, so that its node and storage are counted from both threads) and
+// pass them over; the consumer runs backward and drops them.
+TEST_CASE("threads: graphs recorded on one thread, differentiated and freed on another") {
+  Variable w(array({0.5, -1.0, 2.0}), "w");
+  constexpr int kGraphs = 2000;
+  std::vector<Variable> made(kGraphs);
+  std::atomic<int> ready{0};
+  std::thread producer([&] {
+    for (int i = 0; i < kGraphs; ++i) {
+      Variable x(array({1.0, 2.0, 3.0}) * static_cast<double>(i % 7));
+      Variable h = F::sigmoid(x * w) + 1.0;
+      made[static_cast<std::size_t>(i)] = F::sum(h * h);
+      ready.store(i + 1, std::memory_order_release);
+    }
+  });
+  double total = 0;
+  std::thread consumer([&] {
+    for (int i = 0; i < kGraphs; ++i) {
+      while (ready.load(std::memory_order_acquire) <= i) std::this_thread::yield();
+      Variable y = std::move(made[static_cast<std::size_t>(i)]);
+      total += y.data().item<double>();
+      y.backward();  // w's gradient adds up over the graphs (only this thread writes it)
+    }
+  });
+  producer.join();
+  consumer.join();
+  // The same sum and gradient on one thread.
+  double want = 0;
+  Variable w1(array({0.5, -1.0, 2.0}));
+  for (int i = 0; i < kGraphs; ++i) {
+    Variable x(array({1.0, 2.0, 3.0}) * static_cast<double>(i % 7));
+    Variable h = F::sigmoid(x * w1) + 1.0;
+    Variable y = F::sum(h * h);
+    want += y.data().item<double>();
+    y.backward();
+  }
+  CHECK(total == want);
+  CHECK(utils::array_equal(w.grad().data(), w1.grad().data()));
+}

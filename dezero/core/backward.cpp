@@ -69,9 +69,11 @@ struct QueueBuffer {
   std::vector<std::shared_ptr<Function>> spare;
   bool taken = false;
 };
+[[gnu::tls_model("initial-exec")]] thread_local QueueBuffer* t_queue = nullptr;
 QueueBuffer& queue_buffer() {
+  if (t_queue) return *t_queue;
   static thread_local QueueBuffer b;
-  return b;
+  return *(t_queue = &b);
 }
 }  // namespace
 
@@ -127,8 +129,12 @@ void Variable::backward(bool retain_grad, bool create_graph) {
       gys.clear();
       if (f->flags_ & Function::kEmbeddedOut) {
         VariableNode* o = f->block_node();
-        if (o->grad) gys.emplace_back(o->grad);
-        else gys.emplace_back(zeros(o->data.shape(), o->data.dtype(), o->data.device()));
+        if (o->grad) {  // a reference that does not count as a handle: nobody outside sees it
+          gys.emplace_back();
+          gys.back().node_ = detail::NodeHandle::graph_ref(o->grad);
+        } else {
+          gys.emplace_back(zeros(o->data.shape(), o->data.dtype(), o->data.device()));
+        }
       } else {
         for (std::size_t i = 0, n = f->n_outputs(); i < n; ++i) {
           const Function::OutputRef& ref = f->ext()->outputs[i];
@@ -159,7 +165,7 @@ void Variable::backward(bool retain_grad, bool create_graph) {
           throw ShapeError("backward: " + f->name() + ".backward returned a gradient of shape " + gx.shape().str() +
                            " for input " + std::to_string(i) + " of shape " + x.shape().str());
         if (!x.node_->grad) {
-          x.node_->grad = gx.node_;
+          x.node_->grad = gx.node_.take_counted();
         } else {
           BackpropFlag flag(create_graph);
           x.node_->grad = (Variable(x.node_->grad) + gx).node_;

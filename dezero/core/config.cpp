@@ -7,8 +7,8 @@
 namespace dezero {
 
 // --- Config (step 18) -------------------------------------------------------------
-thread_local bool Config::enable_backprop = true;
-thread_local bool Config::train = true;
+[[gnu::tls_model("initial-exec")]] thread_local bool Config::enable_backprop = true;
+[[gnu::tls_model("initial-exec")]] thread_local bool Config::train = true;
 
 namespace {
 bool* config_flag(const std::string& name) {

@@ -70,6 +70,13 @@ class NodeHandle {
     h.counted_ = false;
     return h;
   }
+  // Moves the node out of this handle: a counted one gives up its count first (which may
+  // be the node's last handle, see on_last_handle).
+  std::shared_ptr<VariableNode> take_counted() noexcept {
+    release();
+    counted_ = true;
+    return std::move(p_);
+  }
   // Moves the node out of a graph reference without touching the count (the graph's
   // reference ends; the caller drops the pointer, see detail::defer_release).
   std::shared_ptr<VariableNode> take_graph_ref() noexcept {

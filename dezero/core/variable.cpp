@@ -22,33 +22,48 @@ namespace {
 struct PendingReleases {
   std::vector<std::shared_ptr<void>> list;
   bool draining = false;
-  ~PendingReleases() { draining = true; }  // late releases at thread exit go straight through
 };
-PendingReleases& pending() {
-  static thread_local PendingReleases p;
-  return p;
+// The list is reached through an initial-exec pointer (no __tls_get_addr on the hot path);
+// its owner gives it up when the thread ends, after which releases go straight through.
+[[gnu::tls_model("initial-exec")]] thread_local PendingReleases* t_pending = nullptr;
+[[gnu::tls_model("initial-exec")]] thread_local bool t_pending_done = false;
+struct PendingOwner {
+  PendingReleases p;
+  ~PendingOwner() {
+    t_pending = nullptr;
+    t_pending_done = true;
+  }
+};
+PendingReleases* pending() {
+  if (t_pending || t_pending_done) return t_pending;
+  static thread_local PendingOwner owner;
+  return t_pending = &owner.p;
 }
 }  // namespace
 
 void detail::defer_release(std::shared_ptr<void>&& p) noexcept {
   if (!p) return;
-  PendingReleases& pr = pending();
-  if (pr.draining) {
+  PendingReleases* pr = pending();
+  if (!pr) {  // this thread's list is gone (thread exit): release here
+    p.reset();
+    return;
+  }
+  if (pr->draining) {
     try {
-      pr.list.push_back(std::move(p));
+      pr->list.push_back(std::move(p));
     } catch (...) {  // out of memory for the list: release here (recursion only then)
       p.reset();
     }
     return;
   }
-  pr.draining = true;
+  pr->draining = true;
   p.reset();
-  while (!pr.list.empty()) {
-    std::shared_ptr<void> q = std::move(pr.list.back());
-    pr.list.pop_back();
+  while (!pr->list.empty()) {
+    std::shared_ptr<void> q = std::move(pr->list.back());
+    pr->list.pop_back();
     q.reset();  // may append more
   }
-  pr.draining = false;
+  pr->draining = false;
 }
 
 // --- what a node keeps outside itself -------------------------------------------------------
@@ -75,7 +90,7 @@ const std::string& empty_string() {
 }  // namespace
 
 VariableNode::~VariableNode() {
-  detail::defer_release(std::move(grad));
+  if (grad) detail::defer_release(std::move(grad));
   if (flags_ & (kNamed | kOverride)) {
     std::shared_ptr<Function> creator;
     {
@@ -91,7 +106,9 @@ VariableNode::~VariableNode() {
   }
 }
 
-detail::LeafNode::~LeafNode() { detail::defer_release(std::move(creator)); }
+detail::LeafNode::~LeafNode() {
+  if (creator) detail::defer_release(std::move(creator));
+}
 
 std::shared_ptr<VariableNode> detail::make_leaf_node() {
   return std::allocate_shared<LeafNode>(PoolAllocator<LeafNode>());

@@ -23,7 +23,7 @@
 //                 again. Past kMaxEmptyPages (16 MB) empty pages, their memory goes back
 //                 to the system (madvise MADV_DONTNEED; the address range is kept for
 //                 reuse). So what a freed graph held returns to the system, except the
-//                 16 MB cache and what the thread caches hold (at most kBinBytes per
+//                 16 MB cache and what the thread caches hold (at most kBinBytes (64 KB) per
 //                 class and thread).
 //
 // AddressSanitizer builds and DEZERO_SMALL_POOL=0 send every request to operator new,
@@ -52,8 +52,8 @@ constexpr std::size_t kSegmentBytes = std::size_t(2) << 20;
 constexpr std::size_t kPagesPerSegment = kSegmentBytes / kPageBytes;
 constexpr std::size_t kHeaderBytes = 64;
 constexpr int kClasses = 32 + 16;                 // 8..256 by 8, 272..512 by 16
-constexpr std::size_t kBatchBytes = 8 << 10;      // moved between a thread cache and the pages at once
-constexpr std::size_t kBinBytes = 2 * kBatchBytes;  // a thread cache's bin gives back half past this
+constexpr std::size_t kBatchBytes = 16 << 10;     // moved between a thread cache and the pages at once
+constexpr std::size_t kBinBytes = 4 * kBatchBytes;  // a thread cache's bin gives back half past this
 constexpr std::size_t kMaxEmptyPages = 256;       // 16 MB of empty pages kept before returning memory
 
 int class_of(std::size_t n) {
