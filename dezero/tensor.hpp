@@ -32,6 +32,7 @@
 #include "dezero/dtype.hpp"
 #include "dezero/error.hpp"
 #include "dezero/shape.hpp"
+#include "dezero/small_pool.hpp"
 #include "dezero/small_vector.hpp"
 
 namespace dezero {
@@ -72,20 +73,6 @@ inline bool count_down(std::atomic<I>& c) noexcept {
 Tensor borrow(const Tensor& t) noexcept;
 void release_borrowed(Tensor& t) noexcept;
 
-// The small-object pool (tensor/small_pool.cpp): a graph's nodes and Functions and every
-// Storage object come from it. n at most 512 bytes is pooled, more goes to operator new;
-// small_free must get the n given to small_alloc.
-void* small_alloc(std::size_t n);
-void small_free(void* p, std::size_t n) noexcept;
-// What the pool holds: the 2 MB segments mapped, the 64 KB pages of objects in use, the
-// empty pages kept for reuse (their memory is returned past 16 MB).
-struct SmallPoolStats {
-  bool enabled = false;  // false under AddressSanitizer or DEZERO_SMALL_POOL=0
-  std::size_t mapped_bytes = 0, page_bytes_in_use = 0, empty_page_bytes_kept = 0;
-};
-SmallPoolStats small_pool_stats();
-// Gives this thread's cached objects back to their pages (tests; a thread does it when it ends).
-void small_pool_flush_thread_cache() noexcept;
 }  // namespace detail
 /// \endcond
 

@@ -16,6 +16,7 @@
 #include "dezero/cpu/kernels.hpp"
 #include "dezero/cpu/loops.hpp"
 #include "dezero/error.hpp"
+#include "dezero/small_pool.hpp"
 
 namespace dezero::detail::cpu {
 
@@ -123,8 +124,23 @@ class HostBlockCache {
 // --- the memory primitives ------------------------------------------------------------------
 HostBlockCache* make_host_block_cache() { return new HostBlockCache; }
 
-void* allocate(HostBlockCache& cache, std::size_t nbytes) { return cache.get(nbytes); }
-void deallocate(HostBlockCache& cache, void* ptr, std::size_t nbytes) noexcept { cache.put(ptr, nbytes); }
+// Blocks of at most 4 KB (a small network's tensors: W3's largest is 100 x 10 floats) come
+// from the small-object pool's per-thread caches, 64-byte aligned, without the cache's lock.
+namespace {
+std::size_t pooled_size(std::size_t nbytes) {
+  static const bool pooled = small_pool_enabled();
+  if (!pooled || nbytes > kSmallPoolMax) return 0;
+  return (std::max<std::size_t>(nbytes, 1) + 63) / 64 * 64;
+}
+}  // namespace
+void* allocate(HostBlockCache& cache, std::size_t nbytes) {
+  if (std::size_t n = pooled_size(nbytes)) return small_alloc(n);
+  return cache.get(nbytes);
+}
+void deallocate(HostBlockCache& cache, void* ptr, std::size_t nbytes) noexcept {
+  if (std::size_t n = pooled_size(nbytes)) return small_free(ptr, n);
+  cache.put(ptr, nbytes);
+}
 
 void copy_from_host(void* dst, const void* host_src, std::size_t nbytes) { std::memcpy(dst, host_src, nbytes); }
 void copy_to_host(void* host_dst, const void* src, std::size_t nbytes) { std::memcpy(host_dst, src, nbytes); }

@@ -1,13 +1,14 @@
-// dezero/tensor/small_pool.cpp - the small-object pool: where a graph's nodes, Functions
-// and tensor Storage objects live (issue 24). Not tensor data: the host backend keeps
-// its own cache of data blocks (cpu/memory.cpp).
+// dezero/small_pool.cpp - the small-object pool: where a graph's nodes, Functions, tensor
+// Storage objects and small host tensor data live (issue 24). Host data blocks above 4 KB
+// go to the host backend's own cache (cpu/memory.cpp).
 //
 // A recorded op makes two objects of a few hundred bytes (the Function block with its
 // output node, bench/op_profile.cpp, and the Storage of its output) and a backward pass
 // frees them again. Through malloc each costs a call, a 16-byte header, and, for a long
 // graph, a fresh 4 KB page fault every twenty nodes. Here:
 //
-//   size classes  8-byte steps up to 256 bytes, 16-byte steps up to 512 (kMaxSmall);
+//   size classes  8-byte steps up to 256 bytes, 16-byte steps up to 512, 64-byte steps up
+//                 to 4 KB (kSmallPoolMax; these are 64-byte aligned, for tensor data);
 //                 larger requests go to operator new.
 //   pages         64 KB, each of one size class at a time; a 64-byte header at its
 //                 start (free list, bump pointer, count of objects out) and objects
@@ -40,27 +41,31 @@
 #include <new>
 #include <string>
 
-#include "dezero/tensor.hpp"
+#include "dezero/small_pool.hpp"
 
 namespace dezero::detail {
 
 namespace {
 
-constexpr std::size_t kMaxSmall = 512;
 constexpr std::size_t kPageBytes = std::size_t(64) << 10;
 constexpr std::size_t kSegmentBytes = std::size_t(2) << 20;
 constexpr std::size_t kPagesPerSegment = kSegmentBytes / kPageBytes;
 constexpr std::size_t kHeaderBytes = 64;
-constexpr int kClasses = 32 + 16;                 // 8..256 by 8, 272..512 by 16
+constexpr int kClasses = 32 + 16 + 56;            // 8..256 by 8, 272..512 by 16, 576..4096 by 64
 constexpr std::size_t kBatchBytes = 16 << 10;     // moved between a thread cache and the pages at once
 constexpr std::size_t kBinBytes = 4 * kBatchBytes;  // a thread cache's bin gives back half past this
 constexpr std::size_t kMaxEmptyPages = 256;       // 16 MB of empty pages kept before returning memory
 
 int class_of(std::size_t n) {
   if (n <= 256) return static_cast<int>((n + 7) / 8) - 1 + (n == 0);
-  return 32 + static_cast<int>((n - 256 + 15) / 16) - 1;
+  if (n <= 512) return 32 + static_cast<int>((n - 256 + 15) / 16) - 1;
+  return 48 + static_cast<int>((n - 512 + 63) / 64) - 1;
 }
-std::size_t class_size(int c) { return c < 32 ? std::size_t(c + 1) * 8 : 256 + std::size_t(c - 31) * 16; }
+std::size_t class_size(int c) {
+  if (c < 32) return std::size_t(c + 1) * 8;
+  if (c < 48) return 256 + std::size_t(c - 31) * 16;
+  return 512 + std::size_t(c - 47) * 64;
+}
 std::uint32_t batch_of(int c) {
   std::size_t b = kBatchBytes / class_size(c);
   return static_cast<std::uint32_t>(b < 8 ? 8 : b);
@@ -322,7 +327,7 @@ void spill(ThreadCache* tc, int c) noexcept {
 }  // namespace
 
 void* small_alloc(std::size_t n) {
-  if (n > kMaxSmall || !pool_enabled()) return ::operator new(n);
+  if (n > kSmallPoolMax || !pool_enabled()) return ::operator new(n);
   const int c = class_of(n);
   ThreadCache* tc = thread_cache();
   if (!tc) {
@@ -341,7 +346,7 @@ void* small_alloc(std::size_t n) {
 
 void small_free(void* p, std::size_t n) noexcept {
   if (!p) return;
-  if (n > kMaxSmall || !pool_enabled()) {
+  if (n > kSmallPoolMax || !pool_enabled()) {
     ::operator delete(p);
     return;
   }
@@ -360,6 +365,8 @@ void small_free(void* p, std::size_t n) noexcept {
   b.head = p;
   if (++b.count * class_size(c) > kBinBytes) spill(tc, c);
 }
+
+bool small_pool_enabled() { return pool_enabled(); }
 
 SmallPoolStats small_pool_stats() {
   if (!pool_enabled()) return SmallPoolStats{};
