@@ -294,15 +294,31 @@ struct CacheOwner {
   }
 };
 
-ThreadCache* thread_cache() {
-  if (t_cache) return t_cache;
+[[gnu::noinline]] ThreadCache* make_thread_cache() {
   if (t_done) return nullptr;
   static thread_local CacheOwner owner;
   t_cache = &owner.cache;
   return t_cache;
 }
+inline ThreadCache* thread_cache() { return t_cache ? t_cache : make_thread_cache(); }
 
-void* refill(ThreadCache* tc, int c) {
+// Outside the pool (operator new), and the requests of a thread whose cache is gone.
+[[gnu::noinline]] void* alloc_slow(std::size_t n) {
+  if (n > kSmallPoolMax || !pool_enabled()) return ::operator new(n);
+  void* head = nullptr;
+  take_batch(class_of(n), 1, &head);
+  return head;
+}
+[[gnu::noinline]] void free_slow(void* p, std::size_t n) noexcept {
+  if (n > kSmallPoolMax || !pool_enabled()) {
+    ::operator delete(p);
+    return;
+  }
+  *static_cast<void**>(p) = nullptr;
+  give_batch(class_of(n), p, 1);
+}
+
+[[gnu::noinline]] void* refill(ThreadCache* tc, int c) {
   Bin& b = tc->bins[c];
   void* head = nullptr;
   std::uint32_t n = take_batch(c, batch_of(c), &head);
@@ -312,7 +328,7 @@ void* refill(ThreadCache* tc, int c) {
   return o;
 }
 
-void spill(ThreadCache* tc, int c) noexcept {
+[[gnu::noinline]] void spill(ThreadCache* tc, int c) noexcept {
   // Give back the older half of the bin (the most recently freed objects stay: they are warm).
   Bin& b = tc->bins[c];
   const std::uint32_t keep = b.count / 2;
@@ -327,14 +343,10 @@ void spill(ThreadCache* tc, int c) noexcept {
 }  // namespace
 
 void* small_alloc(std::size_t n) {
-  if (n > kSmallPoolMax || !pool_enabled()) return ::operator new(n);
-  const int c = class_of(n);
+  if (n > kSmallPoolMax || !pool_enabled()) return alloc_slow(n);
   ThreadCache* tc = thread_cache();
-  if (!tc) {
-    void* head = nullptr;
-    take_batch(c, 1, &head);
-    return head;
-  }
+  if (!tc) return alloc_slow(n);
+  const int c = class_of(n);
   Bin& b = tc->bins[c];
   if (void* o = b.head) {
     b.head = *static_cast<void**>(o);
@@ -346,20 +358,9 @@ void* small_alloc(std::size_t n) {
 
 void small_free(void* p, std::size_t n) noexcept {
   if (!p) return;
-  if (n > kSmallPoolMax || !pool_enabled()) {
-    ::operator delete(p);
-    return;
-  }
-  const int c = class_of(n);
   ThreadCache* tc = t_cache;
-  if (!tc) {
-    if (t_done) {
-      *static_cast<void**>(p) = nullptr;
-      give_batch(c, p, 1);
-      return;
-    }
-    tc = thread_cache();
-  }
+  if (n > kSmallPoolMax || !pool_enabled() || (!tc && !(tc = thread_cache()))) return free_slow(p, n);
+  const int c = class_of(n);
   Bin& b = tc->bins[c];
   *static_cast<void**>(p) = b.head;
   b.head = p;

@@ -23,9 +23,11 @@ constexpr int kMaxDims = 12;
 // An N-d view used by the broadcasting and strided-copy primitives: an extent
 // and an element stride per axis (stride 0 = broadcast along that axis).
 struct Strided {
+  // Axes past ndim are left unset: a view is made on every element-wise call, and zeroing
+  // 2 x kMaxDims extents each time cost more than a small kernel.
   int ndim = 0;
-  std::int64_t shape[kMaxDims] = {};
-  std::int64_t strides[kMaxDims] = {};
+  std::int64_t shape[kMaxDims];
+  std::int64_t strides[kMaxDims];
   std::int64_t numel() const {
     std::int64_t n = 1;
     for (int i = 0; i < ndim; ++i) n *= shape[i];

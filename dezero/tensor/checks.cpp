@@ -76,11 +76,10 @@ int normalize_axis(const char* op, int axis, int ndim) {
   return a;
 }
 
-std::vector<int> normalize_axes(const char* op, const Axes& axes, int ndim) {
-  std::vector<int> out;
+AxisList normalize_axes(const char* op, const Axes& axes, int ndim) {
+  AxisList out;
   if (axes.is_all()) {
-    out.resize(ndim);
-    std::iota(out.begin(), out.end(), 0);
+    for (int i = 0; i < ndim; ++i) out.push_back(i);
     return out;
   }
   for (int a : axes.list()) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "dezero/small_vector.hpp"
 #include "dezero/tensor.hpp"
 
 namespace dezero::detail {
@@ -29,7 +30,9 @@ void check_defined(const char* op, const Tensor& t);
 void check_same_device(const char* op, const Tensor& a, const Tensor& b);
 // Normalises an axis against ndim (negative counts from the end); IndexError naming `op`.
 int normalize_axis(const char* op, int axis, int ndim);
-std::vector<int> normalize_axes(const char* op, const Axes& axes, int ndim);
+// The axes of a reduction, non-negative, in the order given (small: no allocation).
+using AxisList = SmallVector<int, 6>;
+AxisList normalize_axes(const char* op, const Axes& axes, int ndim);
 
 // --- integer index arrays (defined in index.cpp) ----------------------------------------
 // The first element of the integer tensor idx (any shape, row-major order) outside

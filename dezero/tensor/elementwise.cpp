@@ -73,11 +73,23 @@ Shape broadcast_operands(const char* op, const Tensor& a, const Tensor& b) {
 Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b) {
   const char* name = binary_name(op);
   detail::check_same_device(name, a, b);
-  Shape out = broadcast_operands(name, a, b);
   DType dt = result_type(a, b);
   if ((op == BinaryOp::Div) && is_integer(dt)) dt = float64;  // true division, as NumPy
-  Tensor ac = a.dtype() == dt ? a : a.astype(dt);
-  Tensor bc = b.dtype() == dt ? b : b.astype(dt);
+  Tensor a_cast, b_cast;  // the operands converted to dt, when they are not already
+  const Tensor& ac = a.dtype() == dt ? a : (a_cast = a.astype(dt));
+  const Tensor& bc = b.dtype() == dt ? b : (b_cast = b.astype(dt));
+  if (a.shape() == b.shape()) {  // no broadcasting: one flat loop (the common case of a small network)
+    Tensor y = Tensor::empty(a.shape(), dt, a.device());
+    const std::int64_t n = y.size();
+    if (n == 0) return y;
+    Strided flat;
+    flat.ndim = 1;
+    flat.shape[0] = n;
+    flat.strides[0] = 1;
+    backend_of(a).binary(op, dt, ac.raw_data(), flat, bc.raw_data(), flat, y.raw_data(), flat);
+    return y;
+  }
+  Shape out = broadcast_operands(name, a, b);
   Tensor y = Tensor::empty(out, dt, a.device());
   if (y.size() == 0) return y;
   Strided so = detail::make_contiguous(out);

@@ -14,27 +14,28 @@ using detail::backend_of;
 namespace {
 
 struct Plan {
-  Tensor x;  // possibly transposed so that the reduced axes form one block
+  const Tensor* x = nullptr;  // the input, or `moved` when the reduced axes had to be made one block
+  Tensor moved;
   std::int64_t outer = 1, r = 1, inner = 1;
   Shape out_keep;  // result with keepdims
   Shape out;       // result without
 };
 
-Plan plan_reduction(const char* op, const Tensor& x, const Axes& axes) {
+void plan_reduction(const char* op, const Tensor& x, const Axes& axes, Plan& p) {
   detail::check_defined(op, x);
-  std::vector<int> ax = detail::normalize_axes(op, axes, x.ndim());
-  Plan p;
-  p.x = x;
+  const detail::AxisList ax = detail::normalize_axes(op, axes, x.ndim());
+  p.x = &x;
   const Shape& s = x.shape();
-  std::vector<bool> red(x.ndim(), false);
-  for (int a : ax) red[a] = true;
+  std::uint32_t red = 0;  // bit i: axis i is reduced (ndim <= kMaxDims)
+  for (int a : ax) red |= 1u << a;
   for (int i = 0; i < x.ndim(); ++i) {
-    p.out_keep.push_back(red[i] ? 1 : s[i]);
-    if (!red[i]) p.out.push_back(s[i]);
+    const bool r = (red >> i) & 1u;
+    p.out_keep.push_back(r ? 1 : s[i]);
+    if (!r) p.out.push_back(s[i]);
   }
   if (ax.empty()) {
     p.outer = x.size();
-    return p;
+    return;
   }
   bool block = (ax.back() - ax.front() + 1) == static_cast<int>(ax.size());
   if (block) {
@@ -44,20 +45,21 @@ Plan plan_reduction(const char* op, const Tensor& x, const Axes& axes) {
   } else {
     std::vector<int> perm;
     for (int i = 0; i < x.ndim(); ++i)
-      if (!red[i]) { perm.push_back(i); p.outer *= s[i]; }
+      if (!((red >> i) & 1u)) { perm.push_back(i); p.outer *= s[i]; }
     for (int a : ax) { perm.push_back(a); p.r *= s[a]; }
-    p.x = x.transpose(perm);
+    p.moved = x.transpose(perm);
+    p.x = &p.moved;
   }
-  return p;
 }
 
 Tensor reduce(detail::ReduceOp op, const char* name, const Tensor& x, const Axes& axes, bool keepdims) {
-  Plan p = plan_reduction(name, x, axes);
+  Plan p;
+  plan_reduction(name, x, axes, p);
   if (op != detail::ReduceOp::Sum && p.r == 0)
     throw ValueError(std::string(name) + ": zero-size array to reduction operation which has no identity (shape " +
                      x.shape().str() + ")");
   Tensor y = Tensor::empty(keepdims ? p.out_keep : p.out, x.dtype(), x.device());
-  if (y.size()) backend_of(x).reduce(op, x.dtype(), p.x.raw_data(), y.raw_data(), p.outer, p.r, p.inner);
+  if (y.size()) backend_of(x).reduce(op, x.dtype(), p.x->raw_data(), y.raw_data(), p.outer, p.r, p.inner);
   return y;
 }
 
@@ -66,10 +68,11 @@ Tensor arg_reduce(detail::ArgReduceOp op, const char* name, const Tensor& x, std
   Tensor src = axis ? x : x.reshape(Shape{x.size()});
   int a = detail::normalize_axis(name, axis ? *axis : 0, src.ndim());
   if (src.shape()[a] == 0) throw ValueError(std::string(name) + ": attempt to get " + name + " of an empty sequence");
-  Plan p = plan_reduction(name, src, Axes(a));
+  Plan p;
+  plan_reduction(name, src, Axes(a), p);
   Tensor y = Tensor::empty(p.out, int64, x.device());
   if (y.size())
-    backend_of(x).arg_reduce(op, x.dtype(), p.x.raw_data(), static_cast<std::int64_t*>(y.raw_data()), p.outer, p.r,
+    backend_of(x).arg_reduce(op, x.dtype(), p.x->raw_data(), static_cast<std::int64_t*>(y.raw_data()), p.outer, p.r,
                              p.inner);
   return y;
 }
@@ -101,7 +104,7 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
   if (lead < 0)
     throw ShapeError("sum_to: cannot sum an array of shape " + x.shape().str() + " to a shape with more axes " +
                      shape.str());
-  std::vector<int> axes;
+  SmallVector<int, 6> axes;
   for (int i = 0; i < lead; ++i) axes.push_back(i);
   for (int i = 0; i < ndim; ++i) {
     if (shape[i] == 1 && x.shape()[i + lead] != 1) axes.push_back(i + lead);
@@ -119,7 +122,7 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
     if (y.size()) backend_of(x).reduce(detail::ReduceOp::Sum, x.dtype(), x.raw_data(), y.raw_data(), outer, r, inner);
     return y;
   }
-  Tensor y = sum(x, Axes(axes), true);
+  Tensor y = sum(x, Axes(std::vector<int>(axes.begin(), axes.end())), true);
   return lead > 0 ? y.reshape(shape) : y;
 }
 

@@ -169,7 +169,14 @@ Tensor::Tensor(StoragePtr storage, std::int64_t offset, Shape shape, DType dtype
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device, const char* op) {
   std::size_t n = shape.checked_nbytes(op, dtype_size(dtype));
-  return Tensor(StoragePtr::allocate(n, device), 0, shape, dtype);
+  if (shape.ndim() > detail::kMaxDims)
+    throw ShapeError(std::string(op) + ": at most " + std::to_string(detail::kMaxDims) + " axes are supported, got " +
+                     shape.str());
+  Tensor t;  // shape and size are checked: no second pass through the constructor's checks
+  t.storage_ = StoragePtr::allocate(n, device);
+  t.shape_ = shape;
+  t.set_dtype(dtype);
+  return t;
 }
 
 Device Tensor::device() const { return storage_ ? storage_->device() : Device::cpu(); }
