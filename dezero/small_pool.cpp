@@ -25,7 +25,8 @@
 //                 to the system (madvise MADV_DONTNEED; the address range is kept for
 //                 reuse). So what a freed graph held returns to the system, except the
 //                 16 MB cache and what the thread caches hold (at most kBinBytes (64 KB) per
-//                 class and thread).
+//                 class and thread). Pages are returned 64 at a time, in runs of adjacent
+//                 pages (release_some).
 //
 // AddressSanitizer builds and DEZERO_SMALL_POOL=0 send every request to operator new,
 // so that overflows and use-after-free are caught (the decision is made once, before
@@ -33,13 +34,14 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <atomic>
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "dezero/small_pool.hpp"
 
@@ -55,6 +57,7 @@ constexpr int kClasses = 32 + 16 + 56;            // 8..256 by 8, 272..512 by 16
 constexpr std::size_t kBatchBytes = 16 << 10;     // moved between a thread cache and the pages at once
 constexpr std::size_t kBinBytes = 4 * kBatchBytes;  // a thread cache's bin gives back half past this
 constexpr std::size_t kMaxEmptyPages = 256;       // 16 MB of empty pages kept before returning memory
+constexpr std::size_t kReleaseBatch = 64;         // pages whose memory is returned at once (4 MB)
 
 int class_of(std::size_t n) {
   if (n <= 256) return static_cast<int>((n + 7) / 8) - 1 + (n == 0);
@@ -104,9 +107,9 @@ class PageSource {
       p = committed_;
       committed_ = p->next;
       --n_committed_;
-    } else if (returned_) {
-      p = returned_;
-      returned_ = p->next;
+    } else if (!returned_.empty()) {
+      p = static_cast<Page*>(returned_.back());
+      returned_.pop_back();
     } else {
       if (next_in_segment_ == segment_end_) new_segment();
       p = reinterpret_cast<Page*>(next_in_segment_);
@@ -118,15 +121,9 @@ class PageSource {
   void give_back(Page* p) noexcept {
     std::lock_guard<std::mutex> lock(mu_);
     --pages_in_use_;
-    if (n_committed_ < kMaxEmptyPages) {
-      p->next = committed_;
-      committed_ = p;
-      ++n_committed_;
-      return;
-    }
-    madvise(p, kPageBytes, MADV_DONTNEED);  // the header is zero after this: nothing in it is read until reuse
-    p->next = returned_;
-    returned_ = p;
+    p->next = committed_;
+    committed_ = p;
+    if (++n_committed_ >= kMaxEmptyPages + kReleaseBatch) release_some();
   }
   SmallPoolStats stats() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -157,9 +154,40 @@ class PageSource {
     ++segments_;
   }
 
+  // Returns the memory of the kReleaseBatch most recently emptied pages to the system, in
+  // runs of adjacent pages (a freed graph empties its pages in address order, so the runs
+  // are long: few madvise calls, and whole 2 MB huge pages are dropped without being split).
+  // Their addresses are kept apart from the pages, which are not touched again until reuse.
+  void release_some() noexcept {
+    Page* batch[kReleaseBatch];
+    for (std::size_t i = 0; i < kReleaseBatch; ++i) {
+      batch[i] = committed_;
+      committed_ = committed_->next;
+    }
+    try {
+      returned_.reserve(returned_.size() + kReleaseBatch);
+    } catch (...) {  // no room to remember them: keep them resident
+      for (std::size_t i = kReleaseBatch; i-- > 0;) {
+        batch[i]->next = committed_;
+        committed_ = batch[i];
+      }
+      return;
+    }
+    n_committed_ -= kReleaseBatch;
+    std::sort(batch, batch + kReleaseBatch);
+    for (std::size_t i = 0; i < kReleaseBatch;) {
+      std::size_t j = i + 1;
+      while (j < kReleaseBatch && reinterpret_cast<char*>(batch[j]) == reinterpret_cast<char*>(batch[j - 1]) + kPageBytes)
+        ++j;
+      madvise(batch[i], (j - i) * kPageBytes, MADV_DONTNEED);
+      for (std::size_t k = i; k < j; ++k) returned_.push_back(batch[k]);
+      i = j;
+    }
+  }
+
   std::mutex mu_;
-  Page* committed_ = nullptr;  // empty pages whose memory is still resident
-  Page* returned_ = nullptr;   // empty pages whose memory went back to the system
+  Page* committed_ = nullptr;   // empty pages whose memory is still resident
+  std::vector<void*> returned_;  // empty pages whose memory went back to the system
   std::size_t n_committed_ = 0, pages_in_use_ = 0, segments_ = 0;
   char* next_in_segment_ = nullptr;
   char* segment_end_ = nullptr;

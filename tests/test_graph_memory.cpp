@@ -177,6 +177,6 @@ TEST_CASE("graph memory: a freed graph's memory goes back to the pool and to the
           " KB, empty pages kept ", stats1.empty_page_bytes_kept / 1024, " KB; RSS ", rss0 / 1024, " KB -> ",
           rss1 / 1024, " KB");
   CHECK(stats1.page_bytes_in_use <= stats0.page_bytes_in_use + 1024 * 1024);
-  CHECK(stats1.empty_page_bytes_kept <= 16 * 1024 * 1024);
-  CHECK(rss1 - rss0 < 32 * 1024 * 1024);  // the 16 MB cache and the thread cache, not the 96 MB
+  CHECK(stats1.empty_page_bytes_kept < 20 * 1024 * 1024);  // 16 MB kept, returned 4 MB at a time
+  CHECK(rss1 - rss0 < 32 * 1024 * 1024);  // the pool's 16-20 MB of empty pages and the thread cache, not the 96 MB
 }
