@@ -1,14 +1,14 @@
 // bench/graph_memory.cpp - the memory a recorded graph costs per node (issue 12): heap
 // bytes in use after building a chain y = y + 1 of N nodes, minus before, over N
-// (glibc's mallinfo2, so it counts everything: Functions, Variable nodes, tensor
-// storage and the allocator's own headers), and the same for y = y * x (a
-// two-input Function) and y = sin(y). Run: build/bench/graph_memory [--nodes N]
+// (glibc's mallinfo2 plus the small-object pool's pages, so it counts everything:
+// Functions, Variable nodes, tensor storage and the allocators' own headers), and the
+// same for y = y * x (a two-input Function) and y = sin(y).
+// Run: build/bench/graph_memory [--nodes N]
 //
 // The host block cache is switched off (DEZERO_CPU_MEMORY_POOL=0) so that every
-// byte goes through malloc. Per node of y = y + 1 on the host: the Variable's node
-// (VariableNode: its Tensor, grad, creator, name), the Storage with the data (inline
-// up to 16 bytes, else a 64-byte aligned heap block), the Function (its input list,
-// and per output a weak reference with the shape and dtype that make a zero gradient).
+// byte goes through malloc or the pool. Per node of y = y + 1 on the host: one graph
+// block (the Function, its output's VariableNode and its input; core.hpp's GraphBlock)
+// and the Storage with the data (inline up to 16 bytes, else a data block of its own).
 #include <malloc.h>
 #include <stdlib.h>
 
@@ -22,9 +22,11 @@ using namespace dezero;
 
 namespace {
 
+// malloc's bytes in use plus the small-object pool's pages in use (graph blocks, nodes and
+// Storage objects live there since issue 24; with DEZERO_SMALL_POOL=0 it is all malloc).
 std::size_t heap_in_use() {
   struct mallinfo2 m = mallinfo2();
-  return m.uordblks + m.hblkhd;
+  return m.uordblks + m.hblkhd + dezero::detail::small_pool_stats().page_bytes_in_use;
 }
 
 template <class Step>

@@ -1,26 +1,28 @@
 // bench/op_profile.cpp - where a recorded op's time and bytes go (issue 24's measurement): the
-// heap allocations each op makes (counted by replacing operator new, with their sizes, so each
-// can be told apart: the Function, the output's VariableNode, the Storage of its data), the
-// resident bytes per node of a long chain, the nanoseconds per recorded op, and the backward and
-// the teardown of that chain; then the same counts for one W3 step.
+// heap allocations each op makes and their sizes (counted by replacing operator new, with the
+// small-object pool switched off so that every object goes through it), the resident bytes per
+// node of a long chain, the nanoseconds per recorded op, the backward and the teardown of that
+// chain; then the same counts for one W3 step. The sizeof line names what the objects hold.
 //
 //   build/bench/op_profile [--nodes N]      (default 1,000,000: y = y + 1 on a 0-d float64)
 //
-// The host block cache is switched off (DEZERO_CPU_MEMORY_POOL=0) so that every byte goes through
-// malloc, as graph_memory does; tensor data blocks (aligned_alloc) are counted with the objects.
-// The sizeof line names what each allocation holds.
+// The allocation counts come from a second run of this program (--allocations) with
+// DEZERO_SMALL_POOL=0 and the host block cache off (DEZERO_CPU_MEMORY_POOL=0), so that every
+// graph object and tensor data block is a counted operator new or aligned_alloc; the chain's
+// time and resident bytes are measured here, with the pool, as programs run.
 #include <dlfcn.h>
 #include <malloc.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <new>
 #include <string>
-#include <unistd.h>
 
 #include "bench_common.hpp"
 
@@ -45,6 +47,17 @@ long rss_bytes() {
   f >> pages_total >> pages_rss;
   return pages_rss * sysconf(_SC_PAGESIZE);
 }
+
+// A Function like the library's AddConst (one double), for the size of its graph block.
+class AddConstLike : public dezero::Function {
+ public:
+  explicit AddConstLike(double c) : c_(c) {}
+  dezero::TensorList forward(const dezero::TensorList& xs) override { return {xs[0] + c_}; }
+  dezero::VariableList backward(const dezero::VariableList& gys) override { return {gys[0]}; }
+
+ private:
+  double c_;
+};
 }  // namespace
 
 void* operator new(std::size_t n) {
@@ -82,73 +95,91 @@ void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::fre
 
 using namespace dezero;
 
+namespace {
+
+// The allocations of one y = y + 1 and of one W3 step, by size (run with the pool off).
+void allocations() {
+  {
+    Variable x(array(1.0));
+    Variable y = x + 1.0;  // warm-up
+    std::map<std::size_t, long long> sizes;
+    g_sizes = &sizes;
+    g_allocs = g_bytes = g_chunk = 0;
+    const int ops = 1000;
+    g_counting = true;
+    for (int i = 0; i < ops; ++i) y = y + 1.0;
+    g_counting = false;
+    g_sizes = nullptr;
+    std::printf("  per op: %.2f allocations, %.0f bytes asked, %.0f bytes of malloc chunks\n",
+                static_cast<double>(g_allocs) / ops, static_cast<double>(g_bytes) / ops,
+                static_cast<double>(g_chunk) / ops);
+    for (auto& [size, count] : sizes)
+      std::printf("    %5zu bytes x %.2f per op\n", size, static_cast<double>(count) / ops);
+  }
+  bench::W3 w3(Device::cpu());
+  for (int i = 0; i < 100; ++i) w3.step();
+  const int steps = 1000;
+  g_allocs = g_bytes = g_chunk = 0;
+  g_counting = true;
+  for (int i = 0; i < steps; ++i) w3.step();
+  g_counting = false;
+  std::printf("  W3 step: %.1f allocations, %.0f bytes asked per step\n", static_cast<double>(g_allocs) / steps,
+              static_cast<double>(g_bytes) / steps);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  setenv("DEZERO_CPU_MEMORY_POOL", "0", 1);
   try {
+    if (argc > 1 && std::string(argv[1]) == "--allocations") {  // the child run (see the header)
+      allocations();
+      return 0;
+    }
     const std::int64_t n = std::stoll(bench::arg(argc, argv, "--nodes", "1000000"));
     std::printf("op_profile: what one recorded op costs (y = y + 1 on a 0-d float64 Variable)\n");
-    std::printf("  sizeof: Variable %zu, VariableNode %zu, Tensor %zu, Shape %zu, Storage %zu, "
-                "std::shared_ptr %zu, VariableList %zu\n",
+    std::printf("  sizeof: Variable %zu, VariableNode %zu, Tensor %zu, Shape %zu, Storage %zu, Function %zu, "
+                "the graph block of y = y + 1 %zu (with its control block)\n",
                 sizeof(Variable), sizeof(VariableNode), sizeof(Tensor), sizeof(Shape), sizeof(Storage),
-                sizeof(std::shared_ptr<int>), sizeof(VariableList));
-
-    // --- one op, its allocations by size ---------------------------------------------------------
-    {
-      Variable x(array(1.0));
-      Variable y = x + 1.0;  // warm-up
-      std::map<std::size_t, long long> sizes;
-      g_sizes = &sizes;
-      g_allocs = g_bytes = g_chunk = 0;
-      const int ops = 1000;
-      g_counting = true;
-      for (int i = 0; i < ops; ++i) y = y + 1.0;
-      g_counting = false;
-      g_sizes = nullptr;
-      std::printf("  per op: %.2f allocations, %.0f bytes asked, %.0f bytes of malloc chunks\n",
-                  static_cast<double>(g_allocs) / ops, static_cast<double>(g_bytes) / ops,
-                  static_cast<double>(g_chunk) / ops);
-      for (auto& [size, count] : sizes)
-        std::printf("    %5zu bytes x %.2f per op\n", size, static_cast<double>(count) / ops);
-    }
+                sizeof(Function), sizeof(detail::GraphBlock<AddConstLike, 1>) + 2 * sizeof(void*));
+    std::printf("  allocations (a run with DEZERO_SMALL_POOL=0 DEZERO_CPU_MEMORY_POOL=0):\n");
+    std::fflush(stdout);
+    const std::string cmd = "DEZERO_SMALL_POOL=0 DEZERO_CPU_MEMORY_POOL=0 '" +
+                            std::filesystem::read_symlink("/proc/self/exe").string() + "' --allocations";
+    if (std::system(cmd.c_str()) != 0) throw std::runtime_error("the allocation-counting run failed: " + cmd);
 
     // --- the chain: time and resident bytes per node, backward, teardown --------------------------
     {
       Variable x(array(1.0));
       Variable y = x;
       const long rss0 = rss_bytes();
-      g_allocs = 0;
-      g_counting = true;
+      const auto pool0 = detail::small_pool_stats();
       const double t0 = bench::now_s();
       for (std::int64_t i = 0; i < n; ++i) y = y + 1.0;
       const double t1 = bench::now_s();
-      g_counting = false;
       const long rss1 = rss_bytes();
+      const auto pool1 = detail::small_pool_stats();
       y.backward();
       const double t2 = bench::now_s();
       const double gx = x.grad().data().item<double>();
       y = Variable();
       const double t3 = bench::now_s();
-      std::printf("  chain of %lld ops: %.0f ns per recorded op, %.0f resident bytes per node, %.2f allocations per op\n",
+      std::printf("  chain of %lld ops: %.0f ns per recorded op, %.0f resident bytes per node (%.0f bytes of pool "
+                  "pages per node)\n",
                   static_cast<long long>(n), (t1 - t0) / static_cast<double>(n) * 1e9,
                   static_cast<double>(rss1 - rss0) / static_cast<double>(n),
-                  static_cast<double>(g_allocs) / static_cast<double>(n));
+                  static_cast<double>(pool1.page_bytes_in_use - pool0.page_bytes_in_use) / static_cast<double>(n));
       std::printf("  backward %.3f s (x.grad = %.0f), teardown %.3f s\n", t2 - t1, gx, t3 - t2);
     }
 
-    // --- a W3 step (bench/w3_overhead): its allocations -------------------------------------------
+    // --- a W3 step (bench/w3_overhead) -------------------------------------------------------------
     {
       bench::W3 w3(Device::cpu());
-      auto step = [&]() { w3.step(); };
-      for (int i = 0; i < 100; ++i) step();
-      const int steps = 1000;
-      g_allocs = g_bytes = g_chunk = 0;
-      g_counting = true;
+      for (int i = 0; i < 1000; ++i) w3.step();
+      const int steps = 20000;
       const double a = bench::now_s();
-      for (int i = 0; i < steps; ++i) step();
+      for (int i = 0; i < steps; ++i) w3.step();
       const double b = bench::now_s();
-      g_counting = false;
-      std::printf("  W3 step: %.2f us with the allocation counter, %.1f allocations, %.0f bytes asked per step\n",
-                  (b - a) / steps * 1e6, static_cast<double>(g_allocs) / steps, static_cast<double>(g_bytes) / steps);
+      std::printf("  W3 step: %.2f us\n", (b - a) / steps * 1e6);
     }
     return 0;
   } catch (const std::exception& e) {

@@ -77,7 +77,7 @@ void Function::link_inputs(const Variable* const* in, std::size_t n, bool in_slo
   int gen = 0;
   for (std::size_t i = 0; i < n; ++i) gen = std::max(gen, in[i]->generation());
   generation_ = gen;
-  if (in_slots) {
+  if (in_slots && n <= n_slots_) {
     Variable* s = input_slots();
     for (std::size_t i = 0; i < n; ++i) {
       new (&s[i]) Variable();

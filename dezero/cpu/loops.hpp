@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 
 #include "dezero/backend/backend.hpp"
 
@@ -16,8 +17,13 @@ namespace dezero::detail::cpu {
 
 // --- threading -------------------------------------------------------------------------
 // Elements below which a loop stays on the calling thread: small arrays are the common
-// case of a small network, where thread start-up would cost more than the loop.
-inline constexpr std::int64_t kParallelMin = 1 << 15;
+// case of a small network, where thread start-up would cost more than the loop. 2^15 by
+// measurement (bench/parallel_threshold.cpp, bench/README.md): on two cores an OpenMP
+// region pays for itself from about 2^14 float additions (memory-bound) and 2^11 float
+// sigmoids; the threshold sits above the memory-bound case so that a region never costs
+// more than it saves. DEZERO_PARALLEL_MIN (elements) overrides it, read once at start-up.
+std::int64_t parallel_min_from_env();
+inline const std::int64_t kParallelMin = parallel_min_from_env();
 
 // body(i) for i in [0, n): on OpenMP threads when `work` is large, else on the calling
 // thread without entering the OpenMP runtime at all (an `omp parallel if(false)`

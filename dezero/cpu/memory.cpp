@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -120,6 +121,19 @@ class HostBlockCache {
   std::size_t cached_ = 0;
   std::size_t max_cached_ = kMaxCached;
 };
+
+// --- the threading threshold (loops.hpp) ------------------------------------------------------
+std::int64_t parallel_min_from_env() {
+  const char* env = std::getenv("DEZERO_PARALLEL_MIN");
+  if (env && *env) {
+    char* end = nullptr;
+    const long long v = std::strtoll(env, &end, 10);
+    if (end && *end == '\0' && v >= 0) return v;
+    std::fprintf(stderr, "dezero: DEZERO_PARALLEL_MIN='%s' is not a number of elements (an integer >= 0); using %lld\n",
+                 env, 1LL << 15);
+  }
+  return std::int64_t(1) << 15;
+}
 
 // --- the memory primitives ------------------------------------------------------------------
 HostBlockCache* make_host_block_cache() { return new HostBlockCache; }
