@@ -532,7 +532,7 @@ TEST_CASE("Optimizer: more parameters than one multi-tensor launch takes (64 on 
   });
 }
 
-TEST_CASE("Optimizer: a float64 gradient on float32 weights and a parameter listed twice keep their per-parameter meaning") {
+TEST_CASE("Optimizer: a float64 gradient on float32 weights and a parameter listed twice go one at a time") {
   dzt::on_each_device([](Device dev) {
     random::seed(4);
     // p0: float32 weights with a float64 gradient (the widened copy, one at a time); p1 twice
@@ -575,6 +575,35 @@ TEST_CASE("Optimizer: a float64 gradient on float32 weights and a parameter list
     for (std::size_t i = 0; i < c.size(); ++i) CHECK(utils::array_equal(c[i].data(), d[i].data()));
     check_same_state(multi2, single2, "mixed");
   });
+}
+
+TEST_CASE("Optimizer: float32 and float64 parameters in one model: one multi-tensor group each") {
+  random::seed(8);
+  std::vector<Parameter> a;
+  for (int i = 0; i < 6; ++i) a.emplace_back(random::randn({3 + i}, i % 2 ? float64 : float32));
+  std::vector<Parameter> b = clone(a);
+  Counting<O::Adam> multi(0.01);
+  PerParam<O::Adam> single(0.01);
+  multi.setup(a);
+  single.setup(b);
+  multi.add_hook(O::WeightDecay(0.1));
+  single.add_hook(O::WeightDecay(0.1));
+  for (int step = 0; step < 3; ++step) {
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      Tensor g = random::randn(a[i].data().shape(), a[i].data().dtype());
+      a[i].set_grad(Variable(g));
+      b[i].set_grad(Variable(g.copy()));
+    }
+    multi.update();
+    single.update();
+  }
+  CHECK(multi.calls == 0);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    CAPTURE(i);
+    CHECK(a[i].data().dtype() == (i % 2 ? float64 : float32));
+    CHECK(utils::array_equal(a[i].data(), b[i].data()));
+  }
+  check_same_state(multi, single, "two_dtypes");
 }
 
 TEST_CASE("Optimizer: the cached state follows a parameter that changes shape, node or device") {

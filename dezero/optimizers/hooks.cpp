@@ -41,10 +41,17 @@ Tensor& own_grad(Parameter& p) {
 // multi-tensor call (detail::axpy_multi_), unless one parameter is listed twice (its
 // gradient would be decayed twice, concurrently): then one axpy_ each, in order. The
 // lists are kept per thread and reused, so a step allocates nothing.
+namespace {
+struct DecayLists {
+  std::vector<Tensor*> ys;
+  std::vector<const Tensor*> xs;
+  std::vector<const void*> seen;
+};
+}  // namespace
+
 void WeightDecay::operator()(std::vector<Parameter>& params) const {
-  thread_local std::vector<Tensor*> ys;
-  thread_local std::vector<const Tensor*> xs;
-  thread_local std::vector<const void*> seen;
+  thread_local DecayLists lists;
+  auto& [ys, xs, seen] = lists;
   ys.clear();
   xs.clear();
   for (auto& p : params) {

@@ -166,8 +166,8 @@ void Optimizer::update_many(const UpdateItem* items, std::size_t n) {
 void Optimizer::update() {
   gather(all_);
   params_.clear();
-  for (const auto& p : all_)
-    if (p.has_grad() && p.data().defined()) params_.push_back(p);
+  for (auto& p : all_)  // moved, not copied: all_ is only this step's scratch
+    if (p.has_grad() && p.data().defined()) params_.push_back(std::move(p));
   ++t_;  // before the hooks, as DeZero's Adam does
   for (auto& hook : hooks_) hook(params_);
 

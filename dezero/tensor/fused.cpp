@@ -8,10 +8,8 @@
 // raw pointers. matmul_t, declared beside these, is in linalg.cpp.
 #include "dezero/tensor/fused.hpp"
 
-#include <algorithm>
 #include <cstddef>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "dezero/tensor/strided.hpp"
@@ -150,12 +148,14 @@ void check_update(std::ptrdiff_t index, const Tensor* param, const Tensor* grad,
     throw ValueError(where() + ": missing the parameter, its gradient or one of the rule's " +
                      std::to_string(nstate) + " state tensors");
   if (!param->defined()) check_defined(where().c_str(), *param);
-  if (!is_floating(param->dtype()))
+  const DType dt = param->dtype();
+  if (!is_floating(dt))
     throw DtypeError(where() + ": the parameter is " + describe(*param) + "; hint: only float32 and float64 "
                      "parameters can be optimised");
+  const Device dev = param->device();
   auto like = [&](const char* what, const Tensor& t) {
     if (!t.defined()) check_defined(where().c_str(), t);
-    if (t.shape() == param->shape() && t.dtype() == param->dtype() && t.device() == param->device()) return;
+    if (t.dtype() == dt && t.device() == dev && t.shape() == param->shape()) return;
     const std::string msg = where() + ": " + what + " is " + describe(t) + " but the parameter is " +
                             describe(*param) + "; hint: they must match in shape, dtype and device";
     if (t.shape() != param->shape()) throw ShapeError(msg);
@@ -190,37 +190,67 @@ void optimizer_update(UpdateRule rule, Tensor& param, const Tensor& grad, Tensor
                                      args);
 }
 
-// The same for n parameters: every item checked first, then one
-// Backend::optimizer_update_multi per (device, dtype) in the order the groups first
-// appear (one group in the usual model). The chunk and key lists are kept per thread
-// and reused, so a step allocates nothing once they have grown.
-void optimizer_update_multi(UpdateRule rule, const ParamUpdate* items, std::size_t n, const UpdateArgs& args) {
+// The same for n parameters: every item checked before anything changes, then one
+// Backend::optimizer_update_multi per (device, dtype), in the order the groups first
+// appear (a model has one). The lists are kept per thread and reused, so a step
+// allocates nothing once they have grown.
+struct MultiScratch {
+  std::vector<UpdateChunk> chunks;
+  std::vector<std::size_t> later;   // the items of other groups than the first one's
+  std::vector<ParamUpdate> items;   // axpy_multi_'s
+};
+MultiScratch& multi_scratch() {
+  thread_local MultiScratch s;
+  return s;
+}
+
+void optimizer_update_multi(UpdateRule rule, const ParamUpdate* items, std::size_t n, const UpdateArgs& args,
+                            MultiScratch& sc) {
+  if (n == 0) return;
   const int nstate = state_count(rule);
-  for (std::size_t i = 0; i < n; ++i)
-    check_update(static_cast<std::ptrdiff_t>(i), items[i].param, items[i].grad, items[i].s1, items[i].s2, nstate);
-  thread_local std::vector<UpdateChunk> chunks;
-  thread_local std::vector<std::pair<Device, DType>> done;  // the groups already updated
-  done.clear();
-  for (std::size_t first = 0; first < n; ++first) {
-    const Tensor& p0 = *items[first].param;
-    const std::pair<Device, DType> key(p0.device(), p0.dtype());
-    if (std::find(done.begin(), done.end(), key) != done.end()) continue;
-    done.push_back(key);
-    chunks.clear();
-    for (std::size_t i = first; i < n; ++i) {
-      const ParamUpdate& it = items[i];
-      const Tensor& p = *it.param;
-      if (p.size() == 0 || p.dtype() != key.second || !(p.device() == key.first)) continue;
-      UpdateChunk c;
-      c.param = p.raw_data();
-      c.grad = it.grad->raw_data();
-      c.s1 = nstate >= 1 ? it.s1->raw_data() : nullptr;
-      c.s2 = nstate >= 2 ? it.s2->raw_data() : nullptr;
-      c.numel = p.size();
-      chunks.push_back(c);
+  auto chunk = [&](const ParamUpdate& it) {
+    UpdateChunk c;
+    c.param = it.param->raw_data();
+    c.grad = it.grad->raw_data();
+    c.s1 = nstate >= 1 ? it.s1->raw_data() : nullptr;
+    c.s2 = nstate >= 2 ? it.s2->raw_data() : nullptr;
+    c.numel = it.param->size();
+    return c;
+  };
+  // One pass checks every item and gathers the first item's group; the items of other
+  // groups (rare: a model split over devices or dtypes) are set aside for later rounds.
+  sc.chunks.clear();
+  sc.later.clear();
+  Device dev = Device::cpu();
+  DType dt = float32;
+  for (std::size_t i = 0; i < n; ++i) {
+    const ParamUpdate& it = items[i];
+    check_update(static_cast<std::ptrdiff_t>(i), it.param, it.grad, it.s1, it.s2, nstate);
+    if (i == 0) {
+      dev = it.param->device();
+      dt = it.param->dtype();
     }
-    if (!chunks.empty()) backend_of(p0).optimizer_update_multi(rule, key.second, chunks.data(), chunks.size(), args);
+    if (it.param->dtype() != dt || !(it.param->device() == dev)) sc.later.push_back(i);
+    else if (it.param->size() > 0) sc.chunks.push_back(chunk(it));
   }
+  for (;;) {
+    if (!sc.chunks.empty()) backend_for(dev).optimizer_update_multi(rule, dt, sc.chunks.data(), sc.chunks.size(), args);
+    if (sc.later.empty()) return;
+    const Tensor& p0 = *items[sc.later.front()].param;
+    dev = p0.device();
+    dt = p0.dtype();
+    sc.chunks.clear();
+    std::size_t kept = 0;
+    for (std::size_t i : sc.later) {
+      const Tensor& p = *items[i].param;
+      if (p.dtype() != dt || !(p.device() == dev)) sc.later[kept++] = i;  // yet another group
+      else if (p.size() > 0) sc.chunks.push_back(chunk(items[i]));
+    }
+    sc.later.resize(kept);
+  }
+}
+void optimizer_update_multi(UpdateRule rule, const ParamUpdate* items, std::size_t n, const UpdateArgs& args) {
+  optimizer_update_multi(rule, items, n, args, multi_scratch());
 }
 }  // namespace
 
@@ -305,15 +335,17 @@ void adam_update_multi_(const ParamUpdate* items, std::size_t n, double lr, doub
 }
 
 void axpy_multi_(Tensor* const* ys, double a, const Tensor* const* xs, std::size_t n) {
-  thread_local std::vector<ParamUpdate> items;
-  items.clear();
+  MultiScratch& sc = multi_scratch();
+  sc.items.clear();
   for (std::size_t i = 0; i < n; ++i) {
     ParamUpdate u;
     u.param = ys[i];
     u.grad = xs[i];
-    items.push_back(u);
+    sc.items.push_back(u);
   }
-  sgd_update_multi_(items.data(), items.size(), -a);  // as axpy_: y -= (-a) * x
+  UpdateArgs args;
+  args.lr = -a;  // as axpy_: SGD's y -= (-a) * x
+  optimizer_update_multi(UpdateRule::SGD, sc.items.data(), sc.items.size(), args, sc);
 }
 
 // --- host -> device copy ---------------------------------------------------------------
