@@ -43,7 +43,8 @@ int main(int argc, char** argv) try {
   model(X[Slice(0, B)]);  // create the lazily-initialised weights
   if (!dev.is_cpu()) model.to(dev);
   const double flops = 6.0 * N * (784.0 * 1000 + 1000.0 * 1000 + 1000.0 * 10);
-  std::cout << "W1: MLP 784-1000-1000-10 ReLU, " << opt_desc << ", batch " << B << ", " << N << " images, device " << dev << "\n";
+  std::cout << "W1: MLP 784-1000-1000-10 ReLU, " << opt_desc << ", batch " << B << ", " << N << " images, device "
+            << dev << "\n";
   for (int e = 0; e < epochs; ++e) {
     double t0 = bench::now_s();
     Tensor perm = random::permutation(N).to(dev);

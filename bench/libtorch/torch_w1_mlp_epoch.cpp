@@ -37,7 +37,8 @@ int main(int argc, char** argv) try {
                                (decay != 0 ? " + WeightDecay " + tbench::arg(argc, argv, "--weight-decay", "0") : "");
   model->forward(X.slice(0, 0, B));  // ours creates its lazy weights with one forward here; so do we
   const double flops = 6.0 * N * (784.0 * 1000 + 1000.0 * 1000 + 1000.0 * 10);
-  std::cout << "W1: MLP 784-1000-1000-10 ReLU, " << opt_desc << ", batch " << B << ", " << N << " images, device cpu (LibTorch)\n";
+  std::cout << "W1: MLP 784-1000-1000-10 ReLU, " << opt_desc << ", batch " << B << ", " << N
+            << " images, device cpu (LibTorch)\n";
   for (int e = 0; e < epochs; ++e) {
     double t0 = tbench::now_s();
     torch::Tensor perm = torch::randperm(N, torch::kInt64);
