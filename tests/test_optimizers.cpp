@@ -150,36 +150,45 @@ TEST_CASE("Optimizer: float32 weights with float64 gradients (float64 data), no 
 
 // --- no allocation after the first step ------------------------------------------------------------
 TEST_CASE("Optimizer: a step allocates no tensor memory after the first one") {
-  random::seed(9);
-  Tensor x = random::randn({4, 5}, float32), t = random::randn({4, 3}, float32);
-  auto check = [&](O::Optimizer& opt, const std::string& name) {
-    CAPTURE(name);
-    models::MLP m({8, 3});
-    opt.setup(m);
-    for (int step = 0; step < 3; ++step) {
-      Variable loss = loss_of(m, x, t);
-      m.cleargrads();
-      loss.backward();
-      const auto before = Storage::allocation_count();
-      opt.update();
-      const auto allocated = Storage::allocation_count() - before;
-      if (step == 0) MESSAGE(name << ": first update allocated " << allocated << " state tensors");
-      else CHECK(allocated == 0);
-    }
-  };
-  O::SGD sgd;
-  O::MomentumSGD momentum;
-  O::AdaGrad adagrad;
-  O::AdaDelta adadelta;
-  O::Adam adam;
-  O::Adam adam_wd;
-  adam_wd.add_hook(O::WeightDecay(1e-4));
-  check(sgd, "SGD");
-  check(momentum, "MomentumSGD");
-  check(adagrad, "AdaGrad");
-  check(adadelta, "AdaDelta");
-  check(adam, "Adam");
-  check(adam_wd, "Adam + WeightDecay");
+  dzt::on_each_device([](Device dev) {
+    random::seed(9);
+    Tensor x = random::randn({4, 5}, float32).to(dev), t = random::randn({4, 3}, float32).to(dev);
+    // freeze: FreezeParam on the first layer (the multi-tensor step then skips two parameters)
+    auto check = [&](O::Optimizer& opt, const std::string& name, bool freeze = false) {
+      CAPTURE(name);
+      models::MLP m({8, 3});
+      m(x.to_cpu());  // create the lazy weights
+      m.to(dev);
+      opt.setup(m);
+      if (freeze) opt.add_hook(O::FreezeParam(m.layers[0]));
+      for (int step = 0; step < 3; ++step) {
+        Variable loss = loss_of(m, x, t);
+        m.cleargrads();
+        loss.backward();
+        const auto before = Storage::allocation_count();
+        opt.update();
+        const auto allocated = Storage::allocation_count() - before;
+        if (step == 0) MESSAGE(name << ": first update allocated " << allocated << " state tensors");
+        else CHECK(allocated == 0);
+      }
+    };
+    O::SGD sgd;
+    O::MomentumSGD momentum;
+    O::AdaGrad adagrad;
+    O::AdaDelta adadelta;
+    O::Adam adam;
+    O::Adam adam_wd;
+    adam_wd.add_hook(O::WeightDecay(1e-4));
+    O::MomentumSGD momentum_wd;
+    momentum_wd.add_hook(O::WeightDecay(1e-4));
+    check(sgd, "SGD");
+    check(momentum, "MomentumSGD");
+    check(adagrad, "AdaGrad");
+    check(adadelta, "AdaDelta");
+    check(adam, "Adam");
+    check(adam_wd, "Adam + WeightDecay");
+    check(momentum_wd, "MomentumSGD + WeightDecay + FreezeParam", true);
+  });
 }
 
 // --- hooks ------------------------------------------------------------------------------------------
