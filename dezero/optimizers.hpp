@@ -135,9 +135,9 @@ class Optimizer {
   /// One parameter of a step as update_many() gets it: its data (updated in place), its
   /// gradient (same shape, dtype and device) and its state_names().size() state tensors.
   struct UpdateItem {
-    Tensor* param;
-    const Tensor* grad;
-    std::vector<Tensor>* state;
+    Tensor* param;               ///< The parameter's data, updated in place.
+    const Tensor* grad;          ///< Its gradient: the data's shape, dtype and device.
+    std::vector<Tensor>* state;  ///< Its state tensors, like the data, changed in place.
   };
 
  protected:

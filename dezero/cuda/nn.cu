@@ -127,7 +127,7 @@ __global__ void update_kernel(UpdateRule rule, T* p, const T* g, T* s1, T* s2, i
 }
 
 // --- multi-tensor updates: one launch for up to kUpdateChunksPerLaunch parameters ------------
-// The chunk table travels by value as the kernel's argument (about 2.6 KB of the 4 KB a
+// The chunk table travels by value as the kernel's argument (2.8 KB of the 4 KB a
 // kernel may take), so a step needs no device memory and no copy. Chunk k owns the blocks
 // [block0[k], block0[k + 1]) - as many as update_kernel would get for it alone
 // (blocks_for) - and runs update_kernel's grid-stride loop over them, with update_kernel's
