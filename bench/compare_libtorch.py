@@ -9,6 +9,8 @@ ratio LibTorch / ours of every pair (> 1: ours is faster) and the median ratio.
 
   python3 bench/compare_libtorch.py [--build build] [--pairs 3] [--threads 2] [--only w1,w2,w3]
                                     [--data DIR]   (Fashion-MNIST for W2)
+  python3 bench/compare_libtorch.py --only w1,w1adam   (w1adam: W1 with --optimizer adam
+                                    --weight-decay 1e-4 on both sides)
   python3 bench/compare_libtorch.py --only w4 --pairs 3   (ResNet50, not in the default set:
                                     about a minute per pair at 2 threads)
 
@@ -22,9 +24,11 @@ import statistics
 import subprocess
 import sys
 
-# workload: (our program, LibTorch's program, regex of the figure, unit)
+# workload: (our program, LibTorch's program, regex of the figure, unit, arguments of both)
 WORKLOADS = {
     "w1": ("w1_mlp_epoch", "libtorch/torch_w1_mlp_epoch", r"epoch 1: ([0-9.e+-]+) s", "s/epoch"),
+    "w1adam": ("w1_mlp_epoch", "libtorch/torch_w1_mlp_epoch", r"epoch 1: ([0-9.e+-]+) s", "s/epoch",
+               ["--optimizer", "adam", "--weight-decay", "1e-4"]),
     "w2": ("w2_cnn", "libtorch/torch_w2_cnn", r"epoch 1: ([0-9.e+-]+) s", "s/epoch"),
     "w3": ("w3_overhead", "libtorch/torch_w3_overhead", r"median ([0-9.e+-]+) us/step", "us/step"),
     "w4": ("w4_resnet50", "libtorch/torch_w4_resnet50", r"median ([0-9.e+-]+) s/step", "s/step"),
@@ -48,14 +52,15 @@ def main():
     a = ap.parse_args()
     env = dict(os.environ, OMP_NUM_THREADS=str(a.threads), OPENBLAS_CORETYPE="SkylakeX")
     for w in a.only.split(","):
-        ours_prog, torch_prog, pattern, unit = WORKLOADS[w]
+        ours_prog, torch_prog, pattern, unit, *args = WORKLOADS[w]
         ours_path, torch_path = f"{a.build}/bench/{ours_prog}", f"{a.build}/bench/{torch_prog}"
         for p in (ours_path, torch_path):
             if not os.access(p, os.X_OK):
                 sys.exit(f"{p} is missing; build it (cmake --build {a.build} --target {os.path.basename(p)})")
-        extra = ["--data", a.data] if (w == "w2" and a.data) else []
+        extra = (args[0] if args else []) + (["--data", a.data] if (w == "w2" and a.data) else [])
         ratios = []
-        print(f"== {w.upper()}: {ours_prog} vs {torch_prog}, {a.threads} threads, {a.pairs} alternating pairs")
+        print(f"== {w.upper()}: {ours_prog} vs {torch_prog}{''.join(' ' + x for x in extra)}, {a.threads} threads, "
+              f"{a.pairs} alternating pairs")
         for i in range(a.pairs):
             figures = []
             for path in (ours_path, torch_path):

@@ -22,8 +22,9 @@
 /// does not compile.
 ///
 /// update() takes the parameters that have a gradient, runs the hooks on them in
-/// order, then updates each one still holding a gradient (FreezeParam clears them)
-/// in place with one fused kernel per parameter. State (momentum, Adam's m and v)
+/// order, then updates those still holding a gradient (FreezeParam clears them) in
+/// place, all at once: one multi-tensor kernel per device and dtype (PyTorch's
+/// "foreach" step), not one kernel per parameter. State (momentum, Adam's m and v)
 /// is kept per parameter node, created with zeros on the parameter's device at its
 /// first update, and follows the parameter if it later moves to another device.
 /// After the first update() a step allocates no tensor memory (hooks excepted:
@@ -31,6 +32,7 @@
 /// (.npz) so that a training run can resume exactly.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -86,11 +88,15 @@ class Optimizer {
   /// One step: updates every parameter of the target that has a gradient.
   ///
   /// Takes the parameters that have a gradient (and data), counts the step in t(),
-  /// runs the hooks on them in order, then updates each one still holding a gradient
-  /// (FreezeParam clears them) in place with update_one(). A gradient of another dtype
-  /// is applied as NumPy's `W -= lr * g` would: a wider one (float64) through a widened
-  /// copy rounded back once, a narrower one cast first. Throws ValueError when setup()
-  /// was never called or the layer it was given has been destroyed.
+  /// runs the hooks on them in order, then updates those still holding a gradient
+  /// (FreezeParam clears them) in place: all whose gradient has the weights' dtype
+  /// together through update_many() (the rules here: one multi-tensor kernel per
+  /// device and dtype), the others one at a time through update_one(). A gradient of
+  /// another dtype is applied as NumPy's `W -= lr * g` would: a wider one (float64)
+  /// through a widened copy rounded back once, a narrower one cast first. Parameters
+  /// that share memory (one parameter listed twice) are updated one at a time, in order,
+  /// as before. Throws ValueError when setup() was never called or the layer it was
+  /// given has been destroyed.
   void update();
   /// Appends a hook, run by update() in the order added, and returns `*this`.
   ///
@@ -126,6 +132,14 @@ class Optimizer {
   /// ShapeError / DtypeError for a tensor unlike its parameter.
   void load_state(const std::string& path);
 
+  /// One parameter of a step as update_many() gets it: its data (updated in place), its
+  /// gradient (same shape, dtype and device) and its state_names().size() state tensors.
+  struct UpdateItem {
+    Tensor* param;               ///< The parameter's data, updated in place.
+    const Tensor* grad;          ///< Its gradient: the data's shape, dtype and device.
+    std::vector<Tensor>* state;  ///< Its state tensors, like the data, changed in place.
+  };
+
  protected:
   /// An optimizer with no target; only derived rules construct one.
   Optimizer() = default;
@@ -145,14 +159,36 @@ class Optimizer {
   /// first); state holds state_names().size() tensors like param, zeros at the first
   /// update, to be changed in place.
   virtual void update_one(Tensor& param, const Tensor& grad, std::vector<Tensor>& state) = 0;
+  /// Updates the `n` parameters of a step at once: the rule for many parameters.
+  ///
+  /// update() passes, in parameter order, every parameter whose gradient has its dtype,
+  /// each as update_one() would get it; no two share memory. The default calls
+  /// update_one() for each in turn, so a rule of one's own needs only update_one(). The
+  /// rules here override it with one multi-tensor kernel per device and dtype
+  /// (tensor/fused.hpp), which gives the same bits.
+  virtual void update_many(const UpdateItem* items, std::size_t n);
 
  private:
   struct Slot {
     std::weak_ptr<VariableNode> owner;
     std::vector<Tensor> state;
   };
+  // What update() knew of params_[k] at its last step, so that the next one finds the
+  // state without a hash lookup: the node and data (address, bytes) it saw, and the
+  // node's slot (null until it had a gradient). slots_ entries are never erased one by
+  // one, so a Slot* stays valid until reset_state() / load_state() clear the cache with
+  // the map.
+  struct Cached {
+    const VariableNode* node = nullptr;
+    const void* data = nullptr;
+    std::size_t bytes = 0;
+    Slot* slot = nullptr;
+  };
   void gather(std::vector<Parameter>& out) const;
-  std::vector<Tensor>& state_for(const Parameter& p);
+  Slot& slot_for(const Parameter& p);
+  void sync_state(Slot& slot, const Tensor& data, std::size_t nstate);
+  void update_mixed(Tensor& w, const Tensor& g, std::vector<Tensor>& state);
+  bool params_overlap();
 
   L::Layer* target_ = nullptr;
   std::weak_ptr<const void> target_alive_;  // expires when *target_ is destroyed
@@ -161,7 +197,13 @@ class Optimizer {
   bool has_target_ = false;
   std::vector<Hook> hooks_;
   std::unordered_map<const VariableNode*, Slot> slots_;
-  std::vector<Parameter> all_, params_;  // reused by update(): no allocation per step
+  // reused by update(), so that a step allocates nothing once they have grown
+  std::vector<Parameter> all_, params_;
+  std::vector<Cached> cache_;        // by position in params_ (after the hooks)
+  std::vector<UpdateItem> items_;    // the step's update_many() list
+  std::vector<std::pair<std::uintptr_t, std::uintptr_t>> ranges_;  // params_overlap()'s scratch
+  bool overlap_ = false;             // params_ share memory: update one at a time, in order
+  int nstate_ = -1;                  // state_names().size(), once known
   std::int64_t t_ = 0;
 };
 
@@ -244,6 +286,7 @@ class SGD : public TypedOptimizer<SGD> {
 
  protected:
   void update_one(Tensor& param, const Tensor& grad, std::vector<Tensor>& state) override;
+  void update_many(const UpdateItem* items, std::size_t n) override;
 };
 
 /// SGD with momentum (DeZero's MomentumSGD): `v = momentum * v - lr * g; W += v`.
@@ -259,6 +302,7 @@ class MomentumSGD : public TypedOptimizer<MomentumSGD> {
  protected:
   std::vector<std::string> state_names() const override { return {"v"}; }
   void update_one(Tensor& param, const Tensor& grad, std::vector<Tensor>& state) override;
+  void update_many(const UpdateItem* items, std::size_t n) override;
 };
 
 /// AdaGrad (DeZero's AdaGrad): `h += g * g; W -= lr * g / (sqrt(h) + eps)`.
@@ -274,6 +318,7 @@ class AdaGrad : public TypedOptimizer<AdaGrad> {
  protected:
   std::vector<std::string> state_names() const override { return {"h"}; }
   void update_one(Tensor& param, const Tensor& grad, std::vector<Tensor>& state) override;
+  void update_many(const UpdateItem* items, std::size_t n) override;
 };
 
 /// AdaDelta (DeZero's AdaDelta), which needs no learning rate.
@@ -291,6 +336,7 @@ class AdaDelta : public TypedOptimizer<AdaDelta> {
  protected:
   std::vector<std::string> state_names() const override { return {"msg", "msdx"}; }
   void update_one(Tensor& param, const Tensor& grad, std::vector<Tensor>& state) override;
+  void update_many(const UpdateItem* items, std::size_t n) override;
 };
 
 /// Adam (DeZero's Adam), with the bias-corrected step size lr().
@@ -316,6 +362,7 @@ class Adam : public TypedOptimizer<Adam> {
  protected:
   std::vector<std::string> state_names() const override { return {"m", "v"}; }
   void update_one(Tensor& param, const Tensor& grad, std::vector<Tensor>& state) override;
+  void update_many(const UpdateItem* items, std::size_t n) override;
 };
 
 // --- hooks --------------------------------------------------------------------------------------

@@ -1,9 +1,11 @@
 // tests/test_optimizers.cpp - the five update rules against hand-written float64 steps,
 // hooks (WeightDecay = L2 term in the loss, ClipGrad, FreezeParam), no allocation
-// after the first step, and state files that resume a run exactly.
+// after the first step, state files that resume a run exactly, and the multi-tensor
+// step against one kernel per parameter (bit for bit, on every device).
 #include <cmath>
 #include <filesystem>
 
+#include "dezero/tensor/fused.hpp"  // detail::*_update_multi_
 #include "support/test_util.hpp"
 
 using namespace dezero;
@@ -148,36 +150,45 @@ TEST_CASE("Optimizer: float32 weights with float64 gradients (float64 data), no 
 
 // --- no allocation after the first step ------------------------------------------------------------
 TEST_CASE("Optimizer: a step allocates no tensor memory after the first one") {
-  random::seed(9);
-  Tensor x = random::randn({4, 5}, float32), t = random::randn({4, 3}, float32);
-  auto check = [&](O::Optimizer& opt, const std::string& name) {
-    CAPTURE(name);
-    models::MLP m({8, 3});
-    opt.setup(m);
-    for (int step = 0; step < 3; ++step) {
-      Variable loss = loss_of(m, x, t);
-      m.cleargrads();
-      loss.backward();
-      const auto before = Storage::allocation_count();
-      opt.update();
-      const auto allocated = Storage::allocation_count() - before;
-      if (step == 0) MESSAGE(name << ": first update allocated " << allocated << " state tensors");
-      else CHECK(allocated == 0);
-    }
-  };
-  O::SGD sgd;
-  O::MomentumSGD momentum;
-  O::AdaGrad adagrad;
-  O::AdaDelta adadelta;
-  O::Adam adam;
-  O::Adam adam_wd;
-  adam_wd.add_hook(O::WeightDecay(1e-4));
-  check(sgd, "SGD");
-  check(momentum, "MomentumSGD");
-  check(adagrad, "AdaGrad");
-  check(adadelta, "AdaDelta");
-  check(adam, "Adam");
-  check(adam_wd, "Adam + WeightDecay");
+  dzt::on_each_device([](Device dev) {
+    random::seed(9);
+    Tensor x = random::randn({4, 5}, float32).to(dev), t = random::randn({4, 3}, float32).to(dev);
+    // freeze: FreezeParam on the first layer (the multi-tensor step then skips two parameters)
+    auto check = [&](O::Optimizer& opt, const std::string& name, bool freeze = false) {
+      CAPTURE(name);
+      models::MLP m({8, 3});
+      m(x.to_cpu());  // create the lazy weights
+      m.to(dev);
+      opt.setup(m);
+      if (freeze) opt.add_hook(O::FreezeParam(m.layers[0]));
+      for (int step = 0; step < 3; ++step) {
+        Variable loss = loss_of(m, x, t);
+        m.cleargrads();
+        loss.backward();
+        const auto before = Storage::allocation_count();
+        opt.update();
+        const auto allocated = Storage::allocation_count() - before;
+        if (step == 0) MESSAGE(name << ": first update allocated " << allocated << " state tensors");
+        else CHECK(allocated == 0);
+      }
+    };
+    O::SGD sgd;
+    O::MomentumSGD momentum;
+    O::AdaGrad adagrad;
+    O::AdaDelta adadelta;
+    O::Adam adam;
+    O::Adam adam_wd;
+    adam_wd.add_hook(O::WeightDecay(1e-4));
+    O::MomentumSGD momentum_wd;
+    momentum_wd.add_hook(O::WeightDecay(1e-4));
+    check(sgd, "SGD");
+    check(momentum, "MomentumSGD");
+    check(adagrad, "AdaGrad");
+    check(adadelta, "AdaDelta");
+    check(adam, "Adam");
+    check(adam_wd, "Adam + WeightDecay");
+    check(momentum_wd, "MomentumSGD + WeightDecay + FreezeParam", true);
+  });
 }
 
 // --- hooks ------------------------------------------------------------------------------------------
@@ -397,4 +408,283 @@ TEST_CASE("Optimizer: a model destroyed before update() is reported as such") {
                        ValueError);
   O::SGD none;
   CHECK_THROWS_WITH_AS(none.update(), doctest::Contains("call setup(model) before update()"), ValueError);
+}
+
+// --- multi-tensor updates: the same bits as one kernel per parameter ------------------------------
+namespace {
+// A rule updated one parameter at a time: the base's update_many (update_one for each,
+// one fused kernel per parameter), the path every rule took before multi-tensor updates.
+template <class Rule>
+class PerParam : public Rule {
+ public:
+  using Rule::Rule;
+
+ protected:
+  void update_many(const O::Optimizer::UpdateItem* items, std::size_t n) override {
+    O::Optimizer::update_many(items, n);
+  }
+};
+
+// A rule that counts the parameters its update_one() was handed (the per-parameter path).
+template <class Rule>
+class Counting : public Rule {
+ public:
+  using Rule::Rule;
+  int calls = 0;
+
+ protected:
+  void update_one(Tensor& param, const Tensor& grad, std::vector<Tensor>& state) override {
+    ++calls;
+    Rule::update_one(param, grad, state);
+  }
+};
+
+// Parameters of the given shapes (0-d, one element, empty, above kParallelMin = 2^15 ...),
+// random, of `dt` on `dev`.
+std::vector<Parameter> make_params(const std::vector<Shape>& shapes, DType dt, Device dev) {
+  std::vector<Parameter> ps;
+  for (const auto& s : shapes) ps.emplace_back(random::randn(s, dt).to(dev));
+  return ps;
+}
+
+std::vector<Parameter> clone(const std::vector<Parameter>& ps) {
+  std::vector<Parameter> out;
+  for (const auto& p : ps) out.emplace_back(p.data().copy());
+  return out;
+}
+
+// Every array of two state files, bit for bit.
+void check_same_state(O::Optimizer& a, O::Optimizer& b, const std::string& tag) {
+  const std::string pa = (out_dir() / (tag + "_a.npz")).string(), pb = (out_dir() / (tag + "_b.npz")).string();
+  a.save_state(pa);
+  b.save_state(pb);
+  auto sa = utils::load_npz(pa), sb = utils::load_npz(pb);
+  REQUIRE(sa.size() == sb.size());
+  for (std::size_t i = 0; i < sa.size(); ++i) {
+    CAPTURE(sa[i].first);
+    CHECK(sa[i].first == sb[i].first);
+    CHECK(utils::array_equal(sa[i].second, sb[i].second));
+  }
+}
+
+// `steps` updates of the same parameters through Opt (multi-tensor) and PerParam<Opt>,
+// with the same random gradients and the hooks WeightDecay, ClipGrad (which clips) and
+// FreezeParam (on the second parameter): the parameters and the state must match bit
+// for bit, and the multi-tensor rule must not have gone through update_one.
+template <class Opt, class... Args>
+void check_multi(const char* name, const std::vector<Shape>& shapes, DType dt, Device dev, Args... args) {
+  CAPTURE(name);
+  CAPTURE(dtype_name(dt));
+  random::seed(21);
+  std::vector<Parameter> a = make_params(shapes, dt, dev), b = clone(a);
+  Counting<Opt> multi(args...);
+  PerParam<Opt> single(args...);
+  multi.setup(a);
+  single.setup(b);
+  for (O::Optimizer* o : {static_cast<O::Optimizer*>(&multi), static_cast<O::Optimizer*>(&single)}) {
+    o->add_hook(O::WeightDecay(1e-2));
+    o->add_hook(O::ClipGrad(5.0));
+  }
+  multi.add_hook(O::FreezeParam(a[1]));
+  single.add_hook(O::FreezeParam(b[1]));
+  const Tensor frozen = a[1].data().copy(), first = a[0].data().copy();
+  for (int step = 0; step < 4; ++step) {
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      Tensor g = random::randn(a[i].data().shape(), dt).to(dev);
+      a[i].set_grad(Variable(g));
+      b[i].set_grad(Variable(g.copy()));
+    }
+    multi.update();
+    single.update();
+  }
+  CHECK(multi.calls == 0);  // no parameter went through update_one
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    CAPTURE(i);
+    CHECK(utils::array_equal(a[i].data(), b[i].data()));
+  }
+  CHECK(utils::array_equal(a[1].data(), frozen));
+  CHECK(!utils::array_equal(a[0].data(), first));  // the others did move
+  check_same_state(multi, single, name);
+}
+
+// A 0-d, a one-element and an empty parameter, small ones and two above kParallelMin
+// elements in all (the host splits that total over its threads, chunks cut in the middle).
+const std::vector<Shape> kLarge{Shape{}, Shape{1}, Shape{7}, Shape{0}, Shape{3, 5}, Shape{300, 150}, Shape{20000}};
+// W3's parameters: everything on the calling thread.
+const std::vector<Shape> kSmall{Shape{2, 10}, Shape{10}, Shape{10, 1}, Shape{1}};
+
+template <class Opt, class... Args>
+void check_multi_all(const char* name, Device dev, Args... args) {
+  for (DType dt : {float32, float64}) {
+    check_multi<Opt>(name, kLarge, dt, dev, args...);
+    check_multi<Opt>(name, kSmall, dt, dev, args...);
+  }
+}
+}  // namespace
+
+TEST_CASE("Optimizer: multi-tensor updates give the bits of one kernel per parameter, hooks included") {
+  dzt::on_each_device([](Device dev) {
+    check_multi_all<O::SGD>("SGD", dev, 0.1);
+    check_multi_all<O::MomentumSGD>("MomentumSGD", dev, 0.1, 0.9);
+    check_multi_all<O::AdaGrad>("AdaGrad", dev, 0.1);
+    check_multi_all<O::AdaDelta>("AdaDelta", dev);
+    check_multi_all<O::Adam>("Adam", dev, 0.01);
+  });
+}
+
+TEST_CASE("Optimizer: more parameters than one multi-tensor launch takes (64 on a GPU)") {
+  dzt::on_each_device([](Device dev) {
+    std::vector<Shape> many;
+    for (int i = 0; i < 150; ++i) many.push_back(Shape{1 + (i * 37) % 300});
+    check_multi<O::Adam>("Adam, 150 parameters", many, float32, dev, 0.01);
+    check_multi<O::MomentumSGD>("MomentumSGD, 150 parameters", many, float64, dev, 0.1, 0.9);
+  });
+}
+
+TEST_CASE("Optimizer: a float64 gradient on float32 weights and a parameter listed twice go one at a time") {
+  dzt::on_each_device([](Device dev) {
+    random::seed(4);
+    // p0: float32 weights with a float64 gradient (the widened copy, one at a time); p1 twice
+    // (updated twice per step, in order: the multi-tensor kernel must not see it twice).
+    std::vector<Parameter> a = make_params({Shape{5}, Shape{40000}, Shape{3}}, float32, dev), b = clone(a);
+    std::vector<Parameter> la{a[0], a[1], a[2], a[1]}, lb{b[0], b[1], b[2], b[1]};
+    Counting<O::Adam> multi(0.01);
+    PerParam<O::Adam> single(0.01);
+    multi.setup(la);
+    single.setup(lb);
+    for (int step = 0; step < 3; ++step) {
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        Tensor g = random::randn(a[i].data().shape(), i == 0 ? float64 : float32).to(dev);
+        a[i].set_grad(Variable(g));
+        b[i].set_grad(Variable(g.copy()));
+      }
+      multi.update();
+      single.update();
+    }
+    CHECK(multi.calls == 3 * 4);  // the overlap sends every parameter through update_one
+    for (std::size_t i = 0; i < a.size(); ++i) CHECK(utils::array_equal(a[i].data(), b[i].data()));
+    CHECK(a[0].data().dtype() == float32);
+
+    // Without the duplicate: only the float64 gradient goes one at a time.
+    std::vector<Parameter> c = make_params({Shape{5}, Shape{40000}, Shape{3}}, float32, dev), d = clone(c);
+    Counting<O::Adam> multi2(0.01);
+    PerParam<O::Adam> single2(0.01);
+    multi2.setup(c);
+    single2.setup(d);
+    for (int step = 0; step < 3; ++step) {
+      for (std::size_t i = 0; i < c.size(); ++i) {
+        Tensor g = random::randn(c[i].data().shape(), i == 0 ? float64 : float32).to(dev);
+        c[i].set_grad(Variable(g));
+        d[i].set_grad(Variable(g.copy()));
+      }
+      multi2.update();
+      single2.update();
+    }
+    CHECK(multi2.calls == 3);
+    for (std::size_t i = 0; i < c.size(); ++i) CHECK(utils::array_equal(c[i].data(), d[i].data()));
+    check_same_state(multi2, single2, "mixed");
+  });
+}
+
+TEST_CASE("Optimizer: float32 and float64 parameters in one model: one multi-tensor group each") {
+  random::seed(8);
+  std::vector<Parameter> a;
+  for (int i = 0; i < 6; ++i) a.emplace_back(random::randn({3 + i}, i % 2 ? float64 : float32));
+  std::vector<Parameter> b = clone(a);
+  Counting<O::Adam> multi(0.01);
+  PerParam<O::Adam> single(0.01);
+  multi.setup(a);
+  single.setup(b);
+  multi.add_hook(O::WeightDecay(0.1));
+  single.add_hook(O::WeightDecay(0.1));
+  for (int step = 0; step < 3; ++step) {
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      Tensor g = random::randn(a[i].data().shape(), a[i].data().dtype());
+      a[i].set_grad(Variable(g));
+      b[i].set_grad(Variable(g.copy()));
+    }
+    multi.update();
+    single.update();
+  }
+  CHECK(multi.calls == 0);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    CAPTURE(i);
+    CHECK(a[i].data().dtype() == (i % 2 ? float64 : float32));
+    CHECK(utils::array_equal(a[i].data(), b[i].data()));
+  }
+  check_same_state(multi, single, "two_dtypes");
+}
+
+TEST_CASE("Optimizer: the cached state follows a parameter that changes shape, node or device") {
+  random::seed(6);
+  Parameter p(random::randn({4}, float64)), q(random::randn({3}, float64));
+  Parameter p2(p.data().copy()), q2(q.data().copy());
+  Counting<O::MomentumSGD> multi(0.1, 0.9);
+  PerParam<O::MomentumSGD> single(0.1, 0.9);
+  multi.setup(std::vector<Parameter>{p, q});
+  single.setup(std::vector<Parameter>{p2, q2});
+  auto step = [&] {
+    for (auto* v : {&p, &q, &p2, &q2}) v->set_grad(Variable(ones_like(v->data())));
+    multi.update();
+    single.update();
+    CHECK(utils::array_equal(p.data(), p2.data()));
+    CHECK(utils::array_equal(q.data(), q2.data()));
+  };
+  step();
+  step();
+  // new data of another shape: the state starts again from zeros (v = -lr g)
+  p.set_data(zeros({2, 2}, float64));
+  p2.set_data(zeros({2, 2}, float64));
+  step();
+  CHECK(p.data().to_vector<double>() == std::vector<double>(4, -0.1));
+  // a new parameter list (other nodes) and a reset: the state follows
+  Parameter r(array({1.0, 2.0}));
+  Parameter r2(array({1.0, 2.0}));
+  multi.setup(std::vector<Parameter>{r, q});
+  single.setup(std::vector<Parameter>{r2, q2});
+  auto step2 = [&] {
+    for (auto* v : {&r, &q, &r2, &q2}) v->set_grad(Variable(ones_like(v->data())));
+    multi.update();
+    single.update();
+    CHECK(utils::array_equal(r.data(), r2.data()));
+    CHECK(utils::array_equal(q.data(), q2.data()));
+  };
+  step2();
+  CHECK(r.data().to_vector<double>() == std::vector<double>{0.9, 1.9});
+  multi.reset_state();
+  single.reset_state();
+  step2();
+  step2();
+  CHECK(multi.calls == 0);
+  if (cuda::is_available()) {  // the state moves with the parameter
+    r.to_gpu();
+    r2.to_gpu();
+    q.to_gpu();
+    q2.to_gpu();
+    step2();
+    CHECK(r.data().device() == Device::cuda(0));
+  }
+}
+
+TEST_CASE("detail::adam_update_multi_: each item checked first, errors name the parameter") {
+  Tensor p0 = ones({3}), g0 = ones({3}), m0 = zeros({3}), v0 = zeros({3});
+  Tensor p1 = ones({2, 2}), g1 = ones({2, 2}), m1 = zeros({2, 2}), v1 = zeros({2, 2});
+  Tensor bad_shape = ones({4}), bad_dtype = ones({2, 2}, float64);
+  auto run = [&](const Tensor& g1_) {
+    detail::ParamUpdate items[2];
+    items[0] = {&p0, &g0, &m0, &v0};
+    items[1] = {&p1, &g1_, &m1, &v1};
+    detail::adam_update_multi_(items, 2, 0.1, 0.9, 0.999, 1e-8);
+  };
+  CHECK_THROWS_WITH_AS(run(bad_shape), doctest::Contains("parameter 1: the gradient is (4,) float32"), ShapeError);
+  CHECK_THROWS_WITH_AS(run(bad_dtype), doctest::Contains("parameter 1"), DtypeError);
+  CHECK(p0.to_vector<double>() == std::vector<double>(3, 1.0));  // nothing changed before the throw
+  detail::ParamUpdate missing[1] = {{&p0, &g0, &m0, nullptr}};
+  CHECK_THROWS_AS(detail::adam_update_multi_(missing, 1, 0.1, 0.9, 0.999, 1e-8), ValueError);
+  Tensor ints = ones({3}, int32);
+  detail::ParamUpdate int_param[1] = {{&ints, &ints, nullptr, nullptr}};
+  CHECK_THROWS_WITH_AS(detail::sgd_update_multi_(int_param, 1, 0.1), doctest::Contains("parameter 0"), DtypeError);
+  run(g1);
+  CHECK(p0.to_vector<double>() != std::vector<double>(3, 1.0));
+  CHECK(p1.to_vector<double>() != std::vector<double>(4, 1.0));
 }

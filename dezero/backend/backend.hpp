@@ -67,6 +67,16 @@ enum class UpdateRule : int { SGD, MomentumSGD, AdaGrad, AdaDelta, Adam };
 struct UpdateArgs {
   double lr = 0, momentum = 0, eps = 0, rho = 0, beta1 = 0, beta2 = 0;
 };
+// One parameter of a multi-tensor update (optimizer_update_multi): param, grad and the
+// rule's state arrays (s1, s2; null where the rule keeps fewer), numel elements each,
+// contiguous, on the backend's device. Chunks never overlap one another.
+struct UpdateChunk {
+  void* param = nullptr;
+  const void* grad = nullptr;
+  void* s1 = nullptr;
+  void* s2 = nullptr;
+  std::int64_t numel = 0;
+};
 
 // The geometry of one 2-d convolution or pooling over NCHW data (DeZero step 55's
 // names): input (n, c, h, w), window (kh, kw), stride (sh, sw), zero padding (ph, pw)
@@ -269,6 +279,17 @@ class Backend {
   // param -= update(grad, state...) in place; state arrays have the param's size.
   virtual void optimizer_update(UpdateRule rule, DType dt, void* param, const void* grad, void* s1, void* s2,
                                 std::int64_t n, const UpdateArgs& args) = 0;
+  // The same update for n parameters at once (PyTorch's multi-tensor "foreach" step), all
+  // of dtype dt: bit for bit what one optimizer_update per chunk gives, in one pass (the
+  // host) or one launch per batch of chunks (CUDA) instead of one call each. The default
+  // is that loop of optimizer_update calls.
+  virtual void optimizer_update_multi(UpdateRule rule, DType dt, const UpdateChunk* chunks, std::size_t n,
+                                      const UpdateArgs& args) {
+    for (std::size_t i = 0; i < n; ++i)
+      if (chunks[i].numel > 0)
+        optimizer_update(rule, dt, chunks[i].param, chunks[i].grad, chunks[i].s1, chunks[i].s2, chunks[i].numel,
+                         args);
+  }
 
   // --- random numbers: fill with samples from a host generator's stream -------------
   // (the CPU backend draws from `gen`'s MT19937 under its lock; CUDA seeds cuRAND from it).

@@ -147,6 +147,10 @@ class CpuBackend final : public Backend {
                         std::int64_t n, const UpdateArgs& args) override {
     cpu::optimizer_update(rule, dt, param, grad, s1, s2, n, args);
   }
+  void optimizer_update_multi(UpdateRule rule, DType dt, const UpdateChunk* chunks, std::size_t n,
+                              const UpdateArgs& args) override {
+    cpu::optimizer_update_multi(rule, dt, chunks, n, args);
+  }
 
   // --- random numbers (random.cpp) ----------------------------------------------------------
   void random_uniform(Generator& g, DType dt, void* dst, std::int64_t n) override {

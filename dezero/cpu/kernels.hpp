@@ -94,6 +94,11 @@ void softmax_cross_entropy_grad(DType dt, const void* x, const std::int64_t* t, 
                                 std::int64_t n, std::int64_t c);
 void optimizer_update(UpdateRule rule, DType dt, void* param, const void* grad, void* s1, void* s2, std::int64_t n,
                       const UpdateArgs& args);
+// optimizer_update over n chunks in one pass: on the calling thread below kParallelMin
+// elements in all, else the total split evenly over the OpenMP threads (a chunk may be
+// shared by two of them); the same arithmetic per element as optimizer_update.
+void optimizer_update_multi(UpdateRule rule, DType dt, const UpdateChunk* chunks, std::size_t n,
+                            const UpdateArgs& args);
 
 // --- batch normalisation (batch_norm.cpp): float32 and float64, x as (n, c, hw) ----------
 void batch_norm_forward(DType dt, const void* x, const void* gamma, const void* beta, void* y, void* mean,

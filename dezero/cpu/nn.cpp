@@ -2,8 +2,12 @@
 // float64 only: softmax / log_softmax over the middle axis of (outer, c, inner),
 // softmax_cross_entropy and its gradient on (n, c) logits with int64 labels (the
 // book's SoftmaxCrossEntropy in one pass, from a max-shifted log-sum-exp per row),
-// and the optimizers' in-place updates (the rules themselves are backend/ops.hpp's
-// update_apply, shared with the GPU).
+// and the optimizers' in-place updates, one parameter at a time or many in one pass
+// (the rules themselves are backend/ops.hpp's update_apply, shared with the GPU).
+#include <omp.h>
+
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
@@ -106,32 +110,84 @@ void softmax_cross_entropy_grad(DType dt, const void* x, const std::int64_t* t, 
 }
 
 // --- optimizer updates -------------------------------------------------------------------------
+namespace {
+// f(std::integral_constant<UpdateRule, R>{}) for the runtime rule: the rule is a
+// compile-time constant inside each loop, so the switch in update_apply folds away and
+// the loop vectorises (with the switch inside, SGD over the MNIST MLP's 1.8M weights
+// would be a noticeable part of an epoch of bench/w1_mlp_epoch.cpp).
+template <class F>
+void with_rule(UpdateRule rule, F&& f) {
+  switch (rule) {
+    case UpdateRule::SGD: f(std::integral_constant<UpdateRule, UpdateRule::SGD>{}); break;
+    case UpdateRule::MomentumSGD: f(std::integral_constant<UpdateRule, UpdateRule::MomentumSGD>{}); break;
+    case UpdateRule::AdaGrad: f(std::integral_constant<UpdateRule, UpdateRule::AdaGrad>{}); break;
+    case UpdateRule::AdaDelta: f(std::integral_constant<UpdateRule, UpdateRule::AdaDelta>{}); break;
+    case UpdateRule::Adam: f(std::integral_constant<UpdateRule, UpdateRule::Adam>{}); break;
+  }
+}
+
+// Elements [lo, hi) of one chunk: the loop of optimizer_update, without its threading.
+template <UpdateRule R, class T>
+void update_span(const UpdateChunk& c, std::int64_t lo, std::int64_t hi, const UpdateArgs& args) {
+  T* p = static_cast<T*>(c.param);
+  const T* g = static_cast<const T*>(c.grad);
+  T* a = static_cast<T*>(c.s1);
+  T* b = static_cast<T*>(c.s2);
+  for (std::int64_t i = lo; i < hi; ++i)
+    kernels::update_apply(R, p[i], g[i], a ? a + i : nullptr, b ? b + i : nullptr, args);
+}
+
+// Every chunk, one after another: below kParallelMin elements in all (a small network's
+// step: W3's four parameters of 1-20 elements) on the calling thread, without entering
+// the OpenMP runtime; above it one parallel region in which thread t of nt takes the
+// elements [total t / nt, total (t + 1) / nt) of the chunks laid end to end.
+template <UpdateRule R, class T>
+void update_chunks(const UpdateChunk* chunks, std::size_t n, const UpdateArgs& args) {
+  std::int64_t total = 0;
+  for (std::size_t k = 0; k < n; ++k) total += chunks[k].numel;
+  if (total < kParallelMin || omp_in_parallel()) {
+    for (std::size_t k = 0; k < n; ++k) update_span<R, T>(chunks[k], 0, chunks[k].numel, args);
+    return;
+  }
+#pragma omp parallel
+  {
+    const std::int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+    const std::int64_t lo = total / nt * t + std::min(t, total % nt);
+    const std::int64_t hi = lo + total / nt + (t < total % nt ? 1 : 0);
+    std::int64_t off = 0;  // where chunk k starts in the chunks laid end to end
+    for (std::size_t k = 0; k < n && off < hi; ++k) {
+      const std::int64_t b = std::max(lo, off), e = std::min(hi, off + chunks[k].numel);
+      if (b < e) update_span<R, T>(chunks[k], b - off, e - off, args);
+      off += chunks[k].numel;
+    }
+  }
+}
+}  // namespace
+
 void optimizer_update(UpdateRule rule, DType dt, void* param, const void* grad, void* s1, void* s2, std::int64_t n,
                       const UpdateArgs& args) {
-  // The rule is a compile-time constant inside each loop, so the switch in
-  // update_apply folds away and the loop vectorises (with the switch inside, SGD over
-  // the MNIST MLP's 1.8M weights would be a noticeable part of an epoch of
-  // bench/w1_mlp_epoch.cpp).
   auto run = [&](auto* p, const auto* g, auto* a, auto* b) {
-    auto loop = [&](auto rule_c) {
+    with_rule(rule, [&](auto rule_c) {
       constexpr UpdateRule R = decltype(rule_c)::value;
       par_for(n, n, [&](std::int64_t i) {
         kernels::update_apply(R, p[i], g[i], a ? a + i : nullptr, b ? b + i : nullptr, args);
       });
-    };
-    switch (rule) {
-      case UpdateRule::SGD: loop(std::integral_constant<UpdateRule, UpdateRule::SGD>{}); break;
-      case UpdateRule::MomentumSGD: loop(std::integral_constant<UpdateRule, UpdateRule::MomentumSGD>{}); break;
-      case UpdateRule::AdaGrad: loop(std::integral_constant<UpdateRule, UpdateRule::AdaGrad>{}); break;
-      case UpdateRule::AdaDelta: loop(std::integral_constant<UpdateRule, UpdateRule::AdaDelta>{}); break;
-      case UpdateRule::Adam: loop(std::integral_constant<UpdateRule, UpdateRule::Adam>{}); break;
-    }
+    });
   };
   if (dt == float32)
     run(static_cast<float*>(param), static_cast<const float*>(grad), static_cast<float*>(s1), static_cast<float*>(s2));
   else
     run(static_cast<double*>(param), static_cast<const double*>(grad), static_cast<double*>(s1),
         static_cast<double*>(s2));
+}
+
+void optimizer_update_multi(UpdateRule rule, DType dt, const UpdateChunk* chunks, std::size_t n,
+                            const UpdateArgs& args) {
+  with_rule(rule, [&](auto rule_c) {
+    constexpr UpdateRule R = decltype(rule_c)::value;
+    if (dt == float32) update_chunks<R, float>(chunks, n, args);
+    else update_chunks<R, double>(chunks, n, args);
+  });
 }
 
 }  // namespace dezero::detail::cpu

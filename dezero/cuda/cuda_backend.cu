@@ -176,6 +176,10 @@ class CudaBackend final : public Backend {
                         std::int64_t n, const UpdateArgs& args) override {
     gpu::optimizer_update(id_, rule, dt, param, grad, s1, s2, n, args);
   }
+  void optimizer_update_multi(UpdateRule rule, DType dt, const UpdateChunk* chunks, std::size_t n,
+                              const UpdateArgs& args) override {
+    gpu::optimizer_update_multi(id_, rule, dt, chunks, n, args);
+  }
 
   // --- random numbers (random.cu) -------------------------------------------------------
   void random_uniform(Generator& g, DType dt, void* dst, std::int64_t n) override {

@@ -5,7 +5,8 @@
 // Twin of cpu/nn.cpp. A contiguous row is a warp's (DEZERO_WARP_ROWS): its max and
 // log-sum-exp come from warp reductions. The loss is a per-row pass in double and a
 // one-block mean written on the device, so nothing waits for the host; the gradient
-// reads gy on the device too. update_apply is backend/ops.hpp's, shared with the CPU.
+// reads gy on the device too. update_apply is backend/ops.hpp's, shared with the CPU;
+// the multi-tensor update launches once per 64 parameters with their table by value.
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -125,6 +126,47 @@ __global__ void update_kernel(UpdateRule rule, T* p, const T* g, T* s1, T* s2, i
   DEZERO_GRID_LOOP(i, n) kernels::update_apply<T>(rule, p[i], g[i], s1 ? s1 + i : nullptr, s2 ? s2 + i : nullptr, args);
 }
 
+// --- multi-tensor updates: one launch for up to kUpdateChunksPerLaunch parameters ------------
+// The chunk table travels by value as the kernel's argument (2.8 KB of the 4 KB a
+// kernel may take), so a step needs no device memory and no copy. Chunk k owns the blocks
+// [block0[k], block0[k + 1]) - as many as update_kernel would get for it alone
+// (blocks_for) - and runs update_kernel's grid-stride loop over them, with update_kernel's
+// very expression, so every element gets the same bits as one launch per parameter.
+constexpr int kUpdateChunksPerLaunch = 64;
+template <class T>
+struct UpdateTable {
+  T* p[kUpdateChunksPerLaunch];
+  const T* g[kUpdateChunksPerLaunch];
+  T* s1[kUpdateChunksPerLaunch];
+  T* s2[kUpdateChunksPerLaunch];
+  i64 n[kUpdateChunksPerLaunch];
+  unsigned block0[kUpdateChunksPerLaunch + 1];
+  int count;
+};
+static_assert(sizeof(UpdateTable<double>) + sizeof(UpdateArgs) + sizeof(UpdateRule) <= 4000,
+              "a kernel's arguments are limited to 4 KB");
+
+template <class T>
+__global__ void update_multi_kernel(UpdateRule rule, UpdateTable<T> table, UpdateArgs args) {
+  // The block's chunk: the last k with block0[k] <= blockIdx.x (binary search; the same
+  // k for every thread of the block, so the table reads are broadcast).
+  int lo = 0, hi = table.count - 1;
+  while (lo < hi) {
+    int mid = (lo + hi + 1) / 2;
+    if (table.block0[mid] <= blockIdx.x) lo = mid;
+    else hi = mid - 1;
+  }
+  const int k = lo;
+  T* p = table.p[k];
+  const T* g = table.g[k];
+  T* s1 = table.s1[k];
+  T* s2 = table.s2[k];
+  const i64 n = table.n[k];
+  const i64 stride = static_cast<i64>(table.block0[k + 1] - table.block0[k]) * blockDim.x;
+  for (i64 i = static_cast<i64>(blockIdx.x - table.block0[k]) * blockDim.x + threadIdx.x; i < n; i += stride)
+    kernels::update_apply<T>(rule, p[i], g[i], s1 ? s1 + i : nullptr, s2 ? s2 + i : nullptr, args);
+}
+
 }  // namespace
 
 namespace gpu {
@@ -191,6 +233,38 @@ void optimizer_update(int device, UpdateRule rule, DType dt, void* param, const 
   else
     DEZERO_LAUNCH(update_kernel<double>, n, s, rule, static_cast<double*>(param), static_cast<const double*>(grad),
                   static_cast<double*>(s1), static_cast<double*>(s2), n, args);
+}
+
+void optimizer_update_multi(int device, UpdateRule rule, DType dt, const UpdateChunk* chunks, std::size_t n,
+                            const UpdateArgs& args) {
+  cd::ScopedDevice g(device);
+  cudaStream_t s = cd::current_stream(device);
+  auto run = [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    UpdateTable<T> table{};  // count 0, block0[0] 0
+    auto launch = [&] {
+      if (table.count == 0) return;
+      update_multi_kernel<T><<<table.block0[table.count], kBlock, 0, s>>>(rule, table, args);
+      DEZERO_CUDA_CHECK_LAUNCH();
+      table.count = 0;
+    };
+    for (std::size_t i = 0; i < n; ++i) {
+      const UpdateChunk& c = chunks[i];
+      if (c.numel <= 0) continue;
+      const int k = table.count;
+      table.p[k] = static_cast<T*>(c.param);
+      table.g[k] = static_cast<const T*>(c.grad);
+      table.s1[k] = static_cast<T*>(c.s1);
+      table.s2[k] = static_cast<T*>(c.s2);
+      table.n[k] = c.numel;
+      table.block0[k + 1] = table.block0[k] + blocks_for(c.numel);  // at most 64 x 2^20 blocks in all
+      table.count = k + 1;
+      if (table.count == kUpdateChunksPerLaunch) launch();
+    }
+    launch();
+  };
+  if (dt == float32) run(static_cast<float*>(nullptr));
+  else run(static_cast<double*>(nullptr));
 }
 
 }  // namespace gpu

@@ -4,13 +4,15 @@
 // A hook runs inside Optimizer::update on the parameters about to be updated. The
 // in-place hooks first make the gradient the parameter's own (own_grad below), so
 // that a gradient shared with another variable is left alone; WeightDecay adds
-// rate * W with one fused kernel (detail::axpy_) when the dtypes match; ClipGrad
-// sums the squares of each gradient and reads the sum back to the host (so it
-// allocates and waits for the device), then scales every gradient in place;
-// FreezeParam only clears gradients.
+// rate * W to all gradients with one multi-tensor kernel (detail::axpy_multi_) where
+// the dtypes match; ClipGrad sums the squares of each gradient and reads the sum back
+// to the host (so it allocates and waits for the device), then scales every gradient
+// in place; FreezeParam only clears gradients.
 #include "dezero/optimizers.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <memory>
 #include <vector>
 
@@ -35,12 +37,40 @@ Tensor& own_grad(Parameter& p) {
 }  // namespace
 
 // --- WeightDecay: grad += rate * W -----------------------------------------------------
+// Every gradient first made its own, then all of those of the weights' dtype in one
+// multi-tensor call (detail::axpy_multi_), unless one parameter is listed twice (its
+// gradient would be decayed twice, concurrently): then one axpy_ each, in order. The
+// lists are kept per thread and reused, so a step allocates nothing.
+namespace {
+struct DecayLists {
+  std::vector<Tensor*> ys;
+  std::vector<const Tensor*> xs;
+  std::vector<const void*> seen;
+};
+}  // namespace
+
 void WeightDecay::operator()(std::vector<Parameter>& params) const {
+  thread_local DecayLists lists;
+  auto& [ys, xs, seen] = lists;
+  ys.clear();
+  xs.clear();
   for (auto& p : params) {
     if (!p.has_grad()) continue;
     Tensor& g = own_grad(p);
-    if (g.dtype() == p.data().dtype()) detail::axpy_(g, rate, p.data());
-    else g += p.data() * rate;
+    if (g.dtype() == p.data().dtype()) {
+      ys.push_back(&g);
+      xs.push_back(&p.node()->data);
+    } else {
+      g += p.data() * rate;
+    }
+  }
+  seen.clear();
+  for (const Tensor* y : ys) seen.push_back(y->raw_data());
+  std::sort(seen.begin(), seen.end());
+  if (std::adjacent_find(seen.begin(), seen.end()) == seen.end()) {
+    detail::axpy_multi_(ys.data(), rate, xs.data(), ys.size());
+  } else {
+    for (std::size_t i = 0; i < ys.size(); ++i) detail::axpy_(*ys[i], rate, *xs[i]);
   }
 }
 

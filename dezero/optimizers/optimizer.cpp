@@ -3,15 +3,22 @@
 // save_state / load_state for that state.
 //
 // update() gathers the target's parameters that have a gradient, runs the hooks on
-// them, then hands each parameter still holding a gradient to the rule's update_one
-// with its state tensors (created on first use, moved or recreated when the
-// parameter moved or changed). A gradient wider than the weights is applied to a
-// widened copy that is rounded back once, as NumPy's `W -= lr * g` does; a narrower
-// one is cast to the weights' dtype first. The rules themselves are in rules.cpp,
-// the hooks in hooks.cpp; nothing here uses more of the tensor level than tensor.hpp.
+// them, then hands the parameters still holding a gradient, all together, to the
+// rule's update_many (one multi-tensor kernel per device and dtype for the rules of
+// rules.cpp; update_one per parameter for a user's rule) with their state tensors
+// (created on first use, moved or recreated when the parameter moved or changed). The
+// slots of the state are cached by position, so a step makes no hash lookup and no
+// allocation once the parameters are known. A gradient wider than the weights is
+// applied to a widened copy that is rounded back once, as NumPy's `W -= lr * g` does;
+// a narrower one is cast to the weights' dtype first; both one parameter at a time.
+// The rules themselves are in rules.cpp, the hooks in hooks.cpp; nothing here uses
+// more of the tensor level than tensor.hpp.
 #include "dezero/optimizers.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -69,6 +76,7 @@ std::vector<Parameter> Optimizer::target_params() const {
 // --- update() and the per-parameter state ----------------------------------------------
 void Optimizer::reset_state() {
   slots_.clear();
+  cache_.clear();  // its Slot pointers went with the map
   t_ = 0;
 }
 
@@ -82,53 +90,129 @@ void Optimizer::gather(std::vector<Parameter>& out) const {
   else out.insert(out.end(), fixed_params_.begin(), fixed_params_.end());
 }
 
-// The state of a parameter: created with zeros on its device at its first update,
-// moved when the parameter has moved, recreated if its node or shape changed.
-std::vector<Tensor>& Optimizer::state_for(const Parameter& p) {
+namespace {
+// Whether a slot's weak owner is this very node (the same control block: no atomic
+// operation, and a node that died cannot be confused with a new one at its address).
+bool same_owner(const std::weak_ptr<VariableNode>& w, const std::shared_ptr<VariableNode>& s) {
+  return !w.owner_before(s) && !s.owner_before(w);
+}
+}  // namespace
+
+// The slot of a parameter's node, created (without state yet) at its first update and
+// recreated if another node has taken the address of a dead one.
+Optimizer::Slot& Optimizer::slot_for(const Parameter& p) {
   const VariableNode* key = p.node().get();
   auto it = slots_.find(key);
-  if (it == slots_.end() || it->second.owner.lock().get() != key) {
+  if (it == slots_.end() || !same_owner(it->second.owner, p.node())) {
     Slot s;
     s.owner = p.node();
-    for (std::size_t k = 0, n = state_names().size(); k < n; ++k) s.state.push_back(zeros_like(p.data()));
     it = slots_.insert_or_assign(key, std::move(s)).first;
   }
-  auto& state = it->second.state;
-  for (auto& s : state) {
-    if (s.shape() != p.data().shape() || s.dtype() != p.data().dtype()) s = zeros_like(p.data());
-    else if (s.device() != p.data().device()) s = s.to(p.data().device());
+  return it->second;
+}
+
+// The state of a parameter: created with zeros on its device at its first update,
+// moved when the parameter has moved, recreated if its shape or dtype changed.
+void Optimizer::sync_state(Slot& slot, const Tensor& data, std::size_t n) {
+  if (slot.state.size() != n) {
+    slot.state.clear();
+    for (std::size_t k = 0; k < n; ++k) slot.state.push_back(zeros_like(data));
   }
-  return state;
+  for (auto& s : slot.state) {
+    if (s.shape() != data.shape() || s.dtype() != data.dtype()) s = zeros_like(data);
+    else if (s.device() != data.device()) s = s.to(data.device());
+  }
+}
+
+// A gradient of another dtype than the weights, one parameter at a time.
+void Optimizer::update_mixed(Tensor& w, const Tensor& g, std::vector<Tensor>& state) {
+  if (promote_types(w.dtype(), g.dtype()) == g.dtype()) {
+    // A wider gradient (float64 data through float32 weights): NumPy's
+    // `W -= lr * g` computes in float64 and rounds the result once, so update
+    // a float64 copy of the weights (and state) and round it back.
+    Tensor wide = w.astype(g.dtype());
+    std::vector<Tensor> wide_state;
+    for (const Tensor& s : state) wide_state.push_back(s.astype(g.dtype()));
+    update_one(wide, g, wide_state);
+    copyto(w, wide);
+    for (std::size_t k = 0; k < state.size(); ++k) copyto(state[k], wide_state[k]);
+  } else {
+    update_one(w, g.astype(w.dtype()), state);
+  }
+}
+
+// Whether two of params_ share memory (one parameter listed twice, two parameters over
+// one storage): then update() keeps the old order, one parameter at a time, since the
+// multi-tensor kernels update all their parameters concurrently. Recomputed only when
+// a parameter's node or data changed; sorts byte ranges, so O(n log n).
+bool Optimizer::params_overlap() {
+  ranges_.clear();
+  for (const auto& p : params_) {
+    const Tensor& d = p.node()->data;
+    if (!d.defined() || d.nbytes() == 0) continue;
+    const auto b = reinterpret_cast<std::uintptr_t>(d.raw_data());
+    ranges_.emplace_back(b, b + d.nbytes());
+  }
+  std::sort(ranges_.begin(), ranges_.end());
+  for (std::size_t i = 1; i < ranges_.size(); ++i)
+    if (ranges_[i].first < ranges_[i - 1].second) return true;
+  return false;
+}
+
+void Optimizer::update_many(const UpdateItem* items, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) update_one(*items[i].param, *items[i].grad, *items[i].state);
 }
 
 void Optimizer::update() {
   gather(all_);
   params_.clear();
-  for (const auto& p : all_)
-    if (p.has_grad() && p.data().defined()) params_.push_back(p);
+  for (auto& p : all_)  // moved, not copied: all_ is only this step's scratch
+    if (p.has_grad() && p.data().defined()) params_.push_back(std::move(p));
   ++t_;  // before the hooks, as DeZero's Adam does
   for (auto& hook : hooks_) hook(params_);
-  for (auto& p : params_) {
-    if (!p.has_grad()) continue;  // frozen by a hook
-    const Tensor& g = p.node()->grad->data;
-    Tensor& w = p.node()->data;
-    if (g.dtype() == w.dtype()) {
-      update_one(w, g, state_for(p));
-    } else if (promote_types(w.dtype(), g.dtype()) == g.dtype()) {
-      // A wider gradient (float64 data through float32 weights): NumPy's
-      // `W -= lr * g` computes in float64 and rounds the result once, so update
-      // a float64 copy of the weights (and state) and round it back.
-      std::vector<Tensor>& state = state_for(p);
-      Tensor wide = w.astype(g.dtype());
-      std::vector<Tensor> wide_state;
-      for (const Tensor& s : state) wide_state.push_back(s.astype(g.dtype()));
-      update_one(wide, g, wide_state);
-      copyto(w, wide);
-      for (std::size_t k = 0; k < state.size(); ++k) copyto(state[k], wide_state[k]);
-    } else {
-      update_one(w, g.astype(w.dtype()), state_for(p));
+
+  // The cache, position by position in params_ as the hooks left it: a node or data
+  // not seen there last step drops the entry's slot and has overlaps looked for again.
+  bool changed = cache_.size() != params_.size();
+  if (changed) cache_.assign(params_.size(), Cached{});
+  for (std::size_t k = 0; k < params_.size(); ++k) {
+    const VariableNode* node = params_[k].node().get();
+    const Tensor& d = node->data;
+    const void* data = d.defined() ? d.raw_data() : nullptr;
+    const std::size_t bytes = d.defined() ? d.nbytes() : 0;
+    Cached& c = cache_[k];
+    if (c.node != node || c.data != data || c.bytes != bytes) {
+      c.node = node;
+      c.data = data;
+      c.bytes = bytes;
+      c.slot = nullptr;
+      changed = true;
     }
   }
+  if (changed) overlap_ = params_overlap();
+  if (nstate_ < 0) nstate_ = static_cast<int>(state_names().size());  // once: state_names() allocates
+
+  // Each parameter still holding a gradient (frozen ones have none) gets its slot (a
+  // hash lookup only on a cache miss) and its state as its data is now.
+  items_.clear();
+  for (std::size_t k = 0; k < params_.size(); ++k) {
+    const Parameter& p = params_[k];
+    if (!p.has_grad()) continue;  // frozen by a hook
+    Cached& c = cache_[k];
+    if (!c.slot || !same_owner(c.slot->owner, p.node())) c.slot = &slot_for(p);
+    Tensor& w = p.node()->data;
+    sync_state(*c.slot, w, static_cast<std::size_t>(nstate_));
+    const Tensor& g = p.node()->grad->data;
+    if (overlap_) {  // one at a time, in order
+      if (g.dtype() == w.dtype()) update_one(w, g, c.slot->state);
+      else update_mixed(w, g, c.slot->state);
+    } else if (g.dtype() == w.dtype()) {
+      items_.push_back(UpdateItem{&w, &g, &c.slot->state});
+    } else {
+      update_mixed(w, g, c.slot->state);  // disjoint from the others: order does not matter
+    }
+  }
+  if (!items_.empty()) update_many(items_.data(), items_.size());
 }
 
 // --- state files -----------------------------------------------------------------------
@@ -191,6 +275,7 @@ void Optimizer::load_state(const std::string& path) {
   if (!arrays.empty())
     throw ValueError(where + " has an array '" + arrays.begin()->first + "' that matches no parameter of the target");
   slots_ = std::move(slots);
+  cache_.clear();  // its Slot pointers went with the old map
   t_ = t;
 }
 

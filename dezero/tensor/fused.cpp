@@ -1,13 +1,16 @@
 // dezero/tensor/fused.cpp - validation + dispatch of tensor/fused.hpp: softmax, leaky
 // relu, the sigmoid and relu backward, the softmax cross entropy, the optimizer
-// updates and the host -> device copy, one backend call each.
+// updates (one backend call per parameter, or per group of many) and the host ->
+// device copy, one backend call each.
 //
 // The math lives in the backends (cpu/, cuda/; the element formulas in
 // backend/ops.hpp); this file only checks operands, allocates the result and passes
 // raw pointers. matmul_t, declared beside these, is in linalg.cpp.
 #include "dezero/tensor/fused.hpp"
 
+#include <cstddef>
 #include <string>
+#include <vector>
 
 #include "dezero/tensor/strided.hpp"
 
@@ -129,29 +132,125 @@ Tensor softmax_cross_entropy_grad(const Tensor& x, const Tensor& t, const Tensor
 
 // --- optimizer updates -----------------------------------------------------------------
 namespace {
-void check_like(const char* op, const char* what, const Tensor& param, const Tensor& t) {
-  check_defined(op, t);
-  if (t.shape() != param.shape() || t.dtype() != param.dtype() || t.device() != param.device())
-    throw ShapeError(std::string(op) + ": " + what + " is " + describe(t) + " but the parameter is " +
-                     describe(param) + "; hint: they must match in shape, dtype and device");
+// The checks of one parameter's update, before any backend call: defined tensors, a
+// floating parameter, grad and the rule's `nstate` state tensors like it (ShapeError,
+// DtypeError or DeviceError for the first property that differs). `index` names the
+// item of a multi-tensor update in the messages (-1: a single update); the strings are
+// built only on failure, so a check allocates nothing.
+void check_update(std::ptrdiff_t index, const Tensor* param, const Tensor* grad, const Tensor* s1, const Tensor* s2,
+                  int nstate) {
+  auto where = [&] {
+    std::string op = "optimizer update";
+    if (index >= 0) op += ", parameter " + std::to_string(index);
+    return op;
+  };
+  if (!param || !grad || (nstate >= 1 && !s1) || (nstate >= 2 && !s2))
+    throw ValueError(where() + ": missing the parameter, its gradient or one of the rule's " +
+                     std::to_string(nstate) + " state tensors");
+  if (!param->defined()) check_defined(where().c_str(), *param);
+  const DType dt = param->dtype();
+  if (!is_floating(dt))
+    throw DtypeError(where() + ": the parameter is " + describe(*param) + "; hint: only float32 and float64 "
+                     "parameters can be optimised");
+  const Device dev = param->device();
+  auto like = [&](const char* what, const Tensor& t) {
+    if (!t.defined()) check_defined(where().c_str(), t);
+    if (t.dtype() == dt && t.device() == dev && t.shape() == param->shape()) return;
+    const std::string msg = where() + ": " + what + " is " + describe(t) + " but the parameter is " +
+                            describe(*param) + "; hint: they must match in shape, dtype and device";
+    if (t.shape() != param->shape()) throw ShapeError(msg);
+    if (t.dtype() != param->dtype()) throw DtypeError(msg);
+    throw DeviceError(msg);
+  };
+  like("the gradient", *grad);
+  if (nstate >= 1) like("the optimizer state", *s1);
+  if (nstate >= 2) like("the optimizer state", *s2);
+}
+
+// The number of state tensors each rule updates (s1, s2).
+int state_count(UpdateRule rule) {
+  switch (rule) {
+    case UpdateRule::SGD: return 0;
+    case UpdateRule::MomentumSGD:
+    case UpdateRule::AdaGrad: return 1;
+    case UpdateRule::AdaDelta:
+    case UpdateRule::Adam: return 2;
+  }
+  return 0;
 }
 
 // param -= update(grad, state) through Backend::optimizer_update; s1/s2 are the rule's
 // state tensors (nullptr when the rule has fewer).
 void optimizer_update(UpdateRule rule, Tensor& param, const Tensor& grad, Tensor* s1, Tensor* s2,
                       const UpdateArgs& args) {
-  const char* op = "optimizer update";
-  check_defined(op, param);
-  if (!is_floating(param.dtype()))
-    throw DtypeError(std::string(op) + ": the parameter is " + describe(param) + "; hint: only float32 and float64 "
-                     "parameters can be optimised");
-  check_like(op, "the gradient", param, grad);
-  if (s1) check_like(op, "the optimizer state", param, *s1);
-  if (s2) check_like(op, "the optimizer state", param, *s2);
+  check_update(-1, &param, &grad, s1, s2, state_count(rule));
   if (param.size() == 0) return;
   backend_of(param).optimizer_update(rule, param.dtype(), param.raw_data(), grad.raw_data(),
                                      s1 ? s1->raw_data() : nullptr, s2 ? s2->raw_data() : nullptr, param.size(),
                                      args);
+}
+
+// The same for n parameters: every item checked before anything changes, then one
+// Backend::optimizer_update_multi per (device, dtype), in the order the groups first
+// appear (a model has one). The lists are kept per thread and reused, so a step
+// allocates nothing once they have grown.
+struct MultiScratch {
+  std::vector<UpdateChunk> chunks;
+  std::vector<std::size_t> later;   // the items of other groups than the first one's
+  std::vector<ParamUpdate> items;   // axpy_multi_'s
+};
+MultiScratch& multi_scratch() {
+  thread_local MultiScratch s;
+  return s;
+}
+
+void optimizer_update_multi(UpdateRule rule, const ParamUpdate* items, std::size_t n, const UpdateArgs& args,
+                            MultiScratch& sc) {
+  if (n == 0) return;
+  const int nstate = state_count(rule);
+  auto chunk = [&](const ParamUpdate& it) {
+    UpdateChunk c;
+    c.param = it.param->raw_data();
+    c.grad = it.grad->raw_data();
+    c.s1 = nstate >= 1 ? it.s1->raw_data() : nullptr;
+    c.s2 = nstate >= 2 ? it.s2->raw_data() : nullptr;
+    c.numel = it.param->size();
+    return c;
+  };
+  // One pass checks every item and gathers the first item's group; the items of other
+  // groups (rare: a model split over devices or dtypes) are set aside for later rounds.
+  sc.chunks.clear();
+  sc.later.clear();
+  Device dev = Device::cpu();
+  DType dt = float32;
+  for (std::size_t i = 0; i < n; ++i) {
+    const ParamUpdate& it = items[i];
+    check_update(static_cast<std::ptrdiff_t>(i), it.param, it.grad, it.s1, it.s2, nstate);
+    if (i == 0) {
+      dev = it.param->device();
+      dt = it.param->dtype();
+    }
+    if (it.param->dtype() != dt || !(it.param->device() == dev)) sc.later.push_back(i);
+    else if (it.param->size() > 0) sc.chunks.push_back(chunk(it));
+  }
+  for (;;) {
+    if (!sc.chunks.empty()) backend_for(dev).optimizer_update_multi(rule, dt, sc.chunks.data(), sc.chunks.size(), args);
+    if (sc.later.empty()) return;
+    const Tensor& p0 = *items[sc.later.front()].param;
+    dev = p0.device();
+    dt = p0.dtype();
+    sc.chunks.clear();
+    std::size_t kept = 0;
+    for (std::size_t i : sc.later) {
+      const Tensor& p = *items[i].param;
+      if (p.dtype() != dt || !(p.device() == dev)) sc.later[kept++] = i;  // yet another group
+      else if (p.size() > 0) sc.chunks.push_back(chunk(items[i]));
+    }
+    sc.later.resize(kept);
+  }
+}
+void optimizer_update_multi(UpdateRule rule, const ParamUpdate* items, std::size_t n, const UpdateArgs& args) {
+  optimizer_update_multi(rule, items, n, args, multi_scratch());
 }
 }  // namespace
 
@@ -195,6 +294,58 @@ void adam_update_(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, doubl
 void axpy_(Tensor& y, double a, const Tensor& x) {
   // SGD's rule p -= lr * g with p = y, g = x and lr = -a is exactly y += a * x.
   sgd_update_(y, x, -a);
+}
+
+// --- multi-tensor optimizer updates ----------------------------------------------------
+void sgd_update_multi_(const ParamUpdate* items, std::size_t n, double lr) {
+  UpdateArgs a;
+  a.lr = lr;
+  optimizer_update_multi(UpdateRule::SGD, items, n, a);
+}
+
+void momentum_sgd_update_multi_(const ParamUpdate* items, std::size_t n, double lr, double momentum) {
+  UpdateArgs a;
+  a.lr = lr;
+  a.momentum = momentum;
+  optimizer_update_multi(UpdateRule::MomentumSGD, items, n, a);
+}
+
+void adagrad_update_multi_(const ParamUpdate* items, std::size_t n, double lr, double eps) {
+  UpdateArgs a;
+  a.lr = lr;
+  a.eps = eps;
+  optimizer_update_multi(UpdateRule::AdaGrad, items, n, a);
+}
+
+void adadelta_update_multi_(const ParamUpdate* items, std::size_t n, double rho, double eps) {
+  UpdateArgs a;
+  a.rho = rho;
+  a.eps = eps;
+  optimizer_update_multi(UpdateRule::AdaDelta, items, n, a);
+}
+
+void adam_update_multi_(const ParamUpdate* items, std::size_t n, double lr, double beta1, double beta2,
+                        double eps) {
+  UpdateArgs a;
+  a.lr = lr;
+  a.beta1 = beta1;
+  a.beta2 = beta2;
+  a.eps = eps;
+  optimizer_update_multi(UpdateRule::Adam, items, n, a);
+}
+
+void axpy_multi_(Tensor* const* ys, double a, const Tensor* const* xs, std::size_t n) {
+  MultiScratch& sc = multi_scratch();
+  sc.items.clear();
+  for (std::size_t i = 0; i < n; ++i) {
+    ParamUpdate u;
+    u.param = ys[i];
+    u.grad = xs[i];
+    sc.items.push_back(u);
+  }
+  UpdateArgs args;
+  args.lr = -a;  // as axpy_: SGD's y -= (-a) * x
+  optimizer_update_multi(UpdateRule::SGD, sc.items.data(), sc.items.size(), args, sc);
 }
 
 // --- host -> device copy ---------------------------------------------------------------

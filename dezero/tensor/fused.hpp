@@ -1,6 +1,7 @@
 // dezero/tensor/fused.hpp - tensor-level operations that NumPy lacks (internal, not
 // installed): fused neural-network kernels, the 2-D matmul with transpose flags, and
-// the in-place optimizer updates; and one host -> device copy for data/.
+// the in-place optimizer updates (one parameter or many at once); and one host ->
+// device copy for data/.
 //
 // The "xp" level under functions/ and optimizers/: each entry validates shapes,
 // dtypes and devices, then makes one fused backend call, so that the layers above
@@ -176,6 +177,33 @@ void adam_update_(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, doubl
 // y += a * x (same shape, dtype and device): WeightDecay's grad += rate * param, run as
 // sgd_update_(y, x, -a).
 void axpy_(Tensor& y, double a, const Tensor& x);
+
+// --- multi-tensor optimizer updates (optimizers/rules.cpp, hooks.cpp) ------------------
+// The updates above for n parameters at once (PyTorch's "foreach" step): one
+// Backend::optimizer_update_multi per (device, dtype) group instead of one kernel per
+// parameter, bit for bit the same results as n single calls. Every item is checked as
+// the single functions check theirs, all of them before anything changes: the state
+// tensors the rule needs present, a float32 / float64 parameter (DtypeError), grad and
+// state of the parameter's shape (ShapeError), dtype (DtypeError) and device
+// (DeviceError), each message naming the item's index. An empty parameter is skipped.
+// The items must not share memory (the same parameter twice): their elements are
+// updated concurrently. Nothing is allocated once the scratch lists have grown.
+//
+// One parameter of such an update: the rule's state in s1, s2 (unused ones nullptr):
+// MomentumSGD v, AdaGrad h in s1; AdaDelta msg, msdx and Adam m, v in s1, s2.
+struct ParamUpdate {
+  Tensor* param = nullptr;
+  const Tensor* grad = nullptr;
+  Tensor* s1 = nullptr;
+  Tensor* s2 = nullptr;
+};
+void sgd_update_multi_(const ParamUpdate* items, std::size_t n, double lr);
+void momentum_sgd_update_multi_(const ParamUpdate* items, std::size_t n, double lr, double momentum);
+void adagrad_update_multi_(const ParamUpdate* items, std::size_t n, double lr, double eps);
+void adadelta_update_multi_(const ParamUpdate* items, std::size_t n, double rho, double eps);
+void adam_update_multi_(const ParamUpdate* items, std::size_t n, double lr, double beta1, double beta2, double eps);
+// ys[i] += a * xs[i] for every i (axpy_ for n pairs: WeightDecay over a step's gradients).
+void axpy_multi_(Tensor* const* ys, double a, const Tensor* const* xs, std::size_t n);
 
 // --- host -> device copy (data/dataloaders.cpp) ----------------------------------------
 // Copies nbytes of host memory into dst's storage through Backend::copy_from_host: on

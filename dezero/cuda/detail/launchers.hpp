@@ -93,6 +93,9 @@ void softmax_cross_entropy_grad(int device, DType dt, const void* x, const std::
                                 std::int64_t n, std::int64_t c);
 void optimizer_update(int device, UpdateRule rule, DType dt, void* param, const void* grad, void* s1, void* s2,
                       std::int64_t n, const UpdateArgs& args);
+// One launch per batch of up to kUpdateChunksPerLaunch chunks (nn.cu), the table passed by value.
+void optimizer_update_multi(int device, UpdateRule rule, DType dt, const UpdateChunk* chunks, std::size_t n,
+                            const UpdateArgs& args);
 
 // --- batch normalisation (batch_norm.cu) -------------------------------------------------
 void batch_norm_forward(int device, DType dt, const void* x, const void* gamma, const void* beta, void* y, void* mean,
