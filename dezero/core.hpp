@@ -125,7 +125,7 @@ class Variable {
   /// Whether this handle refers to a node (false for Variable()).
   bool defined() const { return node_ != nullptr; }
   /// The tensor it holds: an undefined Tensor for an empty Variable().
-  const Tensor& data() const;
+  const Tensor& data() const;  // inline, after VariableNode
   /// data(), or a ValueError naming op for an empty Variable().
   const Tensor& defined_data(const char* op) const;
   /// Replaces the data (an empty Variable() gets a node first); creator and gradient stay.
@@ -596,6 +596,14 @@ inline InputRefs<1> in(const Variable& a) { return {&a}; }
 inline InputRefs<2> in(const Variable& a, const Variable& b) { return {&a, &b}; }
 inline InputRefs<3> in(const Variable& a, const Variable& b, const Variable& c) { return {&a, &b, &c}; }
 }  // namespace detail
+
+namespace detail {
+// The data of an empty Variable: an undefined Tensor that says why it is empty (variable.cpp).
+const Tensor& empty_variable_data(EmptyCause cause);
+}  // namespace detail
+inline const Tensor& Variable::data() const {
+  return node_ ? node_->data : detail::empty_variable_data(node_.empty_cause());
+}
 
 inline void detail::NodeHandle::acquire() {
   if (p_) count_up(p_->handles);

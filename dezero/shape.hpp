@@ -213,7 +213,13 @@ class Shape {
 
   /// Equal when the extents are; `<` is lexicographic (for ordered containers).
   ///@{
-  friend bool operator==(const Shape& a, const Shape& b) { return std::equal(a.begin(), a.end(), b.begin(), b.end()); }
+  friend bool operator==(const Shape& a, const Shape& b) {
+    if (a.size_ != b.size_) return false;
+    const std::int64_t *pa = a.ptr(), *pb = b.ptr();
+    for (std::uint32_t i = 0; i < a.size_; ++i)
+      if (pa[i] != pb[i]) return false;
+    return true;
+  }
   friend bool operator!=(const Shape& a, const Shape& b) { return !(a == b); }
   friend bool operator<(const Shape& a, const Shape& b) {
     return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());

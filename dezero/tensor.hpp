@@ -324,7 +324,7 @@ class Tensor {
   /// The element type.
   DType dtype() const { return static_cast<DType>((word_ >> kDtypeShift) & 0xf); }
   /// The device that holds the storage (the CPU for an undefined tensor).
-  Device device() const;
+  Device device() const { return storage_ ? storage_->device() : Device::cpu(); }
   /// The size of the elements in bytes: size() * dtype_size(dtype()).
   std::size_t nbytes() const { return static_cast<std::size_t>(size()) * dtype_size(dtype()); }
   /// The length of the first axis, as Python's len(): a ShapeError for a 0-d tensor.
@@ -332,7 +332,10 @@ class Tensor {
 
   /// Raw element pointer on the tensor's device (storage + offset). For backends
   /// and for host code that checked device().is_cpu(); nullptr for an undefined tensor.
-  void* raw_data() const;
+  void* raw_data() const {
+    if (!storage_) return nullptr;
+    return static_cast<char*>(storage_->data()) + offset() * static_cast<std::int64_t>(dtype_size(dtype()));
+  }
   /// The elements as a host pointer of their C++ type: checks dtype and host residency.
   ///
   /// T is float, double, std::int32_t or std::int64_t. A DtypeError unless `dtype_of<T>()`

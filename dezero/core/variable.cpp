@@ -198,7 +198,7 @@ const Tensor& empty_tensor(detail::EmptyCause cause) {
 }
 }  // namespace
 
-const Tensor& Variable::data() const { return node_ ? node_->data : empty_tensor(node_.empty_cause()); }
+const Tensor& detail::empty_variable_data(detail::EmptyCause cause) { return empty_tensor(cause); }
 const Tensor& Variable::defined_data(const char* op) const {
   if (!node_) {
     const detail::EmptyCause cause = node_.empty_cause();

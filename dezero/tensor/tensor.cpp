@@ -179,17 +179,10 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device, const char*
   return t;
 }
 
-Device Tensor::device() const { return storage_ ? storage_->device() : Device::cpu(); }
-
 std::int64_t Tensor::len() const {
   detail::check_defined("len", *this);
   if (ndim() == 0) throw ShapeError("len: len() of a 0-d tensor (shape ()); hint: use item<T>()");
   return shape_[0];
-}
-
-void* Tensor::raw_data() const {
-  if (!storage_) return nullptr;
-  return static_cast<char*>(storage_->data()) + offset() * static_cast<std::int64_t>(dtype_size(dtype()));
 }
 
 template <class T>
