@@ -28,7 +28,10 @@ struct Op {
 const Op kOps[] = {
     {"add", [](const Tensor& x, const Tensor& y) { return x + y; }},
     {"sigmoid", [](const Tensor& x, const Tensor&) { return dezero::sigmoid(x); }},
-    {"sum(axis 0)", [](const Tensor& x, const Tensor&) { return dezero::sum(x.reshape({x.size() / 16, 16}), 0); }},
+    {"sum (r, 16) axis 0", [](const Tensor& x, const Tensor&) { return dezero::sum(x.reshape({x.size() / 16, 16}), 0); }},
+    {"sum (r, 256) axis 0",
+     [](const Tensor& x, const Tensor&) { return dezero::sum(x.reshape({x.size() / 256, 256}), 0); }},
+    {"sum (16, c) axis 1", [](const Tensor& x, const Tensor&) { return dezero::sum(x.reshape({16, x.size() / 16}), 1); }},
 };
 
 // ns per call of each op at each size, this process's threshold.

@@ -19,11 +19,15 @@ namespace dezero::detail::cpu {
 // Elements below which a loop stays on the calling thread: small arrays are the common
 // case of a small network, where thread start-up would cost more than the loop. 2^15 by
 // measurement (bench/parallel_threshold.cpp, bench/README.md): on two cores an OpenMP
-// region pays for itself from about 2^14 float additions (memory-bound) and 2^11 float
-// sigmoids; the threshold sits above the memory-bound case so that a region never costs
-// more than it saves. DEZERO_PARALLEL_MIN (elements) overrides it, read once at start-up.
+// region costs about 1 us, and float additions pay for it from 2^15 elements (1.2x; 0.9x at
+// 2^14); float32 exp/log/tanh/sigmoid, ten times the arithmetic, count double (cpu/
+// elementwise.cpp) and so go onto threads from 2^14 (1.4x). DEZERO_PARALLEL_MIN (elements)
+// overrides it, read once at start-up.
 std::int64_t parallel_min_from_env();
 inline const std::int64_t kParallelMin = parallel_min_from_env();
+// Reductions read as much and compute less per element: threads pay from twice as many
+// elements (2^16; cpu/reduce.cpp).
+inline const std::int64_t kReduceParallelMin = 2 * kParallelMin;
 
 // body(i) for i in [0, n): on OpenMP threads when `work` is large, else on the calling
 // thread without entering the OpenMP runtime at all (an `omp parallel if(false)`

@@ -89,7 +89,7 @@ void reduce_typed(ReduceOp op, const T* x, T* y, std::int64_t outer, std::int64_
       }
       y[o] = acc;
     };
-    if (outer * r >= kParallelMin && outer > 1) {
+    if (outer * r >= kReduceParallelMin && outer > 1) {
 #pragma omp parallel for schedule(static)
       for (std::int64_t o = 0; o < outer; ++o) row(o);
     } else {
@@ -123,11 +123,16 @@ void reduce_typed(ReduceOp op, const T* x, T* y, std::int64_t outer, std::int64_
       reduce_cols(xo, yo, r, inner, j0, j1, init(), [](T acc, T v) { return fold_min(acc, v); });
     }
   };
+  // Threads by measurement (bench/parallel_threshold.cpp, bench/README.md): blocks of rows pay
+  // from 2^16 elements in all; one block split by columns pays only with wide rows that stay in
+  // cache (each thread reads every row, so narrow rows or streamed ones lose: a (r, 16) sum is
+  // slower on two threads at every size measured, a streamed (r, 256) one 1.5x slower).
   std::int64_t total = outer * r * inner;
-  if (total >= kParallelMin && outer > 1) {
+  const bool streamed = r * inner * std::int64_t(sizeof(T)) > (std::int64_t(1) << 19);
+  if (total >= kReduceParallelMin && outer > 1) {
 #pragma omp parallel for schedule(static)
     for (std::int64_t o = 0; o < outer; ++o) block(o, 0, inner);
-  } else if (total >= kParallelMin) {
+  } else if (total >= kReduceParallelMin && inner >= 512 && !streamed && !omp_in_parallel()) {
     int nt = omp_get_max_threads();
     std::int64_t chunk = (inner + nt - 1) / nt;
 #pragma omp parallel for schedule(static)
