@@ -149,7 +149,13 @@ TEST_CASE("graph memory: a training loop keeps its resident size flat over 10^5 
   MESSAGE("RSS ", rss0 / 1024, " KB -> ", rss1 / 1024, " KB after 10^5 steps; pool pages in use ",
           pool0.page_bytes_in_use / 1024, " KB -> ", detail::small_pool_stats().page_bytes_in_use / 1024, " KB");
   CHECK(last < first);  // it trained
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer keeps freed memory in quarantine (256 MB by default): the resident size grows by
+  // design there; its leak checker covers what this check does.
+  MESSAGE("the resident size is not checked under AddressSanitizer (its quarantine holds freed memory)");
+#else
   CHECK(rss1 - rss0 < 2 * 1024 * 1024);
+#endif
   CHECK(Storage::live_count() == live0);
   CHECK(detail::small_pool_stats().page_bytes_in_use <= pool0.page_bytes_in_use + 256 * 1024);
 }

@@ -136,9 +136,11 @@ TEST_CASE("threads: graphs recorded on one thread, differentiated and freed on a
   std::atomic<int> ready{0};
   std::thread producer([&] {
     for (int i = 0; i < kGraphs; ++i) {
-      Variable x(array({1.0, 2.0, 3.0}) * static_cast<double>(i % 7));
-      Variable h = F::sigmoid(x * w) + 1.0;
-      made[static_cast<std::size_t>(i)] = F::sum(h * h);
+      {  // the producer's own handles go before the graph is handed over
+        Variable x(array({1.0, 2.0, 3.0}) * static_cast<double>(i % 7));
+        Variable h = F::sigmoid(x * w) + 1.0;
+        made[static_cast<std::size_t>(i)] = F::sum(h * h);
+      }
       ready.store(i + 1, std::memory_order_release);
     }
   });
