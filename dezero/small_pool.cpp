@@ -51,7 +51,6 @@ namespace {
 
 constexpr std::size_t kPageBytes = std::size_t(64) << 10;
 constexpr std::size_t kSegmentBytes = std::size_t(2) << 20;
-constexpr std::size_t kPagesPerSegment = kSegmentBytes / kPageBytes;
 constexpr std::size_t kHeaderBytes = 64;
 constexpr int kClasses = 32 + 16 + 56;            // 8..256 by 8, 272..512 by 16, 576..4096 by 64
 constexpr std::size_t kBatchBytes = 16 << 10;     // moved between a thread cache and the pages at once
