@@ -453,6 +453,23 @@ std::vector<Parameter> clone(const std::vector<Parameter>& ps) {
   return out;
 }
 
+// Three steps of both optimizers on the same random gradients (b's parameters get copies of
+// a's), each of the dtype dtype_of(i) on dev.
+template <class DtypeOf>
+void three_steps(O::Optimizer& multi, O::Optimizer& single, const std::vector<Parameter>& a,
+                 const std::vector<Parameter>& b, DtypeOf dtype_of, Device dev = Device::cpu()) {
+  for (int step = 0; step < 3; ++step) {
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      Tensor g = random::randn(a[i].data().shape(), dtype_of(i)).to(dev);
+      Parameter pa = a[i], pb = b[i];
+      pa.set_grad(Variable(g));
+      pb.set_grad(Variable(g.copy()));
+    }
+    multi.update();
+    single.update();
+  }
+}
+
 // Every array of two state files, bit for bit.
 void check_same_state(O::Optimizer& a, O::Optimizer& b, const std::string& tag) {
   const std::string pa = (out_dir() / (tag + "_a.npz")).string(), pb = (out_dir() / (tag + "_b.npz")).string();
@@ -552,15 +569,7 @@ TEST_CASE("Optimizer: a float64 gradient on float32 weights and a parameter list
     PerParam<O::Adam> single(0.01);
     multi.setup(la);
     single.setup(lb);
-    for (int step = 0; step < 3; ++step) {
-      for (std::size_t i = 0; i < a.size(); ++i) {
-        Tensor g = random::randn(a[i].data().shape(), i == 0 ? float64 : float32).to(dev);
-        a[i].set_grad(Variable(g));
-        b[i].set_grad(Variable(g.copy()));
-      }
-      multi.update();
-      single.update();
-    }
+    three_steps(multi, single, a, b, [](std::size_t i) { return i == 0 ? float64 : float32; }, dev);
     CHECK(multi.calls == 3 * 4);  // the overlap sends every parameter through update_one
     for (std::size_t i = 0; i < a.size(); ++i) CHECK(utils::array_equal(a[i].data(), b[i].data()));
     CHECK(a[0].data().dtype() == float32);
@@ -571,15 +580,7 @@ TEST_CASE("Optimizer: a float64 gradient on float32 weights and a parameter list
     PerParam<O::Adam> single2(0.01);
     multi2.setup(c);
     single2.setup(d);
-    for (int step = 0; step < 3; ++step) {
-      for (std::size_t i = 0; i < c.size(); ++i) {
-        Tensor g = random::randn(c[i].data().shape(), i == 0 ? float64 : float32).to(dev);
-        c[i].set_grad(Variable(g));
-        d[i].set_grad(Variable(g.copy()));
-      }
-      multi2.update();
-      single2.update();
-    }
+    three_steps(multi2, single2, c, d, [](std::size_t i) { return i == 0 ? float64 : float32; }, dev);
     CHECK(multi2.calls == 3);
     for (std::size_t i = 0; i < c.size(); ++i) CHECK(utils::array_equal(c[i].data(), d[i].data()));
     check_same_state(multi2, single2, "mixed");
@@ -597,15 +598,7 @@ TEST_CASE("Optimizer: float32 and float64 parameters in one model: one multi-ten
   single.setup(b);
   multi.add_hook(O::WeightDecay(0.1));
   single.add_hook(O::WeightDecay(0.1));
-  for (int step = 0; step < 3; ++step) {
-    for (std::size_t i = 0; i < a.size(); ++i) {
-      Tensor g = random::randn(a[i].data().shape(), a[i].data().dtype());
-      a[i].set_grad(Variable(g));
-      b[i].set_grad(Variable(g.copy()));
-    }
-    multi.update();
-    single.update();
-  }
+  three_steps(multi, single, a, b, [&](std::size_t i) { return a[i].data().dtype(); });
   CHECK(multi.calls == 0);
   for (std::size_t i = 0; i < a.size(); ++i) {
     CAPTURE(i);
@@ -623,13 +616,15 @@ TEST_CASE("Optimizer: the cached state follows a parameter that changes shape, n
   PerParam<O::MomentumSGD> single(0.1, 0.9);
   multi.setup(std::vector<Parameter>{p, q});
   single.setup(std::vector<Parameter>{p2, q2});
-  auto step = [&] {
-    for (auto* v : {&p, &q, &p2, &q2}) v->set_grad(Variable(ones_like(v->data())));
+  // One step of both on gradients of ones: x and y (multi's) against x2 and y2 (single's).
+  auto step_pair = [&](Parameter& x, Parameter& y, Parameter& x2, Parameter& y2) {
+    for (auto* v : {&x, &y, &x2, &y2}) v->set_grad(Variable(ones_like(v->data())));
     multi.update();
     single.update();
-    CHECK(utils::array_equal(p.data(), p2.data()));
-    CHECK(utils::array_equal(q.data(), q2.data()));
+    CHECK(utils::array_equal(x.data(), x2.data()));
+    CHECK(utils::array_equal(y.data(), y2.data()));
   };
+  auto step = [&] { step_pair(p, q, p2, q2); };
   step();
   step();
   // new data of another shape: the state starts again from zeros (v = -lr g)
@@ -642,13 +637,7 @@ TEST_CASE("Optimizer: the cached state follows a parameter that changes shape, n
   Parameter r2(array({1.0, 2.0}));
   multi.setup(std::vector<Parameter>{r, q});
   single.setup(std::vector<Parameter>{r2, q2});
-  auto step2 = [&] {
-    for (auto* v : {&r, &q, &r2, &q2}) v->set_grad(Variable(ones_like(v->data())));
-    multi.update();
-    single.update();
-    CHECK(utils::array_equal(r.data(), r2.data()));
-    CHECK(utils::array_equal(q.data(), q2.data()));
-  };
+  auto step2 = [&] { step_pair(r, q, r2, q2); };
   step2();
   CHECK(r.data().to_vector<double>() == std::vector<double>{0.9, 1.9});
   multi.reset_state();

@@ -252,43 +252,52 @@ void optimizer_update_multi(UpdateRule rule, const ParamUpdate* items, std::size
 void optimizer_update_multi(UpdateRule rule, const ParamUpdate* items, std::size_t n, const UpdateArgs& args) {
   optimizer_update_multi(rule, items, n, args, multi_scratch());
 }
-}  // namespace
 
-void sgd_update_(Tensor& param, const Tensor& grad, double lr) {
+// The arguments of each rule, for its single and its multi-tensor update.
+UpdateArgs sgd_args(double lr) {
   UpdateArgs a;
   a.lr = lr;
-  optimizer_update(UpdateRule::SGD, param, grad, nullptr, nullptr, a);
+  return a;
 }
-
-void momentum_sgd_update_(Tensor& param, const Tensor& grad, Tensor& v, double lr, double momentum) {
-  UpdateArgs a;
-  a.lr = lr;
+UpdateArgs momentum_args(double lr, double momentum) {
+  UpdateArgs a = sgd_args(lr);
   a.momentum = momentum;
-  optimizer_update(UpdateRule::MomentumSGD, param, grad, &v, nullptr, a);
+  return a;
 }
-
-void adagrad_update_(Tensor& param, const Tensor& grad, Tensor& h, double lr, double eps) {
-  UpdateArgs a;
-  a.lr = lr;
+UpdateArgs adagrad_args(double lr, double eps) {
+  UpdateArgs a = sgd_args(lr);
   a.eps = eps;
-  optimizer_update(UpdateRule::AdaGrad, param, grad, &h, nullptr, a);
+  return a;
 }
-
-void adadelta_update_(Tensor& param, const Tensor& grad, Tensor& msg, Tensor& msdx, double rho, double eps) {
+UpdateArgs adadelta_args(double rho, double eps) {
   UpdateArgs a;
   a.rho = rho;
   a.eps = eps;
-  optimizer_update(UpdateRule::AdaDelta, param, grad, &msg, &msdx, a);
+  return a;
 }
-
-void adam_update_(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, double lr, double beta1, double beta2,
-                  double eps) {
-  UpdateArgs a;
-  a.lr = lr;
+UpdateArgs adam_args(double lr, double beta1, double beta2, double eps) {
+  UpdateArgs a = adagrad_args(lr, eps);
   a.beta1 = beta1;
   a.beta2 = beta2;
-  a.eps = eps;
-  optimizer_update(UpdateRule::Adam, param, grad, &m, &v, a);
+  return a;
+}
+}  // namespace
+
+void sgd_update_(Tensor& param, const Tensor& grad, double lr) {
+  optimizer_update(UpdateRule::SGD, param, grad, nullptr, nullptr, sgd_args(lr));
+}
+void momentum_sgd_update_(Tensor& param, const Tensor& grad, Tensor& v, double lr, double momentum) {
+  optimizer_update(UpdateRule::MomentumSGD, param, grad, &v, nullptr, momentum_args(lr, momentum));
+}
+void adagrad_update_(Tensor& param, const Tensor& grad, Tensor& h, double lr, double eps) {
+  optimizer_update(UpdateRule::AdaGrad, param, grad, &h, nullptr, adagrad_args(lr, eps));
+}
+void adadelta_update_(Tensor& param, const Tensor& grad, Tensor& msg, Tensor& msdx, double rho, double eps) {
+  optimizer_update(UpdateRule::AdaDelta, param, grad, &msg, &msdx, adadelta_args(rho, eps));
+}
+void adam_update_(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, double lr, double beta1, double beta2,
+                  double eps) {
+  optimizer_update(UpdateRule::Adam, param, grad, &m, &v, adam_args(lr, beta1, beta2, eps));
 }
 
 void axpy_(Tensor& y, double a, const Tensor& x) {
@@ -298,40 +307,20 @@ void axpy_(Tensor& y, double a, const Tensor& x) {
 
 // --- multi-tensor optimizer updates ----------------------------------------------------
 void sgd_update_multi_(const ParamUpdate* items, std::size_t n, double lr) {
-  UpdateArgs a;
-  a.lr = lr;
-  optimizer_update_multi(UpdateRule::SGD, items, n, a);
+  optimizer_update_multi(UpdateRule::SGD, items, n, sgd_args(lr));
 }
-
 void momentum_sgd_update_multi_(const ParamUpdate* items, std::size_t n, double lr, double momentum) {
-  UpdateArgs a;
-  a.lr = lr;
-  a.momentum = momentum;
-  optimizer_update_multi(UpdateRule::MomentumSGD, items, n, a);
+  optimizer_update_multi(UpdateRule::MomentumSGD, items, n, momentum_args(lr, momentum));
 }
-
 void adagrad_update_multi_(const ParamUpdate* items, std::size_t n, double lr, double eps) {
-  UpdateArgs a;
-  a.lr = lr;
-  a.eps = eps;
-  optimizer_update_multi(UpdateRule::AdaGrad, items, n, a);
+  optimizer_update_multi(UpdateRule::AdaGrad, items, n, adagrad_args(lr, eps));
 }
-
 void adadelta_update_multi_(const ParamUpdate* items, std::size_t n, double rho, double eps) {
-  UpdateArgs a;
-  a.rho = rho;
-  a.eps = eps;
-  optimizer_update_multi(UpdateRule::AdaDelta, items, n, a);
+  optimizer_update_multi(UpdateRule::AdaDelta, items, n, adadelta_args(rho, eps));
 }
-
 void adam_update_multi_(const ParamUpdate* items, std::size_t n, double lr, double beta1, double beta2,
                         double eps) {
-  UpdateArgs a;
-  a.lr = lr;
-  a.beta1 = beta1;
-  a.beta2 = beta2;
-  a.eps = eps;
-  optimizer_update_multi(UpdateRule::Adam, items, n, a);
+  optimizer_update_multi(UpdateRule::Adam, items, n, adam_args(lr, beta1, beta2, eps));
 }
 
 void axpy_multi_(Tensor* const* ys, double a, const Tensor* const* xs, std::size_t n) {
