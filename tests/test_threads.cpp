@@ -168,3 +168,20 @@ TEST_CASE("threads: graphs recorded on one thread, differentiated and freed on a
   CHECK(total == want);
   CHECK(utils::array_equal(w.grad().data(), w1.grad().data()));
 }
+
+// A thread's caches (the small-object pool's, the queue of pending releases, backward's
+// buffer, the storage counters) are given up when the thread ends; a graph that a user's
+// thread_local keeps is destroyed after them and must still be freed, without them.
+TEST_CASE("threads: a graph kept in a thread_local is freed when its thread ends") {
+  const std::uint64_t live0 = Storage::live_count();
+  std::thread t([] {
+    static thread_local Variable kept;  // constructed before the library's: destroyed after them
+    Variable x(array({1.0, 2.0}));
+    Variable y = x;
+    for (int i = 0; i < 2000; ++i) y = F::sin(y) + 1.0;
+    y.backward();
+    kept = y;
+  });
+  t.join();
+  CHECK(Storage::live_count() == live0);
+}

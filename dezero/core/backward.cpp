@@ -70,10 +70,19 @@ struct QueueBuffer {
   bool taken = false;
 };
 [[gnu::tls_model("initial-exec")]] thread_local QueueBuffer* t_queue = nullptr;
-QueueBuffer& queue_buffer() {
-  if (t_queue) return *t_queue;
-  static thread_local QueueBuffer b;
-  return *(t_queue = &b);
+[[gnu::tls_model("initial-exec")]] thread_local bool t_queue_done = false;
+struct QueueOwner {
+  QueueBuffer b;
+  ~QueueOwner() {  // a backward at thread exit, after this, makes its own buffer
+    t_queue = nullptr;
+    t_queue_done = true;
+  }
+};
+// This thread's buffer, or nullptr once the thread's buffers are gone.
+QueueBuffer* queue_buffer() {
+  if (t_queue || t_queue_done) return t_queue;
+  static thread_local QueueOwner owner;
+  return t_queue = &owner.b;
 }
 }  // namespace
 
@@ -93,12 +102,12 @@ void Variable::backward(bool retain_grad, bool create_graph) {
   }
   if (!detail::has_creator(*node_)) return;
 
-  QueueBuffer& qb = queue_buffer();
+  QueueBuffer* qb = queue_buffer();
   std::vector<std::shared_ptr<Function>> funcs;
-  const bool own_buffer = !qb.taken;
+  const bool own_buffer = qb && !qb->taken;
   if (own_buffer) {
-    funcs.swap(qb.spare);
-    qb.taken = true;
+    funcs.swap(qb->spare);
+    qb->taken = true;
   }
   // A Function is queued once (its kQueued flag): the flag comes off when it is taken from
   // the queue, which happens after every Function of a later generation, so nothing can
@@ -113,8 +122,8 @@ void Variable::backward(bool retain_grad, bool create_graph) {
     for (auto& f : funcs) f->flags_ = static_cast<std::uint8_t>(f->flags_ & ~Function::kQueued);
     funcs.clear();
     if (own_buffer) {
-      funcs.swap(qb.spare);
-      qb.taken = false;
+      funcs.swap(qb->spare);
+      qb->taken = false;
     }
   };
 
