@@ -745,3 +745,44 @@ TEST_CASE("tensor: division by a scalar rounds like division by a tensor") {
   CHECK((ints / 2.0).dtype() == float64);
   CHECK((ints / 2.0).to_vector<double>() == std::vector<double>{0.0, 0.5, 1.0, 1.5, 2.0});
 }
+
+// binary_op's flat paths (tensor/elementwise.cpp): equal shapes, and a one-element operand with
+// no more axes than the other; everything else through broadcast views. The result's shape is
+// NumPy's broadcast and each element is a[i] - b[j] of the broadcast positions.
+TEST_CASE("tensor: one-element operands broadcast as NumPy does, flat or through views") {
+  struct Case {
+    Shape a, b, out;
+  };
+  const Case cases[] = {{{}, {3}, {3}},          {{1}, {}, {1}},       {{1, 1}, {1}, {1, 1}}, {{1}, {2, 3}, {2, 3}},
+                        {{1, 1, 1}, {4}, {1, 1, 4}}, {{0}, {}, {0}},   {{2, 1}, {1}, {2, 1}}, {{3}, {1, 3}, {1, 3}},
+                        {{2, 3}, {2, 3}, {2, 3}}};
+  for (const Case& c : cases) {
+    CAPTURE(c.a.str());
+    CAPTURE(c.b.str());
+    Tensor a = arange(0.0, static_cast<double>(c.a.numel()), 1.0, float64).reshape(c.a) + 1.0;
+    Tensor b = arange(0.0, static_cast<double>(c.b.numel()), 1.0, float64).reshape(c.b) * 10.0 + 5.0;
+    for (bool swap : {false, true}) {
+      Tensor y = swap ? b - a : a - b;
+      CHECK(y.shape() == c.out);
+      std::vector<double> av = a.to_vector<double>(), bv = b.to_vector<double>(), yv = y.to_vector<double>();
+      REQUIRE(static_cast<std::int64_t>(yv.size()) == c.out.numel());
+      for (std::size_t i = 0; i < yv.size(); ++i) {
+        // the position of element i of the output in each operand (right-aligned broadcast)
+        auto pick = [&](const Shape& s, const std::vector<double>& v) {
+          std::int64_t rem = static_cast<std::int64_t>(i), idx = 0, stride = 1;
+          for (int d = c.out.ndim() - 1, e = s.ndim() - 1; d >= 0; --d, --e) {
+            const std::int64_t k = rem % c.out[d];
+            rem /= c.out[d];
+            if (e >= 0) {
+              if (s[e] != 1) idx += k * stride;
+              stride *= s[e];
+            }
+          }
+          return v[static_cast<std::size_t>(idx)];
+        };
+        const double want = swap ? pick(c.b, bv) - pick(c.a, av) : pick(c.a, av) - pick(c.b, bv);
+        CHECK(yv[i] == want);
+      }
+    }
+  }
+}
