@@ -131,8 +131,9 @@ TEST_CASE("sgemm: the MNIST MLP training-step shapes (batch 100)") {
   check(true, false, 1000, 10, 100, 1.0f, 0.0f, 0);     // h^T gy (W3)
 }
 
-// The tiny-product kernel: depths 1-8 (op(B) rows held in registers), single output
-// columns (16 rows at a time, a strided column of C when padded), transposed operands.
+// The tiny-product kernel: depths 1-8 (op(B) rows held in registers), 1-4 rows deeper
+// (rows_together: odd depths, two column chunks), single output columns (16 rows at a
+// time, full and partial blocks, a strided column of C when padded), transposed operands.
 TEST_CASE("sgemm_small: transposes, single columns, alpha/beta, padded leading dimensions") {
   if (!dezero::detail::sgemm_available()) {
     MESSAGE("skipped: this build has no AVX-512 sgemm");
@@ -145,7 +146,8 @@ TEST_CASE("sgemm_small: transposes, single columns, alpha/beta, padded leading d
   int variant = 0;
   for (Shape3 s : {Shape3{100, 10, 2}, Shape3{100, 1, 10}, Shape3{100, 10, 1}, Shape3{10, 1, 100}, Shape3{2, 10, 100},
                    Shape3{33, 1, 16}, Shape3{40, 1, 17}, Shape3{16, 1, 40}, Shape3{1, 1, 1}, Shape3{17, 20, 8},
-                   Shape3{9, 33, 5}, Shape3{12, 7, 3}, Shape3{8, 16, 9}})
+                   Shape3{9, 33, 5}, Shape3{12, 7, 3}, Shape3{8, 16, 9}, Shape3{1, 18, 12}, Shape3{3, 20, 9},
+                   Shape3{4, 5, 33}})
     for (int t = 0; t < 4; ++t)
       for (int v = 0; v < 3; ++v) {
         const bool ta = t & 1, tb = t & 2;

@@ -6,10 +6,11 @@
 // gradients. Eigen spends 0.3-1 us on each in packing and blocking set-up, for
 // 1,000-2,000 multiply-adds; the kernel here takes a fraction of that. Every output
 // row is computed in 16-lane chunks (masked at the right edge) as a sum over k of
-// A(i, p) * B[p, chunk], with two accumulators so that consecutive multiply-adds need
-// not wait on each other:
+// A(i, p) * B[p, chunk], with several accumulators so that consecutive multiply-adds
+// need not wait on each other (kernel times for the shapes above: bench/README.md):
 //   - op(B)'s rows must be contiguous; a transposed B is first packed (k x n);
 //   - up to depth 8 the k rows of op(B) for a chunk stay in registers for all rows;
+//   - deeper, up to 4 rows of C go through op(B) together (rows_together);
 //   - a single output column (n == 1) takes 16 rows at a time when A's rows are
 //     contiguous (16 dot products, one shuffle tree for their sums), else the
 //     transposed problem C^T = B^T A^T, whose rows are A's.
@@ -18,6 +19,7 @@
 #include "dezero/cpu/gemm.hpp"
 
 #include <array>
+#include <type_traits>
 #include <utility>
 
 #if defined(__AVX512F__)
@@ -45,19 +47,26 @@ constexpr int kHoistMax = 8;
 
 __mmask16 lanes(std::int64_t w) { return w >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << w) - 1); }
 
-// acc0 + acc1 = sum_p s(p) * row(p) over p < k, even p into acc0 and odd p into acc1,
-// so that consecutive multiply-adds need not wait on each other. row(p) is a vector.
+// sum_p s(p) * row(p) over p < k, in four accumulators (p mod 4) so that consecutive
+// multiply-adds need not wait on each other: a deep product (k = 100, a weight
+// gradient over the batch) is otherwise a chain of k dependent multiply-adds, each
+// waiting the full latency of the one before. row(p) is a vector.
 template <class Scalar, class Row>
 inline __m512 axpy_sum(std::int64_t k, Scalar s, Row row) {
   __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+  __m512 acc2 = _mm512_setzero_ps(), acc3 = _mm512_setzero_ps();
   std::int64_t p = 0;
-#pragma GCC unroll 8
-  for (; p + 2 <= k; p += 2) {
+#pragma GCC unroll 4
+  for (; p + 4 <= k; p += 4) {
     acc0 = _mm512_fmadd_ps(_mm512_set1_ps(s(p)), row(p), acc0);
     acc1 = _mm512_fmadd_ps(_mm512_set1_ps(s(p + 1)), row(p + 1), acc1);
+    acc2 = _mm512_fmadd_ps(_mm512_set1_ps(s(p + 2)), row(p + 2), acc2);
+    acc3 = _mm512_fmadd_ps(_mm512_set1_ps(s(p + 3)), row(p + 3), acc3);
   }
   if (p < k) acc0 = _mm512_fmadd_ps(_mm512_set1_ps(s(p)), row(p), acc0);
-  return _mm512_add_ps(acc0, acc1);
+  if (p + 1 < k) acc1 = _mm512_fmadd_ps(_mm512_set1_ps(s(p + 1)), row(p + 1), acc1);
+  if (p + 2 < k) acc2 = _mm512_fmadd_ps(_mm512_set1_ps(s(p + 2)), row(p + 2), acc2);
+  return _mm512_add_ps(_mm512_add_ps(acc0, acc1), _mm512_add_ps(acc2, acc3));
 }
 
 // Lane r of the result = the sum of the 16 lanes of v[r]: a tree of in-lane
@@ -82,7 +91,8 @@ inline __m512 row_sums(const __m512 v[16]) {
 }
 
 // cp[0:16) = alpha acc + beta cp + bias_lanes, masked to mk (alpha == 1 skips the
-// multiply: the same bits).
+// multiply: the same bits). Passed by value: a Store behind a pointer could alias C's
+// floats, and each row's store would then reload alpha, beta and bias to test them.
 struct Store {
   float alpha, beta;
   bool bias;
@@ -99,7 +109,7 @@ struct Store {
 template <int K>
 void rows_hoisted(std::int64_t m, const float* a, std::int64_t ai, std::int64_t ap, const float* brows,
                   std::int64_t ldbr, std::int64_t x, __mmask16 mk, const float* bias, float* c, std::int64_t ldc,
-                  const Store& store) {
+                  Store store) {
   __m512 bk[K];
 #pragma GCC unroll 8
   for (int p = 0; p < K; ++p) bk[p] = _mm512_maskz_loadu_ps(mk, brows + p * ldbr + x);
@@ -116,6 +126,40 @@ constexpr auto make_hoisted(std::index_sequence<K...>) {
   return std::array<decltype(&rows_hoisted<1>), sizeof...(K)>{&rows_hoisted<int(K) + 1>...};
 }
 constexpr auto kRowsHoisted = make_hoisted(std::make_index_sequence<kHoistMax>());  // [k - 1]
+
+// All M (<= 4) rows of C for columns [x, x + 16) in one pass over the k rows of op(B):
+// each row of op(B) is loaded once for the M rows, and every row of C keeps two running
+// sums (even and odd p), 2M independent chains. This is a weight gradient x^T gy with a
+// few input features: (2, 100) x (100, 10) for the step-43 network's first layer, which
+// row by row would load op(B) M times and wait on one chain of k multiply-adds per row.
+template <int M>
+void rows_together(std::int64_t k, const float* a, std::int64_t ai, std::int64_t ap, const float* brows,
+                   std::int64_t ldbr, std::int64_t x, __mmask16 mk, const float* bias, float* c, std::int64_t ldc,
+                   Store store) {
+  __m512 acc0[M], acc1[M];
+#pragma GCC unroll 4
+  for (int i = 0; i < M; ++i) acc0[i] = acc1[i] = _mm512_setzero_ps();
+  std::int64_t p = 0;
+  for (; p + 2 <= k; p += 2) {
+    const __m512 b0 = _mm512_maskz_loadu_ps(mk, brows + p * ldbr + x);
+    const __m512 b1 = _mm512_maskz_loadu_ps(mk, brows + (p + 1) * ldbr + x);
+#pragma GCC unroll 4
+    for (int i = 0; i < M; ++i) {
+      acc0[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i * ai + p * ap]), b0, acc0[i]);
+      acc1[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i * ai + (p + 1) * ap]), b1, acc1[i]);
+    }
+  }
+  if (p < k) {
+    const __m512 b0 = _mm512_maskz_loadu_ps(mk, brows + p * ldbr + x);
+#pragma GCC unroll 4
+    for (int i = 0; i < M; ++i) acc0[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i * ai + p * ap]), b0, acc0[i]);
+  }
+  const __m512 bl = bias ? _mm512_maskz_loadu_ps(mk, bias + x) : _mm512_setzero_ps();
+#pragma GCC unroll 4
+  for (int i = 0; i < M; ++i) store(c + i * ldc + x, mk, _mm512_add_ps(acc0[i], acc1[i]), bl);
+}
+constexpr decltype(&rows_together<1>) kRowsTogether[] = {&rows_together<1>, &rows_together<2>, &rows_together<3>,
+                                                          &rows_together<4>};  // [m - 1]
 
 }  // namespace
 #endif
@@ -140,8 +184,10 @@ bool sgemm_small(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t 
     }
     if (!ta) {  // C[i] = A[i, :] . B[:, 0], 16 rows at a time
       const __m512 bl = bias ? _mm512_set1_ps(bias[0]) : _mm512_setzero_ps();
-      for (std::int64_t i0 = 0; i0 < m; i0 += 16) {
-        const std::int64_t rows = std::min<std::int64_t>(16, m - i0);
+      // A block of 16 rows; `Full`: all 16 exist, so no row needs a mask of its own.
+      auto block = [&](std::int64_t i0, auto full) {
+        constexpr bool kFull = decltype(full)::value;
+        const std::int64_t rows = kFull ? 16 : m - i0;
         // Rows past m load nothing (an empty mask), so the 16 products stay in registers.
         const float* a0 = a + i0 * lda;
         __m512 v[16];
@@ -149,13 +195,14 @@ bool sgemm_small(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t 
         __m512 bv = _mm512_maskz_loadu_ps(mk, bcol);
 #pragma GCC unroll 16
         for (int r = 0; r < 16; ++r)
-          v[r] = _mm512_mul_ps(_mm512_maskz_loadu_ps(r < rows ? mk : __mmask16(0), a0 + r * lda), bv);
+          v[r] = _mm512_mul_ps(_mm512_maskz_loadu_ps(kFull || r < rows ? mk : __mmask16(0), a0 + r * lda), bv);
         for (std::int64_t p = 16; p < k; p += 16) {
           mk = lanes(k - p);
           bv = _mm512_maskz_loadu_ps(mk, bcol + p);
 #pragma GCC unroll 16
           for (int r = 0; r < 16; ++r)
-            v[r] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(r < rows ? mk : __mmask16(0), a0 + r * lda + p), bv, v[r]);
+            v[r] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(kFull || r < rows ? mk : __mmask16(0), a0 + r * lda + p),
+                                   bv, v[r]);
         }
         const __mmask16 mr = lanes(rows);
         if (ldc == 1) {
@@ -166,7 +213,10 @@ bool sgemm_small(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t 
           store(col, mr, row_sums(v), bl);
           for (std::int64_t r = 0; r < rows; ++r) c[(i0 + r) * ldc] = col[r];
         }
-      }
+      };
+      std::int64_t i0 = 0;
+      for (; i0 + 16 <= m; i0 += 16) block(i0, std::true_type{});
+      if (i0 < m) block(i0, std::false_type{});
       return true;
     }
     if (ldc == 1) {  // C^T (1, m) = B^T A^T: row p of A^T is a[p*lda : p*lda + m]
@@ -194,6 +244,10 @@ bool sgemm_small(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t 
     __mmask16 mk = lanes(n - x);
     if (k >= 1 && k <= kHoistMax) {
       kRowsHoisted[k - 1](m, a, ai, ap, brows, ldbr, x, mk, bias, c, ldc, store);
+      continue;
+    }
+    if (m >= 1 && m <= 4) {
+      kRowsTogether[m - 1](k, a, ai, ap, brows, ldbr, x, mk, bias, c, ldc, store);
       continue;
     }
     const __m512 bl = bias ? _mm512_maskz_loadu_ps(mk, bias + x) : _mm512_setzero_ps();
