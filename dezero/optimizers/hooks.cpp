@@ -50,7 +50,7 @@ struct DecayLists {
 }  // namespace
 
 void WeightDecay::operator()(std::vector<Parameter>& params) const {
-  thread_local DecayLists lists;
+  [[gnu::tls_model("initial-exec")]] thread_local DecayLists lists;
   auto& [ys, xs, seen] = lists;
   ys.clear();
   xs.clear();

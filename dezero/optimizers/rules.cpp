@@ -22,7 +22,7 @@ namespace {
 // A step's items as tensor/fused.hpp's list (state[0] and state[1] as s1 and s2), in a
 // list kept per thread and reused: no allocation once it has grown.
 const detail::ParamUpdate* as_updates(const Optimizer::UpdateItem* items, std::size_t n) {
-  thread_local std::vector<detail::ParamUpdate> out;
+  [[gnu::tls_model("initial-exec")]] thread_local std::vector<detail::ParamUpdate> out;
   out.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
     std::vector<Tensor>& s = *items[i].state;

@@ -200,7 +200,7 @@ struct MultiScratch {
   std::vector<ParamUpdate> items;   // axpy_multi_'s
 };
 MultiScratch& multi_scratch() {
-  thread_local MultiScratch s;
+  [[gnu::tls_model("initial-exec")]] thread_local MultiScratch s;
   return s;
 }
 
