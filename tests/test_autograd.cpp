@@ -493,25 +493,29 @@ TEST_CASE("autograd: a leaf with no handle left gets no gradient, even used twic
 
 // Sigmoid, ReLU, linear, matmul and mean_squared_error compute their gradients on
 // Tensors when no graph is recorded (backward without create_graph) and with
-// Functions otherwise: the two paths must give the same bits, broadcasts included.
+// Functions otherwise: the two paths must give the same bits, broadcasts included (a
+// (1, 3) target), and through the host's fused MSE gradient (a (5, 3) target).
 TEST_CASE("autograd: gradients are identical with and without create_graph (sigmoid, relu, linear, matmul, MSE)") {
   random::seed(5);
   for (DType dt : {float32, float64}) {
-    Tensor a = random::randn({5, 4}).astype(dt), w = random::randn({4, 3}).astype(dt);
-    Tensor bias = random::randn({3}).astype(dt), w2 = random::randn({3, 3}).astype(dt);
-    Tensor target = random::randn({1, 3}).astype(dt);
-    auto grads = [&](bool create_graph) {
-      Variable x(a), W(w), b(bias), W2(w2), t(target);
-      Variable h = F::matmul(F::sigmoid(F::linear(F::relu(x), W, b)), W2);
-      Variable loss = F::mean_squared_error(h, t);
-      loss.backward(false, create_graph);
-      std::vector<std::vector<double>> out;
-      for (const Variable& v : {x, W, b, W2, t}) out.push_back(v.grad().data().to_vector<double>());
-      return out;
-    };
-    auto plain = grads(false), recorded = grads(true);
-    CHECK(plain == recorded);
-    CHECK(plain[4].size() == 3);  // t's gradient summed back to its (1, 3) shape
+    for (std::int64_t rows : {1, 5}) {
+      CAPTURE(rows);
+      Tensor a = random::randn({5, 4}).astype(dt), w = random::randn({4, 3}).astype(dt);
+      Tensor bias = random::randn({3}).astype(dt), w2 = random::randn({3, 3}).astype(dt);
+      Tensor target = random::randn({rows, 3}).astype(dt);
+      auto grads = [&](bool create_graph) {
+        Variable x(a), W(w), b(bias), W2(w2), t(target);
+        Variable h = F::matmul(F::sigmoid(F::linear(F::relu(x), W, b)), W2);
+        Variable loss = F::mean_squared_error(h, t) * 0.7;  // a loss gradient other than 1
+        loss.backward(false, create_graph);
+        std::vector<std::vector<double>> out;
+        for (const Variable& v : {x, W, b, W2, t}) out.push_back(v.grad().data().to_vector<double>());
+        return out;
+      };
+      auto plain = grads(false), recorded = grads(true);
+      CHECK(plain == recorded);
+      CHECK(plain[4].size() == std::size_t(rows * 3));  // t's gradient summed back to its (rows, 3) shape
+    }
   }
 }
 

@@ -545,6 +545,60 @@ TEST_CASE("tensor: fused sigmoid and relu gradients match the unfused expression
   });
 }
 
+// mean_squared_error's terms, square(a - b), are one kernel for equal shapes and dtypes:
+// the same bits as the two-kernel expression on every device; broadcast operands and
+// mixed dtypes take the expression itself.
+TEST_CASE("tensor: squared_difference matches square(a - b) bit for bit") {
+  dzt::on_each_device([](Device dev) {
+    random::seed(13);
+    for (DType dt : {float32, float64}) {
+      Tensor a = random::randn({41, 3}).astype(dt).to(dev), b = random::randn({41, 3}).astype(dt).to(dev);
+      Tensor fused = detail::squared_difference(a, b);
+      CHECK(fused.dtype() == dt);
+      CHECK(fused.device() == dev);
+      CHECK(fused.shape() == Shape{41, 3});
+      CHECK(fused.to_vector<double>() == square(a - b).to_vector<double>());
+      Tensor b1 = random::randn({1, 3}).astype(dt).to(dev);
+      CHECK(detail::squared_difference(a, b1).to_vector<double>() == square(a - b1).to_vector<double>());
+    }
+    Tensor a = array({1.5, -2.0}, float32, dev), b = array({0.25, 1.0}, float64, dev);
+    Tensor mixed = detail::squared_difference(a, b);
+    CHECK(mixed.dtype() == float64);
+    CHECK(mixed.to_vector<double>() == std::vector<double>{1.5625, 9.0});
+  });
+}
+
+// mean_squared_error's loss and gradient, fused on the host for equal shapes: the loss
+// within rounding of sum(square(x0 - x1)) / N (the sum may be taken in another order),
+// the gradient bit for bit gy * (x0 - x1) * (2 / N); shapes past the host's threading
+// size (2^15 elements), broadcasts and a gy with more axes take the expression itself.
+TEST_CASE("tensor: fused mean_squared_error and its gradient match the unfused expressions") {
+  dzt::on_each_device([](Device dev) {
+    random::seed(14);
+    for (DType dt : {float32, float64}) {
+      for (std::int64_t n : {1, 100, 40000}) {
+        CAPTURE(n);
+        Tensor a = random::randn({n, 2}).astype(dt).to(dev), b = random::randn({n, 2}).astype(dt).to(dev);
+        Tensor loss = detail::mean_squared_error(a, b);
+        CHECK(loss.ndim() == 0);
+        CHECK(loss.dtype() == dt);
+        const double want = (sum(square(a - b)) / static_cast<double>(n)).item<double>();
+        CHECK(loss.item<double>() == doctest::Approx(want).epsilon(dt == float32 ? 1e-5 : 1e-12));
+        Tensor gy = array(0.7, dt, dev);
+        Tensor g = detail::mean_squared_error_grad(gy, a, b);
+        CHECK(g.shape() == a.shape());
+        CHECK(g.to_vector<double>() == (gy * (a - b) * (2.0 / static_cast<double>(n))).to_vector<double>());
+      }
+      Tensor a = random::randn({6, 3}).astype(dt).to(dev), b1 = random::randn({1, 3}).astype(dt).to(dev);
+      CHECK(detail::mean_squared_error(a, b1).item<double>() ==
+            doctest::Approx((sum(square(a - b1)) / 6.0).item<double>()));
+      Tensor gy3 = array(0.7, dt, dev).reshape({1, 1, 1});  // more axes than x0: broadcast to (1, 6, 3)
+      CHECK(detail::mean_squared_error_grad(gy3, a, a * 0.5).shape() == Shape{1, 6, 3});
+    }
+    CHECK_THROWS_AS(detail::mean_squared_error(array(1.0, float64, dev), array(2.0, float64, dev)), ShapeError);
+  });
+}
+
 // sum_to takes one backend call when the summed axes form a block, and the general
 // path otherwise; both give DeZero's shapes and NumPy's sums.
 TEST_CASE("tensor: sum_to with blocks of summed axes and with scattered ones") {

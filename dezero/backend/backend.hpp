@@ -57,7 +57,10 @@ enum class UnaryOp : int {
 // y = f(a, b) with broadcasting; comparisons give 1 or 0 in the same dtype.
 // SigmoidGrad: a * b * (1 - b), the sigmoid's backward with a = gy and b = y.
 // ReluGrad: a * (b > 0 ? 1 : 0), the relu's backward with a = gy and b = x.
-enum class BinaryOp : int { Add, Sub, Mul, Div, Pow, Maximum, Minimum, Eq, Ne, Gt, Ge, Lt, Le, SigmoidGrad, ReluGrad };
+// SquaredDiff: (a - b) * (a - b), mean_squared_error's terms.
+enum class BinaryOp : int {
+  Add, Sub, Mul, Div, Pow, Maximum, Minimum, Eq, Ne, Gt, Ge, Lt, Le, SigmoidGrad, ReluGrad, SquaredDiff
+};
 
 enum class ReduceOp : int { Sum, Max, Min };
 enum class ArgReduceOp : int { ArgMax, ArgMin };
@@ -240,6 +243,21 @@ class Backend {
   // gx = (softmax(x) - onehot(t)) * gy / n; gy is a single element on this device.
   virtual void softmax_cross_entropy_grad(DType dt, const void* x, const std::int64_t* t, const void* gy,
                                           void* gx, std::int64_t n, std::int64_t c) = 0;
+  // mean_squared_error (step 42) over n elements of x0 and x1 (contiguous, one dtype):
+  //   mse_forward:  loss = sum_i (x0[i] - x1[i])^2 / divisor, one element;
+  //   mse_backward: gx[i] = (gy * (x0[i] - x1[i])) * scale, gy one element on this device,
+  //                 the arithmetic of the unfused expression in its order (the same bits).
+  // One pass each where the backend has one (the host's, for float32 and float64 below
+  // its threading size); false, with nothing done, where it has not: the caller then
+  // composes the same expression from element-wise ops and a sum.
+  virtual bool mse_forward(DType /*dt*/, const void* /*x0*/, const void* /*x1*/, void* /*loss*/, std::int64_t /*n*/,
+                           double /*divisor*/) {
+    return false;
+  }
+  virtual bool mse_backward(DType /*dt*/, const void* /*x0*/, const void* /*x1*/, const void* /*gy*/, void* /*gx*/,
+                            std::int64_t /*n*/, double /*scale*/) {
+    return false;
+  }
   // Batch normalisation over the channels of x viewed as (n, c, hw): (N, C) with hw = 1
   // or NCHW (N, C, H, W) with hw = H * W; gamma, beta, mean, inv_std, running_mean and
   // running_var are (c,), every array x's dtype. m = n * hw values per channel.

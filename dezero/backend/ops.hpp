@@ -108,6 +108,10 @@ DEZERO_HD T binary_apply(detail::BinaryOp op, T a, T b) {
     case BinaryOp::Le: return a <= b ? T(1) : T(0);
     case BinaryOp::SigmoidGrad: return a * b * (T(1) - b);  // gy * y * (1 - y), in that order
     case BinaryOp::ReluGrad: return a * (b > T(0) ? T(1) : T(0));  // gy * (x > 0): NaN and -0 as the product gives
+    case BinaryOp::SquaredDiff: {  // d * d with d = a - b: the bits of square(a - b)
+      const T d = a - b;
+      return d * d;
+    }
   }
   return a;
 }

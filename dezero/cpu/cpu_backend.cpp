@@ -131,6 +131,13 @@ class CpuBackend final : public Backend {
                                   std::int64_t n, std::int64_t c) override {
     cpu::softmax_cross_entropy_grad(dt, x, t, gy, gx, n, c);
   }
+  bool mse_forward(DType dt, const void* x0, const void* x1, void* loss, std::int64_t n, double divisor) override {
+    return cpu::mse_forward(dt, x0, x1, loss, n, divisor);
+  }
+  bool mse_backward(DType dt, const void* x0, const void* x1, const void* gy, void* gx, std::int64_t n,
+                    double scale) override {
+    return cpu::mse_backward(dt, x0, x1, gy, gx, n, scale);
+  }
   // batch normalisation (batch_norm.cpp)
   void batch_norm_forward(DType dt, const void* x, const void* gamma, const void* beta, void* y, void* mean,
                           void* inv_std, void* running_mean, void* running_var, std::int64_t n, std::int64_t c,

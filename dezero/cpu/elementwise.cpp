@@ -117,7 +117,7 @@ void binary_typed(BinaryOp op, const T* a, const Strided& sa, const T* b, const 
 #define DEZERO_CASE(OP) case BinaryOp::OP: binary_loop(a, sa, b, sb, y, so, kernels::Binary<BinaryOp::OP>{}); break;
     DEZERO_CASE(Add) DEZERO_CASE(Sub) DEZERO_CASE(Mul) DEZERO_CASE(Div) DEZERO_CASE(Pow) DEZERO_CASE(Maximum)
     DEZERO_CASE(Minimum) DEZERO_CASE(Eq) DEZERO_CASE(Ne) DEZERO_CASE(Gt) DEZERO_CASE(Ge) DEZERO_CASE(Lt)
-    DEZERO_CASE(Le) DEZERO_CASE(SigmoidGrad) DEZERO_CASE(ReluGrad)
+    DEZERO_CASE(Le) DEZERO_CASE(SigmoidGrad) DEZERO_CASE(ReluGrad) DEZERO_CASE(SquaredDiff)
 #undef DEZERO_CASE
   }
 }

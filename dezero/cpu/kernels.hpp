@@ -92,6 +92,11 @@ void softmax(DType dt, const void* x, void* y, std::int64_t outer, std::int64_t 
 void softmax_cross_entropy(DType dt, const void* x, const std::int64_t* t, void* loss, std::int64_t n, std::int64_t c);
 void softmax_cross_entropy_grad(DType dt, const void* x, const std::int64_t* t, const void* gy, void* gx,
                                 std::int64_t n, std::int64_t c);
+// mean_squared_error's loss and gradient in one pass each (backend.hpp's mse_forward and
+// mse_backward); false for other dtypes and from kParallelMin elements on, where the
+// composed element-wise ops and sum run on threads.
+bool mse_forward(DType dt, const void* x0, const void* x1, void* loss, std::int64_t n, double divisor);
+bool mse_backward(DType dt, const void* x0, const void* x1, const void* gy, void* gx, std::int64_t n, double scale);
 void optimizer_update(UpdateRule rule, DType dt, void* param, const void* grad, void* s1, void* s2, std::int64_t n,
                       const UpdateArgs& args);
 // optimizer_update over n chunks in one pass: on the calling thread below kParallelMin

@@ -2,7 +2,7 @@
 // float64 only: softmax / log_softmax over the middle axis of (outer, c, inner),
 // softmax_cross_entropy and its gradient on (n, c) logits with int64 labels (the
 // book's SoftmaxCrossEntropy in one pass, from a max-shifted log-sum-exp per row),
-// and the optimizers' in-place updates, one parameter at a time or many in one pass
+// mean_squared_error and its gradient in one pass each, and the optimizers' in-place updates, one parameter at a time or many in one pass
 // (the rules themselves are backend/ops.hpp's update_apply, shared with the GPU).
 #include <omp.h>
 
@@ -107,6 +107,57 @@ void softmax_cross_entropy_grad(DType dt, const void* x, const std::int64_t* t, 
     sce_grad_typed(static_cast<const float*>(x), t, *static_cast<const float*>(gy), static_cast<float*>(gx), n, c);
   else
     sce_grad_typed(static_cast<const double*>(x), t, *static_cast<const double*>(gy), static_cast<double*>(gx), n, c);
+}
+
+// --- mean squared error (step 42) ---------------------------------------------------------------
+// The loss as one pass over both inputs instead of a difference, a square, a sum and a
+// division (four kernels and three temporaries on W3's (100, 1) outputs); the gradient
+// as (gy * d) * scale per element, the two products of the unfused expression in their
+// order, so that the Variable path (create_graph) gives the same bits.
+namespace {
+template <class T>
+void mse_forward_typed(const T* a, const T* b, T* loss, std::int64_t n, T divisor) {
+  T acc = 0;
+#pragma omp simd reduction(+ : acc)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const T d = a[i] - b[i];
+    acc += d * d;
+  }
+  *loss = acc / divisor;
+}
+template <class T>
+void mse_backward_typed(const T* a, const T* b, T gy, T* gx, std::int64_t n, T scale) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const T g = gy * (a[i] - b[i]);
+    gx[i] = g * scale;
+  }
+}
+}  // namespace
+
+bool mse_forward(DType dt, const void* x0, const void* x1, void* loss, std::int64_t n, double divisor) {
+  if (n >= kReduceParallelMin) return false;
+  if (dt == float32)
+    mse_forward_typed(static_cast<const float*>(x0), static_cast<const float*>(x1), static_cast<float*>(loss), n,
+                      static_cast<float>(divisor));
+  else if (dt == float64)
+    mse_forward_typed(static_cast<const double*>(x0), static_cast<const double*>(x1), static_cast<double*>(loss), n,
+                      divisor);
+  else
+    return false;
+  return true;
+}
+
+bool mse_backward(DType dt, const void* x0, const void* x1, const void* gy, void* gx, std::int64_t n, double scale) {
+  if (n >= kParallelMin) return false;
+  if (dt == float32)
+    mse_backward_typed(static_cast<const float*>(x0), static_cast<const float*>(x1), *static_cast<const float*>(gy),
+                       static_cast<float*>(gx), n, static_cast<float>(scale));
+  else if (dt == float64)
+    mse_backward_typed(static_cast<const double*>(x0), static_cast<const double*>(x1), *static_cast<const double*>(gy),
+                       static_cast<double*>(gx), n, scale);
+  else
+    return false;
+  return true;
 }
 
 // --- optimizer updates -------------------------------------------------------------------------

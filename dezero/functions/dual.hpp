@@ -67,6 +67,16 @@ Variable mm(const Variable& a, const Variable& b, bool ta, bool tb);
 // The sigmoid's backward gy * y * (1 - y): one fused kernel on Tensors (tensor/fused.hpp),
 // the same expression in Functions on Variables.
 inline Variable sigmoid_grad(const Variable& gy, const Variable& y) { return gy * y * (1.0 - y); }
+// mean_squared_error's gradient before sum_to, gy * (x0 - x1) * (2 / N) with N the
+// difference's first axis: one kernel on Tensors where the backend has one (tensor/fused.hpp),
+// the same expression in Functions on Variables.
+inline Tensor mse_grad(const Tensor& gy, const Tensor& x0, const Tensor& x1) {
+  return mean_squared_error_grad(gy, x0, x1);
+}
+inline Variable mse_grad(const Variable& gy, const Variable& x0, const Variable& x1) {
+  Variable diff = x0 - x1;
+  return gy * diff * (2.0 / static_cast<double>(diff.shape()[0]));
+}
 // The relu's backward gy * (x > 0).
 inline Variable relu_grad(const Variable& gy, const Variable& x) {
   return gy * Variable(greater(x.data(), 0.0));

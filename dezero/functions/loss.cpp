@@ -33,18 +33,14 @@ Variable targets_like(const char* op, const Variable& x, const Variable& t0) {
 }
 
 // --- mean squared error (step 42) -------------------------------------------------------
-// gx0 = gy * (x0 - x1) * 2 / N, summed back to x0's shape; gx1 = -gx0 likewise.
+// gx0 = gy * (x0 - x1) * 2 / N, summed back to x0's shape; gx1 = -gx0 likewise. Forward
+// and the Tensor gradient are one host kernel each for equal shapes (tensor/fused.hpp).
 class MeanSquaredError : public detail::DualFunction<MeanSquaredError> {
  public:
-  TensorList forward(const TensorList& xs) override {
-    Tensor diff = xs[0] - xs[1];
-    std::int64_t n = first_axis_len("mean_squared_error", diff);
-    return {sum(square(diff)) / static_cast<double>(n)};
-  }
+  TensorList forward(const TensorList& xs) override { return {detail::mean_squared_error(xs[0], xs[1])}; }
   template <class V>
   detail::GradList<V> grads(const V& gy) const {
-    V diff = detail::as<V>(input(0)) - detail::as<V>(input(1));
-    V g = gy * diff * (2.0 / static_cast<double>(diff.shape()[0]));
+    V g = detail::mse_grad(gy, detail::as<V>(input(0)), detail::as<V>(input(1)));
     return {needs_input_grad(0) ? detail::sum_to(g, input(0).shape()) : V(),
             needs_input_grad(1) ? detail::sum_to(-g, input(1).shape()) : V()};
   }

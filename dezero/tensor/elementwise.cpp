@@ -56,6 +56,7 @@ const char* binary_name(BinaryOp op) {
     case BinaryOp::Le: return "less_equal";
     case BinaryOp::SigmoidGrad: return "sigmoid_grad";
     case BinaryOp::ReluGrad: return "relu_grad";
+    case BinaryOp::SquaredDiff: return "squared_difference";
   }
   return "binary";
 }

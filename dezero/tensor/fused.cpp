@@ -76,6 +76,43 @@ Tensor relu_grad(const Tensor& gy, const Tensor& x) {
   return gx.defined() ? gx : gy * greater(x, 0.0);
 }
 
+Tensor squared_difference(const Tensor& a, const Tensor& b) {
+  Tensor y = fused_grad(BinaryOp::SquaredDiff, "squared_difference", a, b);
+  return y.defined() ? y : square(a - b);
+}
+
+// --- mean squared error (step 42) ------------------------------------------------------
+Tensor mean_squared_error(const Tensor& x0, const Tensor& x1) {
+  check_defined("mean_squared_error", x0);
+  check_defined("mean_squared_error", x1);
+  check_same_device("mean_squared_error", x0, x1);
+  if (x0.shape() == x1.shape() && x0.dtype() == x1.dtype() && x0.ndim() >= 1 && x0.size() > 0) {
+    Tensor loss = Tensor::empty(Shape{}, x0.dtype(), x0.device());
+    if (backend_of(x0).mse_forward(x0.dtype(), x0.raw_data(), x1.raw_data(), loss.raw_data(), x0.size(),
+                                   static_cast<double>(x0.shape()[0])))
+      return loss;
+  }
+  Tensor sq = squared_difference(x0, x1);
+  if (sq.ndim() == 0)
+    throw ShapeError("mean_squared_error: expected at least a 1-d array (the loss divides by its first axis), got " +
+                     describe(sq));
+  return sum(sq) / static_cast<double>(sq.shape()[0]);
+}
+
+Tensor mean_squared_error_grad(const Tensor& gy, const Tensor& x0, const Tensor& x1) {
+  check_defined("mean_squared_error", gy);
+  if (x0.shape() == x1.shape() && x0.dtype() == x1.dtype() && gy.dtype() == x0.dtype() && gy.size() == 1 &&
+      gy.ndim() <= x0.ndim() && x0.ndim() >= 1 && x0.size() > 0 && gy.device() == x0.device() &&
+      x1.device() == x0.device()) {
+    Tensor gx = Tensor::empty(x0.shape(), x0.dtype(), x0.device());
+    if (backend_of(x0).mse_backward(x0.dtype(), x0.raw_data(), x1.raw_data(), gy.raw_data(), gx.raw_data(),
+                                    x0.size(), 2.0 / static_cast<double>(x0.shape()[0])))
+      return gx;
+  }
+  Tensor diff = x0 - x1;
+  return gy * diff * (2.0 / static_cast<double>(diff.shape()[0]));
+}
+
 // --- softmax cross entropy -------------------------------------------------------------
 namespace {
 void check_logits(const char* op, const Tensor& x) {

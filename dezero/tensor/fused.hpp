@@ -32,7 +32,7 @@ Tensor softmax(const Tensor& x, int axis, bool log = false);
 Tensor leaky_relu(const Tensor& x, double slope);
 Tensor leaky_relu_mask(const Tensor& x, double slope);
 
-// --- sigmoid and relu backward ---------------------------------------------------------
+// --- sigmoid and relu backward, squared difference -------------------------------------
 // gy, y (or x): any shapes that broadcast; gx: their broadcast shape.
 // The sigmoid's backward, gy * y * (1 - y), as one kernel when gy and y have the same
 // shape and dtype (three kernels and two temporaries otherwise); the same arithmetic
@@ -40,6 +40,20 @@ Tensor leaky_relu_mask(const Tensor& x, double slope);
 Tensor sigmoid_grad(const Tensor& gy, const Tensor& y);
 // The relu's backward, gy * (x > 0), likewise one kernel instead of a mask and a product.
 Tensor relu_grad(const Tensor& gy, const Tensor& x);
+// square(a - b), mean_squared_error's terms, likewise one kernel for equal shapes and dtypes.
+Tensor squared_difference(const Tensor& a, const Tensor& b);
+
+// --- mean squared error (step 42) -------------------------------------------------------
+// loss = sum((x0 - x1)^2) / N, N the first axis of the broadcast difference (at least
+// 1-d): a 0-d tensor of the difference's dtype. One backend call (mse_forward) when x0
+// and x1 have the same shape and dtype and the backend has one; squared_difference, sum
+// and a division otherwise.
+Tensor mean_squared_error(const Tensor& x0, const Tensor& x1);
+// Its gradient with respect to x0 before sum_to: gy * (x0 - x1) * (2 / N), gy the loss's
+// gradient (one element). One backend call (mse_backward) when x0, x1 and gy share a dtype,
+// x0 and x1 a shape and gy has no more axes than they; the expression itself otherwise.
+// The same arithmetic in the same order either way: the bits of the unfused expression.
+Tensor mean_squared_error_grad(const Tensor& gy, const Tensor& x0, const Tensor& x1);
 
 // --- row gather under the caller's name -------------------------------------------------
 // take(x, indices) with errors naming `op` (embed_id); `hint` names the indices in the
