@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "dezero/small_pool.hpp"
+#include "dezero/thread_state.hpp"
 
 namespace dezero::detail {
 
@@ -296,6 +297,8 @@ struct Bin {
   void* head = nullptr;
   std::uint32_t count = 0;
 };
+// One per thread (thread_state.hpp): given back to the pages when the thread ends, after
+// which the thread frees straight to the pages.
 struct ThreadCache {
   Bin bins[kClasses];
   void flush() noexcept {
@@ -304,30 +307,9 @@ struct ThreadCache {
       bins[c] = Bin{};
     }
   }
+  ~ThreadCache() { flush(); }
 };
-
-// The cache pointer is plain initial-exec TLS (no guard on the hot path); the owner below
-// gives the cache back when the thread ends. After that, the thread frees straight to the
-// pages (t_done).
-__attribute__((tls_model("initial-exec"))) thread_local ThreadCache* t_cache = nullptr;
-__attribute__((tls_model("initial-exec"))) thread_local bool t_done = false;
-
-struct CacheOwner {
-  ThreadCache cache;
-  ~CacheOwner() {
-    cache.flush();
-    t_cache = nullptr;
-    t_done = true;
-  }
-};
-
-[[gnu::noinline]] ThreadCache* make_thread_cache() {
-  if (t_done) return nullptr;
-  static thread_local CacheOwner owner;
-  t_cache = &owner.cache;
-  return t_cache;
-}
-inline ThreadCache* thread_cache() { return t_cache ? t_cache : make_thread_cache(); }
+inline ThreadCache* thread_cache() { return ThreadState<ThreadCache>::get(); }
 
 // Outside the pool (operator new), and the requests of a thread whose cache is gone.
 [[gnu::noinline]] void* alloc_slow(std::size_t n) {
@@ -385,7 +367,7 @@ void* small_alloc(std::size_t n) {
 
 void small_free(void* p, std::size_t n) noexcept {
   if (!p) return;
-  ThreadCache* tc = t_cache;
+  ThreadCache* tc = ThreadState<ThreadCache>::peek();
   if (n > kSmallPoolMax || !pool_enabled() || (!tc && !(tc = thread_cache()))) return free_slow(p, n);
   const int c = class_of(n);
   Bin& b = tc->bins[c];
@@ -404,7 +386,7 @@ SmallPoolStats small_pool_stats() {
 }
 
 void small_pool_flush_thread_cache() noexcept {
-  if (ThreadCache* tc = t_cache) tc->flush();
+  if (ThreadCache* tc = ThreadState<ThreadCache>::peek()) tc->flush();
 }
 
 }  // namespace dezero::detail

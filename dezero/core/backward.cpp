@@ -16,6 +16,7 @@
 
 #include "dezero/core.hpp"
 #include "dezero/tensor/checks.hpp"
+#include "dezero/thread_state.hpp"
 
 namespace dezero {
 
@@ -64,26 +65,13 @@ bool later_generation(const std::shared_ptr<Function>& a, const std::shared_ptr<
 }
 
 // The queue of a backward pass, a heap of Functions by generation. Its buffer is kept per
-// thread between calls (a backward inside a backward makes its own).
+// thread between calls (a backward inside a backward makes its own, and so does one at
+// thread exit, after the thread's buffer is gone: thread_state.hpp).
 struct QueueBuffer {
   std::vector<std::shared_ptr<Function>> spare;
   bool taken = false;
 };
-[[gnu::tls_model("initial-exec")]] thread_local QueueBuffer* t_queue = nullptr;
-[[gnu::tls_model("initial-exec")]] thread_local bool t_queue_done = false;
-struct QueueOwner {
-  QueueBuffer b;
-  ~QueueOwner() {  // a backward at thread exit, after this, makes its own buffer
-    t_queue = nullptr;
-    t_queue_done = true;
-  }
-};
-// This thread's buffer, or nullptr once the thread's buffers are gone.
-QueueBuffer* queue_buffer() {
-  if (t_queue || t_queue_done) return t_queue;
-  static thread_local QueueOwner owner;
-  return t_queue = &owner.b;
-}
+QueueBuffer* queue_buffer() { return detail::ThreadState<QueueBuffer>::get(); }
 }  // namespace
 
 void Variable::backward(bool retain_grad, bool create_graph) {

@@ -10,6 +10,7 @@
 
 #include "dezero/core.hpp"
 #include "dezero/tensor/checks.hpp"
+#include "dezero/thread_state.hpp"
 
 namespace dezero {
 
@@ -23,22 +24,9 @@ struct PendingReleases {
   std::vector<std::shared_ptr<void>> list;
   bool draining = false;
 };
-// The list is reached through an initial-exec pointer (no __tls_get_addr on the hot path);
-// its owner gives it up when the thread ends, after which releases go straight through.
-[[gnu::tls_model("initial-exec")]] thread_local PendingReleases* t_pending = nullptr;
-[[gnu::tls_model("initial-exec")]] thread_local bool t_pending_done = false;
-struct PendingOwner {
-  PendingReleases p;
-  ~PendingOwner() {
-    t_pending = nullptr;
-    t_pending_done = true;
-  }
-};
-PendingReleases* pending() {
-  if (t_pending || t_pending_done) return t_pending;
-  static thread_local PendingOwner owner;
-  return t_pending = &owner.p;
-}
+// One list per thread (thread_state.hpp); once the thread's list is gone, releases go
+// straight through.
+PendingReleases* pending() { return detail::ThreadState<PendingReleases>::get(); }
 }  // namespace
 
 void detail::defer_release(std::shared_ptr<void>&& p) noexcept {

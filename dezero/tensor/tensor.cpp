@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "dezero/tensor/strided.hpp"
+#include "dezero/thread_state.hpp"
 
 namespace dezero {
 
@@ -61,18 +62,18 @@ CounterRegistry& registry() {
   static CounterRegistry* r = new CounterRegistry;  // never destroyed: storages die until the process ends
   return *r;
 }
-__attribute__((tls_model("initial-exec"))) thread_local StorageCounters* t_counters = nullptr;
-__attribute__((tls_model("initial-exec"))) thread_local bool t_counters_done = false;
-struct CounterOwner {
+// This thread's counters (thread_state.hpp), in the registry while the thread lives; at
+// its end their counts go to the registry's, and later counts go there directly.
+struct ThreadCounters {
   StorageCounters c;
-  CounterOwner() {
+  ThreadCounters() {
     CounterRegistry& r = registry();
     std::lock_guard<std::mutex> lock(r.mu);
     c.next = r.threads;
     if (r.threads) r.threads->prev = &c;
     r.threads = &c;
   }
-  ~CounterOwner() {
+  ~ThreadCounters() {
     CounterRegistry& r = registry();
     std::lock_guard<std::mutex> lock(r.mu);
     r.allocations.fetch_add(c.allocations.load(std::memory_order_relaxed), std::memory_order_relaxed);
@@ -81,17 +82,13 @@ struct CounterOwner {
     if (c.prev) c.prev->next = c.next;
     else r.threads = c.next;
     if (c.next) c.next->prev = c.prev;
-    t_counters = nullptr;
-    t_counters_done = true;
   }
+  ThreadCounters(const ThreadCounters&) = delete;
+  ThreadCounters& operator=(const ThreadCounters&) = delete;
 };
 void count_storage(std::int64_t allocations, std::int64_t live, std::int64_t bytes) {
-  StorageCounters* c = t_counters;
-  if (!c && !t_counters_done) {
-    static thread_local CounterOwner owner;
-    c = t_counters = &owner.c;
-  }
-  if (c) {
+  if (ThreadCounters* t = detail::ThreadState<ThreadCounters>::get()) {
+    StorageCounters* c = &t->c;
     StorageCounters::bump(c->allocations, allocations);
     StorageCounters::bump(c->live, live);
     StorageCounters::bump(c->live_bytes, bytes);
