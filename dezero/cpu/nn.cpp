@@ -2,8 +2,9 @@
 // float64 only: softmax / log_softmax over the middle axis of (outer, c, inner),
 // softmax_cross_entropy and its gradient on (n, c) logits with int64 labels (the
 // book's SoftmaxCrossEntropy in one pass, from a max-shifted log-sum-exp per row),
-// mean_squared_error and its gradient in one pass each, and the optimizers' in-place updates, one parameter at a time or many in one pass
-// (the rules themselves are backend/ops.hpp's update_apply, shared with the GPU).
+// mean_squared_error and its gradient in one pass each, and the optimizers' in-place
+// updates, one parameter at a time or many in one pass (the rules themselves are
+// backend/ops.hpp's update_apply, shared with the GPU).
 #include <omp.h>
 
 #include <algorithm>
