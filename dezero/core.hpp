@@ -23,6 +23,7 @@
 #include <type_traits>
 #include <typeinfo>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "dezero/tensor.hpp"
@@ -320,6 +321,14 @@ class VariableSpan {
   std::size_t n_ = 0;
 };
 
+// --- Function attributes (for tools that read a recorded graph) ---------------------------
+/// One hyperparameter of a Function: an integer, a real, a list of integers or reals, a string
+/// or a tensor (an index array).
+using FunctionAttr = std::variant<std::int64_t, double, std::vector<std::int64_t>, std::vector<double>,
+                                  std::string, Tensor>;
+/// A Function's hyperparameters by name, in a fixed order (Function::attributes()).
+using FunctionAttrs = std::vector<std::pair<std::string, FunctionAttr>>;
+
 // --- Function -------------------------------------------------------------------
 /// The base of every differentiable function, DeZero's Function: forward() on Tensors,
 /// backward() on Variables.
@@ -365,6 +374,11 @@ class Function : public std::enable_shared_from_this<Function> {
   virtual VariableList backward(const VariableList& gys) = 0;
   /// The name shown in graphs and errors; defaults to the class name (without namespaces).
   virtual std::string name() const;
+  /// The hyperparameters forward() uses besides its inputs, by name: Conv2d's "stride" and
+  /// "pad", Sum's "axes" and "keepdims", AddConst's "c". Empty by default. Tools that turn a
+  /// recorded graph into another form read them (onnx::export_model); a user's Function may
+  /// override it to describe itself.
+  virtual FunctionAttrs attributes() const;
 
   /// Runs forward() on the inputs' data and, while backprop is on, links the outputs to
   /// this function (step 11); returns the outputs.

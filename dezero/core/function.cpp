@@ -34,6 +34,8 @@ const Variable& VariableSpan::at(std::size_t i) const {
 // --- Function -----------------------------------------------------------------------------
 Function::~Function() { release_inputs(); }
 
+FunctionAttrs Function::attributes() const { return {}; }
+
 std::string Function::name() const {
   const char* mangled = fn_type().name();
   int status = 0;

@@ -39,6 +39,7 @@ class LeakyReLU : public Function {
   VariableList backward(const VariableList& gys) override {
     return {gys[0] * Variable(detail::leaky_relu_mask(input(0).data(), slope_))};
   }
+  FunctionAttrs attributes() const override { return {{"slope", slope_}}; }
 
  private:
   double slope_;
@@ -55,6 +56,7 @@ class Softmax : public Function {
     Variable gx = y * gys[0];
     return {gx - y * F::sum(gx, Axes{axis_}, true)};
   }
+  FunctionAttrs attributes() const override { return {{"axis", std::int64_t{axis_}}}; }
 
  private:
   int axis_;
@@ -70,6 +72,7 @@ class LogSoftmax : public Function {
     if (!y.defined()) y = F::log_softmax(input(0), axis_);
     return {gys[0] - F::exp(y) * F::sum(gys[0], Axes{axis_}, true)};
   }
+  FunctionAttrs attributes() const override { return {{"axis", std::int64_t{axis_}}}; }
 
  private:
   int axis_;

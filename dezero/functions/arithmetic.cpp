@@ -75,6 +75,7 @@ class Pow : public Function {
   VariableList backward(const VariableList& gys) override {
     return {c_ * F::pow(input(0), c_ - 1.0) * gys[0]};
   }
+  FunctionAttrs attributes() const override { return {{"c", c_}}; }
 
  private:
   double c_;
@@ -87,6 +88,7 @@ class AddConst : public Function {
   TensorList forward(const TensorList& xs) override { return {xs[0] + c_}; }
   VariableList backward(const VariableList& gys) override { return {gys[0]}; }
   std::string name() const override { return "Add"; }
+  FunctionAttrs attributes() const override { return {{"c", c_}}; }
 
  private:
   double c_;
@@ -98,6 +100,7 @@ class MulConst : public Function {
   TensorList forward(const TensorList& xs) override { return {xs[0] * c_}; }
   VariableList backward(const VariableList& gys) override { return {F::mul(gys[0], c_)}; }
   std::string name() const override { return "Mul"; }
+  FunctionAttrs attributes() const override { return {{"c", c_}}; }
 
  private:
   double c_;
@@ -109,6 +112,7 @@ class RSubConst : public Function {  // c - x
   TensorList forward(const TensorList& xs) override { return {c_ - xs[0]}; }
   VariableList backward(const VariableList& gys) override { return {F::neg(gys[0])}; }
   std::string name() const override { return "Sub"; }
+  FunctionAttrs attributes() const override { return {{"c", c_}}; }
 
  private:
   double c_;
@@ -123,6 +127,7 @@ class RDivConst : public Function {  // c / x
     return {gys[0] * (F::mul(F::pow(x, -2.0), -c_))};
   }
   std::string name() const override { return "Div"; }
+  FunctionAttrs attributes() const override { return {{"c", c_}}; }
 
  private:
   double c_;

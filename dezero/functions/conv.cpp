@@ -20,6 +20,9 @@
 namespace dezero {
 namespace {
 
+// A Pair as an attribute: {h, w}.
+FunctionAttr hw(Pair p) { return std::vector<std::int64_t>{p.h, p.w}; }
+
 bool has_bias(const Variable& b) { return b.defined() && b.data().defined(); }
 Pair kernel_of(const Shape& ws) { return Pair(static_cast<int>(ws[2]), static_cast<int>(ws[3])); }
 Pair image_of(const Shape& xs) { return Pair(static_cast<int>(xs[2]), static_cast<int>(xs[3])); }
@@ -43,6 +46,7 @@ class Im2col : public Function {
   Im2col(Pair k, Pair s, Pair p) : k_(k), s_(s), p_(p) {}
   TensorList forward(const TensorList& xs) override { return {detail::im2col("im2col", xs[0], k_, s_, p_)}; }
   VariableList backward(const VariableList& gys) override;
+  FunctionAttrs attributes() const override { return {{"kernel_size", hw(k_)}, {"stride", hw(s_)}, {"pad", hw(p_)}}; }
 
  private:
   Pair k_, s_, p_;
@@ -55,6 +59,9 @@ class Col2im : public Function {
   VariableList backward(const VariableList& gys) override {
     const Shape& cs = input(0).shape();
     return {call<Im2col>(detail::in(gys[0]), Pair(static_cast<int>(cs[2]), static_cast<int>(cs[3])), s_, p_)};
+  }
+  FunctionAttrs attributes() const override {
+    return {{"input_shape", std::vector<std::int64_t>(x_shape_)}, {"stride", hw(s_)}, {"pad", hw(p_)}};
   }
 
  private:
@@ -99,6 +106,7 @@ class Conv2d : public Function {
     if (g.size() > 2 && needs_input_grad(2)) g[2] = bias_grad(gy);
     return g;
   }
+  FunctionAttrs attributes() const override { return {{"stride", hw(s_)}, {"pad", hw(p_)}}; }
 
  private:
   Pair s_, p_;
@@ -119,6 +127,8 @@ class Deconv2d : public Function {
     if (g.size() > 2 && needs_input_grad(2)) g[2] = bias_grad(gy);
     return g;
   }
+  // "outsize": (OH, OW) of the result.
+  FunctionAttrs attributes() const override { return {{"stride", hw(s_)}, {"pad", hw(p_)}, {"outsize", hw(out_)}}; }
 
  private:
   Pair s_, p_, out_;

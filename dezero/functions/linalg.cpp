@@ -21,6 +21,10 @@ class MatMul : public detail::DualFunction<MatMul> {
   MatMul(bool ta, bool tb) : ta_(ta), tb_(tb) {}
   TensorList forward(const TensorList& xs) override { return {detail::matmul_t(xs[0], xs[1], ta_, tb_)}; }
   std::string name() const override { return "MatMul"; }
+  // "transpose_a", "transpose_b" 0 / 1: y = op(a) op(b) (absent in the batched N-d MatMul).
+  FunctionAttrs attributes() const override {
+    return {{"transpose_a", std::int64_t{ta_}}, {"transpose_b", std::int64_t{tb_}}};
+  }
 
   // y = op(a) op(b): ga = gy op(b)^T (op(b) gy^T when a was transposed),
   // gb = op(a)^T gy (gy^T op(a) when b was transposed).

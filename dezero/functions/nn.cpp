@@ -24,6 +24,8 @@ class EmbedID : public Function {
     return {detail::take_rows("embed_id", xs[0], ids_, "embed_id's ids (rows of W)")};
   }
   VariableList backward(const VariableList& gys) override;
+  // "ids": the row indices (the function's input is W alone).
+  FunctionAttrs attributes() const override { return {{"ids", ids_}}; }
 
  private:
   Tensor ids_;

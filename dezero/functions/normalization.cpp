@@ -115,6 +115,12 @@ class BatchNorm : public Function {
     }
     return {gx, needs_input_grad(1) ? ggamma : Variable(), needs_input_grad(2) ? gbeta : Variable()};
   }
+  // "running_mean" / "running_var" (C,): handles to the caller's statistics (the layer's
+  // avg_mean / avg_var data); "train" 0 / 1: the mode forward ran in.
+  FunctionAttrs attributes() const override {
+    return {{"eps", eps_}, {"decay", decay_}, {"train", std::int64_t{train_}}, {"running_mean", rm_},
+            {"running_var", rv_}};
+  }
 
  private:
   Tensor rm_, rv_;  // share storage with the caller's running statistics

@@ -37,6 +37,12 @@ namespace {
 struct Window {
   Pair k, s, p;
 };
+// The window as attributes: "kernel_size", "stride", "pad", each {h, w}.
+FunctionAttrs window_attrs(const Window& w) {
+  return {{"kernel_size", std::vector<std::int64_t>{w.k.h, w.k.w}},
+          {"stride", std::vector<std::int64_t>{w.s.h, w.s.w}},
+          {"pad", std::vector<std::int64_t>{w.p.h, w.p.w}}};
+}
 
 class Pooling2DWithIndexes;
 
@@ -111,6 +117,8 @@ class MaxPooling : public Function {
     return {call<Pooling2DGrad>(detail::in(gys[0]), st_, input(0).shape())};
   }
   std::string name() const override { return "Pooling"; }
+  // The padding is zero padding (see above), not ONNX MaxPool's -inf.
+  FunctionAttrs attributes() const override { return window_attrs(st_->w); }
 
  private:
   std::shared_ptr<MaxState> st_;
@@ -144,6 +152,8 @@ class AveragePooling : public Function {
   VariableList backward(const VariableList& gys) override {
     return {call<AveragePoolingGrad>(detail::in(gys[0]), w_, input(0).data(), y_)};
   }
+  // The padded zeros are counted (ONNX's count_include_pad = 1).
+  FunctionAttrs attributes() const override { return window_attrs(w_); }
 
  private:
   Window w_;

@@ -1,6 +1,7 @@
 // dezero/functions/reduce.cpp - sum, sum_to, broadcast_to, average/mean, max, min, clip
 // (DeZero functions.py; steps 39-40).
 #include <algorithm>
+#include <string>
 
 #include "dezero/functions/reduce.hpp"
 
@@ -18,6 +19,14 @@ Shape keepdims_shape(const Shape& in, const Axes& axes) {
   return s;
 }
 
+// A reduction's attributes: "axes" only when not all axes, "keepdims".
+FunctionAttrs axes_attrs(const Axes& axes, bool keepdims) {
+  FunctionAttrs a;
+  if (!axes.is_all()) a.emplace_back("axes", std::vector<std::int64_t>(axes.list().begin(), axes.list().end()));
+  a.emplace_back("keepdims", std::int64_t{keepdims});
+  return a;
+}
+
 class Sum : public Function {
  public:
   Sum(Axes axes, bool keepdims) : axes_(std::move(axes)), keepdims_(keepdims) {}
@@ -27,6 +36,8 @@ class Sum : public Function {
     Variable gy = F::reshape(gys[0], keepdims_shape(xs, axes_));
     return {F::broadcast_to(gy, xs)};
   }
+  // "axes" (absent: all axes), "keepdims" 0 / 1.
+  FunctionAttrs attributes() const override { return axes_attrs(axes_, keepdims_); }
 
  private:
   Axes axes_;
@@ -38,6 +49,7 @@ class SumTo : public Function {
   explicit SumTo(Shape shape) : shape_(std::move(shape)) {}
   TensorList forward(const TensorList& xs) override { return {dezero::sum_to(xs[0], shape_)}; }
   VariableList backward(const VariableList& gys) override { return {F::broadcast_to(gys[0], input(0).shape())}; }
+  FunctionAttrs attributes() const override { return {{"shape", std::vector<std::int64_t>(shape_)}}; }
 
  private:
   Shape shape_;
@@ -48,6 +60,7 @@ class BroadcastTo : public Function {
   explicit BroadcastTo(Shape shape) : shape_(std::move(shape)) {}
   TensorList forward(const TensorList& xs) override { return {dezero::broadcast_to(xs[0], shape_)}; }
   VariableList backward(const VariableList& gys) override { return {F::sum_to(gys[0], input(0).shape())}; }
+  FunctionAttrs attributes() const override { return {{"shape", std::vector<std::int64_t>(shape_)}}; }
 
  private:
   Shape shape_;
@@ -69,6 +82,12 @@ class MaxMin : public Function {
     return {F::broadcast_to(gy, x.shape()) * Variable(cond)};
   }
   std::string name() const override { return max_ ? "Max" : "Min"; }
+  // "axes" (absent: all axes), "keepdims" 0 / 1, "which" "max" / "min".
+  FunctionAttrs attributes() const override {
+    FunctionAttrs a = axes_attrs(axes_, keepdims_);
+    a.emplace_back("which", std::string(max_ ? "max" : "min"));
+    return a;
+  }
 
  private:
   Axes axes_;
@@ -85,6 +104,7 @@ class Clip : public Function {
     Tensor mask = greater_equal(x, lo_) * less_equal(x, hi_);
     return {gys[0] * Variable(mask)};
   }
+  FunctionAttrs attributes() const override { return {{"lo", lo_}, {"hi", hi_}}; }
 
  private:
   double lo_, hi_;

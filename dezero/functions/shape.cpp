@@ -1,6 +1,8 @@
 // dezero/functions/shape.cpp - reshape, transpose, expand_dims, flatten, get_item
 // (DeZero functions.py; steps 38, 47).
+#include <limits>
 #include <numeric>
+#include <string>
 
 #include "dezero/functions/shape.hpp"
 
@@ -15,6 +17,8 @@ class Reshape : public Function {
   explicit Reshape(Shape shape) : shape_(std::move(shape)) {}
   TensorList forward(const TensorList& xs) override { return {xs[0].reshape(shape_)}; }
   VariableList backward(const VariableList& gys) override { return {F::reshape(gys[0], input(0).shape())}; }
+  // "shape": as given (one extent may be -1).
+  FunctionAttrs attributes() const override { return {{"shape", std::vector<std::int64_t>(shape_)}}; }
 
  private:
   Shape shape_;
@@ -31,6 +35,10 @@ class Transpose : public Function {
     for (int i = 0; i < n; ++i) inv[((axes_[i] % n) + n) % n] = i;  // argsort of the normalised axes
     return {F::transpose(gys[0], inv)};
   }
+  // "axes": the permutation; empty for the axes reversed.
+  FunctionAttrs attributes() const override {
+    return {{"axes", std::vector<std::int64_t>(axes_.begin(), axes_.end())}};
+  }
 
  private:
   std::vector<int> axes_;
@@ -43,6 +51,35 @@ class GetItem : public Function {
   explicit GetItem(Indices ix) : ix_(std::move(ix)) {}
   TensorList forward(const TensorList& xs) override { return {dezero::get_item(xs[0], ix_)}; }
   VariableList backward(const VariableList& gys) override;
+  // "index": one letter per entry (i integer, s slice, e ellipsis, n newaxis, a array);
+  // "integers" the integers; "starts", "stops", "steps" the slices, an omitted bound as
+  // INT64_MIN; "array_<k>" the k-th index array.
+  FunctionAttrs attributes() const override {
+    constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::min();
+    std::string kinds;
+    std::vector<std::int64_t> integers, starts, stops, steps;
+    FunctionAttrs arrays;
+    for (const Index& e : ix_) {
+      switch (e.kind()) {
+        case Index::Kind::Integer: kinds += 'i'; integers.push_back(e.integer()); break;
+        case Index::Kind::Slice:
+          kinds += 's';
+          starts.push_back(e.slice().start.value_or(kNone));
+          stops.push_back(e.slice().stop.value_or(kNone));
+          steps.push_back(e.slice().step);
+          break;
+        case Index::Kind::EllipsisMark: kinds += 'e'; break;
+        case Index::Kind::NewAxis: kinds += 'n'; break;
+        case Index::Kind::Array:
+          kinds += 'a';
+          arrays.emplace_back("array_" + std::to_string(arrays.size()), e.array());
+          break;
+      }
+    }
+    FunctionAttrs a{{"index", kinds}, {"integers", integers}, {"starts", starts}, {"stops", stops}, {"steps", steps}};
+    a.insert(a.end(), arrays.begin(), arrays.end());
+    return a;
+  }
 
  private:
   Indices ix_;
