@@ -5,6 +5,7 @@
 // written by tools/make_fixtures.py). Op tests run on every available device.
 #include <array>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "dezero/tensor/fused.hpp"    // detail::sigmoid_grad
@@ -670,6 +671,22 @@ TEST_CASE("tensor: transpose with and without axes") {
 }
 
 // --- indexing ----------------------------------------------------------------------------------
+TEST_CASE("tensor: a slice step far past the axis picks one element, as NumPy's x[::2**62]") {
+  // The step is clamped to the axis length before it is multiplied by the stride: without the clamp
+  // step * stride overflows (UBSan in the sanitizer build) and the offset of the result is garbage.
+  const std::int64_t huge = std::int64_t(1) << 62;
+  Tensor x = arange(12.0).reshape({3, 4});
+  Tensor a = get_item(x, {Slice(), Slice(std::nullopt, std::nullopt, huge)});
+  CHECK(a.shape() == Shape{3, 1});
+  CHECK(a.to_vector<double>() == std::vector<double>{0, 4, 8});
+  Tensor b = get_item(x, {Slice(std::nullopt, std::nullopt, -huge), Slice(1, 3)});
+  CHECK(b.shape() == Shape{1, 2});
+  CHECK(b.to_vector<double>() == std::vector<double>{9, 10});
+  Tensor c = get_item(x, {Slice(1, std::nullopt, std::numeric_limits<std::int64_t>::max())});
+  CHECK(c.shape() == Shape{1, 4});
+  CHECK(c.to_vector<double>() == std::vector<double>{4, 5, 6, 7});
+}
+
 TEST_CASE("tensor: NumPy indexing (ints, slices, negative steps, Ellipsis, newaxis, arrays)") {
   dzt::on_each_device([](Device dev) {
     Tensor x = arange(60, std::nullopt, dev).reshape({3, 4, 5});

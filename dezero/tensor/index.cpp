@@ -148,6 +148,9 @@ IndexPlan plan(const char* op, const Tensor& x, const Indices& ix) {
         const Slice& s = i.slice();
         std::int64_t n = x.shape()[dim], step = s.step;
         if (step == 0) throw ValueError(std::string(op) + ": slice step cannot be zero");
+        // A step past the axis length picks the same one element as a step of the length itself; the
+        // clamp keeps step * stride and the length arithmetic below from overflowing (x[::2**62]).
+        step = std::min(std::max(step, -std::max<std::int64_t>(n, 1)), std::max<std::int64_t>(n, 1));
         std::int64_t start, stop;
         auto clampi = [&](std::int64_t v, std::int64_t lo, std::int64_t hi) { return std::min(std::max(v, lo), hi); };
         if (step > 0) {
