@@ -51,6 +51,12 @@ if(NOT BUILD_SHARED_LIBS)
 endif()
 configure_file(${CMAKE_CURRENT_LIST_DIR}/dezero.pc.in ${CMAKE_CURRENT_BINARY_DIR}/dezero.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/dezero.pc DESTINATION ${dezero_pc_dir})
+# dezero-onnx.pc: libdezero_onnx, when the build has it (a shared one; a static libdezero_onnx.a
+# would also need libonnx and protobuf under Libs.private).
+if(DEZERO_WITH_ONNX)
+  configure_file(${CMAKE_CURRENT_LIST_DIR}/dezero-onnx.pc.in ${CMAKE_CURRENT_BINARY_DIR}/dezero-onnx.pc @ONLY)
+  install(FILES ${CMAKE_CURRENT_BINARY_DIR}/dezero-onnx.pc DESTINATION ${dezero_pc_dir})
+endif()
 
 # --- the Debian package (cpack -G DEB) ----------------------------------------------------
 # Only for a top-level build: a project that adds dezero with add_subdirectory or FetchContent
@@ -79,7 +85,8 @@ set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION libdevel)
 # Depends is computed by dpkg-shlibdeps from what libdezero.so NEEDs (libc6, libstdc++6, libgomp1,
-# zlib1g, libdnnl2 with oneDNN): never written by hand. The CUDA libraries are not NEEDed (the
+# zlib1g, libdnnl2 with oneDNN; libonnx1 and libprotobuf32 for libdezero_onnx, Open MPI's
+# libraries for libdezero_mn): never written by hand. The CUDA libraries are not NEEDed (the
 # runtime is linked statically, cuBLAS/cuRAND/NVRTC/cuDNN are dlopen()ed), nor are libcurl,
 # libjpeg and libarchive, so the package requires none of them; tests/packaging checks it.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)

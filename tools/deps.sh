@@ -29,6 +29,10 @@ DEZERO_PACKAGING_PACKAGES=(pkgconf dpkg-dev file)
 DEZERO_DOCS_PACKAGES=(doxygen)
 # dezero::mn (data-parallel training, libdezero_mn) and its tests under mpirun: Open MPI.
 DEZERO_MPI_PACKAGES=(libopenmpi-dev openmpi-bin)
+# dezero::onnx (ONNX import and export, libdezero_onnx; optional to the build, -DDEZERO_ONNX) and its
+# tests: libonnx and protobuf to build; ONNX's own node tests as the judge (libonnx-testdata);
+# OpenCV's dnn as an independent reader of exported models.
+DEZERO_ONNX_PACKAGES=(libonnx-dev libprotobuf-dev libonnx-testdata libopencv-dnn-dev)
 # The fuzz targets (tests/fuzz, tools/fuzz.sh): clang with libFuzzer and its OpenMP runtime.
 DEZERO_FUZZ_PACKAGES=(clang libclang-rt-dev libomp-dev)
 # The examples' figures (examples/common/plot.hpp runs gnuplot; without it they write the

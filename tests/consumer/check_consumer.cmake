@@ -95,3 +95,4 @@ endfunction()
 run_consumer(consumer)
 run_consumer(consumer_cxx20)  # DeZero's keywords as C++20 designated initializers (cxx20.cpp)
 run_consumer(consumer_mn OPTIONAL)  # dezero::mn when the package has it: one MPI process, no mpirun
+run_consumer(consumer_onnx OPTIONAL)  # dezero::onnx when the package has it: an export / import round trip

@@ -1,0 +1,345 @@
+// dezero/onnx/import_ops_math.cpp - internal: the importer's element-wise math, comparisons and
+// logic, Where, Clip, Softmax / LogSoftmax, reductions and ArgMax / ArgMin (register_math_ops,
+// ops.hpp).
+//
+// Floating-point values go through DeZero Functions (dezero::F and onnx/functions.hpp), so an
+// imported graph differentiates. Integer values (shapes, indices, flags) are computed directly
+// on Tensors and carry no gradient; ONNX's bool is dezero's int64 0/1 (proto.cpp reads it so).
+// Besides the ops the table has the comparisons, logic, Where and ArgMax/ArgMin that
+// exporters and ONNX's function expansions use. Where an op changed between opsets 7 and 17
+// (Softmax's 2-d coercion before 13, ReduceSum's axes that became an input in 13, Clip's bounds
+// in 11) the table has one OpDef per form.
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "dezero/functions.hpp"
+#include "dezero/onnx/functions.hpp"
+#include "dezero/onnx/import_util.hpp"
+#include "dezero/onnx/ops.hpp"
+
+namespace dezero::onnx::detail {
+
+namespace {
+
+// --- element-wise -------------------------------------------------------------------------------
+using VarBinary = Variable (*)(const Variable&, const Variable&);
+using TenBinary = Tensor (*)(const Tensor&, const Tensor&);
+
+Tensor int_div(const Tensor& a, const Tensor& b) {  // ONNX's integer Div truncates toward zero
+  return (a.astype(float64) / b.astype(float64)).astype(promote_types(a.dtype(), b.dtype()));
+}
+
+OpDef binary(const std::string& name, int min_opset, VarBinary vf, TenBinary tf) {
+  OpDef d;
+  d.op_type = name;
+  d.min_opset = min_opset;
+  d.run = [vf, tf](OpContext& ctx) -> VariableList {
+    const Variable& a = ctx.input(0);
+    const Variable& b = ctx.input(1);
+    if (is_int(a) && is_int(b)) return {fixed(tf(a.data(), on(b.data(), a.device())))};
+    return {vf(a, b)};
+  };
+  return d;
+}
+
+using VarUnary = Variable (*)(const Variable&);
+using TenUnary = Tensor (*)(const Tensor&);
+
+// A float op; an integer input is computed on Tensors by `tf` (or refused when there is none).
+OpDef unary(const std::string& name, int min_opset, VarUnary vf, TenUnary tf = nullptr) {
+  OpDef d;
+  d.op_type = name;
+  d.min_opset = min_opset;
+  d.run = [vf, tf, name](OpContext& ctx) -> VariableList {
+    const Variable& x = ctx.input(0);
+    if (is_int(x)) {
+      if (!tf) ctx.unsupported(name + " of an integer tensor (" + dtype_name(x.dtype()) + ")");
+      return {fixed(tf(x.data()))};
+    }
+    return {vf(x)};
+  };
+  return d;
+}
+
+Variable neg_v(const Variable& x) { return F::neg(x); }
+Tensor neg_t(const Tensor& x) { return -x; }
+Variable exp_v(const Variable& x) { return F::exp(x); }
+Variable log_v(const Variable& x) { return F::log(x); }
+Variable sin_v(const Variable& x) { return F::sin(x); }
+Variable cos_v(const Variable& x) { return F::cos(x); }
+Variable tanh_v(const Variable& x) { return F::tanh(x); }
+Variable sigmoid_v(const Variable& x) { return F::sigmoid(x); }
+Variable relu_v(const Variable& x) { return F::relu(x); }
+Tensor relu_t(const Tensor& x) { return dezero::relu(x); }
+Variable sqrt_v(const Variable& x) { return sqrt(x); }
+Variable abs_v(const Variable& x) { return abs(x); }
+Tensor abs_t(const Tensor& x) { return dezero::abs(x); }
+Variable reciprocal_v(const Variable& x) { return F::rdiv(x, 1.0); }
+
+Variable add_v(const Variable& a, const Variable& b) { return F::add(a, b); }
+Variable sub_v(const Variable& a, const Variable& b) { return F::sub(a, b); }
+Variable mul_v(const Variable& a, const Variable& b) { return F::mul(a, b); }
+Variable div_v(const Variable& a, const Variable& b) { return F::div(a, b); }
+Tensor add_t(const Tensor& a, const Tensor& b) { return a + b; }
+Tensor sub_t(const Tensor& a, const Tensor& b) { return a - b; }
+Tensor mul_t(const Tensor& a, const Tensor& b) { return a * b; }
+
+// Max / Min / Sum / Mean of one or more inputs, folded left to right.
+OpDef variadic(const std::string& name, int min_opset, VarBinary vf, TenBinary tf, bool mean = false) {
+  OpDef d;
+  d.op_type = name;
+  d.min_opset = min_opset;
+  d.run = [vf, tf, mean](OpContext& ctx) -> VariableList {
+    if (ctx.num_inputs() == 0) ctx.malformed("needs at least one input");
+    const bool ints = int_inputs(ctx);
+    Variable acc = ctx.input(0);
+    for (std::size_t i = 1; i < ctx.num_inputs(); ++i) {
+      const Variable& x = ctx.input(i);
+      acc = ints ? fixed(tf(acc.data(), on(x.data(), acc.device()))) : vf(acc, x);
+    }
+    if (mean && ctx.num_inputs() > 1) {
+      if (ints) ctx.unsupported("Mean of integer tensors");
+      acc = F::div(acc, static_cast<double>(ctx.num_inputs()));
+    }
+    return {acc};
+  };
+  return d;
+}
+
+Variable max_v(const Variable& a, const Variable& b) { return maximum(a, b); }
+Variable min_v(const Variable& a, const Variable& b) { return minimum(a, b); }
+Tensor max_t(const Tensor& a, const Tensor& b) { return dezero::maximum(a, b); }
+Tensor min_t(const Tensor& a, const Tensor& b) { return dezero::minimum(a, b); }
+
+// Comparisons and logic give ONNX's bool as int64 0/1.
+OpDef compare(const std::string& name, int min_opset, TenBinary tf) {
+  OpDef d;
+  d.op_type = name;
+  d.min_opset = min_opset;
+  d.run = [tf](OpContext& ctx) -> VariableList {
+    const Tensor& a = ctx.input(0).data();
+    return {fixed(tf(a, on(ctx.input(1).data(), a.device())).astype(int64))};
+  };
+  return d;
+}
+
+Tensor eq_t(const Tensor& a, const Tensor& b) { return dezero::equal(a, b); }
+Tensor gt_t(const Tensor& a, const Tensor& b) { return dezero::greater(a, b); }
+Tensor ge_t(const Tensor& a, const Tensor& b) { return dezero::greater_equal(a, b); }
+Tensor lt_t(const Tensor& a, const Tensor& b) { return dezero::less(a, b); }
+Tensor le_t(const Tensor& a, const Tensor& b) { return dezero::less_equal(a, b); }
+Tensor and_t(const Tensor& a, const Tensor& b) { return flag(a) * flag(b); }
+Tensor or_t(const Tensor& a, const Tensor& b) { return flag(flag(a) + flag(b)); }
+Tensor xor_t(const Tensor& a, const Tensor& b) { return dezero::not_equal(flag(a), flag(b)); }
+
+// --- softmax ------------------------------------------------------------------------------------
+// Before opset 13 the input is coerced to 2-d at `axis` (default 1) and normalised over the
+// second axis; from 13 over the one axis (default -1).
+OpDef softmax_def(const std::string& name, bool log, bool v13) {
+  OpDef d;
+  d.op_type = name;
+  d.min_opset = v13 ? 13 : 7;
+  d.max_opset = v13 ? 17 : 12;
+  d.attributes = {"axis"};
+  d.run = [log, v13](OpContext& ctx) -> VariableList {
+    const Variable& x = ctx.input(0);
+    const int r = x.ndim();
+    if (r == 0) ctx.malformed("needs an input of rank 1 or more, got a 0-d tensor");
+    if (v13) {
+      const int axis = axis_in(ctx, ctx.attrs().i("axis", -1), r);
+      return {log ? F::log_softmax(x, axis) : F::softmax(x, axis)};
+    }
+    const std::int64_t a = ctx.attrs().i("axis", 1);
+    if (a < -r || a > r) ctx.malformed("axis " + std::to_string(a) + " is out of range for rank " + std::to_string(r));
+    const int axis = static_cast<int>(a < 0 ? a + r : a);
+    std::int64_t n = 1, m = 1;
+    for (int i = 0; i < r; ++i) (i < axis ? n : m) *= x.shape()[static_cast<std::size_t>(i)];
+    Variable x2 = F::reshape(x, Shape{n, m});
+    Variable y = log ? F::log_softmax(x2, 1) : F::softmax(x2, 1);
+    return {F::reshape(y, x.shape())};
+  };
+  return d;
+}
+
+// --- reductions ---------------------------------------------------------------------------------
+enum class Reduce { Sum, Max, Min, Mean };
+
+// Axes from the attribute (every Reduce* before 13, all but ReduceSum up to 17) or from input 1
+// (ReduceSum from 13, with noop_with_empty_axes).
+OpDef reduce_def(const std::string& name, Reduce kind, bool axes_input) {
+  OpDef d;
+  d.op_type = name;
+  if (axes_input) {
+    d.min_opset = 13;
+    d.attributes = {"keepdims", "noop_with_empty_axes"};
+  } else {
+    d.max_opset = kind == Reduce::Sum ? 12 : 17;
+    d.attributes = {"axes", "keepdims"};
+  }
+  d.run = [kind, axes_input](OpContext& ctx) -> VariableList {
+    const Variable& x = ctx.input(0);
+    const bool keepdims = ctx.attrs().i("keepdims", 1) != 0;
+    std::vector<std::int64_t> axes;
+    if (axes_input) {
+      if (ctx.has_input(1)) axes = ctx.int_list(1);
+      if (axes.empty() && ctx.attrs().i("noop_with_empty_axes", 0) != 0) return {x};
+    } else {
+      axes = ctx.attrs().ints("axes");
+    }
+    Axes ax;  // all axes
+    if (!axes.empty()) {
+      std::vector<int> list;
+      for (std::int64_t a : axes) list.push_back(axis_in(ctx, a, x.ndim(), "reduction axis"));
+      ax = Axes(list);
+    }
+    if (is_int(x)) {
+      const Tensor& t = x.data();
+      switch (kind) {
+        case Reduce::Sum: return {fixed(dezero::sum(t, ax, keepdims))};
+        case Reduce::Max: return {fixed(dezero::max(t, ax, keepdims))};
+        case Reduce::Min: return {fixed(dezero::min(t, ax, keepdims))};
+        case Reduce::Mean: return {fixed(dezero::mean(t, ax, keepdims).astype(t.dtype()))};
+      }
+    }
+    switch (kind) {
+      case Reduce::Sum: return {F::sum(x, ax, keepdims)};
+      case Reduce::Max: return {F::max(x, ax, keepdims)};
+      case Reduce::Min: return {F::min(x, ax, keepdims)};
+      case Reduce::Mean: break;
+    }
+    return {F::mean(x, ax, keepdims)};
+  };
+  return d;
+}
+
+// ArgMax / ArgMin along one axis, int64; select_last_index searches the flipped axis.
+OpDef arg_def(bool is_max, bool v12) {
+  OpDef d;
+  d.op_type = is_max ? "ArgMax" : "ArgMin";
+  d.min_opset = v12 ? 12 : 7;
+  d.max_opset = v12 ? 17 : 11;
+  d.attributes = {"axis", "keepdims"};
+  if (v12) d.attributes.push_back("select_last_index");
+  d.run = [is_max, v12](OpContext& ctx) -> VariableList {
+    Tensor x = ctx.input(0).data();
+    if (x.ndim() == 0) ctx.malformed("needs an input of rank 1 or more, got a 0-d tensor");
+    const int axis = axis_in(ctx, ctx.attrs().i("axis", 0), x.ndim());
+    const bool last = v12 && ctx.attrs().i("select_last_index", 0) != 0;
+    if (last) {
+      Indices flip(static_cast<std::size_t>(axis), Index(Slice()));
+      flip.emplace_back(Slice(std::nullopt, std::nullopt, -1));
+      x = dezero::get_item(x, flip);
+    }
+    Tensor i = is_max ? x.argmax(axis) : x.argmin(axis);
+    if (last) i = (static_cast<double>(x.shape()[static_cast<std::size_t>(axis)] - 1) - i).astype(int64);
+    if (ctx.attrs().i("keepdims", 1) != 0) i = expand_dims(i, axis);
+    return {fixed(i)};
+  };
+  return d;
+}
+
+}  // namespace
+
+// --- the table ----------------------------------------------------------------------------------
+void register_math_ops(OpTable& table) {
+  // element-wise arithmetic (numpy broadcasting from opset 7)
+  table.push_back(binary("Add", 7, add_v, add_t));
+  table.push_back(binary("Sub", 7, sub_v, sub_t));
+  table.push_back(binary("Mul", 7, mul_v, mul_t));
+  table.push_back(binary("Div", 7, div_v, int_div));
+  table.push_back(unary("Neg", 7, neg_v, neg_t));
+  table.push_back(unary("Exp", 7, exp_v));
+  table.push_back(unary("Log", 7, log_v));
+  table.push_back(unary("Sin", 7, sin_v));
+  table.push_back(unary("Cos", 7, cos_v));
+  table.push_back(unary("Tanh", 7, tanh_v));
+  table.push_back(unary("Sigmoid", 7, sigmoid_v));
+  table.push_back(unary("Relu", 7, relu_v, relu_t));
+  table.push_back(unary("Sqrt", 7, sqrt_v));
+  table.push_back(unary("Abs", 7, abs_v, abs_t));
+  table.push_back(unary("Reciprocal", 7, reciprocal_v));
+  table.push_back(simple("LeakyRelu", 7, 17, {"alpha"}, [](OpContext& ctx) -> VariableList {
+    return {F::leaky_relu(ctx.input(0), ctx.attrs().f("alpha", 0.01f))};
+  }));
+  // Pow: the result has the base's type; an integer base is computed on Tensors. A fixed
+  // one-element exponent (PyTorch's x ** 2: a Constant) is F::pow's constant exponent.
+  table.push_back(simple("Pow", 7, 17, {}, [](OpContext& ctx) -> VariableList {
+    const Variable& x = ctx.input(0);
+    const Variable& y = ctx.input(1);
+    if (is_int(x)) {
+      Tensor r = dezero::pow(x.data().astype(float64), on(y.data(), x.device()).astype(float64));
+      return {fixed(r.astype(x.dtype()))};
+    }
+    if (!y.requires_grad() && !y.creator() && y.size() == 1 && y.ndim() <= x.ndim())
+      return {F::pow(x, y.data().to_cpu().astype(float64).item<double>())};
+    return {pow(x, y)};
+  }));
+  table.push_back(variadic("Max", 7, max_v, max_t));
+  table.push_back(variadic("Min", 7, min_v, min_t));
+  table.push_back(variadic("Sum", 7, add_v, add_t));
+  table.push_back(variadic("Mean", 7, add_v, add_t, true));
+
+  // Clip: bounds as attributes before 11, as optional inputs from 11.
+  table.push_back(simple(
+      "Clip", 7, 10, {"min", "max"},
+      [](OpContext& ctx) -> VariableList {
+        const double lo = ctx.attrs().f("min", std::numeric_limits<float>::lowest());
+        const double hi = ctx.attrs().f("max", std::numeric_limits<float>::max());
+        const Variable& x = ctx.input(0);
+        if (is_int(x)) return {fixed(dezero::clip(x.data(), std::min(lo, hi), hi).astype(x.dtype()))};
+        return {lo > hi ? F::clip(x, hi, hi) : F::clip(x, lo, hi)};
+      }));
+  table.push_back(simple("Clip", 11, 17, {}, [](OpContext& ctx) -> VariableList {
+    const double inf = std::numeric_limits<double>::infinity();
+    const double lo = ctx.has_input(1) ? scalar_input(ctx, 1) : -inf;
+    const double hi = ctx.has_input(2) ? scalar_input(ctx, 2) : inf;
+    const Variable& x = ctx.input(0);
+    if (is_int(x)) return {fixed(dezero::clip(x.data(), std::min(lo, hi), hi).astype(x.dtype()))};
+    return {lo > hi ? F::clip(x, hi, hi) : F::clip(x, lo, hi)};
+  }));
+
+  // comparisons and logic (bool as int64 0/1)
+  table.push_back(compare("Equal", 7, eq_t));
+  table.push_back(compare("Greater", 7, gt_t));
+  table.push_back(compare("Less", 7, lt_t));
+  table.push_back(compare("GreaterOrEqual", 12, ge_t));
+  table.push_back(compare("LessOrEqual", 12, le_t));
+  table.push_back(compare("And", 7, and_t));
+  table.push_back(compare("Or", 7, or_t));
+  table.push_back(compare("Xor", 7, xor_t));
+  table.push_back(simple("Not", 7, 17, {}, [](OpContext& ctx) -> VariableList {
+    const Tensor& x = ctx.input(0).data();
+    return {fixed(dezero::equal(x, zeros_like(x)).astype(int64))};
+  }));
+  table.push_back(simple("Where", 9, 17, {}, [](OpContext& ctx) -> VariableList {
+    const Variable& a = ctx.input(1);
+    const Variable& b = ctx.input(2);
+    Tensor cond = on(ctx.input(0).data(), a.device());
+    if (is_int(a) && is_int(b)) return {fixed(dezero::where(cond, a.data(), on(b.data(), a.device())))};
+    return {where(cond, a, b)};
+  }));
+
+  // softmax
+  table.push_back(softmax_def("Softmax", false, false));
+  table.push_back(softmax_def("Softmax", false, true));
+  table.push_back(softmax_def("LogSoftmax", true, false));
+  table.push_back(softmax_def("LogSoftmax", true, true));
+
+  // reductions
+  table.push_back(reduce_def("ReduceSum", Reduce::Sum, false));
+  table.push_back(reduce_def("ReduceSum", Reduce::Sum, true));
+  table.push_back(reduce_def("ReduceMax", Reduce::Max, false));
+  table.push_back(reduce_def("ReduceMin", Reduce::Min, false));
+  table.push_back(reduce_def("ReduceMean", Reduce::Mean, false));
+
+  // the index of the largest / smallest element
+  table.push_back(arg_def(true, false));
+  table.push_back(arg_def(true, true));
+  table.push_back(arg_def(false, false));
+  table.push_back(arg_def(false, true));
+}
+
+}  // namespace dezero::onnx::detail

@@ -1,0 +1,158 @@
+// dezero/onnx/model_file.cpp - the importer's file access: a .onnx file is read whole (at most
+// protobuf's 2 GiB) and parsed; external data is read with pread from a file that must lie in the
+// model's folder.
+//
+// Not here: what the model means (import.cpp), TensorProto decoding (proto.cpp).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "dezero/error.hpp"
+#include "dezero/onnx/model_file.hpp"
+
+namespace dezero::onnx::detail {
+namespace {
+
+// protobuf parses at most 2 GiB; larger weights belong in external data.
+constexpr std::int64_t kMaxModelBytes = (std::int64_t(1) << 31) - 1;
+
+std::string errno_text() { return std::strerror(errno); }
+
+// Reads a whole regular file, refusing one larger than `cap` bytes.
+std::string read_file(const std::string& path, std::int64_t cap, const std::string& what) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw IOError("onnx import: cannot open " + what + " '" + path + "': " + errno_text());
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw IOError("onnx import: cannot stat " + what + " '" + path + "': " + errno_text());
+  if (!S_ISREG(st.st_mode)) throw IOError("onnx import: " + what + " '" + path + "' is not a regular file");
+  if (st.st_size > cap)
+    throw IOError("onnx import: " + what + " '" + path + "' has " + std::to_string(st.st_size) +
+                  " bytes, more than the " + std::to_string(cap) +
+                  " a model file may have; hint: keep large weights in external data");
+  std::string buf(static_cast<std::size_t>(st.st_size), '\0');
+  std::size_t got = 0;
+  while (got < buf.size()) {
+    ssize_t r = ::read(fd, &buf[got], buf.size() - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) throw IOError("onnx import: cannot read " + what + " '" + path + "': " + errno_text());
+    if (r == 0) break;
+    got += static_cast<std::size_t>(r);
+  }
+  buf.resize(got);
+  return buf;
+}
+
+bool parse_decimal(const std::string& s, std::uint64_t& out) {
+  if (s.empty() || s.size() > 19 || s.find_first_not_of("0123456789") != std::string::npos) return false;
+  out = std::stoull(s);
+  return true;
+}
+
+std::string dirname_of(const std::string& path) {
+  auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+}  // namespace
+
+// --- the model file -------------------------------------------------------------------------------
+void read_model_file(const std::string& path, const std::string& where, ::onnx::ModelProto& proto) {
+  std::string bytes = read_file(path, kMaxModelBytes, "model file");
+  if (!proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    throw IOError(where + " is not a valid ONNX model (protobuf parsing failed: truncated or corrupt file)");
+  if (!proto.has_graph() || proto.ir_version() <= 0)
+    throw IOError(where + " is not an ONNX model (no " + (proto.has_graph() ? "ir_version" : "graph") +
+                  "); hint: is it a .onnx file?");
+}
+
+std::string model_folder(const std::string& path, const std::string& where) {
+  char resolved[PATH_MAX];
+  std::string dir = dirname_of(path);
+  if (!::realpath(dir.c_str(), resolved))
+    throw IOError(where + ": cannot resolve the model's folder '" + dir + "': " + errno_text());
+  return resolved;
+}
+
+// --- external data --------------------------------------------------------------------------------
+std::string read_external_data(const ::onnx::TensorProto& t, const std::string& dir_real, const std::string& where) {
+  std::string location;
+  std::uint64_t offset = 0, length = 0;
+  bool has_length = false;
+  const std::string who = where + ": tensor '" + t.name() + "'";
+  for (const auto& kv : t.external_data()) {
+    if (kv.key() == "location") {
+      location = kv.value();
+    } else if (kv.key() == "offset") {
+      if (!parse_decimal(kv.value(), offset))
+        throw ValueError(who + ": external data offset '" + kv.value() + "' is not a number");
+    } else if (kv.key() == "length") {
+      if (!parse_decimal(kv.value(), length))
+        throw ValueError(who + ": external data length '" + kv.value() + "' is not a number");
+      has_length = true;
+    }
+  }
+  if (location.empty()) throw ValueError(who + ": external data without a location");
+  if (location.find('\0') != std::string::npos) throw ValueError(who + ": external data location holds a NUL");
+  if (location[0] == '/' || location[0] == '\\')
+    throw ValueError(who + ": external data location '" + location +
+                     "' is an absolute path; hint: external data must lie in the model's folder");
+  std::size_t start = 0;
+  while (start <= location.size()) {
+    std::size_t end = location.find_first_of("/\\", start);
+    if (end == std::string::npos) end = location.size();
+    if (location.compare(start, end - start, "..") == 0 && end - start == 2)
+      throw ValueError(who + ": external data location '" + location +
+                       "' contains '..'; hint: external data must lie in the model's folder");
+    start = end + 1;
+  }
+  const std::string joined = dir_real + "/" + location;
+  char resolved[PATH_MAX];
+  if (!::realpath(joined.c_str(), resolved))
+    throw IOError(who + ": cannot open external data '" + location + "': " + errno_text());
+  const std::string real = resolved;
+  if (real.compare(0, dir_real.size() + 1, dir_real + "/") != 0 && !(dir_real == "/" && real[0] == '/'))
+    throw ValueError(who + ": external data '" + location + "' resolves to '" + real +
+                     "', outside the model's folder '" + dir_real + "' (a symbolic link?); refused");
+  int fd = ::open(real.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) throw IOError(who + ": cannot open external data '" + real + "': " + errno_text());
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+    throw IOError(who + ": external data '" + real + "' is not a regular file");
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  if (offset > size)
+    throw ValueError(who + ": external data offset " + std::to_string(offset) + " is past the end of '" + real +
+                     "' (" + std::to_string(size) + " bytes)");
+  if (!has_length) length = size - offset;
+  if (length > size - offset)
+    throw ValueError(who + ": external data [" + std::to_string(offset) + ", +" + std::to_string(length) +
+                     ") runs past the end of '" + real + "' (" + std::to_string(size) + " bytes)");
+  if (length > (std::uint64_t(8) << 30)) throw ValueError(who + ": external data of more than 8 GiB");
+  std::string buf(static_cast<std::size_t>(length), '\0');
+  std::size_t got = 0;
+  while (got < buf.size()) {
+    ssize_t r = ::pread(fd, &buf[got], buf.size() - got, static_cast<off_t>(offset + got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) throw IOError(who + ": cannot read external data '" + real + "': " + (r < 0 ? errno_text() : "short file"));
+    got += static_cast<std::size_t>(r);
+  }
+  return buf;
+}
+
+}  // namespace dezero::onnx::detail

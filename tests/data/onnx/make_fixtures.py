@@ -1,0 +1,201 @@
+#!/usr/bin/python3
+"""make_fixtures.py - models exported by PyTorch for tests/onnx/test_onnx_pytorch.cpp (issue 30:
+"import of a PyTorch-exported model matches PyTorch's outputs to 1e-5 and its parameter gradients
+to 1e-4 relative").
+
+Run at development time (Debian's python3-torch 1.13, python3-onnx 1.12):
+    /usr/bin/python3 tests/data/onnx/make_fixtures.py
+It rewrites, next to itself, for each model <name> in (mlp, lenet, bn_cnn):
+  <name>.onnx  torch.onnx.export, opset 13, the batch axis of input and output dynamic ("batch"),
+               do_constant_folding as PyTorch's default (on); input "input", output "output"
+  <name>.npz   float32 arrays (deflated, fixed timestamps: a rerun writes the same bytes):
+                 x3, x5           input batches of 3 and 5 samples
+                 y3, y5           PyTorch's outputs for them (eval mode)
+                 w3               a fixed random weight, the shape of y3
+                 gx3              d sum(y3 * w3) / d x3
+                 g/<init>         d sum(y3 * w3) / d <parameter>, keyed by the ONNX initializer
+                                  name PyTorch wrote for it ("fc1.weight", "bn1.bias", ...)
+               and for bn_cnn, one forward of x5 in training mode (batch statistics):
+                 y5_train         its output
+                 train/<init>     the running mean and variance it leaves (momentum 0.1, the
+                                  unbiased batch variance: what fine-tuning in train mode does)
+  bn_cnn_x.npy x5[0] of bn_cnn, (3, 16, 16): a .npy input for examples/onnx_run's CTest
+  <name>.txt   the ONNX initializer names in the file's order, one a line, each marked "param" (a
+               trained parameter, with a gradient g/<init>) or "stat" (BatchNorm's running mean
+               and variance); the script checks that each initializer holds the module's value.
+
+The models:
+  mlp     784-100-10: Linear, ReLU, Linear (PyTorch writes Gemm)
+  lenet   (N, 1, 28, 28): conv 5x5 (6), ReLU, max pool 2, conv 5x5 (16), ReLU, max pool 2,
+          x.view(x.size(0), -1) (Shape, Gather, Unsqueeze, Concat, Reshape), Linear 256-120-84-10
+  bn_cnn  (N, 3, 16, 16): conv 3x3 pad 1 (8), BatchNorm2d, ReLU, AvgPool2d(3, stride 2, pad 1)
+          (count_include_pad: PyTorch writes Pad then AveragePool), conv 3x3 (16), BatchNorm2d, ReLU,
+          mean over H and W (ReduceMean), Linear 16-10. The BatchNorms run in eval mode with
+          running statistics from a few training forwards, and non-trivial gamma and beta.
+
+bn_cnn is exported with training=TrainingMode.PRESERVE (the model is in eval mode, so BN is the
+inference form): PyTorch's default (EVAL) folds each BatchNorm into the convolution before it,
+which leaves no BatchNormalization node and initializers that are not the model's parameters.
+(PRESERVE with constant folding makes PyTorch warn that a model in training mode may fold its
+parameters; this one is in eval mode, and export() checks every initializer against the
+module: the warning is silenced.)
+"""
+import copy
+import io
+import os
+import warnings
+import zipfile
+
+import numpy as np
+import onnx
+import onnx.numpy_helper
+import torch
+import torch.nn as nn
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OPSET = 13
+
+
+# --- the models -----------------------------------------------------------------------------------
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(784, 100)
+        self.fc2 = nn.Linear(100, 10)
+
+    def forward(self, x):  # x: (N, 784)
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+class LeNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 6, 5)
+        self.conv2 = nn.Conv2d(6, 16, 5)
+        self.fc1 = nn.Linear(16 * 4 * 4, 120)
+        self.fc2 = nn.Linear(120, 84)
+        self.fc3 = nn.Linear(84, 10)
+
+    def forward(self, x):  # x: (N, 1, 28, 28)
+        x = torch.max_pool2d(torch.relu(self.conv1(x)), 2)  # (N, 6, 12, 12)
+        x = torch.max_pool2d(torch.relu(self.conv2(x)), 2)  # (N, 16, 4, 4)
+        x = x.view(x.size(0), -1)                            # (N, 256)
+        x = torch.relu(self.fc1(x))
+        x = torch.relu(self.fc2(x))
+        return self.fc3(x)
+
+
+class BnCNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.pool = nn.AvgPool2d(3, stride=2, padding=1)
+        self.conv2 = nn.Conv2d(8, 16, 3)
+        self.bn2 = nn.BatchNorm2d(16)
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):  # x: (N, 3, 16, 16)
+        x = self.pool(torch.relu(self.bn1(self.conv1(x))))  # (N, 8, 8, 8)
+        x = torch.relu(self.bn2(self.conv2(x)))             # (N, 16, 6, 6)
+        x = x.mean(dim=(2, 3))                              # (N, 16)
+        return self.fc(x)
+
+
+# --- files ----------------------------------------------------------------------------------------
+def save_npz(path, arrays):
+    """np.savez_compressed's layout ("<key>.npy" members, deflated) with fixed timestamps."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for key in sorted(arrays):
+            buf = io.BytesIO()
+            np.lib.format.write_array(buf, np.ascontiguousarray(arrays[key]), allow_pickle=False)
+            info = zipfile.ZipInfo(key + ".npy", date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            z.writestr(info, buf.getvalue())
+
+
+def export(name, model, x_shape, training):
+    model.eval()
+    x3 = torch.randn(3, *x_shape)
+    x5 = torch.randn(5, *x_shape)
+    path = os.path.join(HERE, name + ".onnx")
+    torch.onnx.export(model, (x3,), path, opset_version=OPSET, training=training,
+                      input_names=["input"], output_names=["output"],
+                      dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
+
+    # The initializers PyTorch wrote, mapped back to the module's parameters and buffers by value
+    # (names are the state_dict keys when nothing was folded; checked, not assumed).
+    m = onnx.load(path)
+    onnx.checker.check_model(m, full_check=True)
+    state = model.state_dict()
+    params = dict(model.named_parameters())
+    inits = []
+    for init in m.graph.initializer:
+        value = onnx.numpy_helper.to_array(init)
+        if init.name not in state:
+            raise SystemExit(f"{name}: initializer {init.name!r} is not a state_dict key")
+        if not np.array_equal(value, state[init.name].numpy()):
+            raise SystemExit(f"{name}: initializer {init.name!r} differs from the module's")
+        inits.append(init.name)
+    missing = [k for k in params if k not in inits]
+    if missing:
+        raise SystemExit(f"{name}: parameters with no initializer: {missing}")
+
+    # Outputs, and the gradients of sum(y3 * w3) for every parameter and the input.
+    with torch.no_grad():
+        y5 = model(x5)
+    xg = x3.clone().requires_grad_(True)
+    model.zero_grad()
+    y3 = model(xg)
+    w3 = torch.randn(y3.shape)
+    (y3 * w3).sum().backward()
+
+    arrays = {"x3": x3.numpy(), "x5": x5.numpy(), "y3": y3.detach().numpy(), "y5": y5.numpy(),
+              "w3": w3.numpy(), "gx3": xg.grad.numpy()}
+    for key, p in params.items():
+        arrays["g/" + key] = p.grad.numpy()
+    if any(isinstance(mod, nn.BatchNorm2d) for mod in model.modules()):
+        # One forward of x5 in training mode (a copy): the batch statistics, and the running
+        # statistics it leaves (momentum 0.1, the unbiased batch variance).
+        trained = copy.deepcopy(model).train()
+        with torch.no_grad():
+            arrays["y5_train"] = trained(x5).numpy()
+        for key, buf in trained.named_buffers():
+            if key.endswith(("running_mean", "running_var")):
+                arrays["train/" + key] = buf.numpy()
+    arrays = {k: np.asarray(v, dtype=np.float32) for k, v in arrays.items()}
+    save_npz(os.path.join(HERE, name + ".npz"), arrays)
+    if name == "bn_cnn":  # one sample without the batch axis, for examples/onnx_run --input FILE.npy
+        with open(os.path.join(HERE, "bn_cnn_x.npy"), "wb") as f:
+            np.lib.format.write_array(f, arrays["x5"][0], allow_pickle=False)
+    with open(os.path.join(HERE, name + ".txt"), "w") as f:
+        for n in inits:
+            f.write(f"{n} {'param' if n in params else 'stat'}\n")
+    ops = {}
+    for node in m.graph.node:
+        ops[node.op_type] = ops.get(node.op_type, 0) + 1
+    print(f"{name}: {os.path.getsize(path)} + {os.path.getsize(os.path.join(HERE, name + '.npz'))} bytes,"
+          f" {len(inits)} initializers, ops {ops}")
+
+
+def main():
+    torch.manual_seed(0)
+    warnings.filterwarnings("ignore", message="It is recommended that constant folding be turned off")
+    torch.set_num_threads(1)
+    export("mlp", MLP(), (784,), torch.onnx.TrainingMode.EVAL)
+    export("lenet", LeNet(), (1, 28, 28), torch.onnx.TrainingMode.EVAL)
+
+    cnn = BnCNN()
+    with torch.no_grad():
+        for bn in (cnn.bn1, cnn.bn2):
+            bn.weight.uniform_(0.5, 1.5)
+            bn.bias.uniform_(-0.5, 0.5)
+    cnn.train()
+    with torch.no_grad():
+        for _ in range(5):  # running statistics of shifted, scaled inputs
+            cnn(torch.randn(8, 3, 16, 16) * 2.0 + 0.5)
+    export("bn_cnn", cnn, (3, 16, 16), torch.onnx.TrainingMode.PRESERVE)
+
+
+if __name__ == "__main__":
+    main()

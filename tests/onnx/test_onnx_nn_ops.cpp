@@ -1,0 +1,929 @@
+// tests/onnx/test_onnx_nn_ops.cpp - the importer's neural-network ops (dezero/onnx/import_ops_nn.cpp,
+// import_ops_conv.cpp) beyond what ONNX's node tests check: the gradients of the ops composed out
+// of several DeZero Functions (float64 finite differences; double backward through Gemm's
+// transposed product and LSTM), and the ONNX semantics the node tests leave out (grouped, dilated
+// and 3-d convolutions, ConvTranspose with groups, pools over negative values with ceil_mode and
+// asymmetric pads, integer MaxPool, reverse / bidirectional / batch-first LSTMs, Dropout in
+// training mode, BatchNormalization fine-tuned under Config::train, loss weights with
+// ignore_index), checked against plain loops written here; and the sizes conv and pool attributes
+// ask for, capped before anything is allocated. The models are built in memory with libonnx's
+// classes, with double inputs, and written to a folder made with mkdtemp under /tmp.
+#include <doctest/doctest.h>
+
+#include <dezero/dezero.hpp>
+#include <dezero/onnx.hpp>
+#include <dezero/onnx/import_util.hpp>
+
+#include <onnx/onnx_pb.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <initializer_list>
+#include <limits>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace dezero;
+using OnnxModel = dezero::onnx::OnnxModel;
+
+namespace {
+
+using I64s = std::vector<std::int64_t>;
+using Doubles = std::vector<double>;
+
+// --- building models ------------------------------------------------------------------------------
+struct ModelDir {
+  std::string path;
+  ModelDir() {
+    char tmpl[] = "/tmp/dezero_onnx_nn_XXXXXX";
+    const char* p = ::mkdtemp(tmpl);
+    REQUIRE(p != nullptr);
+    path = p;
+  }
+  ~ModelDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+// One graph of one node (or a few): inputs declared as double (or int64), outputs by name.
+struct Net {
+  ::onnx::ModelProto m;
+  ModelDir dir;
+  explicit Net(int opset = 13) {
+    m.set_ir_version(8);
+    m.set_producer_name("dezero-tests");
+    auto* o = m.add_opset_import();
+    o->set_domain("");
+    o->set_version(opset);
+    m.mutable_graph()->set_name("nn");
+  }
+  void value(::onnx::ValueInfoProto* v, const std::string& name, int elem_type, const I64s& dims) {
+    v->set_name(name);
+    auto* tt = v->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(elem_type);
+    auto* shape = tt->mutable_shape();
+    for (auto d : dims) shape->add_dim()->set_dim_value(d);
+  }
+  Net& input(const std::string& name, const I64s& dims, int elem_type = ::onnx::TensorProto::DOUBLE) {
+    value(m.mutable_graph()->add_input(), name, elem_type, dims);
+    return *this;
+  }
+  Net& output(const std::string& name, int elem_type = ::onnx::TensorProto::DOUBLE) {
+    auto* v = m.mutable_graph()->add_output();
+    v->set_name(name);
+    v->mutable_type()->mutable_tensor_type()->set_elem_type(elem_type);
+    return *this;
+  }
+  ::onnx::NodeProto& node(const std::string& op, std::initializer_list<std::string> in,
+                          std::initializer_list<std::string> out) {
+    auto* n = m.mutable_graph()->add_node();
+    n->set_op_type(op);
+    n->set_name("n" + std::to_string(m.graph().node_size()));
+    for (const auto& i : in) n->add_input(i);
+    for (const auto& o : out) n->add_output(o);
+    return *n;
+  }
+  std::string save() {
+    std::string bytes;
+    REQUIRE(m.SerializeToString(&bytes));
+    const std::string file = dir.path + "/model.onnx";
+    std::ofstream f(file, std::ios::binary);
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    REQUIRE(f.good());
+    return file;
+  }
+  OnnxModel load() { return OnnxModel(save()); }
+};
+
+::onnx::AttributeProto* attr(::onnx::NodeProto& n, const std::string& name, ::onnx::AttributeProto::AttributeType t) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(t);
+  return a;
+}
+void set_int(::onnx::NodeProto& n, const std::string& name, std::int64_t v) {
+  attr(n, name, ::onnx::AttributeProto::INT)->set_i(v);
+}
+void set_float(::onnx::NodeProto& n, const std::string& name, float v) {
+  attr(n, name, ::onnx::AttributeProto::FLOAT)->set_f(v);
+}
+void set_ints(::onnx::NodeProto& n, const std::string& name, const I64s& v) {
+  auto* a = attr(n, name, ::onnx::AttributeProto::INTS);
+  for (auto x : v) a->add_ints(x);
+}
+void set_string(::onnx::NodeProto& n, const std::string& name, const std::string& v) {
+  attr(n, name, ::onnx::AttributeProto::STRING)->set_s(v);
+}
+
+// --- values and checks ----------------------------------------------------------------------------
+Tensor randn_f64(const Shape& shape, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<double> dist;
+  std::int64_t n = 1;
+  for (auto d : shape) n *= d;
+  Doubles v(static_cast<std::size_t>(n));
+  for (auto& x : v) x = dist(gen);
+  return array(v, shape, float64);
+}
+
+double max_abs_diff(const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape()) return INFINITY;
+  const Doubles av = a.to_cpu().to_vector<double>(), bv = b.to_cpu().to_vector<double>();
+  double d = 0;
+  for (std::size_t i = 0; i < av.size(); ++i) d = std::max(d, std::abs(av[i] - bv[i]));
+  return d;
+}
+
+VariableList wrap(const std::vector<Tensor>& xs) {
+  VariableList vs;
+  for (const Tensor& x : xs) vs.push_back(Variable(x));
+  return vs;
+}
+
+// Output `out` of the model on xs (test mode).
+Variable run(OnnxModel& m, const std::vector<Tensor>& xs, std::size_t out = 0) {
+  auto mode = test_mode();
+  return m.forward_multi(wrap(xs))[out];
+}
+
+// The backprop gradient of sum(output 0 * coef) with respect to input i agrees with central
+// differences, for every input in `which` (coef: fixed weights, so that a wrong sign or a
+// swapped element shows).
+void check_grads(OnnxModel& m, const std::vector<Tensor>& xs, std::initializer_list<std::size_t> which) {
+  auto mode = test_mode();
+  const Shape out_shape = m.forward_multi(wrap(xs))[0].shape();
+  const Tensor coef = randn_f64(out_shape, 99);
+  for (std::size_t i : which) {
+    CAPTURE(i);
+    auto f = [&](const Variable& xi) {
+      VariableList vs = wrap(xs);
+      vs[i] = xi;
+      return m.forward_multi(vs)[0] * Variable(coef);
+    };
+    CHECK(utils::gradient_check(f, xs[i], 1e-5, 1e-6));
+  }
+}
+
+// create_graph: the gradient of sum(g_i^2) with respect to input j, where g_i is the gradient of
+// sum(output 0) with respect to input i taken with create_graph, against central differences.
+void check_double_grad(OnnxModel& m, const std::vector<Tensor>& xs, std::size_t i, std::size_t j) {
+  CAPTURE(i);
+  CAPTURE(j);
+  auto mode = test_mode();
+  auto g_norm = [&](VariableList vs) {
+    Variable y = F::sum(m.forward_multi(vs)[0]);
+    y.backward(false, true);
+    Variable g = vs[i].grad();
+    return F::sum(g * g);
+  };
+  VariableList vs = wrap(xs);
+  Variable z = g_norm(vs);
+  for (Variable& v : vs) v.cleargrad();
+  z.backward();
+  REQUIRE(vs[j].has_grad());
+  const Tensor numeric = utils::numerical_grad(
+      [&](const Variable& xj) {
+        VariableList ws = wrap(xs);
+        ws[j] = Variable(xj.data());
+        return g_norm(ws);
+      },
+      xs[j]);
+  CHECK(utils::array_allclose(vs[j].grad().data(), numeric, 1e-4, 1e-6));
+}
+
+template <class E>
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const E& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    FAIL("threw the wrong class of error: " << e.what());
+  }
+  FAIL("no error thrown");
+  return "";
+}
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// --- plain-loop references ------------------------------------------------------------------------
+// x (N, C, H, W) at (n, c, h, w), or `fill` outside it.
+struct Img {
+  Doubles v;
+  std::int64_t N, C, H, W;
+  explicit Img(const Tensor& t)
+      : v(t.to_cpu().to_vector<double>()), N(t.shape()[0]), C(t.shape()[1]), H(t.shape()[2]), W(t.shape()[3]) {}
+  bool inside(std::int64_t h, std::int64_t w) const { return h >= 0 && h < H && w >= 0 && w < W; }
+  double at(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) const {
+    return v[static_cast<std::size_t>(((n * C + c) * H + h) * W + w)];
+  }
+};
+
+// ONNX's Conv: y[n, o] = sum over the group's channels and taps of x (zero outside) * W, + b.
+Tensor conv_ref(const Tensor& x, const Tensor& Wt, const Tensor& b, I64s s, I64s d, I64s pads, std::int64_t group) {
+  const Img X(x), K(Wt);
+  const Doubles bv = b.to_vector<double>();
+  const std::int64_t OC = K.N, cg = K.C, ocg = OC / group;
+  const std::int64_t OH = (X.H + pads[0] + pads[2] - ((K.H - 1) * d[0] + 1)) / s[0] + 1;
+  const std::int64_t OW = (X.W + pads[1] + pads[3] - ((K.W - 1) * d[1] + 1)) / s[1] + 1;
+  Doubles y;
+  for (std::int64_t n = 0; n < X.N; ++n)
+    for (std::int64_t o = 0; o < OC; ++o)
+      for (std::int64_t i = 0; i < OH; ++i)
+        for (std::int64_t j = 0; j < OW; ++j) {
+          double acc = bv[static_cast<std::size_t>(o)];
+          for (std::int64_t c = 0; c < cg; ++c)
+            for (std::int64_t ki = 0; ki < K.H; ++ki)
+              for (std::int64_t kj = 0; kj < K.W; ++kj) {
+                const std::int64_t h = i * s[0] - pads[0] + ki * d[0], w = j * s[1] - pads[1] + kj * d[1];
+                if (X.inside(h, w)) acc += X.at(n, (o / ocg) * cg + c, h, w) * K.at(o, c, ki, kj);
+              }
+          y.push_back(acc);
+        }
+  return array(y, Shape{X.N, OC, OH, OW}, float64);
+}
+
+// ONNX's Conv in 3-d, x (N, C, D, H, W), W (OC, C / group, KD, KH, KW); pads (d, h, w before,
+// d, h, w after).
+Tensor conv3d_ref(const Tensor& x, const Tensor& Wt, const Tensor& b, I64s s, I64s d, I64s p, std::int64_t group) {
+  const Shape xs = x.shape(), ks = Wt.shape();
+  const Doubles xv = x.to_vector<double>(), kv = Wt.to_vector<double>(), bv = b.to_vector<double>();
+  const std::int64_t N = xs[0], C = xs[1], OC = ks[0], cg = ks[1], ocg = OC / group;
+  std::int64_t o[3];
+  for (int a = 0; a < 3; ++a) o[a] = (xs[2 + a] + p[a] + p[a + 3] - ((ks[2 + a] - 1) * d[a] + 1)) / s[a] + 1;
+  Doubles y;
+  for (std::int64_t n = 0; n < N; ++n)
+    for (std::int64_t oc = 0; oc < OC; ++oc)
+      for (std::int64_t i = 0; i < o[0]; ++i)
+        for (std::int64_t j = 0; j < o[1]; ++j)
+          for (std::int64_t l = 0; l < o[2]; ++l) {
+            double acc = bv[static_cast<std::size_t>(oc)];
+            for (std::int64_t c = 0; c < cg; ++c)
+              for (std::int64_t a = 0; a < ks[2]; ++a)
+                for (std::int64_t e = 0; e < ks[3]; ++e)
+                  for (std::int64_t f = 0; f < ks[4]; ++f) {
+                    const std::int64_t z = i * s[0] - p[0] + a * d[0], h = j * s[1] - p[1] + e * d[1],
+                                       w = l * s[2] - p[2] + f * d[2];
+                    if (z < 0 || z >= xs[2] || h < 0 || h >= xs[3] || w < 0 || w >= xs[4]) continue;
+                    const std::int64_t ci = (oc / ocg) * cg + c;
+                    acc += xv[static_cast<std::size_t>((((n * C + ci) * xs[2] + z) * xs[3] + h) * xs[4] + w)] *
+                           kv[static_cast<std::size_t>((((oc * cg + c) * ks[2] + a) * ks[3] + e) * ks[4] + f)];
+                  }
+            y.push_back(acc);
+          }
+  return array(y, Shape{N, OC, o[0], o[1], o[2]}, float64);
+}
+
+// ONNX's ConvTranspose: every x[n, c, i, j] scatters x * W[c, o] to y at (i s - pad + k d), cut
+// to the output (OH, OW); + b.
+Tensor deconv_ref(const Tensor& x, const Tensor& Wt, const Tensor& b, I64s s, I64s d, I64s pb, std::int64_t OH,
+                  std::int64_t OW, std::int64_t group) {
+  const Img X(x), K(Wt);
+  const Doubles bv = b.to_vector<double>();
+  const std::int64_t cg = X.C / group, ocg = K.C, OC = ocg * group;
+  Doubles y(static_cast<std::size_t>(X.N * OC * OH * OW), 0.0);
+  for (std::int64_t n = 0; n < X.N; ++n)
+    for (std::int64_t c = 0; c < X.C; ++c)
+      for (std::int64_t i = 0; i < X.H; ++i)
+        for (std::int64_t j = 0; j < X.W; ++j)
+          for (std::int64_t oc = 0; oc < ocg; ++oc)
+            for (std::int64_t ki = 0; ki < K.H; ++ki)
+              for (std::int64_t kj = 0; kj < K.W; ++kj) {
+                const std::int64_t h = i * s[0] - pb[0] + ki * d[0], w = j * s[1] - pb[1] + kj * d[1];
+                if (h < 0 || h >= OH || w < 0 || w >= OW) continue;
+                const std::int64_t o = (c / cg) * ocg + oc;
+                y[static_cast<std::size_t>(((n * OC + o) * OH + h) * OW + w)] += X.at(n, c, i, j) * K.at(c, oc, ki, kj);
+              }
+  for (std::size_t e = 0; e < y.size(); ++e) y[e] += bv[(e / static_cast<std::size_t>(OH * OW)) % OC];
+  return array(y, Shape{X.N, OC, OH, OW}, float64);
+}
+
+// ONNX's pools with ceil_mode: the max, or the mean over the elements that count (the real ones;
+// the explicit pads too with count_include_pad), of each window.
+Tensor pool_ref(const Tensor& x, bool max, I64s k, I64s s, I64s pads, bool ceil_mode, bool count_pad) {
+  const Img X(x);
+  auto out = [&](std::int64_t in, std::int64_t a) {
+    const std::int64_t span = in + pads[a] + pads[a + 2] - k[a];
+    return (ceil_mode ? (span + s[a] - 1) / s[a] : span / s[a]) + 1;
+  };
+  const std::int64_t OH = out(X.H, 0), OW = out(X.W, 1);
+  Doubles y;
+  for (std::int64_t n = 0; n < X.N; ++n)
+    for (std::int64_t c = 0; c < X.C; ++c)
+      for (std::int64_t i = 0; i < OH; ++i)
+        for (std::int64_t j = 0; j < OW; ++j) {
+          double acc = max ? -INFINITY : 0.0, count = 0;
+          for (std::int64_t ki = 0; ki < k[0]; ++ki)
+            for (std::int64_t kj = 0; kj < k[1]; ++kj) {
+              const std::int64_t h = i * s[0] - pads[0] + ki, w = j * s[1] - pads[1] + kj;
+              const bool in_pads = h >= -pads[0] && h < X.H + pads[2] && w >= -pads[1] && w < X.W + pads[3];
+              if (X.inside(h, w)) {
+                acc = max ? std::max(acc, X.at(n, c, h, w)) : acc + X.at(n, c, h, w);
+                ++count;
+              } else if (count_pad && in_pads) {
+                ++count;
+              }
+            }
+          y.push_back(max ? acc : acc / count);
+        }
+  return array(y, Shape{X.N, X.C, OH, OW}, float64);
+}
+
+}  // namespace
+
+// --- Gemm -----------------------------------------------------------------------------------------
+TEST_CASE("onnx nn ops: Gemm with alpha, beta, transA, transB and a broadcast C, and its gradients") {
+  Net net;
+  net.input("A", {4, 3}).input("B", {5, 4}).input("C", {1, 5}).output("Y");
+  auto& n = net.node("Gemm", {"A", "B", "C"}, {"Y"});
+  set_float(n, "alpha", 0.5f);
+  set_float(n, "beta", -2.0f);
+  set_int(n, "transA", 1);
+  set_int(n, "transB", 1);
+  OnnxModel m = net.load();
+  const std::vector<Tensor> xs{randn_f64({4, 3}, 1), randn_f64({5, 4}, 2), randn_f64({1, 5}, 3)};
+  const Tensor want = matmul(xs[0].transpose(), xs[1].transpose()) * 0.5 + xs[2] * -2.0;
+  CHECK(max_abs_diff(run(m, xs).data(), want) < 1e-12);
+  check_grads(m, xs, {0, 1, 2});
+  check_double_grad(m, xs, 0, 1);
+  check_double_grad(m, xs, 1, 0);
+}
+
+// --- Conv, ConvTranspose --------------------------------------------------------------------------
+TEST_CASE("onnx nn ops: Conv with groups, dilations, strides and asymmetric pads, and its gradients") {
+  Net net;
+  net.input("X", {2, 4, 7, 6}).input("W", {6, 2, 3, 2}).input("B", {6}).output("Y");
+  auto& n = net.node("Conv", {"X", "W", "B"}, {"Y"});
+  set_int(n, "group", 2);
+  set_ints(n, "dilations", {2, 1});
+  set_ints(n, "strides", {1, 2});
+  set_ints(n, "pads", {1, 0, 2, 1});
+  OnnxModel m = net.load();
+  const std::vector<Tensor> xs{randn_f64({2, 4, 7, 6}, 4), randn_f64({6, 2, 3, 2}, 5), randn_f64({6}, 6)};
+  const Variable y = run(m, xs);
+  const Tensor want = conv_ref(xs[0], xs[1], xs[2], {1, 2}, {2, 1}, {1, 0, 2, 1}, 2);
+  CHECK(y.shape() == want.shape());
+  CHECK(max_abs_diff(y.data(), want) < 1e-12);
+  check_grads(m, xs, {0, 1, 2});
+}
+
+TEST_CASE("onnx nn ops: a depthwise 1-d Conv with auto_pad SAME_LOWER") {
+  Net net;
+  net.input("X", {1, 3, 9}).input("W", {3, 1, 4}).output("Y");
+  auto& n = net.node("Conv", {"X", "W"}, {"Y"});
+  set_int(n, "group", 3);
+  set_ints(n, "strides", {2});
+  set_string(n, "auto_pad", "SAME_LOWER");
+  OnnxModel m = net.load();
+  const Tensor x = randn_f64({1, 3, 9}, 7), W = randn_f64({3, 1, 4}, 8);
+  const Variable y = run(m, {x, W});
+  // ceil(9 / 2) = 5 outputs; total padding (5 - 1) 2 + 4 - 9 = 3, SAME_LOWER puts 2 first.
+  const Tensor want = conv_ref(x.reshape({1, 3, 9, 1}), W.reshape({3, 1, 4, 1}), zeros({3}, float64), {2, 1},
+                               {1, 1}, {2, 0, 1, 0}, 3);
+  CHECK(y.shape() == Shape{1, 3, 5});
+  CHECK(max_abs_diff(y.data(), want.reshape({1, 3, 5})) < 1e-12);
+  check_grads(m, {x, W}, {0, 1});
+}
+
+TEST_CASE("onnx nn ops: ConvTranspose with groups, dilations, asymmetric pads and output_padding") {
+  Net net;
+  net.input("X", {1, 4, 3, 4}).input("W", {4, 3, 2, 3}).input("B", {6}).output("Y");
+  auto& n = net.node("ConvTranspose", {"X", "W", "B"}, {"Y"});
+  set_int(n, "group", 2);
+  set_ints(n, "strides", {2, 3});
+  set_ints(n, "dilations", {2, 1});
+  set_ints(n, "pads", {1, 0, 0, 2});
+  set_ints(n, "output_padding", {1, 1});
+  OnnxModel m = net.load();
+  const std::vector<Tensor> xs{randn_f64({1, 4, 3, 4}, 9), randn_f64({4, 3, 2, 3}, 10), randn_f64({6}, 11)};
+  const Variable y = run(m, xs);
+  // OH = 2 (3 - 1) + (2 - 1) 2 + 1 + 1 - 1 - 0 = 7, OW = 3 (4 - 1) + 3 + 1 - 0 - 2 = 11.
+  const Tensor want = deconv_ref(xs[0], xs[1], xs[2], {2, 3}, {2, 1}, {1, 0}, 7, 11, 2);
+  CHECK(y.shape() == Shape{1, 6, 7, 11});
+  CHECK(max_abs_diff(y.data(), want) < 1e-12);
+  check_grads(m, xs, {0, 1, 2});
+}
+
+TEST_CASE("onnx nn ops: ConvTranspose with output_shape and SAME_LOWER crops where ONNX says") {
+  Net net;
+  net.input("X", {1, 2, 3, 3}).input("W", {2, 1, 3, 3}).output("Y").output("Z");
+  auto& a = net.node("ConvTranspose", {"X", "W"}, {"Y"});
+  set_ints(a, "strides", {2, 2});
+  set_ints(a, "output_shape", {6, 5});
+  auto& b = net.node("ConvTranspose", {"X", "W"}, {"Z"});
+  set_ints(b, "strides", {2, 2});
+  set_string(b, "auto_pad", "SAME_LOWER");
+  OnnxModel m = net.load();
+  const Tensor x = randn_f64({1, 2, 3, 3}, 12), W = randn_f64({2, 1, 3, 3}, 13);
+  // full size 7: output_shape 6 -> total padding 1 at the beginning, 5 -> 2 split 1 / 1;
+  // SAME_LOWER: output 6, the odd padding first.
+  const Tensor b0 = zeros({1}, float64);
+  CHECK(max_abs_diff(run(m, {x, W}, 0).data(), deconv_ref(x, W, b0, {2, 2}, {1, 1}, {1, 1}, 6, 5, 1)) < 1e-12);
+  CHECK(max_abs_diff(run(m, {x, W}, 1).data(), deconv_ref(x, W, b0, {2, 2}, {1, 1}, {1, 1}, 6, 6, 1)) < 1e-12);
+}
+
+TEST_CASE("onnx nn ops: a 3-d Conv with groups, strides, dilations and asymmetric pads, and its gradients") {
+  Net net;
+  net.input("X", {1, 4, 5, 4, 6}).input("W", {2, 2, 2, 3, 2}).input("B", {2}).output("Y");
+  auto& n = net.node("Conv", {"X", "W", "B"}, {"Y"});
+  set_int(n, "group", 2);
+  set_ints(n, "strides", {2, 1, 2});
+  set_ints(n, "dilations", {2, 1, 1});
+  set_ints(n, "pads", {1, 0, 1, 0, 2, 0});
+  OnnxModel m = net.load();
+  const std::vector<Tensor> xs{randn_f64({1, 4, 5, 4, 6}, 33), randn_f64({2, 2, 2, 3, 2}, 34), randn_f64({2}, 35)};
+  const Tensor want = conv3d_ref(xs[0], xs[1], xs[2], {2, 1, 2}, {2, 1, 1}, {1, 0, 1, 0, 2, 0}, 2);
+  const Variable y = run(m, xs);
+  CHECK(y.shape() == want.shape());
+  CHECK(max_abs_diff(y.data(), want) < 1e-12);
+  check_grads(m, xs, {0, 1, 2});
+}
+
+TEST_CASE("onnx nn ops: a 3-d ConvTranspose crops and pads as the 2-d one does, and differentiates") {
+  // Depth 1 with a kernel depth of 1: the 3-d result is the 2-d one with a depth axis.
+  Net net3, net2;
+  net3.input("X", {1, 2, 1, 3, 4}).input("W", {2, 3, 1, 2, 3}).input("B", {3}).output("Y");
+  net2.input("X", {1, 2, 3, 4}).input("W", {2, 3, 2, 3}).input("B", {3}).output("Y");
+  auto& a = net3.node("ConvTranspose", {"X", "W", "B"}, {"Y"});
+  set_ints(a, "strides", {1, 2, 3});
+  set_ints(a, "pads", {0, 1, 0, 0, 0, 2});
+  set_ints(a, "output_padding", {0, 1, 1});
+  auto& b = net2.node("ConvTranspose", {"X", "W", "B"}, {"Y"});
+  set_ints(b, "strides", {2, 3});
+  set_ints(b, "pads", {1, 0, 0, 2});
+  set_ints(b, "output_padding", {1, 1});
+  OnnxModel m3 = net3.load(), m2 = net2.load();
+  const std::vector<Tensor> xs{randn_f64({1, 2, 1, 3, 4}, 36), randn_f64({2, 3, 1, 2, 3}, 37), randn_f64({3}, 38)};
+  const Variable y3 = run(m3, xs);
+  const Variable y2 = run(m2, {xs[0].reshape({1, 2, 3, 4}), xs[1].reshape({2, 3, 2, 3}), xs[2]});
+  CHECK(y3.shape() == Shape{1, 3, 1, 6, 11});
+  CHECK(max_abs_diff(y3.data().reshape(y2.shape()), y2.data()) < 1e-12);
+  check_grads(m3, xs, {0, 1, 2});
+}
+
+// --- pools ----------------------------------------------------------------------------------------
+TEST_CASE("onnx nn ops: MaxPool pads with -inf (negative inputs), ceil_mode, Indices, and its gradient") {
+  Net net(12);
+  net.input("X", {1, 2, 6, 5}).output("Y").output("I", ::onnx::TensorProto::INT64);
+  auto& n = net.node("MaxPool", {"X"}, {"Y", "I"});
+  set_ints(n, "kernel_shape", {3, 2});
+  set_ints(n, "strides", {2, 2});
+  set_ints(n, "pads", {1, 1, 0, 0});
+  set_int(n, "ceil_mode", 1);
+  OnnxModel m = net.load();
+  const Tensor x = randn_f64({1, 2, 6, 5}, 14) - 3.0;  // mostly negative: zero padding would win
+  const Variable y = run(m, {x});
+  const Tensor want = pool_ref(x, true, {3, 2}, {2, 2}, {1, 1, 0, 0}, true, false);
+  CHECK(y.shape() == Shape{1, 2, 3, 3});
+  CHECK(max_abs_diff(y.data(), want) < 1e-12);
+  // Indices: the flat position of each maximum in x.
+  const Variable idx = run(m, {x}, 1);
+  REQUIRE(idx.dtype() == int64);
+  const auto iv = idx.data().to_vector<std::int64_t>();
+  const Doubles xv = x.to_vector<double>(), yv = y.data().to_vector<double>();
+  for (std::size_t k = 0; k < iv.size(); ++k) CHECK(xv[static_cast<std::size_t>(iv[k])] == yv[k]);
+  check_grads(m, {x}, {0});
+}
+
+TEST_CASE("onnx nn ops: AveragePool counts only the real elements unless count_include_pad, and its gradient") {
+  for (int count_pad : {0, 1}) {
+    CAPTURE(count_pad);
+    Net net(11);
+    net.input("X", {2, 1, 5, 6}).output("Y");
+    auto& n = net.node("AveragePool", {"X"}, {"Y"});
+    set_ints(n, "kernel_shape", {3, 3});
+    set_ints(n, "strides", {2, 2});
+    set_ints(n, "pads", {0, 2, 1, 1});
+    set_int(n, "ceil_mode", 1);
+    set_int(n, "count_include_pad", count_pad);
+    OnnxModel m = net.load();
+    const Tensor x = randn_f64({2, 1, 5, 6}, 15);
+    const Variable y = run(m, {x});
+    const Tensor want = pool_ref(x, false, {3, 3}, {2, 2}, {0, 2, 1, 1}, true, count_pad != 0);
+    CHECK(y.shape() == want.shape());
+    CHECK(max_abs_diff(y.data(), want) < 1e-12);
+    check_grads(m, {x}, {0});
+  }
+}
+
+TEST_CASE("onnx nn ops: 3-d pools with asymmetric pads pool over the real elements, and differentiate") {
+  Net net(11);
+  net.input("X", {1, 2, 4, 5, 3}).output("A").output("M");
+  for (const char* op : {"AveragePool", "MaxPool"}) {
+    auto& n = net.node(op, {"X"}, {std::string(op) == "MaxPool" ? "M" : "A"});
+    set_ints(n, "kernel_shape", {2, 3, 2});
+    set_ints(n, "strides", {2, 2, 1});
+    set_ints(n, "pads", {1, 0, 1, 0, 2, 0});
+  }
+  OnnxModel m = net.load();
+  const Tensor x = randn_f64({1, 2, 4, 5, 3}, 39) - 1.0;
+  const Doubles xv = x.to_vector<double>();
+  // (4 + 1 - 2) / 2 + 1 = 2, (5 + 2 - 3) / 2 + 1 = 3, (3 + 1 - 2) / 1 + 1 = 3.
+  Doubles avg, mx;
+  for (std::int64_t c = 0; c < 2; ++c)
+    for (std::int64_t i = 0; i < 2; ++i)
+      for (std::int64_t j = 0; j < 3; ++j)
+        for (std::int64_t l = 0; l < 3; ++l) {
+          double sum = 0, count = 0, best = -INFINITY;
+          for (std::int64_t a = 0; a < 2; ++a)
+            for (std::int64_t e = 0; e < 3; ++e)
+              for (std::int64_t f = 0; f < 2; ++f) {
+                const std::int64_t z = i * 2 - 1 + a, h = j * 2 + e, w = l - 1 + f;
+                if (z < 0 || z >= 4 || h < 0 || h >= 5 || w < 0 || w >= 3) continue;
+                const double v = xv[static_cast<std::size_t>(((c * 4 + z) * 5 + h) * 3 + w)];
+                sum += v;
+                count += 1;
+                best = std::max(best, v);
+              }
+          avg.push_back(sum / count);
+          mx.push_back(best);
+        }
+  CHECK(max_abs_diff(run(m, {x}, 0).data(), array(avg, Shape{1, 2, 2, 3, 3}, float64)) < 1e-12);
+  CHECK(max_abs_diff(run(m, {x}, 1).data(), array(mx, Shape{1, 2, 2, 3, 3}, float64)) < 1e-12);
+  check_grads(m, {x}, {0});
+}
+
+TEST_CASE("onnx nn ops: GlobalAveragePool and GlobalMaxPool keep (N, C, 1, 1)") {
+  Net net;
+  net.input("X", {2, 3, 4, 5}).output("A").output("M");
+  net.node("GlobalAveragePool", {"X"}, {"A"});
+  net.node("GlobalMaxPool", {"X"}, {"M"});
+  OnnxModel m = net.load();
+  const Tensor x = randn_f64({2, 3, 4, 5}, 16);
+  CHECK(max_abs_diff(run(m, {x}, 0).data(), x.mean(Axes{2, 3}, true)) < 1e-12);
+  CHECK(max_abs_diff(run(m, {x}, 1).data(), x.max(Axes{2, 3}, true)) < 1e-12);
+}
+
+// --- BatchNormalization, Dropout ------------------------------------------------------------------
+TEST_CASE("onnx nn ops: BatchNormalization differentiates in test mode; Config::train updates its statistics") {
+  Net net(15);
+  net.input("X", {4, 3, 2}).input("S", {3}).input("B", {3}).output("Y");
+  auto& init_mean = *net.m.mutable_graph()->add_initializer();
+  init_mean.set_name("mean");
+  init_mean.set_data_type(::onnx::TensorProto::DOUBLE);
+  init_mean.add_dims(3);
+  for (double v : {0.5, -1.0, 2.0}) init_mean.add_double_data(v);
+  auto& init_var = *net.m.mutable_graph()->add_initializer();
+  init_var = init_mean;
+  init_var.set_name("var");
+  init_var.clear_double_data();
+  for (double v : {1.5, 0.25, 4.0}) init_var.add_double_data(v);
+  auto& n = net.node("BatchNormalization", {"X", "S", "B", "mean", "var"}, {"Y"});
+  set_float(n, "epsilon", 1e-3f);
+  set_float(n, "momentum", 0.8f);
+  OnnxModel m = net.load();
+  const std::vector<Tensor> xs{randn_f64({4, 3, 2}, 17), randn_f64({3}, 18), randn_f64({3}, 19)};
+  const Tensor mean = array({0.5, -1.0, 2.0}, float64).reshape({1, 3, 1});
+  const Tensor var = array({1.5, 0.25, 4.0}, float64).reshape({1, 3, 1});
+  const double eps = static_cast<double>(1e-3f);
+  auto expect = [&](const Tensor& mu, const Tensor& v) {
+    return (xs[0] - mu) / sqrt(v + eps) * xs[1].reshape({1, 3, 1}) + xs[2].reshape({1, 3, 1});
+  };
+  CHECK(max_abs_diff(run(m, xs).data(), expect(mean, var)) < 1e-6);
+  check_grads(m, xs, {0, 1, 2});
+
+  // Train mode normalises with the batch statistics and moves the running ones toward them.
+  const Tensor bm = xs[0].mean(Axes{0, 2}, true);
+  const Tensor bv = square(xs[0] - bm).mean(Axes{0, 2}, true);
+  {
+    auto train = using_config("train", true);
+    CHECK(max_abs_diff(m.forward_multi(wrap(xs))[0].data(), expect(bm, bv)) < 1e-6);
+  }
+  const double momentum = static_cast<double>(0.8f);
+  const Tensor new_mean = mean * momentum + bm * (1.0 - momentum);
+  const Tensor new_var = var * momentum + bv * (8.0 / 7.0) * (1.0 - momentum);  // unbiased, as L::BatchNorm
+  CHECK(max_abs_diff(run(m, xs).data(), expect(new_mean, new_var)) < 1e-6);
+}
+
+TEST_CASE("onnx nn ops: Dropout is the identity in test mode and drops with training_mode") {
+  Net net(13);
+  net.input("X", {50, 40}).input("R", {}).input("T", {}, ::onnx::TensorProto::BOOL);
+  net.output("Y").output("M", ::onnx::TensorProto::BOOL);
+  net.node("Dropout", {"X", "R", "T"}, {"Y", "M"});
+  OnnxModel m = net.load();
+  const Tensor x = randn_f64({50, 40}, 20);
+  const Tensor ratio = array(0.25, float64);
+  {
+    auto mode = test_mode();
+    VariableList ys = m.forward_multi(wrap({x, ratio, array(std::int64_t(0), int64)}));
+    CHECK(max_abs_diff(ys[0].data(), x) == 0.0);
+    CHECK(ys[1].dtype() == int64);
+    CHECK(ys[1].data().min().item<double>() == 1.0);
+
+    Variable xv(x);
+    ys = m.forward_multi({xv, Variable(ratio), Variable(array(std::int64_t(1), int64))});
+    const Tensor mask = ys[1].data();
+    CHECK(mask.dtype() == int64);
+    CHECK(max_abs_diff(ys[0].data(), x * mask.astype(float64) / 0.75) < 1e-12);
+    const double kept = mask.astype(float64).mean().item<double>();
+    CHECK(kept > 0.65);
+    CHECK(kept < 0.85);
+    F::sum(ys[0]).backward();
+    CHECK(max_abs_diff(xv.grad().data(), mask.astype(float64) / 0.75) < 1e-12);
+  }
+}
+
+TEST_CASE("onnx nn ops: without a training_mode input Dropout follows Config::train; with one, its value") {
+  Net net(13);
+  net.input("X", {20, 30}).input("T", {}, ::onnx::TensorProto::BOOL).output("Y").output("Z");
+  set_int(net.node("Dropout", {"X"}, {"Y"}), "seed", 1);  // ratio 0.5; the seed is ignored
+  net.node("Dropout", {"X", "", "T"}, {"Z"});
+  OnnxModel m = net.load();
+  const Tensor x = randn_f64({20, 30}, 40) + 10.0;  // no zeros of its own
+  auto zeros_in = [](const Variable& v) { return equal(v.data(), zeros_like(v.data())).sum().item<double>(); };
+  {
+    auto train = using_config("train", true);
+    const VariableList ys = m.forward_multi(wrap({x, array(std::int64_t(0), int64)}));
+    CHECK(zeros_in(ys[0]) > 200);
+    CHECK(zeros_in(ys[0]) < 400);
+    CHECK(max_abs_diff(ys[1].data(), x) == 0.0);  // training_mode false wins over Config::train
+  }
+  CHECK(max_abs_diff(run(m, {x, array(std::int64_t(0), int64)}, 0).data(), x) == 0.0);
+}
+
+TEST_CASE("onnx nn ops: a seeded training-mode Dropout draws ONNX's reference mask, the same on every run") {
+  Net net(13);
+  net.input("X", {2, 3}).input("R", {}).input("T", {}, ::onnx::TensorProto::BOOL);
+  net.output("Y").output("M", ::onnx::TensorProto::BOOL);
+  set_int(net.node("Dropout", {"X", "R", "T"}, {"Y", "M"}), "seed", 3);
+  OnnxModel m = net.load();
+  const Tensor x = randn_f64({2, 3}, 1);
+  // NumPy: np.random.seed(3); np.random.uniform(0, 1, (2, 3)) >= 0.6
+  const Tensor want_mask = array(std::vector<std::int64_t>{0, 1, 0, 0, 1, 1}, Shape{2, 3}, int64);
+  for (int run_ = 0; run_ < 2; ++run_) {
+    auto mode = test_mode();
+    const VariableList ys = m.forward_multi(wrap({x, array(0.6, float64), array(std::int64_t(1), int64)}));
+    CHECK(utils::array_equal(ys[1].data(), want_mask));
+    CHECK(max_abs_diff(ys[0].data(), x * want_mask.astype(float64) / 0.4) < 1e-12);
+  }
+}
+
+// --- LSTM -----------------------------------------------------------------------------------------
+namespace {
+// An LSTM node over X (seq 3, batch 2, input 2), hidden 2, with B and P, in `direction`
+// (`dirs` of them); `layout` 1 takes X batch first.
+OnnxModel lstm_model(Net& net, const std::string& direction, std::int64_t dirs, std::int64_t layout = 0) {
+  net.input("X", layout ? I64s{2, 3, 2} : I64s{3, 2, 2})
+      .input("W", {dirs, 8, 2})
+      .input("R", {dirs, 8, 2})
+      .input("B", {dirs, 16})
+      .input("P", {dirs, 6})
+      .output("Y")
+      .output("Y_h")
+      .output("Y_c");
+  auto& n = net.node("LSTM", {"X", "W", "R", "B", "", "", "", "P"}, {"Y", "Y_h", "Y_c"});
+  set_int(n, "hidden_size", 2);
+  set_string(n, "direction", direction);
+  if (layout) set_int(n, "layout", 1);
+  return net.load();
+}
+}  // namespace
+
+TEST_CASE("onnx nn ops: LSTM reverse is forward over the reversed sequence; bidirectional stacks both") {
+  Net nf(14), nr(14), nb(14), nl(14);
+  OnnxModel fwd = lstm_model(nf, "forward", 1), rev = lstm_model(nr, "reverse", 1);
+  OnnxModel bi = lstm_model(nb, "bidirectional", 2), batch_first = lstm_model(nl, "forward", 1, 1);
+  const Tensor x = randn_f64({3, 2, 2}, 21), W = randn_f64({2, 8, 2}, 22) * 0.5, R = randn_f64({2, 8, 2}, 23) * 0.5;
+  const Tensor B = randn_f64({2, 16}, 24) * 0.5, P = randn_f64({2, 6}, 25) * 0.5;
+  const Tensor x_rev = get_item(x, Indices{Slice(std::nullopt, std::nullopt, -1)});
+  auto dir = [](const Tensor& t, std::int64_t d) { return get_item(t, Indices{Slice(d, d + 1)}); };
+
+  const Tensor y0 = run(fwd, {x, dir(W, 0), dir(R, 0), dir(B, 0), dir(P, 0)}).data();  // (3, 1, 2, 2)
+  const Tensor y1 = run(rev, {x, dir(W, 1), dir(R, 1), dir(B, 1), dir(P, 1)}).data();
+  const Tensor y1_on_reversed = run(fwd, {x_rev, dir(W, 1), dir(R, 1), dir(B, 1), dir(P, 1)}).data();
+  CHECK(y0.shape() == Shape{3, 1, 2, 2});
+  CHECK(max_abs_diff(y1, get_item(y1_on_reversed, Indices{Slice(std::nullopt, std::nullopt, -1)})) < 1e-12);
+  // Y_h of the reverse direction is its state after time 0.
+  const Tensor h1 = run(rev, {x, dir(W, 1), dir(R, 1), dir(B, 1), dir(P, 1)}, 1).data();
+  CHECK(max_abs_diff(h1, get_item(y1, Indices{0})) < 1e-12);
+
+  const Tensor yb = run(bi, {x, W, R, B, P}).data();  // (3, 2, 2, 2)
+  CHECK(max_abs_diff(yb, concatenate({y0, y1}, 1)) < 1e-12);
+  const Tensor hb = run(bi, {x, W, R, B, P}, 1).data();  // (2, 2, 2)
+  const Tensor last0 = get_item(y0, Indices{Slice(2, 3), 0}), first1 = get_item(y1, Indices{Slice(0, 1), 0});
+  CHECK(max_abs_diff(hb, concatenate({last0, first1}, 0)) < 1e-12);
+
+  // layout 1: X (batch, seq, input) -> Y (batch, seq, dirs, H), Y_h (batch, dirs, H).
+  const VariableList args = wrap({x.transpose({1, 0, 2}), dir(W, 0), dir(R, 0), dir(B, 0), dir(P, 0)});
+  auto mode = test_mode();
+  const VariableList ys = batch_first.forward_multi(args);
+  CHECK(max_abs_diff(ys[0].data(), y0.transpose({2, 0, 1, 3})) < 1e-12);
+  CHECK(max_abs_diff(ys[1].data(), get_item(y0, Indices{Slice(2, 3)}).reshape({1, 2, 2}).transpose({1, 0, 2})) < 1e-12);
+}
+
+TEST_CASE("onnx nn ops: LSTM's gradients reach X, W, R, B and P, and differentiate twice") {
+  Net net(14);
+  OnnxModel m = lstm_model(net, "bidirectional", 2);
+  const std::vector<Tensor> xs{randn_f64({3, 2, 2}, 26), randn_f64({2, 8, 2}, 27) * 0.5,
+                               randn_f64({2, 8, 2}, 28) * 0.5, randn_f64({2, 16}, 29) * 0.5,
+                               randn_f64({2, 6}, 30) * 0.5};
+  check_grads(m, xs, {0, 1, 2, 3, 4});
+
+  check_double_grad(m, xs, 0, 0);
+  check_double_grad(m, xs, 0, 2);
+}
+
+TEST_CASE("onnx nn ops: LSTM refuses clip, other activations and uneven sequence lengths") {
+  {
+    Net net(14);
+    net.input("X", {1, 1, 2}).input("W", {1, 8, 2}).input("R", {1, 8, 2}).output("Y");
+    auto& n = net.node("LSTM", {"X", "W", "R"}, {"Y"});
+    set_int(n, "hidden_size", 2);
+    set_float(n, "clip", 3.0f);
+    const std::string msg = error_of<NotImplementedError>([&] { net.load(); });
+    CHECK(contains(msg, "LSTM"));
+    CHECK(contains(msg, "opset 14"));
+    CHECK(contains(msg, "clip"));
+  }
+  {
+    Net net(14);
+    net.input("X", {1, 1, 2}).input("W", {1, 8, 2}).input("R", {1, 8, 2}).output("Y");
+    auto& n = net.node("LSTM", {"X", "W", "R"}, {"Y"});
+    set_int(n, "hidden_size", 2);
+    auto* a = attr(n, "activations", ::onnx::AttributeProto::STRINGS);
+    for (const char* s : {"Sigmoid", "Relu", "Tanh"}) a->add_strings(s);
+    CHECK(contains(error_of<NotImplementedError>([&] { net.load(); }), "activations"));
+  }
+  {
+    Net net(14);
+    net.input("X", {2, 2, 2}).input("W", {1, 8, 2}).input("R", {1, 8, 2}).input("L", {2}, ::onnx::TensorProto::INT32);
+    net.output("Y");
+    set_int(net.node("LSTM", {"X", "W", "R", "", "L"}, {"Y"}), "hidden_size", 2);
+    OnnxModel m = net.load();
+    const Tensor lens = array(std::vector<std::int32_t>{2, 1}, Shape{2}, int32);
+    const std::string msg = error_of<NotImplementedError>(
+        [&] { run(m, {randn_f64({2, 2, 2}, 1), randn_f64({1, 8, 2}, 2), randn_f64({1, 8, 2}, 3), lens}); });
+    CHECK(contains(msg, "sequence_lens"));
+    CHECK(run(m, {randn_f64({2, 2, 2}, 1), randn_f64({1, 8, 2}, 2), randn_f64({1, 8, 2}, 3),
+                  array(std::vector<std::int32_t>{2, 2}, Shape{2}, int32)})
+              .shape() == Shape{2, 1, 2, 2});
+  }
+}
+
+// --- losses ---------------------------------------------------------------------------------------
+TEST_CASE("onnx nn ops: SoftmaxCrossEntropyLoss with weights and ignore_index, its log_prob and gradient") {
+  for (const char* reduction : {"mean", "sum", "none"}) {
+    CAPTURE(reduction);
+    Net net(13);
+    net.input("X", {3, 4, 2}).input("L", {3, 2}, ::onnx::TensorProto::INT64).input("Wt", {4});
+    net.output("Z").output("LP");
+    auto& n = net.node("SoftmaxCrossEntropyLoss", {"X", "L", "Wt"}, {"Z", "LP"});
+    set_string(n, "reduction", reduction);
+    set_int(n, "ignore_index", -1);
+    OnnxModel m = net.load();
+    const Tensor x = randn_f64({3, 4, 2}, 31), w = array({0.5, 1.0, 2.0, 0.25}, float64);
+    const std::vector<std::int64_t> lv{0, 3, -1, 2, 1, 3};
+    const Tensor labels = array(lv, Shape{3, 2}, int64);
+    // By hand: -log_softmax(x)[n, label, d] * w[label] over the labels that are not -1.
+    const Tensor lp = x - log(exp(x).sum(Axes{1}, true));
+    const Doubles lpv = lp.to_vector<double>(), wv = w.to_vector<double>();
+    Doubles losses;
+    double total = 0, wsum = 0;
+    for (std::int64_t k = 0; k < 6; ++k) {
+      const std::int64_t nn = k / 2, d = k % 2, c = lv[static_cast<std::size_t>(k)];
+      const double l =
+          c < 0 ? 0.0 : -lpv[static_cast<std::size_t>((nn * 4 + c) * 2 + d)] * wv[static_cast<std::size_t>(c)];
+      losses.push_back(l);
+      total += l;
+      wsum += c < 0 ? 0.0 : wv[static_cast<std::size_t>(c)];
+    }
+    const std::string r = reduction;
+    const Tensor want = r == "none" ? array(losses, Shape{3, 2}, float64)
+                                    : array(r == "sum" ? total : total / wsum, float64);
+    CHECK(max_abs_diff(run(m, {x, labels, w}).data(), want) < 1e-12);
+    CHECK(max_abs_diff(run(m, {x, labels, w}, 1).data(), lp) < 1e-12);
+    check_grads(m, {x, labels, w}, {0, 2});
+  }
+}
+
+TEST_CASE("onnx nn ops: a label outside [0, C) that is not ignore_index is an IndexError naming the node") {
+  Net net(13);
+  net.input("X", {2, 3}).input("L", {2}, ::onnx::TensorProto::INT64).output("Z");
+  net.node("NegativeLogLikelihoodLoss", {"X", "L"}, {"Z"});
+  OnnxModel m = net.load();
+  const Tensor x = randn_f64({2, 3}, 32);
+  CHECK(max_abs_diff(run(m, {x, array(std::vector<std::int64_t>{2, 0}, Shape{2}, int64)}).data(),
+                     array(-(x.to_vector<double>()[2] + x.to_vector<double>()[3]) / 2, float64)) < 1e-12);
+  const std::string msg =
+      error_of<IndexError>([&] { run(m, {x, array(std::vector<std::int64_t>{3, 0}, Shape{2}, int64)}); });
+  CHECK(contains(msg, "NegativeLogLikelihoodLoss"));
+  CHECK(contains(msg, "label 3"));
+}
+
+// --- load-time refusals ---------------------------------------------------------------------------
+TEST_CASE("onnx nn ops: 4-d kernels and attributes an opset lacks are refused at load, naming the node") {
+  {
+    Net net(13);
+    net.input("X", {1, 1, 4, 4, 4, 4}).output("Y");
+    set_ints(net.node("MaxPool", {"X"}, {"Y"}), "kernel_shape", {2, 2, 2, 2});
+    const std::string msg = error_of<NotImplementedError>([&] { net.load(); });
+    CHECK(contains(msg, "MaxPool"));
+    CHECK(contains(msg, "kernel_shape [2, 2, 2, 2]"));
+  }
+  {
+    Net net(8);  // ceil_mode came with opset 10
+    net.input("X", {1, 1, 4, 4}).output("Y");
+    auto& n = net.node("MaxPool", {"X"}, {"Y"});
+    set_ints(n, "kernel_shape", {2, 2});
+    set_int(n, "ceil_mode", 1);
+    const std::string msg = error_of<NotImplementedError>([&] { net.load(); });
+    CHECK(contains(msg, "ceil_mode"));
+    CHECK(contains(msg, "opset 8"));
+  }
+  {
+    Net net(13);
+    net.input("X", {1, 1, 4, 4}).input("W", {1, 1, 2, 2}).output("Y");
+    set_string(net.node("Conv", {"X", "W"}, {"Y"}), "auto_pad", "SAME");
+    CHECK(contains(error_of<ValueError>([&] { net.load(); }), "auto_pad"));
+  }
+}
+
+// --- sizes from the file, and integer pools ------------------------------------------------------
+// Regressions of fuzz_onnx_run (tests/fuzz/regressions/onnx_run/).
+TEST_CASE("onnx nn ops: an integer MaxPool pads with the dtype's lowest value, so all-padding windows convert back") {
+  // pads larger than the kernel: the windows of the last columns hold padding only. Pooled via
+  // float64, -inf padding came back as an undefined -inf -> int conversion (UBSan).
+  Net net(12);
+  net.input("X", {1, 1, 5, 4}, ::onnx::TensorProto::INT32).output("Y", ::onnx::TensorProto::INT32);
+  auto& n = net.node("MaxPool", {"X"}, {"Y"});
+  set_ints(n, "kernel_shape", {5, 5});
+  set_ints(n, "pads", {2, 2, 2, 34});
+  OnnxModel m = net.load();
+  std::vector<std::int32_t> xv(20);
+  for (std::size_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<std::int32_t>(i) - 30;  // all negative
+  const Variable y = run(m, {array(xv, Shape{1, 1, 5, 4}, int32)});
+  REQUIRE(y.dtype() == int32);
+  REQUIRE(y.shape() == Shape{1, 1, 5, 36});
+  const auto yv = y.data().to_vector<std::int32_t>();
+  for (std::int64_t h = 0; h < 5; ++h)
+    for (std::int64_t w = 0; w < 36; ++w) {
+      // the window covers rows h-2 .. h+2 and columns w-2 .. w+2 of x
+      std::int32_t want = std::numeric_limits<std::int32_t>::lowest();
+      for (std::int64_t i = std::max<std::int64_t>(0, h - 2); i <= std::min<std::int64_t>(4, h + 2); ++i)
+        for (std::int64_t j = std::max<std::int64_t>(0, w - 2); j <= std::min<std::int64_t>(3, w + 2); ++j)
+          want = std::max(want, xv[static_cast<std::size_t>(i * 4 + j)]);
+      CHECK(yv[static_cast<std::size_t>(h * 36 + w)] == want);
+    }
+}
+
+TEST_CASE("onnx nn ops: conv, ConvTranspose and pool sizes the file asks for are capped before allocating") {
+  {  // a tiny ConvTranspose asks for a huge full result through its strides (the fuzzer's had 3 x 33554429)
+    Net net(11);
+    net.input("X", {1, 1, 3, 3}).input("W", {1, 2, 3, 3}).output("Y");
+    auto& n = net.node("ConvTranspose", {"X", "W"}, {"Y"});
+    set_ints(n, "output_shape", {10, 8});
+    set_ints(n, "strides", {3, 2147483647});
+    OnnxModel m = net.load();
+    const std::string msg =
+        error_of<ValueError>([&] { run(m, {randn_f64({1, 1, 3, 3}, 1), randn_f64({1, 2, 3, 3}, 2)}); });
+    CHECK(contains(msg, "ConvTranspose, opset 11"));
+    CHECK(contains(msg, "the full output (1, 2, 9, 4294967297)"));
+    CHECK(contains(msg, "cap of 2147483648"));
+  }
+  {  // pads of 10^5 around a 2 x 2 input
+    Net net(13);
+    net.input("X", {1, 1, 2, 2}).input("W", {1, 1, 1, 1}).output("Y");
+    set_ints(net.node("Conv", {"X", "W"}, {"Y"}), "pads", {0, 0, 100000, 100000});
+    OnnxModel m = net.load();
+    const std::string msg = error_of<ValueError>([&] { run(m, {randn_f64({1, 1, 2, 2}, 3), randn_f64({1, 1, 1, 1}, 4)}); });
+    CHECK(contains(msg, "Conv, opset 13"));
+    CHECK(contains(msg, "padded input (1, 1, 100002, 100002)"));
+  }
+  {  // dilations that spread a 2 x 2 kernel over 2^31 columns
+    Net net(13);
+    net.input("X", {1, 1, 2, 2}).input("W", {1, 1, 2, 2}).output("Y");
+    auto& n = net.node("Conv", {"X", "W"}, {"Y"});
+    set_ints(n, "dilations", {1, 2147483647});
+    set_ints(n, "pads", {0, 0, 0, 2147483647});
+    OnnxModel m = net.load();
+    CHECK(contains(error_of<ValueError>([&] { run(m, {randn_f64({1, 1, 2, 2}, 5), randn_f64({1, 1, 2, 2}, 6)}); }),
+                   "Conv, opset 13"));
+  }
+  {  // the windows a pool unfolds: 16 x 25 elements for a 4 x 4 kernel over 8 x 8, past a cap of 300
+    Net net(13);
+    net.input("X", {1, 1, 8, 8}).output("Y");
+    set_ints(net.node("MaxPool", {"X"}, {"Y"}), "kernel_shape", {4, 4});
+    OnnxModel m = net.load();
+    CHECK(run(m, {randn_f64({1, 1, 8, 8}, 7)}).shape() == Shape{1, 1, 5, 5});
+    const std::int64_t old = dezero::onnx::detail::max_output_elements();
+    dezero::onnx::detail::set_max_output_elements(300);
+    const std::string msg = error_of<ValueError>([&] { run(m, {randn_f64({1, 1, 8, 8}, 7)}); });
+    dezero::onnx::detail::set_max_output_elements(old);
+    CHECK(contains(msg, "MaxPool, opset 13"));
+    CHECK(contains(msg, "pooling windows (1, 1, 4, 5, 4, 5) would have 400 elements"));
+  }
+  {  // attribute values past 2^31 - 1 are refused at load
+    Net net(13);
+    net.input("X", {1, 1, 4, 4}).output("Y");
+    set_ints(net.node("MaxPool", {"X"}, {"Y"}), "kernel_shape", {std::int64_t{1} << 40, 1});
+    const std::string msg = error_of<ValueError>([&] { net.load(); });
+    CHECK(contains(msg, "MaxPool, opset 13"));
+    CHECK(contains(msg, "above 2^31 - 1"));
+  }
+}
