@@ -6,9 +6,6 @@
 // initializers and external data (which can only name files in that folder: the model itself).
 // Loading must succeed or throw a dezero::Error. A model that loads must describe itself
 // consistently: one ValueInfo per input and output name, parameters with data, unique keys.
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -19,50 +16,13 @@
 #include "dezero/error.hpp"
 #include "dezero/onnx.hpp"
 #include "fuzz_check.hpp"
-
-namespace {
-
-struct ModelFile {
-  std::string dir, path;
-  ModelFile() {
-    char dtmpl[] = "/tmp/dezero_fuzz_onnx_XXXXXX";
-    if (!::mkdtemp(dtmpl)) {
-      std::perror("fuzz_onnx: mkdtemp");
-      std::abort();
-    }
-    dir = dtmpl;
-    std::string ftmpl = dir + "/model_XXXXXX.onnx";
-    int fd = ::mkstemps(&ftmpl[0], 5);
-    if (fd < 0) {
-      std::perror("fuzz_onnx: mkstemps");
-      std::abort();
-    }
-    ::close(fd);
-    path = ftmpl;
-  }
-  ~ModelFile() {
-    ::unlink(path.c_str());
-    ::rmdir(dir.c_str());
-  }
-};
-
-}  // namespace
+#include "fuzz_model_file.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const ModelFile file;
-  {
-    int fd = ::open(file.path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
-    DZ_FUZZ_CHECK(fd >= 0);
-    std::size_t done = 0;
-    while (done < size) {
-      ssize_t w = ::write(fd, data + done, size - done);
-      DZ_FUZZ_CHECK(w > 0);
-      done += static_cast<std::size_t>(w);
-    }
-    ::close(fd);
-  }
+  static const dezero_fuzz::ModelFile file("fuzz_onnx");
+  file.write(data, size);
   try {
-    dezero::onnx::OnnxModel model(file.path);
+    dezero::onnx::OnnxModel model(file.path());
     DZ_FUZZ_CHECK(model.input_info().size() == model.input_names().size());
     DZ_FUZZ_CHECK(model.output_info().size() == model.output_names().size());
     DZ_FUZZ_CHECK(!model.output_names().empty());

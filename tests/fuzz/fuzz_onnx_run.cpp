@@ -10,8 +10,6 @@
 // elements an op may create from sizes in the file or in its inputs is lowered to 2^22 here, so
 // a model that asks for more is refused before the allocation (libFuzzer's -malloc_limit_mb
 // reports it otherwise).
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -25,44 +23,9 @@
 #include "dezero/onnx.hpp"
 #include "dezero/onnx/import_util.hpp"
 #include "fuzz_check.hpp"
+#include "fuzz_model_file.hpp"
 
 namespace {
-
-struct ModelFile {
-  std::string dir, path;
-  ModelFile() {
-    char dtmpl[] = "/tmp/dezero_fuzz_onnx_run_XXXXXX";
-    if (!::mkdtemp(dtmpl)) {
-      std::perror("fuzz_onnx_run: mkdtemp");
-      std::abort();
-    }
-    dir = dtmpl;
-    std::string ftmpl = dir + "/model_XXXXXX.onnx";
-    int fd = ::mkstemps(&ftmpl[0], 5);
-    if (fd < 0) {
-      std::perror("fuzz_onnx_run: mkstemps");
-      std::abort();
-    }
-    ::close(fd);
-    path = ftmpl;
-  }
-  ~ModelFile() {
-    ::unlink(path.c_str());
-    ::rmdir(dir.c_str());
-  }
-};
-
-void write_file(const std::string& path, const std::uint8_t* data, std::size_t size) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
-  DZ_FUZZ_CHECK(fd >= 0);
-  std::size_t done = 0;
-  while (done < size) {
-    ssize_t w = ::write(fd, data + done, size - done);
-    DZ_FUZZ_CHECK(w > 0);
-    done += static_cast<std::size_t>(w);
-  }
-  ::close(fd);
-}
 
 // An input of `shape` and `dtype`: floats (i mod 5 - 2) / 2, integers i mod 3.
 dezero::Tensor input_values(const dezero::Shape& shape, dezero::DType dtype) {
@@ -80,12 +43,12 @@ constexpr std::int64_t kMaxInputElements = 4096;
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const ModelFile file;
+  static const dezero_fuzz::ModelFile file("fuzz_onnx_run");
   static const bool capped = (dezero::onnx::detail::set_max_output_elements(std::int64_t{1} << 22), true);
   (void)capped;
-  write_file(file.path, data, size);
+  file.write(data, size);
   try {
-    dezero::onnx::OnnxModel model(file.path);
+    dezero::onnx::OnnxModel model(file.path());
     dezero::VariableList xs;
     std::int64_t total = 0;
     for (const auto& info : model.input_info()) {

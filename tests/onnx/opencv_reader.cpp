@@ -16,26 +16,15 @@
 #include <memory>
 #include <string>
 #include <vector>
+#include "onnx_test_util.hpp"
 
 using namespace dezero;
 namespace dx = dezero::onnx;
 
 namespace {
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/dezero_onnx_opencv_XXXXXX";
-    const char* p = ::mkdtemp(tmpl);
-    REQUIRE(p != nullptr);
-    path = p;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return path + "/" + name; }
-};
+using dezero_onnx_test::TempDir;
+
 
 // A float32 tensor as an N-d cv::Mat (a copy).
 cv::Mat to_mat(const Tensor& t) {

@@ -26,27 +26,16 @@
 #include <vector>
 
 #include "support/test_util.hpp"
+#include "onnx_test_util.hpp"
 
 using namespace dezero;
 namespace dx = dezero::onnx;
 
 namespace {
 
+using dezero_onnx_test::TempDir;
+
 // --- files ------------------------------------------------------------------------------------------
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/dezero_onnx_export_XXXXXX";
-    const char* p = ::mkdtemp(tmpl);
-    REQUIRE(p != nullptr);
-    path = p;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return path + "/" + name; }
-};
 
 // The file read back with libonnx; it passes ONNX's checker and names us as its producer.
 ::onnx::ModelProto checked(const std::string& path) {

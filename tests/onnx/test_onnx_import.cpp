@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "support/test_util.hpp"
+#include "onnx_test_util.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -32,21 +33,11 @@ using OnnxModel = dezero::onnx::OnnxModel;
 
 namespace {
 
+using dezero_onnx_test::TempDir;
+using dezero_onnx_test::error_of;
+using dezero_onnx_test::contains;
+
 // --- building models ------------------------------------------------------------------------------
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/dezero_onnx_import_XXXXXX";
-    const char* p = ::mkdtemp(tmpl);
-    REQUIRE(p != nullptr);
-    path = p;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return path + "/" + name; }
-};
 
 ::onnx::TensorProto float_tensor(const std::string& name, const std::vector<std::int64_t>& dims,
                                  const std::vector<float>& values) {
@@ -158,21 +149,7 @@ double max_abs_diff(const Tensor& a, const Tensor& b) {
   return d;
 }
 
-// The message of the error `fn` throws, which must be an E (else the test fails).
-template <class E>
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    FAIL("threw the wrong class of error: " << e.what());
-  }
-  FAIL("no error thrown");
-  return "";
-}
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 std::string load_error_of_ni(const std::string& path) {
   return error_of<NotImplementedError>([&] { OnnxModel m(path); });

@@ -28,29 +28,21 @@
 #include <random>
 #include <string>
 #include <vector>
+#include "onnx_test_util.hpp"
 
 using namespace dezero;
 using OnnxModel = dezero::onnx::OnnxModel;
 
 namespace {
 
+using ModelDir = dezero_onnx_test::TempDir;
+using dezero_onnx_test::error_of;
+using dezero_onnx_test::contains;
+
 using I64s = std::vector<std::int64_t>;
 using Doubles = std::vector<double>;
 
 // --- building models ------------------------------------------------------------------------------
-struct ModelDir {
-  std::string path;
-  ModelDir() {
-    char tmpl[] = "/tmp/dezero_onnx_nn_XXXXXX";
-    const char* p = ::mkdtemp(tmpl);
-    REQUIRE(p != nullptr);
-    path = p;
-  }
-  ~ModelDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
 
 // One graph of one node (or a few): inputs declared as double (or int64), outputs by name.
 struct Net {
@@ -93,7 +85,7 @@ struct Net {
   std::string save() {
     std::string bytes;
     REQUIRE(m.SerializeToString(&bytes));
-    const std::string file = dir.path + "/model.onnx";
+    const std::string file = dir.file("model.onnx");
     std::ofstream f(file, std::ios::binary);
     f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     REQUIRE(f.good());
@@ -198,19 +190,6 @@ void check_double_grad(OnnxModel& m, const std::vector<Tensor>& xs, std::size_t 
   CHECK(utils::array_allclose(vs[j].grad().data(), numeric, 1e-4, 1e-6));
 }
 
-template <class E>
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    FAIL("threw the wrong class of error: " << e.what());
-  }
-  FAIL("no error thrown");
-  return "";
-}
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 // --- plain-loop references ------------------------------------------------------------------------
 // x (N, C, H, W) at (n, c, h, w), or `fill` outside it.
