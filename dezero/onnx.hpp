@@ -72,7 +72,8 @@ struct ExportOptions {
 ///
 /// The model's parameters become initializers named by their named_params() keys ("l0/W").
 /// The file passes onnx::checker::check_model with full shape inference; it is written to
-/// `path + ".tmp"` and renamed into place, so a failed export leaves no half-written file.
+/// a new temporary file next to it (an unpredictable name, created with O_EXCL | O_NOFOLLOW) and
+/// renamed into place, so a failed export leaves no half-written file and follows no planted symlink.
 /// A Function with no ONNX form is a NotImplementedError naming it and the opset; a file that
 /// cannot be written is an IOError.
 void export_model(L::Layer& model, const VariableList& inputs, const std::string& path,

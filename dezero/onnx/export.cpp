@@ -4,18 +4,12 @@
 // their named_params() keys; the values it does not train (scalars, other leaves) are Constant
 // nodes, so that an importer keeps them fixed. export_graph has no model: its leaves are
 // initializers. The model is checked with ONNX's checker and strict shape inference, then
-// written to path + ".tmp" and renamed into place.
+// written through an AtomicFile (an unpredictable temp name next to the target, then renamed).
 //
 // Not here: the emitters (export_ops.cpp), reading ONNX files (import.cpp). Names: inside
 // dezero::onnx, ONNX's own classes are spelt ::onnx::ModelProto.
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <climits>
-#include <cstring>
 #include <map>
 #include <unordered_map>
 #include <unordered_set>
@@ -26,6 +20,7 @@
 
 #include "dezero/onnx.hpp"
 #include "dezero/onnx/export.hpp"
+#include "dezero/utils/atomic_file.hpp"
 #include "dezero/version.hpp"
 
 namespace dezero::onnx {
@@ -156,29 +151,15 @@ void check(::onnx::ModelProto& m) {
   m.mutable_graph()->clear_value_info();  // the inferred shapes stay out of the file
 }
 
-[[noreturn]] void io_error(const std::string& path, const std::string& what, int err) {
-  throw IOError("onnx::export: cannot " + what + " '" + path + "': " + std::strerror(err));
-}
-
-// path + ".tmp" (created afresh, never through a symlink), fsync, rename.
+// The serialized model through an AtomicFile: "<path>.<random>.tmp" (created afresh, never
+// through a symlink), fsync, rename.
 void write_file(const ::onnx::ModelProto& m, const std::string& path) {
   if (m.ByteSizeLong() > static_cast<std::size_t>(INT_MAX))
     throw ValueError("onnx::export: the model is " + std::to_string(m.ByteSizeLong()) +
                      " bytes, past protobuf's 2 GiB; external data is not written");
-  const std::string tmp = path + ".tmp";
-  struct stat st;
-  if (::lstat(tmp.c_str(), &st) == 0 && S_ISREG(st.st_mode)) ::unlink(tmp.c_str());  // a stale one
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) io_error(tmp, "create", errno);
-  bool ok = m.SerializeToFileDescriptor(fd);
-  int err = ok ? 0 : (errno ? errno : EIO);
-  if (ok && ::fsync(fd) != 0) ok = false, err = errno;
-  if (::close(fd) != 0 && ok) ok = false, err = errno;
-  if (ok && ::rename(tmp.c_str(), path.c_str()) != 0) ok = false, err = errno;
-  if (!ok) {
-    ::unlink(tmp.c_str());
-    io_error(path, "write", err);
-  }
+  std::string bytes;
+  if (!m.SerializeToString(&bytes)) throw ValueError("onnx::export: protobuf cannot serialize the model");
+  dezero::detail::write_file_atomically(path, bytes, "onnx::export");
 }
 
 using NamedParams = std::vector<std::pair<std::string, Parameter>>;

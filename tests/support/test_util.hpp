@@ -7,6 +7,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <dezero/dezero.hpp>
@@ -102,6 +103,13 @@ struct TempDir {
   std::string str() const { return path.string(); }
   std::size_t entries() const {
     return static_cast<std::size_t>(std::distance(std::filesystem::directory_iterator(path), {}));
+  }
+  // The names in the folder, sorted (to check that no temporary file is left behind).
+  std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    for (const auto& e : std::filesystem::directory_iterator(path)) out.push_back(e.path().filename().string());
+    std::sort(out.begin(), out.end());
+    return out;
   }
 };
 
