@@ -335,7 +335,9 @@ using FunctionAttrs = std::vector<std::pair<std::string, FunctionAttr>>;
 ///
 /// Subclass it: forward() works on Tensors, backward() on Variables (so that the
 /// backward pass can itself be differentiated). Call it with dezero::call (below);
-/// a Function object is used once.
+/// a Function object is used once: calling the same object again while an output of its
+/// first call is alive is a dezero::Error (it remembers one call's inputs; DeZero would
+/// silently give the first output a wrong gradient).
 ///
 /// ```cpp
 /// class Square : public dezero::Function {                       // step 2

@@ -283,6 +283,32 @@ TEST_CASE("autograd: dezero::call makes a graph node, or none under no_grad") {
   });
 }
 
+// Issue 35: the book's `f = Square(); y1 = f(a); y2 = f(b)` with one Function object gave a
+// an empty gradient (the object kept b as its input); now the second call is an error that names
+// the cure, and a call after the first output is gone is allowed (nothing can go wrong then).
+TEST_CASE("autograd: calling one Function object twice while its first output lives is an error") {
+  Variable a(array(2.0)), b(array(3.0));
+  auto f = std::make_shared<Square>();
+  Variable y1 = (*f)(a);
+  std::string msg = dzt::thrown<Error>([&] { (*f)(b); });
+  CHECK_MESSAGE(dzt::has(msg, "Square: this Function object was called already"), msg);
+  CHECK_MESSAGE(dzt::has(msg, "std::make_shared<Square>()"), msg);
+  CHECK_MESSAGE(dzt::has(msg, "dezero::call<Square>"), msg);
+  // the first call's graph is untouched: a's gradient is right
+  y1.backward();
+  CHECK(g0(a) == 4.0);
+  // under no_grad there is no graph to spoil
+  {
+    auto g = no_grad();
+    CHECK(v0((*f)(b)) == 9.0);
+  }
+  // once y1 is gone, the object may be called again
+  y1 = Variable();
+  Variable y2 = (*f)(b);
+  y2.backward();
+  CHECK(g0(b) == 6.0);
+}
+
 TEST_CASE("autograd: a user-defined Function subclass") {
   dzt::on_each_device([](Device dev) {
     Variable x(array(3.0, std::nullopt, dev));
@@ -590,6 +616,11 @@ TEST_CASE("autograd: using a gradient that is not there says which and why") {
   // The cause travels with a copy of the empty handle, not with a defined one.
   Variable copy = gx2;
   CHECK_THROWS_WITH_AS(copy.data() * 2.0, doctest::Contains("no backward() has reached"), ValueError);
+  // A gradient read before any backward(): the hint names the usual cause first (issue 35: it
+  // used to point at create_graph alone).
+  Variable fresh(array(2.0));
+  CHECK_THROWS_WITH_AS(fresh.grad().data() * 2.0,
+                       doctest::Contains("hint: call backward() on a result computed from it first"), ValueError);
   copy = Variable(array(1.0));
   CHECK(v0(copy * 2.0) == 2.0);
   CHECK(sizeof(Variable) == 3 * sizeof(void*));  // the cause lives in the handle's padding

@@ -118,8 +118,8 @@ void Function::release_block_inputs() noexcept { release_inputs(); }
 // The outputs as LeafNodes whose creator is `self`, the inputs in an Ext.
 VariableList Function::link_separate_outputs(const Variable* const* in, std::size_t n, TensorList&& ys,
                                              const std::shared_ptr<Function>& self) {
-  // A Function applied again forgets its first inputs, as DeZero's does: after linking the
-  // new ones (`in` may point at the old ones).
+  // A Function applied again (once every output of its first call is gone: apply() checks)
+  // forgets its first inputs: after linking the new ones (`in` may point at the old ones).
   Ext* old = (flags_ & kExt) ? ext() : nullptr;
   in_ = nullptr;
   flags_ = static_cast<std::uint8_t>(flags_ & ~kExt);
@@ -161,6 +161,15 @@ VariableList Function::apply(const VariableList& inputs) {
   if (flags_ & kBlock)
     throw Error(name() + ": apply: this Function is in a graph already (dezero::call recorded it); hint: make a "
                 "new Function object for each call");
+  // The book's `f = Square(); y1 = f(a); y2 = f(b)`: a Function keeps one set of inputs, so a
+  // second call while the first call's outputs live would silently send y1's gradient to b.
+  if (flags_ & kExt)
+    for (const OutputRef& o : ext()->outputs)
+      if (!o.node.expired())
+        throw Error(name() + ": this Function object was called already, and the output of that call " +
+                    o.shape.str() + " is still in use: a Function remembers the inputs of one call, so a second "
+                    "call would give the first output a wrong gradient; hint: make a new object for each call "
+                    "(std::make_shared<" + name() + ">()), or call it with dezero::call<" + name() + ">(...)");
   return link_separate_outputs(in.data(), in.size(), std::move(ys), self);
 }
 VariableList Function::apply(VariableList&& inputs) { return apply(static_cast<const VariableList&>(inputs)); }

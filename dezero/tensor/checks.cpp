@@ -32,9 +32,11 @@ std::string empty_cause_text(EmptyCause cause) {
       return ": it came from grad() of a variable that is not a leaf, and backward() keeps only the leaves' "
              "gradients; hint: backward({.retain_grad = true}) (positionally backward(true)) keeps them all";
     case EmptyCause::grad_not_reached:
-      return ": it came from grad() of a leaf that no backward() has reached since its last cleargrad(); hint: to "
-             "differentiate a gradient again (step 33) the first backward needs create_graph: "
-             "backward({.create_graph = true}), positionally backward(false, true)";
+      return ": it came from grad() of a leaf that no backward() has reached since its last cleargrad(); hint: "
+             "call backward() on a result computed from it first (loss.backward()); if you did, that result does "
+             "not depend on this variable, or cleargrad() ran since. (Differentiating a gradient again, step 33, "
+             "needs the first backward with create_graph: backward({.create_graph = true}), positionally "
+             "backward(false, true).)";
     case EmptyCause::grad_no_backprop:
       return ": it came from grad() read while backprop is off (no_grad(), using_config(\"enable_backprop\", "
              "false)), where no graph is recorded for backward() to follow; hint: run the function and its "
