@@ -44,6 +44,7 @@
 
 #include "dezero/core.hpp"
 #include "dezero/layers.hpp"
+#include "dezero/npz.hpp"
 
 /// dezero::optimizers: the optimizers (DeZero's dezero.optimizers, step 46).
 ///
@@ -131,6 +132,13 @@ class Optimizer {
   /// parameter, a parameter with only some of its state tensors or with no data yet;
   /// ShapeError / DtypeError for a tensor unlike its parameter.
   void load_state(const std::string& path);
+  /// The state save_state writes, as named tensors in memory (PyTorch's `state_dict()`):
+  /// "t" and `"p<i>/<name>"`, the tensors shared with the optimizer (not copies).
+  utils::NamedTensors state_dict() const;
+  /// Takes a state as state_dict() gives it (load_state reads the file, then calls this), with
+  /// the same checks, all made before anything changes: on an error the optimizer is as it was.
+  /// `where` starts the error messages (e.g. "load_state: 'adam.npz'").
+  void load_state_dict(const utils::NamedTensors& state, const std::string& where = "load_state_dict");
 
   /// One parameter of a step as update_many() gets it: its data (updated in place), its
   /// gradient (same shape, dtype and device) and its state_names().size() state tensors.
@@ -349,15 +357,25 @@ class Adam : public TypedOptimizer<Adam> {
   /// An Adam with the step size `alpha_`, the decays `beta1_`, `beta2_` and `eps_`; state "m" and "v" per parameter.
   explicit Adam(double alpha_ = 0.001, double beta1_ = 0.9, double beta2_ = 0.999, double eps_ = 1e-8)
       : alpha(alpha_), beta1(beta1_), beta2(beta2_), eps(eps_) {}
-  /// The step size, the decays of m and v, and the term that keeps the division finite.
+  /// `alpha` is the learning rate (PyTorch's and Chainer's `lr`; the Adam paper's alpha):
+  /// read and set it directly, e.g. `adam.alpha = 1e-4;` between steps.
+  double alpha;
+  /// The decays of m and v, and the term that keeps the division finite.
   ///@{
-  double alpha, beta1, beta2, eps;
+  double beta1, beta2, eps;
   ///@}
-  /// The bias-corrected step size `alpha sqrt(1 - beta2^t) / (1 - beta1^t)` at the current t().
+  /// The step size the last update() used: `alpha sqrt(1 - beta2^t) / (1 - beta1^t)` at the
+  /// current t() (DeZero's `Adam.lr`).
   ///
-  /// update() counts the step before it updates, so the first update uses t = 1; before
-  /// any update (t = 0) it is 0 / 0, NaN, as in DeZero.
-  double lr() const;
+  /// update() counts the step before it updates, so the first update uses t = 1. Before any
+  /// update (t = 0) the formula is 0 / 0: a dezero::ValueError (DeZero raises there too).
+  double bias_corrected_lr() const;
+  /// DeZero's name for bias_corrected_lr(), which is not the learning rate.
+  [[deprecated("Adam::lr() is the bias-corrected step (DeZero's Adam.lr), not the learning rate: read or set "
+               "`alpha` for the learning rate, or call bias_corrected_lr()")]] double
+  lr() const {
+    return bias_corrected_lr();
+  }
 
  protected:
   std::vector<std::string> state_names() const override { return {"m", "v"}; }

@@ -125,8 +125,16 @@ TEST_CASE("Adam: bias-corrected lr = alpha sqrt(1 - b2^t) / (1 - b1^t), eps outs
     }
     check_close(run_rule(opt, 3, dev), want);
     CHECK(opt.t() == 3);
-    CHECK(opt.lr() == doctest::Approx(0.001 * std::sqrt(1 - std::pow(0.999, 3)) / (1 - std::pow(0.9, 3))));
+    CHECK(opt.bias_corrected_lr() == doctest::Approx(0.001 * std::sqrt(1 - std::pow(0.999, 3)) / (1 - std::pow(0.9, 3))));
     O::Adam one;
+    // Issue 35: before the first update the bias-corrected step is an error naming the learning
+    // rate (it was NaN); the learning rate itself is `alpha`.
+    std::string msg = dzt::thrown<ValueError>([&] { (void)one.bias_corrected_lr(); });
+    CHECK_MESSAGE(dzt::has(msg, "before the first update()"), msg);
+    CHECK_MESSAGE(dzt::has(msg, "the learning rate is `alpha` (0.001"), msg);
+    one.alpha = 1e-4;
+    CHECK(one.alpha == 1e-4);
+    one.alpha = 0.001;
     check_close(run_rule(one, 1, dev), {0.999, -1.999, 2.999}, 1e-7);  // first step ~ alpha * sign(g)
   });
 }
@@ -342,6 +350,37 @@ TEST_CASE("Optimizer state: a file that does not fit the target throws and chang
   O::SGD sgd;
   sgd.setup(big);
   CHECK_THROWS_AS(sgd.load_state(p), ValueError);  // SGD has no "p0/m"
+}
+
+TEST_CASE("Optimizer state: state_dict / load_state_dict in memory, checked before anything changes") {
+  random::seed(13);
+  Tensor x = random::randn({2, 3}, float32), t = random::randn({2, 2}, float32);
+  models::MLP m({4, 2});
+  O::Adam a;
+  a.setup(m);
+  train(m, a, x, t, 2);
+  utils::NamedTensors sd = a.state_dict();
+  REQUIRE(sd.size() == 1 + 4 * 2);  // t, and m/v of l0/W l0/b l1/W l1/b
+  CHECK(sd[0].first == "t");
+  CHECK(sd[0].second.item<std::int64_t>() == 2);
+  CHECK(sd[1].first == "p0/m");
+  // A negative step count, a repeated key and a stray array are refused; the state stays.
+  auto with = [&](const std::string& key, const Tensor& v) {
+    utils::NamedTensors bad = sd;
+    bad.emplace_back(key, v);
+    return bad;
+  };
+  utils::NamedTensors neg = sd;
+  neg[0].second = array(std::int64_t{-1}, int64);
+  CHECK(dzt::has(dzt::thrown<ValueError>([&] { a.load_state_dict(neg, "mine"); }), "mine: 't' is -1"));
+  CHECK(dzt::has(dzt::thrown<ValueError>([&] { a.load_state_dict(with("t", sd[0].second)); }), "twice"));
+  CHECK(dzt::has(dzt::thrown<ValueError>([&] { a.load_state_dict(with("p9/m", sd[1].second)); }), "p9/m"));
+  CHECK(a.t() == 2);
+  O::Adam b;
+  b.setup(m);
+  b.load_state_dict(sd);
+  CHECK(b.t() == 2);
+  CHECK(b.state_dict().size() == sd.size());
 }
 
 // --- DeZero's one-line form: auto optimizer = SGD(lr).setup(model) -------------------------------

@@ -216,7 +216,7 @@ void Optimizer::update() {
 }
 
 // --- state files -----------------------------------------------------------------------
-void Optimizer::save_state(const std::string& path) const {
+utils::NamedTensors Optimizer::state_dict() const {
   std::vector<Parameter> ps;
   gather(ps);
   utils::NamedTensors out;
@@ -228,13 +228,19 @@ void Optimizer::save_state(const std::string& path) const {
     for (std::size_t k = 0; k < names.size(); ++k)
       out.emplace_back("p" + std::to_string(i) + "/" + names[k], it->second.state[k]);
   }
-  utils::save_npz(path, out, false);
+  return out;
 }
 
+void Optimizer::save_state(const std::string& path) const { utils::save_npz(path, state_dict(), false); }
+
 void Optimizer::load_state(const std::string& path) {
-  utils::NamedTensors file = utils::load_npz(path);
-  std::map<std::string, Tensor> arrays(file.begin(), file.end());
-  const std::string where = "load_state: '" + path + "'";
+  load_state_dict(utils::detail::load_npz_as("load_state", path), "load_state: '" + path + "'");
+}
+
+void Optimizer::load_state_dict(const utils::NamedTensors& state, const std::string& where) {
+  std::map<std::string, Tensor> arrays;
+  for (const auto& [k, v] : state)
+    if (!arrays.emplace(k, v).second) throw ValueError(where + " has the array '" + k + "' twice");
   std::vector<Parameter> ps;
   gather(ps);
   auto t_it = arrays.find("t");
@@ -243,6 +249,7 @@ void Optimizer::load_state(const std::string& path) {
     throw ValueError(where + ": 't' must be one integer, got " + t_it->second.shape().str() + " " +
                      dtype_name(t_it->second.dtype()));
   const std::int64_t t = t_it->second.astype(int64).item<std::int64_t>();
+  if (t < 0) throw ValueError(where + ": 't' is " + std::to_string(t) + ", a step count cannot be negative");
   arrays.erase(t_it);
 
   const auto names = state_names();

@@ -6,7 +6,7 @@
 // Optimizer::update uses, is one multi-tensor call for all of a step's parameters
 // (one kernel per device and dtype), with the same bits. Optimizer::update
 // (optimizer.cpp) has already given w, g and every s[k] the parameter's shape, dtype
-// and device. Adam's bias-corrected step size lr() is computed on the host, once per
+// and device. Adam's bias-corrected step size (bias_corrected_lr()) is computed on the host, once per
 // call; the formulas are next to each class in optimizers.hpp.
 #include "dezero/optimizers.hpp"
 
@@ -64,16 +64,19 @@ void AdaDelta::update_many(const UpdateItem* items, std::size_t n) {
 }
 
 // --- Adam ------------------------------------------------------------------------------
-double Adam::lr() const {
+double Adam::bias_corrected_lr() const {
+  if (this->t() == 0)
+    throw ValueError("Adam::bias_corrected_lr: there is no bias-corrected step before the first update() (t = 0 "
+                     "gives 0 / 0); hint: the learning rate is `alpha` (" + std::to_string(alpha) + ")");
   const double t = static_cast<double>(this->t());
   return alpha * std::sqrt(1.0 - std::pow(beta2, t)) / (1.0 - std::pow(beta1, t));
 }
 
 void Adam::update_one(Tensor& w, const Tensor& g, std::vector<Tensor>& s) {
-  detail::adam_update_(w, g, s[0], s[1], lr(), beta1, beta2, eps);
+  detail::adam_update_(w, g, s[0], s[1], bias_corrected_lr(), beta1, beta2, eps);
 }
 void Adam::update_many(const UpdateItem* items, std::size_t n) {
-  detail::adam_update_multi_(as_updates(items, n), n, lr(), beta1, beta2, eps);
+  detail::adam_update_multi_(as_updates(items, n), n, bias_corrected_lr(), beta1, beta2, eps);
 }
 
 }  // namespace dezero::optimizers
