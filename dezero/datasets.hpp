@@ -149,8 +149,29 @@ class SinCurve : public Dataset {
 /// Reads a gzip-compressed (or plain) IDX file of unsigned bytes (magic 0x0801 with one
 /// dimension, 0x0803 with three): returns int32 (N,) or (N, rows, cols). The magic number,
 /// the dimensions and the data size are checked; a truncated or corrupt file is an
-/// IOError naming the file.
+/// IOError naming the file. A header that declares more elements than
+/// get_max_idx_elements() is an IOError before anything is read or allocated.
 Tensor read_idx(const std::string& path);
+
+// --- size caps -----------------------------------------------------------------------------
+/// Caps on what a file may make the readers allocate, checked against the sizes a file
+/// declares before anything is allocated (a small compressed file can declare, and inflate
+/// to, gigabytes). Like utils::set_max_image_pixels: process-wide, thread-safe, a ValueError
+/// for a value <= 0. A file beyond a cap is an IOError naming its declared size, the cap
+/// and the setter. The .npz cap is utils::set_max_npz_bytes (npz.hpp).
+///
+/// read_idx (MNIST, Fashion-MNIST): the most elements (bytes) one IDX file may declare.
+/// Default 2^28 = 268,435,456, about 5.7 times MNIST's 60,000 x 28 x 28 training images
+/// (each element becomes 4 bytes of int32, so the default allows about 1 GiB).
+void set_max_idx_elements(std::int64_t elements);
+/// The cap set by set_max_idx_elements (default 2^28).
+std::int64_t get_max_idx_elements();
+/// CIFAR10: the most samples (1 + 3072-byte records) read from an archive for one split,
+/// counting every copy of a wanted member (tar allows repeats). Default 60,000: all of
+/// CIFAR-10 (50,000 training + 10,000 test images).
+void set_max_cifar_samples(std::int64_t samples);
+/// The cap set by set_max_cifar_samples (default 60,000).
+std::int64_t get_max_cifar_samples();
 
 // --- MNIST -------------------------------------------------------------------------------
 /// The MNIST handwritten digits: 60000 training or 10000 test images (DeZero's MNIST).
@@ -158,10 +179,20 @@ Tensor read_idx(const std::string& path);
 /// Files train-images-idx3-ubyte.gz / train-labels-idx1-ubyte.gz (train) or t10k-* (test)
 /// in `dir`, else $DEZERO_HOME, else ~/.dezero. Missing files are downloaded from
 /// `mirror`, else $DEZERO_MNIST_MIRROR, else DeZero's https://ossci-datasets.s3.amazonaws.com/mnist/.
-/// x: images (N, 1, 28, 28) int32 through `transform` (default: float32 (784,) in [0, 1]),
-/// t: int64 (N,).
+/// x: images (N, 1, 28, 28) int32 through `transform` (default: float32 (784,) in [0, 1],
+/// for an MLP; image_transform() keeps the (1, 28, 28) form a CNN needs), t: int64 (N,).
 ///
-/// A file that cannot be downloaded, or is truncated or corrupt, is an IOError naming it.
+/// ```cpp
+///   datasets::MNIST mlp_data(true);                                      // x: (784,) float32
+///   datasets::MNIST cnn_data(true, datasets::MNIST::image_transform());  // x: (1, 28, 28) float32
+/// ```
+///
+/// Every download is checked against the file's published SHA-256, whatever the mirror. Without
+/// `dir` the files live in the cache folder (see utils::get_file for its checks), and a file
+/// already there is checked against its SHA-256 on every load: a different file is an IOError
+/// naming both hashes (delete it to have it downloaded again). A file already in an explicit
+/// `dir` is the caller's and is read as it is. A file that cannot be downloaded, or is
+/// truncated or corrupt, is an IOError naming it.
 class MNIST : public Dataset {
  public:
   /// Loads the training or the test split (downloading missing files, see the class).
@@ -169,6 +200,9 @@ class MNIST : public Dataset {
                  const std::string& dir = "", const std::string& mirror = "");
   /// Compose({Flatten(), ToFloat(), Normalize(0, 255)}): float32 (784,) in [0, 1].
   static Transform default_transform();
+  /// Compose({ToFloat(), Normalize(0, 255)}): float32 (1, 28, 28) in [0, 1], unflattened: the
+  /// form a CNN (L::Conv2d) takes; get_batch gives (B, 1, 28, 28).
+  static Transform image_transform();
   /// DeZero's mirror, "https://ossci-datasets.s3.amazonaws.com/mnist/".
   static const char* default_mirror();
   static std::map<int, std::string> labels();  ///< The class names: {0: "0", ..., 9: "9"}.
@@ -191,16 +225,20 @@ class MNIST : public Dataset {
 /// Zalando's Fashion-MNIST: MNIST's format with 10 kinds of clothing (not part of DeZero).
 ///
 /// Zalando's Fashion-MNIST (same format, same file names, not part of DeZero). Files are
-/// looked for in `dir`; without one in $DEZERO_HOME/fashion-mnist (or ~/.dezero/fashion-mnist),
-/// then in /usr/share/datasets/fashion-mnist (Debian's dataset-fashion-mnist package);
-/// missing ones are downloaded into `dir` (or the cache) from `mirror`, else
-/// $DEZERO_FASHION_MNIST_MIRROR, else Zalando's http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/.
+/// looked for in `dir`; without one in $DEZERO_HOME/fashion-mnist (or ~/.dezero/fashion-mnist,
+/// checked against Zalando's SHA-256 as MNIST's cache is), then in
+/// /usr/share/datasets/fashion-mnist (Debian's dataset-fashion-mnist package, installed by root
+/// and recompressed: read as it is); missing ones are downloaded into `dir` (or the cache) from
+/// `mirror`, else $DEZERO_FASHION_MNIST_MIRROR, else Zalando's repository over https (the same
+/// files as its http-only S3 site), and checked against their SHA-256. MNIST::image_transform()
+/// gives the (1, 28, 28) form here too.
 class FashionMNIST : public MNIST {
  public:
   /// Loads the training or the test split (looking for the files as the class says).
   explicit FashionMNIST(bool train = true, Transform transform = default_transform(), Transform target_transform = {},
                         const std::string& dir = "", const std::string& mirror = "");
-  /// Zalando's mirror, "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/".
+  /// Zalando's files over https: "https://raw.githubusercontent.com/zalandoresearch/fashion-mnist/master/data/fashion/"
+  /// (http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/ serves the same files over http only).
   static const char* default_mirror();
   static const char* system_dir();  ///< Debian's copy: "/usr/share/datasets/fashion-mnist".
   static std::map<int, std::string> labels();  ///< The class names: {0: "T-shirt/top", ..., 9: "Ankle boot"}.
@@ -214,7 +252,11 @@ class FashionMNIST : public MNIST {
 /// 50000 images, in that order) and test_batch.bin (test, 10000). Each file is records of
 /// 1 label byte + 3072 pixel bytes: the R plane, then G, then B, each 32x32 row-major.
 /// The archive is looked for in `dir`, else $DEZERO_HOME (or ~/.dezero); when missing it is
-/// downloaded there from `mirror`, else $DEZERO_CIFAR10_MIRROR, else https://www.cs.toronto.edu/~kriz/.
+/// downloaded there from `mirror`, else $DEZERO_CIFAR10_MIRROR, else https://www.cs.toronto.edu/~kriz/,
+/// and checked against its published SHA-256 (c4a38c50...a1dd); a copy in the cache folder is
+/// checked on every load, one in an explicit `dir` is read as it is (as MNIST's files are).
+/// An archive whose wanted members hold more than get_max_cifar_samples() records is an IOError
+/// before they are read.
 /// (DeZero reads the Python distribution, cifar-10-python.tar.gz, whose pickles C++ cannot
 /// read; the two hold the same images in the same order.)
 /// x: images (N, 3, 32, 32) int32 in [0, 255] through `transform`, t: int64 (N,) in [0, 9].

@@ -16,6 +16,7 @@
 /// is an IOError.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,7 +41,8 @@ NamedTensors load_npz_as(const std::string& op, const std::string& path);
 /// exactly (no ".npz" is appended). Names must be unique and non-empty.
 /// A repeated or empty name, or an undefined tensor, is a dezero::ValueError; a file
 /// that cannot be written (or would need zip64) an IOError. The file is written under a
-/// temporary name and renamed when complete.
+/// fresh temporary name nobody can predict ("<path>.<random>.tmp", created with O_EXCL |
+/// O_NOFOLLOW: never through a planted symlink), flushed to the disk and renamed when complete.
 void save_npz(const std::string& path, const NamedTensors& arrays, bool compressed = false);
 
 /// The same formats in memory: the arrays of the bytes of a whole .npz file.
@@ -53,5 +55,15 @@ std::string serialize_npz(const NamedTensors& arrays, bool compressed = false);
 Tensor parse_npy(const std::string& bytes, const std::string& what = "npy");
 /// The same formats in memory: the bytes of one .npy file holding `array` (any device).
 std::string serialize_npy(const Tensor& array);
+
+/// The cap on what an .npz file may make load_npz / parse_npz (and so load_weights, load_state)
+/// allocate: the total of its entries' uncompressed sizes, and the size of the file itself.
+/// A small deflated file can declare about 1000 times its size. Checked before anything is
+/// inflated (or, for the file, read); beyond it is an IOError naming the declared size, the
+/// cap and this setter. Default 2 GiB (2^31 bytes): about four times VGG16's 528 MB of
+/// weights, or Adam's state for it. Process-wide, thread-safe; ValueError for a value <= 0.
+void set_max_npz_bytes(std::int64_t bytes);
+/// The cap set by set_max_npz_bytes (default 2^31 bytes).
+std::int64_t get_max_npz_bytes();
 
 }  // namespace dezero::utils

@@ -2,6 +2,7 @@
 // (tests/data/cifar10, tests/data/cifar10_bad): values, order, the default transform, labels(),
 // every way a damaged archive is refused; and datasets::ImageNet::labels().
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -10,6 +11,8 @@
 #include <dezero/datasets.hpp>
 #include <dezero/transforms.hpp>
 
+#include "support/gzip_bomb.hpp"
+#include "support/memory_ceiling.hpp"
 #include "support/test_util.hpp"
 
 using namespace dezero;
@@ -236,12 +239,90 @@ TEST_CASE("CIFAR10: no file and an unreachable mirror is an IOError naming the U
   CHECK(dzt::has(e, "file:///nonexistent/env-mirror/cifar-10-binary.tar.gz"));
   CHECK(tmp.entries() == 0);
 
-  // a mirror that has the file: it is downloaded into $DEZERO_HOME, then read
+  // a mirror that has a file of that name: it is downloaded into $DEZERO_HOME and checked against
+  // CIFAR-10's published SHA-256; the fixture is not that file, so nothing is kept
   ScopedEnv good("DEZERO_CIFAR10_MIRROR", "file://" + fs::absolute(kDir).string());
-  datasets::CIFAR10 test(false);
-  CHECK(test.size() == 4);
-  CHECK(test.data().dtype() == float32);  // the constructor's default transform
-  CHECK(fs::exists(tmp.path / kArchive));
+  e = io_error_of([&] { datasets::CIFAR10(false); });
+  INFO(e);
+  CHECK(dzt::has(e, "c4a38c50a1bc5f3a1c5537f2155ab9d68f9f25eb1ed8d9ddda3db29a59bca1dd"));
+  CHECK(dzt::has(e, "file://" + fs::absolute(kDir).string() + "/" + kArchive));
+  CHECK(tmp.entries() == 0);
+  // one already in the cache is checked on every load
+  fs::copy_file(kDir + "/" + kArchive, tmp.path / kArchive);
+  e = io_error_of([&] { datasets::CIFAR10(false); });
+  INFO(e);
+  CHECK(dzt::has(e, "c4a38c50a1bc5f3a1c5537f2155ab9d68f9f25eb1ed8d9ddda3db29a59bca1dd"));
+  CHECK(dzt::has(e, (tmp.path / kArchive).string()));
+  CHECK(dzt::has(e, "delete it"));
+  // one in an explicit dir is the caller's, read as it is
+  CHECK(datasets::CIFAR10(false, {}, {}, tmp.str()).size() == 4);
+}
+
+// --- the cap on samples ------------------------------------------------------------------------
+namespace {
+// A ustar header for a regular file `name` of `size` bytes.
+std::string tar_header(const std::string& name, std::uint64_t size) {
+  std::string h(512, '\0');
+  auto put = [&](std::size_t off, const std::string& v) { h.replace(off, v.size(), v); };
+  auto octal = [](std::uint64_t v, int width) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%0*llo", width - 1, static_cast<unsigned long long>(v));
+    return std::string(buf);
+  };
+  put(0, name);
+  put(100, octal(0644, 8));
+  put(108, octal(0, 8));
+  put(116, octal(0, 8));
+  put(124, octal(size, 12));
+  put(136, octal(0, 12));
+  h[156] = '0';
+  put(257, std::string("ustar\0", 6));
+  put(263, "00");
+  h.replace(148, 8, "        ");
+  unsigned sum = 0;
+  for (unsigned char c : h) sum += c;
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "%06o", sum);
+  h.replace(148, 7, std::string(buf, 6) + '\0');
+  return h;
+}
+}  // namespace
+
+TEST_CASE("CIFAR10: a small .tar.gz with a huge member is refused before it is read") {
+  if (skip_without_libarchive()) return;
+  TempDir tmp;
+  // test_batch.bin of 70,000 zero records (215 MB, label 0): about 210 kB of gzip
+  const std::uint64_t size = 70000ull * 3073;
+  const std::uint64_t padded = (size + 511) / 512 * 512;
+  const std::string bytes =
+      dzt::gzip_zeros(tar_header("cifar-10-batches-bin/test_batch.bin", size), padded + 1024);
+  REQUIRE(bytes.size() < 400000);
+  dzt::write_bytes(tmp.path / kArchive, bytes);
+  const dzt::CeilingRun run = dzt::run_under_ceiling([&] { datasets::CIFAR10(false, {}, {}, tmp.str()); });
+  INFO(run.outcome);
+  CHECK(dzt::has(run.outcome, "error: CIFAR10: " + (tmp.path / kArchive).string()));
+  CHECK(dzt::has(run.outcome, "declares 215110000 bytes (70000 records)"));
+  CHECK(dzt::has(run.outcome, "cap of 60000 samples"));
+  CHECK(dzt::has(run.outcome, "datasets::set_max_cifar_samples"));
+  MESSAGE("peak RSS grew by " << run.grew_kb << " kB");
+  CHECK(run.grew_kb >= 0);
+  CHECK(run.grew_kb < 64 * 1024);  // before the cap: about 2 GB
+}
+
+TEST_CASE("CIFAR10: the cap counts every wanted member, repeats included, and is settable") {
+  if (skip_without_libarchive()) return;
+  datasets::set_max_cifar_samples(3);  // the fixture's test split has 4 records
+  std::string e = io_error_of([&] { datasets::CIFAR10(false, {}, {}, kDir); });
+  datasets::set_max_cifar_samples(14);  // its training split 5 x 3
+  std::string e2 = io_error_of([&] { datasets::CIFAR10(true, {}, {}, kDir); });
+  datasets::set_max_cifar_samples(60000);
+  INFO(e);
+  CHECK(dzt::has(e, "member cifar-10-batches-bin/test_batch.bin declares 12292 bytes (4 records)"));
+  CHECK(dzt::has(e, "cap of 3 samples"));
+  INFO(e2);
+  CHECK(dzt::has(e2, "data_batch_5.bin declares 9219 bytes (3 records), which with the 12 records read before it"));
+  CHECK(dzt::has(e2, "cap of 14 samples"));
+  CHECK(datasets::CIFAR10(true, {}, {}, kDir).size() == 15);
 }
 
 TEST_CASE("CIFAR10 without libarchive is an IOError naming it") {

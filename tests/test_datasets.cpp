@@ -13,6 +13,8 @@
 #include <dezero/download.hpp>
 #include <dezero/transforms.hpp>
 
+#include "support/gzip_bomb.hpp"
+#include "support/memory_ceiling.hpp"
 #include "support/test_util.hpp"
 
 using namespace dezero;
@@ -274,7 +276,8 @@ TEST_CASE("read_idx: bad magic, short data, truncated and corrupt gzip name the 
   dzt::write_bytes(huge, std::string("\x00\x00\x08\x03", 4) + std::string(12, '\xff') + "abc");
   e = error_of([&] { datasets::read_idx(huge.string()); });
   CHECK(e.find(huge.string()) != std::string::npos);
-  CHECK(e.find("implausible") != std::string::npos);
+  CHECK(dzt::has(e, "more than the cap"));
+  CHECK(dzt::has(e, "3 bytes after the header"));
 
   fs::path plain = tmp.path / "plain-idx1-ubyte";  // uncompressed files are read as well
   dzt::write_bytes(plain, std::string("\x00\x00\x08\x01\x00\x00\x00\x02\x07\x09", 10));
@@ -309,12 +312,19 @@ TEST_CASE("MNIST from a directory: default transform, raw images, labels") {
   CHECK(rt.item<std::int64_t>() == 7);
   CHECK(datasets::MNIST::labels().at(7) == "7");
 
-  // DEZERO_HOME is the default directory
+  // DEZERO_HOME is the default directory; the fixtures copied there are not MNIST's files, and
+  // a file in the cache is checked against its published SHA-256 on every load
   TempDir home;
   copy_mnist_fixtures(home.path);
   ScopedEnv env("DEZERO_HOME", home.str());
   CHECK(utils::cache_dir() == home.str());
-  CHECK(datasets::MNIST(false).size() == 5);
+  std::string e = error_of([] { datasets::MNIST(false); });
+  INFO(e);
+  CHECK(dzt::has(e, (home.path / "t10k-images-idx3-ubyte.gz").string()));
+  CHECK(dzt::has(e, "d9896ea84ec8f2fd1cef1e2c2027fc55e466a65b395a4d83fbe5d362636f1bdc"));  // the fixture's
+  CHECK(dzt::has(e, "8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6"));  // MNIST's
+  CHECK(dzt::has(e, "delete it"));
+  CHECK(home.entries() == 4);  // nothing removed, nothing added
 }
 
 TEST_CASE("MNIST: damaged or mismatched files are errors naming the files") {
@@ -340,8 +350,77 @@ TEST_CASE("FashionMNIST: explicit dir, $DEZERO_HOME/fashion-mnist, labels") {
   CHECK(datasets::FashionMNIST::labels().at(9) == "Ankle boot");
   CHECK(std::string(datasets::FashionMNIST::system_dir()) == "/usr/share/datasets/fashion-mnist");
 
+  // $DEZERO_HOME/fashion-mnist: checked against Zalando's SHA-256 (the fixtures are not its files)
   TempDir home;
   copy_mnist_fixtures(home.path / "fashion-mnist");
   ScopedEnv env("DEZERO_HOME", home.str());
-  CHECK(datasets::FashionMNIST(true).size() == 12);
+  std::string e = error_of([] { datasets::FashionMNIST(true); });
+  INFO(e);
+  CHECK(dzt::has(e, "37e24d9076e13c707fd6d16e528d7d5ac740645e3cfe41e12ceed17e67a7cc81"));
+  CHECK(dzt::has(e, "3aede38d61863908ad78613f6a32ed271626dd12800ba2636569512369268a84"));
+  CHECK(std::string(datasets::FashionMNIST::default_mirror()).rfind("https://", 0) == 0);
+}
+
+TEST_CASE("MNIST::image_transform keeps the (1, 28, 28) form a CNN takes, float32 in [0, 1]") {
+  datasets::MNIST cnn(true, datasets::MNIST::image_transform(), {}, kData + "/mnist");
+  CHECK(cnn.data().shape() == Shape{12, 1, 28, 28});
+  auto [x, t] = cnn.get(3);
+  CHECK(x.shape() == Shape{1, 28, 28});
+  CHECK(x.dtype() == float32);
+  auto xv = x.to_vector<float>();
+  CHECK(xv[28 * 5 + 7] == static_cast<float>(pixel(3, 5, 7, true)) / 255.0f);
+  CHECK(x.min().item<float>() >= 0.0f);
+  CHECK(x.max().item<float>() <= 1.0f);
+  CHECK(t.item<std::int64_t>() == 9);
+  auto [xb, tb] = cnn.get_batch({0, 1, 2});
+  CHECK(xb.shape() == Shape{3, 1, 28, 28});
+  datasets::FashionMNIST f(false, datasets::MNIST::image_transform(), {}, kData + "/mnist");
+  CHECK(f.get(0).first.shape() == Shape{1, 28, 28});
+}
+
+// --- size caps ---------------------------------------------------------------------------
+namespace {
+// An IDX header: magic 0x0803 (or 0x0801 with one dim) and the dims, big-endian.
+std::string idx_header(const std::vector<std::uint32_t>& dims) {
+  std::string h("\x00\x00\x08", 3);
+  h.push_back(static_cast<char>(dims.size()));
+  for (std::uint32_t d : dims)
+    for (int i = 3; i >= 0; --i) h.push_back(static_cast<char>((d >> (8 * i)) & 0xff));
+  return h;
+}
+}  // namespace
+
+TEST_CASE("read_idx: a small gzip declaring (and holding) 10^9 elements is refused before it allocates") {
+  TempDir tmp;
+  const fs::path bomb = tmp.path / "train-images-idx3-ubyte.gz";
+  const std::string bytes = dzt::gzip_zeros(idx_header({1000, 1000, 1000}), 1000000000ull);
+  REQUIRE(bytes.size() < 2000000);  // about 1 MB that inflates to 1 GB (a 4 GB int32 tensor)
+  dzt::write_bytes(bomb, bytes);
+  const dzt::CeilingRun run = dzt::run_under_ceiling([&] { datasets::read_idx(bomb.string()); });
+  INFO(run.outcome);
+  CHECK(dzt::has(run.outcome, "error: read_idx: " + bomb.string()));
+  CHECK(dzt::has(run.outcome, "(1000, 1000, 1000)"));
+  CHECK(dzt::has(run.outcome, "1000000000 elements"));
+  CHECK(dzt::has(run.outcome, "cap of 268435456"));
+  CHECK(dzt::has(run.outcome, "datasets::set_max_idx_elements"));
+  MESSAGE("peak RSS grew by " << run.grew_kb << " kB");
+  CHECK(run.grew_kb >= 0);
+  CHECK(run.grew_kb < 64 * 1024);  // before the cap: about 5 GB
+}
+
+TEST_CASE("set_max_idx_elements: the cap is settable, and a ValueError when not positive") {
+  CHECK(datasets::get_max_idx_elements() == (std::int64_t{1} << 28));
+  const std::string labels = kData + "/mnist/t10k-labels-idx1-ubyte.gz";  // 5 labels
+  datasets::set_max_idx_elements(4);
+  const std::string e = error_of([&] { datasets::read_idx(labels); });
+  datasets::set_max_idx_elements(std::int64_t{1} << 28);
+  INFO(e);
+  CHECK(dzt::has(e, "(5,) claim 5 elements"));
+  CHECK(dzt::has(e, "cap of 4"));
+  CHECK(dzt::has(e, "set_max_idx_elements"));
+  CHECK_FALSE(dzt::has(e, "does not match the file size"));
+  CHECK(datasets::read_idx(labels).size() == 5);
+  CHECK_THROWS_AS(datasets::set_max_idx_elements(0), ValueError);
+  CHECK_THROWS_AS(datasets::set_max_cifar_samples(-1), ValueError);
+  CHECK(datasets::get_max_cifar_samples() == 60000);
 }

@@ -1,11 +1,16 @@
 // tests/test_npz.cpp - utils::load_npz / save_npz against NumPy's own files (fixtures made
 // by tools/make_npz_fixtures.py), and Layer::save_weights / load_weights: round trips,
-// DeZero's keys, and files that must be refused without changing the model.
+// DeZero's keys, and files that must be refused without changing the model; no write through a
+// planted symlink; the cap on what a file may declare (utils::set_max_npz_bytes).
+#include <sys/resource.h>
+
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "support/memory_ceiling.hpp"
 #include "support/test_util.hpp"
 
 using namespace dezero;
@@ -276,13 +281,124 @@ TEST_CASE("weights: a save that fails leaves the previous file intact") {
   const fs::path p = out_dir() / "keep.npz";
   model.save_weights(p.string());
   const std::string before = dzt::read_bytes(p.string());
-  const fs::path tmp = p.string() + ".tmp";
-  fs::create_directories(tmp);  // the temporary file cannot be created
   Tensor w = model.params()[0].data();
   w.fill_(7.0);
-  CHECK_THROWS_AS(model.save_weights(p.string()), IOError);
+  {
+    // a full disk: no file may grow past 16 bytes (EFBIG; SIGXFSZ ignored), even as root
+    rlimit old{};
+    ::getrlimit(RLIMIT_FSIZE, &old);
+    rlimit small = old;
+    small.rlim_cur = 16;
+    auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+    ::setrlimit(RLIMIT_FSIZE, &small);
+    std::string e = dzt::thrown<IOError>([&] { model.save_weights(p.string()); });
+    ::setrlimit(RLIMIT_FSIZE, &old);
+    std::signal(SIGXFSZ, old_handler);
+    INFO(e);
+    CHECK(dzt::has(e, p.string()));
+  }
   CHECK(dzt::read_bytes(p.string()) == before);
-  fs::remove(tmp);
+  for (const auto& entry : fs::directory_iterator(out_dir()))  // no temporary file left
+    CHECK(entry.path().filename().string().rfind("keep.npz.", 0) == std::string::npos);
   model.save_weights(p.string());  // and a later save replaces it
   CHECK(dzt::read_bytes(p.string()) != before);
+}
+
+TEST_CASE("save_npz and save_weights never write through a symlink planted at '<path>.tmp'") {
+  dzt::TempDir dir;
+  const fs::path victim = dir.path / "victim.txt";
+  dzt::write_bytes(victim, "precious");
+  const fs::path p = dir.path / "model.npz";
+  fs::create_symlink(victim, p.string() + ".tmp");
+  utils::save_npz(p.string(), {{"a", ones({2, 3})}});
+  CHECK(dzt::read_bytes(victim) == "precious");
+  CHECK(fs::is_regular_file(fs::symlink_status(p)));
+  CHECK(utils::load_npz(p.string())[0].second.shape() == Shape{2, 3});
+
+  random::seed(6);
+  models::MLP model({2});
+  model(random::randn({1, 3}, float32));
+  const fs::path w = dir.path / "weights.npz";
+  fs::create_symlink(victim, w.string() + ".tmp");
+  model.save_weights(w.string());
+  CHECK(dzt::read_bytes(victim) == "precious");
+  CHECK(fs::is_regular_file(fs::symlink_status(w)));
+  CHECK(dir.names() == std::vector<std::string>{"model.npz", "model.npz.tmp", "victim.txt", "weights.npz",
+                                                "weights.npz.tmp"});  // the planted links, untouched
+}
+
+// --- the cap -------------------------------------------------------------------------------------
+namespace {
+// A zip whose one deflated entry "a.npy" declares `usize` bytes uncompressed and holds `csize`
+// bytes of (junk) data: a bomb's central directory.
+std::string zip_declaring(std::uint32_t usize, std::uint32_t csize) {
+  auto put = [](std::string& out, std::uint64_t v, int n) {
+    for (int i = 0; i < n; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  };
+  const std::string name = "a.npy";
+  auto fields = [&](std::string& out) {
+    put(out, 20, 2);
+    put(out, 0, 2);
+    put(out, 8, 2);  // deflate
+    put(out, 0, 4);
+    put(out, 0, 4);  // CRC
+    put(out, csize, 4);
+    put(out, usize, 4);
+    put(out, name.size(), 2);
+    put(out, 0, 2);
+  };
+  std::string out;
+  put(out, 0x04034b50, 4);
+  fields(out);
+  out += name;
+  out += std::string(csize, '\0');
+  const std::uint64_t cd = out.size();
+  std::string central;
+  put(central, 0x02014b50, 4);
+  put(central, 20, 2);
+  fields(central);
+  put(central, 0, 2);
+  put(central, 0, 2);
+  put(central, 0, 2);
+  put(central, 0, 4);
+  put(central, 0, 4);  // local header at 0
+  central += name;
+  out += central;
+  put(out, 0x06054b50, 4);
+  put(out, 0, 4);
+  put(out, 1, 2);
+  put(out, 1, 2);
+  put(out, central.size(), 4);
+  put(out, cd, 4);
+  put(out, 0, 2);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("npz: an entry declaring more than the cap is refused before anything is inflated") {
+  CHECK(utils::get_max_npz_bytes() == (std::int64_t{2} << 30));
+  // 3 GiB declared by 3.1 MB of data (deflate's 1032:1 at most)
+  const std::string bomb = zip_declaring(3u << 30, (3u << 30) / 1000);
+  const dzt::CeilingRun run = dzt::run_under_ceiling([&] { utils::parse_npz(bomb, "bomb.npz"); });
+  INFO(run.outcome);
+  CHECK(dzt::has(run.outcome, "error: bomb.npz: entry 'a.npy' declares 3221225472 bytes uncompressed"));
+  CHECK(dzt::has(run.outcome, "cap of 2147483648 bytes"));
+  CHECK(dzt::has(run.outcome, "utils::set_max_npz_bytes"));
+  MESSAGE("peak RSS grew by " << run.grew_kb << " kB");
+  CHECK(run.grew_kb >= 0);
+  CHECK(run.grew_kb < 64 * 1024);  // before the cap: 3 GiB
+
+  // a lower cap: the entries' sizes add up, and the file's own size counts
+  utils::set_max_npz_bytes(100);
+  const std::string fixture = data_path("mlp_weights.npz");
+  const std::string e = dzt::thrown<IOError>([&] { utils::load_npz(fixture); });
+  const std::string e2 = dzt::thrown<IOError>([&] { utils::parse_npz(dzt::read_bytes(fixture), "w"); });
+  utils::set_max_npz_bytes(std::int64_t{2} << 30);
+  INFO(e);
+  CHECK(dzt::has(e, "more than the cap of 100 bytes"));
+  CHECK(dzt::has(e, "set_max_npz_bytes"));
+  INFO(e2);
+  CHECK(dzt::has(e2, "passes the cap of 100 bytes"));
+  CHECK(utils::load_npz(fixture).size() == 4);
+  CHECK_THROWS_AS(utils::set_max_npz_bytes(0), ValueError);
 }

@@ -14,10 +14,12 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -113,8 +115,10 @@ class ArchiveReader {
   const std::string& current() const { return current_; }
   const Archive& api() const { return api_; }
 
-  // The whole data of the current entry, read by chunks (its header's size is not trusted).
-  std::vector<unsigned char> read_all() {
+  // The whole data of the current entry, read by chunks (its header's size is not trusted):
+  // `over(n)` throws when n bytes would be more than the caller allows.
+  template <class Over>
+  std::vector<unsigned char> read_all(std::uint64_t limit, Over over) {
     std::vector<unsigned char> out;
     unsigned char buf[1 << 16];
     for (;;) {
@@ -124,6 +128,7 @@ class ArchiveReader {
         fail("inside member " + current_);
       }
       if (got == 0) break;
+      if (out.size() + static_cast<std::uint64_t>(got) > limit) over(out.size() + static_cast<std::uint64_t>(got));
       out.insert(out.end(), buf, buf + got);
     }
     return out;
@@ -175,7 +180,9 @@ void check_gzip_trailer(const std::string& path) {
 // --- the binary format -----------------------------------------------------------------------
 constexpr std::size_t kPixels = 3 * 32 * 32;     // R plane, G plane, B plane; each 32x32 row-major
 constexpr std::size_t kRecord = 1 + kPixels;     // label byte + pixels
-constexpr std::int64_t kMaxMember = 1ll << 30;  // the real members hold 30,730,000 bytes
+constexpr std::size_t kMaxMembers = 10000;      // the real archive holds 8 (a folder, 6 batches, 2 notes)
+
+std::atomic<std::int64_t> g_max_samples{60000};
 
 std::vector<std::string> members(bool train) {
   const std::string dir = "cifar-10-batches-bin/";
@@ -186,23 +193,41 @@ std::vector<std::string> members(bool train) {
 }
 
 // The wanted members' bytes, in `wanted` order; every check is made here, before anything is kept.
+// The wanted members' data, repeats included, may not pass get_max_cifar_samples() records: a
+// declared size beyond that is refused before it is read, and the reading stops at the cap.
 std::vector<std::vector<unsigned char>> read_members(const std::string& path, const std::vector<std::string>& wanted) {
+  const std::int64_t cap = get_max_cifar_samples();
+  const std::uint64_t budget = static_cast<std::uint64_t>(cap) * kRecord;
+  std::uint64_t used = 0;
+  auto too_big = [&](const std::string& name, std::uint64_t bytes, const char* how) {
+    throw IOError("CIFAR10: " + path + ": member " + name + " " + how + " " + std::to_string(bytes) + " bytes (" +
+                  std::to_string(bytes / kRecord) + " records), which with the " + std::to_string(used / kRecord) +
+                  " records read before it passes the cap of " + std::to_string(cap) +
+                  " samples (datasets::set_max_cifar_samples raises it); CIFAR-10's batches hold 10,000 records "
+                  "each; hint: delete the file so that it is downloaded again");
+  };
   std::map<std::string, std::vector<unsigned char>> found;
-  std::vector<std::string> seen;
+  std::vector<std::string> seen;  // the first names, for messages
+  std::size_t members = 0;
   ArchiveReader r(path);
   while (archive_entry* e = r.next()) {
     const std::string& name = r.current();
-    seen.push_back(name);
+    if (++members > kMaxMembers)
+      throw IOError("CIFAR10: " + path + " holds more than " + std::to_string(kMaxMembers) +
+                    " members (cifar-10-binary.tar.gz holds 8); hint: delete the file so that it is downloaded again");
+    if (seen.size() < 13) seen.push_back(name);
     if (std::find(wanted.begin(), wanted.end(), name) == wanted.end()) continue;
     // A directory or link with a member's name is not the member.
     const Archive& api = r.api();
     if (api.entry_filetype(e) != AE_IFREG)
       throw IOError("CIFAR10: " + path + ": member " + name + " is not a regular file; hint: delete the file so that "
                     "it is downloaded again");
-    if (api.entry_size_is_set(e) && api.entry_size(e) > kMaxMember)
-      throw IOError("CIFAR10: " + path + ": member " + name + " claims " + std::to_string(api.entry_size(e)) +
-                    " bytes, more than any CIFAR-10 batch; hint: delete the file so that it is downloaded again");
-    found[name] = r.read_all();  // a later member of the same name replaces an earlier one (tar's rule)
+    if (api.entry_size_is_set(e) && api.entry_size(e) > 0 &&
+        static_cast<std::uint64_t>(api.entry_size(e)) > budget - used)
+      too_big(name, static_cast<std::uint64_t>(api.entry_size(e)), "declares");
+    std::vector<unsigned char> bytes = r.read_all(budget - used, [&](std::uint64_t n) { too_big(name, n, "holds"); });
+    used += bytes.size();
+    found[name] = std::move(bytes);  // a later member of the same name replaces an earlier one (tar's rule)
   }
   check_gzip_trailer(path);
   std::vector<std::vector<unsigned char>> out;
@@ -211,9 +236,9 @@ std::vector<std::vector<unsigned char>> read_members(const std::string& path, co
     if (it == found.end()) {
       std::string list;
       for (std::size_t i = 0; i < seen.size() && i < 12; ++i) list += (i ? ", " : "") + seen[i];
-      if (seen.size() > 12) list += ", ...";
+      if (members > 12) list += ", ...";
       throw IOError("CIFAR10: " + path + " has no member " + name + " (it holds " +
-                    (seen.empty() ? std::string("no members") : std::to_string(seen.size()) + ": " + list) +
+                    (members == 0 ? std::string("no members") : std::to_string(members) + ": " + list) +
                     "); expected cifar-10-batches-bin/data_batch_1.bin .. data_batch_5.bin and test_batch.bin "
                     "(the binary distribution, not cifar-10-python.tar.gz); hint: delete the file so that it is "
                     "downloaded again");
@@ -251,21 +276,16 @@ std::map<int, std::string> CIFAR10::labels() {
           {5, "dog"},      {6, "frog"},       {7, "horse"}, {8, "ship"}, {9, "truck"}};
 }
 
-CIFAR10::CIFAR10(bool train, Transform transform, Transform target_transform, const std::string& dir,
-                 const std::string& mirror)
-    : Dataset(train, std::move(transform), std::move(target_transform)) {
-  std::string d = dir.empty() ? utils::cache_dir() : dir;
-  std::string m = detail::pick_mirror(mirror, "DEZERO_CIFAR10_MIRROR", default_mirror());
-  std::string path;
-  try {
-    path = detail::fetch(d, file_name(), m);
-  } catch (const IOError& e) {
-    throw IOError(std::string("CIFAR10: ") + file_name() + " is not in " + d + " and could not be downloaded: " +
-                  e.what() + "; hint: put " + file_name() + " (" + default_mirror() + file_name() + ") in " + d +
-                  ", or set DEZERO_CIFAR10_MIRROR to a URL that has it");
-  }
-  std::vector<std::vector<unsigned char>> batches = read_members(path, members(train));
+void set_max_cifar_samples(std::int64_t samples) {
+  if (samples <= 0)
+    throw ValueError("set_max_cifar_samples: the cap must be positive, got " + std::to_string(samples));
+  g_max_samples = samples;
+}
+std::int64_t get_max_cifar_samples() { return g_max_samples.load(); }
 
+namespace detail {
+std::pair<Tensor, Tensor> read_cifar10_archive(const std::string& path, bool train) {
+  std::vector<std::vector<unsigned char>> batches = read_members(path, members(train));
   std::int64_t n = 0;
   for (const auto& b : batches) n += static_cast<std::int64_t>(b.size() / kRecord);
   Tensor images = Tensor::empty(Shape{n, 3, 32, 32}, int32);  // x: (N, 3, 32, 32), channels R, G, B
@@ -280,6 +300,27 @@ CIFAR10::CIFAR10(bool train, Transform transform, Transform target_transform, co
     }
     std::vector<unsigned char>().swap(b);  // the bytes go as soon as they are copied
   }
+  return {std::move(images), std::move(labels)};
+}
+}  // namespace detail
+
+CIFAR10::CIFAR10(bool train, Transform transform, Transform target_transform, const std::string& dir,
+                 const std::string& mirror)
+    : Dataset(train, std::move(transform), std::move(target_transform)) {
+  std::string m = detail::pick_mirror(mirror, "DEZERO_CIFAR10_MIRROR", default_mirror());
+  std::string path;
+  try {
+    path = detail::fetch(dir, "", file_name(), m, detail::sha256_of(detail::kCifar10Files, file_name()));
+  } catch (const IOError& e) {
+    const std::string d = dir.empty() ? utils::cache_dir() : dir;
+    std::error_code ec;
+    if (std::filesystem::exists(std::filesystem::path(d) / file_name(), ec))
+      throw IOError(std::string("CIFAR10: ") + e.what());  // there, but refused (its checksum, the folder)
+    throw IOError(std::string("CIFAR10: ") + file_name() + " is not in " + d + " and could not be downloaded: " +
+                  e.what() + "; hint: put " + file_name() + " (" + default_mirror() + file_name() + ") in " + d +
+                  ", or set DEZERO_CIFAR10_MIRROR to a URL that has it");
+  }
+  auto [images, labels] = detail::read_cifar10_archive(path, train);
   data_ = std::move(images);
   label_ = std::move(labels);
   apply_batchable_transforms();

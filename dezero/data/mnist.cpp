@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +20,17 @@ namespace fs = std::filesystem;
 namespace dezero::datasets {
 
 // --- IDX ---------------------------------------------------------------------------------
+namespace {
+std::atomic<std::int64_t> g_max_idx_elements{std::int64_t{1} << 28};
+}  // namespace
+
+void set_max_idx_elements(std::int64_t elements) {
+  if (elements <= 0)
+    throw ValueError("set_max_idx_elements: the cap must be positive, got " + std::to_string(elements));
+  g_max_idx_elements = elements;
+}
+std::int64_t get_max_idx_elements() { return g_max_idx_elements.load(); }
+
 namespace {
 class GzFile {
  public:
@@ -80,22 +92,28 @@ Tensor read_idx(const std::string& path) {
     throw IOError("read_idx: " + path + " is truncated: it ends inside the IDX header");
   Shape shape;
   for (int d = 0; d < ndim; ++d) shape.push_back(big_endian(dims_raw.data() + 4 * d));
-  // The header alone is not trusted with an allocation: the bytes are read first
-  // (growing by chunks), then converted.
-  // Each multiplication is checked before it happens: a product past 2^40 bytes (or
-  // one that would wrap) is a corrupt header, reported with the bytes actually there.
+  // The declared size is checked against the cap before anything is read or allocated (a
+  // small gzip can declare, and inflate to, gigabytes); each multiplication is checked first.
   std::uint64_t total = 1;
-  for (auto d : shape) {
-    if (__builtin_mul_overflow(total, static_cast<std::uint64_t>(d), &total) || total > (std::uint64_t(1) << 40)) {
-      std::uint64_t present = 0;
-      unsigned char buf[1 << 16];
-      for (std::size_t got; (got = f.read(buf, sizeof buf)) > 0;) present += got;
-      throw IOError("read_idx: " + path + " has a corrupt header: its dims " + shape.str() +
-                    " claim an implausible size (more than 2^40 bytes of data), which does not match the file size (" +
-                    std::to_string(present) + " bytes after the header); hint: delete the file so that it is "
-                    "downloaded again");
-    }
+  bool overflow = false;
+  for (auto d : shape) overflow = overflow || __builtin_mul_overflow(total, static_cast<std::uint64_t>(d), &total);
+  const std::int64_t cap = get_max_idx_elements();
+  if (overflow || total > static_cast<std::uint64_t>(cap)) {
+    // How much data there really is, counted up to 64 MiB (nothing is kept).
+    constexpr std::uint64_t kCount = std::uint64_t(1) << 26;
+    std::uint64_t present = 0;
+    unsigned char buf[1 << 16];
+    for (std::size_t got; present <= kCount && (got = f.read(buf, sizeof buf)) > 0;) present += got;
+    std::string size_note;
+    if (present <= kCount && (overflow || present < total))
+      size_note = "; that does not match the file size (" + std::to_string(present) + " bytes after the header)";
+    throw IOError("read_idx: " + path + " has a corrupt or hostile header: its dims " + shape.str() + " claim " +
+                  (overflow ? std::string("more than 2^64") : std::to_string(total)) +
+                  " elements, more than the cap of " + std::to_string(cap) +
+                  " (datasets::set_max_idx_elements raises it)" + size_note +
+                  "; hint: delete the file so that it is downloaded again");
   }
+  // The bytes are read by chunks (the data must really be there), then converted.
   std::vector<unsigned char> bytes;
   bytes.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(total, std::uint64_t(1) << 26)));
   while (bytes.size() < total) {
@@ -123,12 +141,25 @@ namespace {
 const char* image_file(bool train) { return train ? "train-images-idx3-ubyte.gz" : "t10k-images-idx3-ubyte.gz"; }
 const char* label_file(bool train) { return train ? "train-labels-idx1-ubyte.gz" : "t10k-labels-idx1-ubyte.gz"; }
 
+const char* image_sha256(bool train, bool fashion) {
+  return fashion ? detail::sha256_of(detail::kFashionMnistFiles, image_file(train))
+                 : detail::sha256_of(detail::kMnistFiles, image_file(train));
+}
+const char* label_sha256(bool train, bool fashion) {
+  return fashion ? detail::sha256_of(detail::kFashionMnistFiles, label_file(train))
+                 : detail::sha256_of(detail::kMnistFiles, label_file(train));
+}
+
 using detail::fetch;
 using detail::pick_mirror;
 }  // namespace
 
 Transform MNIST::default_transform() {
   return transforms::Compose({transforms::Flatten(), transforms::ToFloat(), transforms::Normalize(0.0, 255.0)});
+}
+
+Transform MNIST::image_transform() {
+  return transforms::Compose({transforms::ToFloat(), transforms::Normalize(0.0, 255.0)});
 }
 
 const char* MNIST::default_mirror() { return "https://ossci-datasets.s3.amazonaws.com/mnist/"; }
@@ -142,10 +173,9 @@ std::map<int, std::string> MNIST::labels() {
 MNIST::MNIST(bool train, Transform transform, Transform target_transform, const std::string& dir,
              const std::string& mirror)
     : Dataset(train, std::move(transform), std::move(target_transform)) {
-  std::string d = dir.empty() ? utils::cache_dir() : dir;
   std::string m = pick_mirror(mirror, "DEZERO_MNIST_MIRROR", default_mirror());
-  std::string images = fetch(d, image_file(train), m);
-  load(Files{images, fetch(d, label_file(train), m)});
+  std::string images = fetch(dir, "", image_file(train), m, image_sha256(train, false));
+  load(Files{images, fetch(dir, "", label_file(train), m, label_sha256(train, false))});
 }
 
 MNIST::MNIST(bool train, Transform transform, Transform target_transform, const Files& files)
@@ -171,7 +201,11 @@ void MNIST::load(const Files& files) {
 }
 
 // --- Fashion-MNIST -----------------------------------------------------------------------
-const char* FashionMNIST::default_mirror() { return "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/"; }
+// Zalando's S3 bucket serves its website over plain http only; the repository's data/fashion/
+// holds the same files (same SHA-256) over https.
+const char* FashionMNIST::default_mirror() {
+  return "https://raw.githubusercontent.com/zalandoresearch/fashion-mnist/master/data/fashion/";
+}
 const char* FashionMNIST::system_dir() { return "/usr/share/datasets/fashion-mnist"; }
 
 std::map<int, std::string> FashionMNIST::labels() {
@@ -180,13 +214,15 @@ std::map<int, std::string> FashionMNIST::labels() {
 }
 
 namespace {
-std::string fashion_file(const std::string& dir, const char* name, const std::string& mirror) {
-  if (!dir.empty()) return fetch(dir, name, mirror);
-  fs::path cache = fs::path(utils::cache_dir()) / "fashion-mnist";
-  if (fs::exists(cache / name)) return (cache / name).string();
-  fs::path sys = fs::path(FashionMNIST::system_dir()) / name;
-  if (fs::exists(sys)) return sys.string();
-  return fetch(cache.string(), name, mirror);
+// The explicit `dir`; else the cache's copy (checked against its SHA-256); else Debian's package
+// (installed by root, recompressed: not checked against Zalando's hashes); else a download into the cache.
+std::string fashion_file(const std::string& dir, const char* name, const std::string& mirror, const char* sha256) {
+  if (!dir.empty()) return fetch(dir, "", name, mirror, sha256);
+  if (!fs::exists(fs::path(utils::cache_dir()) / "fashion-mnist" / name)) {
+    fs::path sys = fs::path(FashionMNIST::system_dir()) / name;
+    if (fs::exists(sys)) return sys.string();
+  }
+  return fetch("", "fashion-mnist", name, mirror, sha256);
 }
 }  // namespace
 
@@ -195,8 +231,8 @@ FashionMNIST::FashionMNIST(bool train, Transform transform, Transform target_tra
     : MNIST(train, std::move(transform), std::move(target_transform),
             [&] {
               std::string m = pick_mirror(mirror, "DEZERO_FASHION_MNIST_MIRROR", default_mirror());
-              std::string images = fashion_file(dir, image_file(train), m);
-              return Files{images, fashion_file(dir, label_file(train), m)};
+              std::string images = fashion_file(dir, image_file(train), m, image_sha256(train, true));
+              return Files{images, fashion_file(dir, label_file(train), m, label_sha256(train, true))};
             }()) {}
 
 }  // namespace dezero::datasets

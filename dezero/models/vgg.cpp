@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "dezero/download.hpp"
+#include "dezero/env.hpp"
 #include "dezero/image.hpp"
 #include "dezero/models.hpp"
 #include "dezero/models/zoo_parts.hpp"
@@ -24,18 +25,24 @@ constexpr const char* kDezeroModels = "https://github.com/koki0702/dezero-models
 }  // namespace
 
 std::string models_mirror() {
-  const char* m = std::getenv("DEZERO_MODELS_MIRROR");
-  std::string base = m != nullptr && *m != '\0' ? std::string(m) : std::string(kDezeroModels);
+  const char* m = dezero::detail::env_value("DEZERO_MODELS_MIRROR");
+  std::string base = m != nullptr ? std::string(m) : std::string(kDezeroModels);
   if (base.back() != '/') base += '/';
   return base;
 }
 
+// No SHA-256 is checked here: DeZero's weight files (koki0702/dezero-models' release v0.1) come
+// with no published checksum, and none could be found that we could trust, so none is made up.
+// They are fetched over https into the checked cache folder, and load_npz's checks and size cap
+// (utils::set_max_npz_bytes) apply to what they hold.
 std::string pretrained_weights(const std::string& model, const std::string& file_name) {
   const std::string url = models_mirror() + file_name;
   std::string dir;
   try {
     dir = utils::cache_dir();
-    return utils::get_file(url, file_name, dir);
+    utils::GetFileOptions opt;
+    opt.allow_file_urls = true;  // a file:// DEZERO_MODELS_MIRROR is the user's own choice; the default is https
+    return utils::get_file(url, file_name, "", opt);
   } catch (const IOError& e) {
     const std::string where = dir.empty() ? std::string("$DEZERO_HOME (or ~/.dezero)") : dir;
     throw IOError(model + "(pretrained = true): the weight file " + file_name + " is not in " + where +

@@ -10,6 +10,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -20,6 +21,8 @@
 #include <set>
 #include <sstream>
 #include <system_error>
+
+#include "dezero/utils/atomic_file.hpp"
 
 namespace dezero::utils {
 
@@ -286,10 +289,10 @@ Tensor parse_npy(const std::string& bytes, const std::string& what) {
   const bool swap = little != host_little_endian();
 
   std::int64_t n = 1;
-  for (auto d : h.shape) {
-    if (d != 0 && n > std::numeric_limits<std::int64_t>::max() / 8 / d)
+  for (auto extent : h.shape) {
+    if (extent != 0 && n > std::numeric_limits<std::int64_t>::max() / 8 / extent)
       throw IOError(what + ": shape " + h.shape.str() + " is too large; the file is corrupt");
-    n *= d;
+    n *= extent;
   }
   const std::uint64_t data_off = hstart + hlen;
   auto data = [&](std::size_t itemsize) -> const char* {
@@ -374,6 +377,8 @@ NamedTensors parse_npz(const std::string& bytes, const std::string& what) {
 
   NamedTensors out;
   std::set<std::string> seen;
+  const std::uint64_t cap = static_cast<std::uint64_t>(get_max_npz_bytes());
+  std::uint64_t declared = 0;  // the entries' uncompressed sizes so far
   std::uint64_t p = cd_off;
   for (std::uint64_t e = 0; e < count; ++e) {
     if (in.u32(p, "central directory entry") != kCentralSig)
@@ -407,6 +412,11 @@ NamedTensors parse_npz(const std::string& bytes, const std::string& what) {
     if (in.u32(local, "local header") != kLocalSig) throw IOError(entry + ": corrupt local header");
     const std::uint64_t data_off = local + 30 + in.u16(local + 26, "local header") + in.u16(local + 28, "local header");
     in.need(data_off, csize, "entry data");
+    if (usize > cap - declared)
+      throw IOError(entry + " declares " + std::to_string(usize) + " bytes uncompressed, which with the " +
+                    std::to_string(declared) + " bytes of the entries before it passes the cap of " +
+                    std::to_string(cap) + " bytes (utils::set_max_npz_bytes raises it); a corrupt or hostile file?");
+    declared += usize;
     std::string raw;
     if (method == 0) {
       if (csize != usize) throw IOError(entry + ": stored entry with different sizes");
@@ -507,6 +517,10 @@ NamedTensors load_npz_as(const std::string& op, const std::string& path) {
   if (st.type() == std::filesystem::file_type::directory)
     throw IOError(where + " is a directory, not an .npz file; hint: pass the path of the file that "
                   "save_weights / save_npz wrote, e.g. '" + path + "/model.npz'");
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  if (!ec && size > static_cast<std::uintmax_t>(get_max_npz_bytes()))
+    throw IOError(where + " holds " + std::to_string(size) + " bytes, more than the cap of " +
+                  std::to_string(get_max_npz_bytes()) + " bytes (utils::set_max_npz_bytes raises it)");
   std::ifstream f(path, std::ios::binary);
   if (!f) {
     const int err = errno;
@@ -524,23 +538,20 @@ NamedTensors load_npz(const std::string& path) { return detail::load_npz_as("loa
 
 void save_npz(const std::string& path, const NamedTensors& arrays, bool compressed) {
   const std::string bytes = serialize_npz(arrays, compressed);
-  // Write next to the destination, then rename: a crash or a full disk never
-  // leaves a half-written file under the real name.
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw IOError("save_npz: cannot open '" + tmp + "' for writing; hint: does the directory exist?");
-    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    f.close();
-    if (!f) {
-      std::remove(tmp.c_str());
-      throw IOError("save_npz: error writing '" + tmp + "' (disk full?)");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw IOError("save_npz: cannot rename '" + tmp + "' to '" + path + "'");
-  }
+  // A fresh temporary file next to the destination (never a name someone could have planted),
+  // renamed when complete: a crash or a full disk never leaves a half-written file.
+  dezero::detail::write_file_atomically(path, bytes, "save_npz");
 }
+
+// --- the cap -----------------------------------------------------------------------------------
+namespace {
+std::atomic<std::int64_t> g_max_npz_bytes{std::int64_t{2} << 30};
+}  // namespace
+
+void set_max_npz_bytes(std::int64_t bytes) {
+  if (bytes <= 0) throw ValueError("set_max_npz_bytes: the cap must be positive, got " + std::to_string(bytes));
+  g_max_npz_bytes = bytes;
+}
+std::int64_t get_max_npz_bytes() { return g_max_npz_bytes.load(); }
 
 }  // namespace dezero::utils
