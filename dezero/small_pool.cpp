@@ -43,6 +43,7 @@
 #include <string>
 #include <vector>
 
+#include "dezero/env.hpp"
 #include "dezero/small_pool.hpp"
 #include "dezero/thread_state.hpp"
 
@@ -208,7 +209,7 @@ bool pool_enabled() {
   return false;
 #else
   static const bool on = [] {
-    const char* env = std::getenv("DEZERO_SMALL_POOL");
+    const char* env = ::dezero::detail::env_value("DEZERO_SMALL_POOL");
     return !(env && std::string(env) == "0");
   }();
   return on;

@@ -432,6 +432,9 @@ TEST_CASE("cuda: GPU libraries are looked for in DEZERO_CUDA_LIB_PATH, by soname
   CHECK(c[5].rfind("/opt/cuda/targets/", 0) == 0);
   CHECK(c[5].find("-linux/lib/libx.so.1") != std::string::npos);
   CHECK(cd::library_candidates("libx.so.1", "", nullptr) == std::vector<std::string>{"libx.so.1"});
+  // A relative folder would be looked up from the working directory: it is skipped (dezero/env.hpp).
+  CHECK(cd::library_candidates("libx.so.1", "", "rel:/a:./b:../c") ==
+        std::vector<std::string>{"/a/libx.so.1", "libx.so.1"});
 }
 
 TEST_CASE("cuda: a GPU library that cannot be loaded names every path tried and the hint") {
@@ -452,8 +455,11 @@ TEST_CASE("cuda: a library in DEZERO_CUDA_LIB_PATH is the one loaded") {
     MESSAGE("skipped: cuRAND was loaded earlier in this process (from " << cd::loaded_library_path("curand") << ")");
     return;
   }
-  dzt::TempDir tmp;
-  dzt::ScopedEnv env("DEZERO_CUDA_LIB_PATH", "/nonexistent-dezero-dir:" + tmp.str());
+  dzt::TempDir tmp, planted;
+  // `planted`, written relative to the working directory, holds the library too: it is not used.
+  const std::string relative = fs::relative(planted.path).string();
+  REQUIRE(relative[0] != '/');
+  dzt::ScopedEnv env("DEZERO_CUDA_LIB_PATH", "/nonexistent-dezero-dir:" + relative + ":" + tmp.str());
   std::vector<std::string> c = cd::library_search_paths("curand");
   REQUIRE(c.size() >= 4);
   std::string soname = c[2];
@@ -468,6 +474,7 @@ TEST_CASE("cuda: a library in DEZERO_CUDA_LIB_PATH is the one loaded") {
     return;
   }
   fs::create_symlink(real, tmp.path / soname);
+  fs::create_symlink(real, planted.path / soname);
   CHECK(cd::load_gpu_library("curand") == (tmp.path / soname).string());
   CHECK(cd::loaded_library_path("curand") == (tmp.path / soname).string());
 }

@@ -16,6 +16,7 @@
 #include "dezero/backend/dispatch.hpp"
 #include "dezero/cpu/kernels.hpp"
 #include "dezero/cpu/loops.hpp"
+#include "dezero/env.hpp"
 #include "dezero/error.hpp"
 #include "dezero/small_pool.hpp"
 
@@ -36,7 +37,7 @@ namespace dezero::detail::cpu {
 class HostBlockCache {
  public:
   HostBlockCache() {
-    const char* env = std::getenv("DEZERO_CPU_MEMORY_POOL");
+    const char* env = ::dezero::detail::env_value("DEZERO_CPU_MEMORY_POOL");
     enabled_ = !(env && std::string(env) == "0");
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     if (pages > 0 && page > 0)
@@ -124,7 +125,7 @@ class HostBlockCache {
 
 // --- the threading threshold (loops.hpp) ------------------------------------------------------
 std::int64_t parallel_min_from_env() {
-  const char* env = std::getenv("DEZERO_PARALLEL_MIN");
+  const char* env = ::dezero::detail::env_value("DEZERO_PARALLEL_MIN");
   if (env && *env) {
     char* end = nullptr;
     const long long v = std::strtoll(env, &end, 10);

@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "dezero/cpu/kernels.hpp"
+#include "dezero/env.hpp"
 #include "dezero/onednn.hpp"
 
 namespace dezero::detail::cpu {
@@ -70,7 +71,7 @@ dnnl::engine* engine() {
 // DEZERO_ONEDNN=0 in the environment turns the path off, read once.
 bool enabled() {
   static const bool on = [] {
-    const char* v = std::getenv("DEZERO_ONEDNN");
+    const char* v = ::dezero::detail::env_value("DEZERO_ONEDNN");
     bool off = v && (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0 || std::strcmp(v, "OFF") == 0);
     return !off && engine() != nullptr;
   }();

@@ -49,6 +49,7 @@
 #include "dezero/cuda/detail/launchers.hpp"
 #include "dezero/cuda/detail/libs.hpp"
 #include "dezero/cuda/detail/runtime.hpp"
+#include "dezero/env.hpp"
 
 namespace dezero::detail::gpu {
 
@@ -135,7 +136,7 @@ struct Usability {
 const Usability& usability() noexcept {
   static const Usability u = [] {
     Usability r;
-    const char* env = std::getenv("DEZERO_CUDNN");
+    const char* env = ::dezero::detail::env_value("DEZERO_CUDNN");
     if (env != nullptr && std::strcmp(env, "0") == 0) {
       r.reason = "DEZERO_CUDNN=0 in the environment";
       return r;

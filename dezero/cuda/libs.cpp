@@ -9,7 +9,8 @@
 // its own.
 //
 // Where a library is looked for, in order (library_candidates):
-//   1. each folder of $DEZERO_CUDA_LIB_PATH (':'-separated);
+//   1. each folder of $DEZERO_CUDA_LIB_PATH (':'-separated; absolute folders only, read with
+//      secure_getenv: dezero/env.hpp);
 //   2. its soname, through the loader (LD_LIBRARY_PATH, RUNPATH, the ldconfig cache);
 //   3. the folder the build found it in, then lib64/ and targets/<arch>-linux/lib/
 //      next to that folder (a toolkit's usual layouts).
@@ -39,6 +40,7 @@
 #include <vector>
 
 #include "dezero/cuda/detail/libs.hpp"
+#include "dezero/env.hpp"
 #include "dezero/error.hpp"
 
 namespace {
@@ -107,6 +109,8 @@ std::vector<std::string> split_path_list(const char* list) {
   }
   return out;
 }
+// $DEZERO_CUDA_LIB_PATH (dezero/env.hpp: secure_getenv; null when unset or empty).
+const char* lib_path_env() { return ::dezero::detail::env_value("DEZERO_CUDA_LIB_PATH"); }
 void add_unique(std::vector<std::string>& v, const std::string& p) {
   if (std::find(v.begin(), v.end(), p) == v.end()) v.push_back(p);
 }
@@ -138,8 +142,7 @@ void load_nvrtc_builtins(State& s, void* nvrtc, const std::string& nvrtc_path) {
   }
   std::vector<std::string> cands;
   for (const std::string& d : dirs) add_unique(cands, join(d, s.builtins_name));
-  for (const std::string& c :
-       dezero::cuda::detail::library_candidates(s.builtins_name, "", std::getenv("DEZERO_CUDA_LIB_PATH")))
+  for (const std::string& c : dezero::cuda::detail::library_candidates(s.builtins_name, "", lib_path_env()))
     add_unique(cands, c);
   for (const std::string& c : cands) {
     if (void* h = dlopen(c.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
@@ -201,7 +204,12 @@ namespace dezero::cuda::detail {
 std::vector<std::string> library_candidates(const std::string& soname, const std::string& build_dir,
                                             const char* env_path) {
   std::vector<std::string> out;
-  for (const std::string& d : split_path_list(env_path)) add_unique(out, join(d, soname));
+  for (const std::string& d : split_path_list(env_path)) {
+    if (d[0] == '/')
+      add_unique(out, join(d, soname));
+    else  // relative to whatever the working directory is: never searched
+      ::dezero::detail::warn_relative_env_entry("DEZERO_CUDA_LIB_PATH", d);
+  }
   add_unique(out, soname);
   if (!build_dir.empty()) {
     std::string dir = strip_trailing_slashes(build_dir);
@@ -216,7 +224,7 @@ std::vector<std::string> library_candidates(const std::string& soname, const std
 
 OpenedLibrary open_library(const std::string& what, const std::string& soname, const std::string& build_dir) {
   std::string tried;
-  for (const std::string& c : library_candidates(soname, build_dir, std::getenv("DEZERO_CUDA_LIB_PATH"))) {
+  for (const std::string& c : library_candidates(soname, build_dir, lib_path_env())) {
     if (void* h = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL)) return {h, has_slash(c) ? c : mapped_path(h, c)};
     const char* e = dlerror();
     tried += "\n  " + c;
@@ -225,13 +233,13 @@ OpenedLibrary open_library(const std::string& what, const std::string& soname, c
     if ((!has_slash(c) || file_exists(c)) && e) tried += std::string(": ") + e;
   }
   throw DeviceError("cuda: cannot load " + what + " (" + soname + "); tried:" + tried +
-                    "\nhint: set DEZERO_CUDA_LIB_PATH (a ':'-separated list of folders) or LD_LIBRARY_PATH to "
-                    "the folder that holds " + soname);
+                    "\nhint: set DEZERO_CUDA_LIB_PATH (a ':'-separated list of absolute folders) or "
+                    "LD_LIBRARY_PATH to the folder that holds " + soname);
 }
 
 std::vector<std::string> library_search_paths(const std::string& name) {
   const LibInfo& info = kLibs[lib_by_name(name)];
-  return library_candidates(info.soname, info.dir, std::getenv("DEZERO_CUDA_LIB_PATH"));
+  return library_candidates(info.soname, info.dir, lib_path_env());
 }
 
 std::string load_gpu_library(const std::string& name) {

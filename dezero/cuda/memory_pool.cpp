@@ -30,6 +30,7 @@
 #include "dezero/cuda/detail/runtime.hpp"
 #include "dezero/cuda/device.hpp"
 #include "dezero/cuda/memory_pool.hpp"
+#include "dezero/env.hpp"
 
 namespace dezero::cuda::detail {
 
@@ -39,7 +40,7 @@ namespace {
 constexpr std::size_t kRound = 512;
 
 bool pool_enabled_from_env() {
-  const char* v = std::getenv("DEZERO_CUDA_MEMORY_POOL");
+  const char* v = ::dezero::detail::env_value("DEZERO_CUDA_MEMORY_POOL");
   return !(v && std::string(v) == "0");
 }
 
@@ -288,7 +289,7 @@ using detail::pool_if_exists;
 namespace {
 detail::DevicePool::Stats pool_stats(int device) {
   if (auto* p = pool_if_exists(device, false)) return p->stats();
-  const char* v = std::getenv("DEZERO_CUDA_MEMORY_POOL");
+  const char* v = ::dezero::detail::env_value("DEZERO_CUDA_MEMORY_POOL");
   return {0, 0, 0, 0, 0, !(v && std::string(v) == "0")};
 }
 }  // namespace

@@ -13,6 +13,7 @@
 #include "dezero/cuda/memory_pool.hpp"
 #include "dezero/cuda/rtc.hpp"
 #include "dezero/cuda/stream.hpp"
+#include "dezero/env.hpp"
 #include "dezero/error.hpp"
 
 // --- the backend: none -------------------------------------------------------------------
@@ -105,7 +106,7 @@ Tensor copy(const Tensor& x, int device) {
 // --- memory (cuda/memory_pool.hpp) -------------------------------------------------------
 namespace {
 bool caching_from_env() {
-  const char* v = std::getenv("DEZERO_CUDA_MEMORY_POOL");
+  const char* v = ::dezero::detail::env_value("DEZERO_CUDA_MEMORY_POOL");
   return !(v && std::string(v) == "0");
 }
 }  // namespace

@@ -2,7 +2,9 @@
 // NCCL id (ChainerMN's PureNcclCommunicator). NCCL is loaded at run time, like cuBLAS: the file
 // named by $DEZERO_NCCL, else libnccl.so.2 in each folder of $DEZERO_CUDA_LIB_PATH (the
 // nvidia-nccl-cu13 wheel's nvidia/nccl/lib, say), else libnccl.so.2 on the loader's path (the
-// toolkit's). A program that never makes a pure_nccl collective never loads it.
+// toolkit's). A program that never makes a pure_nccl collective never loads it. The variables
+// are read as dezero/env.hpp says: secure_getenv, absolute paths only (DEZERO_NCCL may also be
+// a bare soname); a relative entry is skipped with a warning.
 //
 // The NCCL communicator is made at the first collective, on the current device (the caller picks
 // it from intra_rank()): rank 0 calls ncclGetUniqueId, MPI_Bcast sends the 128-byte id, and every
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "dezero/cuda.hpp"
+#include "dezero/env.hpp"
 #include "dezero/mn/detail.hpp"
 
 namespace dezero::mn::detail {
@@ -57,19 +60,11 @@ struct Nccl {
 const Nccl& nccl() {
   static const Nccl api = [] {
     std::vector<std::string> candidates;
-    if (const char* f = std::getenv("DEZERO_NCCL"); f && *f) {
+    if (const char* f = ::dezero::detail::env_path("DEZERO_NCCL", /*bare_names_ok=*/true)) {
       candidates.push_back(f);
     } else {
-      if (const char* p = std::getenv("DEZERO_CUDA_LIB_PATH"); p && *p) {
-        std::string dirs = p;
-        std::size_t start = 0;
-        while (start <= dirs.size()) {
-          std::size_t end = dirs.find(':', start);
-          if (end == std::string::npos) end = dirs.size();
-          if (end > start) candidates.push_back(dirs.substr(start, end - start) + "/libnccl.so.2");
-          start = end + 1;
-        }
-      }
+      for (const std::string& d : ::dezero::detail::env_path_list("DEZERO_CUDA_LIB_PATH"))
+        candidates.push_back(d + "/libnccl.so.2");
       candidates.push_back("libnccl.so.2");
     }
     void* h = nullptr;

@@ -10,10 +10,11 @@
 
 #include <dlfcn.h>
 
-#include <cstdlib>
 #include <initializer_list>
 #include <string>
 #include <type_traits>
+
+#include "dezero/env.hpp"
 
 namespace dezero::detail {
 
@@ -25,9 +26,12 @@ struct SharedLibrary {
 
   // $env_var when it is set and not empty (that library or nothing), else the first of
   // `names` that loads. RTLD_LOCAL: the library's symbols stay out of the global scope.
+  // $env_var is read as dezero/env.hpp says: secure_getenv, and an absolute path or a bare
+  // soname only; a relative path (which dlopen would resolve against the working directory)
+  // is skipped with a warning, as if unset.
   static SharedLibrary open(const char* env_var, std::initializer_list<const char*> names) {
     SharedLibrary lib;
-    const char* env = std::getenv(env_var);
+    const char* env = env_path(env_var, /*bare_names_ok=*/true);
     auto try_one = [&](const std::string& n) {
       lib.name = n;
       lib.handle = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL);

@@ -11,7 +11,8 @@
 namespace dezero::cuda::detail {
 
 // The paths tried for a library, in order: <dir>/<soname> for each folder of
-// `env_path` (DEZERO_CUDA_LIB_PATH's ':'-separated list; may be null), the bare soname
+// `env_path` (DEZERO_CUDA_LIB_PATH's ':'-separated list; may be null; a relative folder is
+// skipped, with one warning on stderr: see dezero/env.hpp), the bare soname
 // (the loader's search), then <build_dir>/<soname> and <soname> in lib64/ and
 // targets/<arch>-linux/lib/ next to build_dir (skipped when build_dir is empty).
 std::vector<std::string> library_candidates(const std::string& soname, const std::string& build_dir,
