@@ -37,11 +37,24 @@ bool array_equal(const Tensor& a, const Tensor& b);
 
 /// Step 26: the DOT text of the graph that produced `output` (DeZero's format).
 /// With `verbose`, a Variable's label adds its shape and dtype to its name.
+/// Names (Variable::name(), Function::name()) appear only inside the labels' quoted strings,
+/// escaped by DOT's rules: '"' and '\\' get a backslash, a newline is written `\n` and a
+/// carriage return `\r`, other control characters show as '?'. Whatever a name holds, it
+/// cannot end its label or add nodes, edges or attributes.
 std::string get_dot_graph(const Variable& output, bool verbose = true);
-/// Writes the DOT file next to `to_file` and renders it with Graphviz `dot` when it is
-/// installed. Returns the path written (the image, or the .dot file when `dot` is
-/// missing, after printing a message that says so). Throws IOError if the file
-/// cannot be written.
+/// Writes the DOT text to `<stem>.dot` next to `to_file` and renders `to_file` with Graphviz
+/// `dot` when it is installed. The format comes from the extension, one of png, svg, pdf, jpg,
+/// jpeg, gif, ps or dot, in either case (none means png; .dot writes only the DOT text);
+/// any other is a ValueError, before anything is written. `dot` is found in the absolute
+/// folders of $PATH and run from an argument list, never a shell (`dot <stem>.dot -T<format>
+/// -o <to_file>`, a name beginning with '-' passed as "./-..."), so a file name is only ever
+/// a file name. The .dot file is written whole under a fresh temporary name, then renamed
+/// (a symlink planted at its name is replaced, not followed).
+///
+/// Returns the path written: `to_file`, or the .dot file when `dot` is not installed (after
+/// printing to stderr the command that renders it). Throws IOError when the .dot file cannot
+/// be written, or when `dot` fails or is killed (the message has the command line, and the
+/// .dot file is kept).
 std::string plot_dot_graph(const Variable& output, bool verbose = true, const std::string& to_file = "graph.png");
 
 /// DeZero's conv size helper (used by the convolution functions): the output size
