@@ -110,6 +110,15 @@ struct Evaluation {
 /// and check, before the first collective on a model and again whenever its parameters change
 /// (lazy shapes), that every rank holds the same keys, shapes and dtypes: otherwise every rank
 /// throws a ValueError naming the first difference.
+///
+/// What another rank sends is checked as a file is, before anything is allocated or cast: axis
+/// counts (at most a tensor's 12), extents and lengths (not negative, their products and sums in
+/// 64 bits without overflow, no more bytes than this machine's memory), dtype codes, flags, and
+/// that a description is as long as it says. A message that fails is a ValueError naming the
+/// collective, the ranks, the field and its value, thrown on every rank of the communicator
+/// (the ranks agree on it before any throws), and the communicator stays usable. The peers are
+/// still trusted with the values themselves: a rank that sends wrong numbers of the right form
+/// changes the results of every rank.
 class Communicator {
  public:
   virtual ~Communicator();
@@ -144,7 +153,8 @@ class Communicator {
   Tensor allreduce(const Tensor& t);
   /// Rank `root`'s tensor on every rank (a new tensor; on the other ranks `t` may be undefined,
   /// and the result takes root's shape and dtype and t's device, or the CPU). Throws ValueError
-  /// for a root outside [0, size()) or an undefined tensor on the root.
+  /// for a root outside [0, size()) or an undefined tensor on the root, and on every rank when a
+  /// receiving rank finds the root's header unsound (see the class comment).
   Tensor bcast(const Tensor& t, int root = 0);
   /// Waits until every rank has called barrier().
   void barrier();

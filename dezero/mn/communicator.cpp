@@ -7,8 +7,16 @@
 // runs (is this model the same everywhere? does this parameter have a gradient anywhere?) is
 // itself made collectively first, so all ranks take the same branch and an error is thrown on
 // every rank at once.
+//
+// What a peer sends is checked like a file (issue 35): counts, axis counts, extents, dtype codes
+// and string lengths are validated, element counts multiplied with overflow checks and capped,
+// before anything is allocated or cast. A message that only some ranks received (a broadcast
+// header: the root did not decode it) is followed by an agreement (agree(): one MPI_Allreduce of
+// an int), so a bad one is a ValueError on every rank, the root's included; what every rank
+// received alike (an allgather, an allreduce) every rank judges alike, with no extra collective.
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -17,6 +25,8 @@
 #include <unordered_set>
 #include <utility>
 #include <vector>
+
+#include <unistd.h>
 
 #include "dezero/mn/detail.hpp"
 
@@ -46,23 +56,120 @@ std::string describe_param(const std::string& key, const Parameter& p) {
   return key + " " + (d.defined() ? d.shape().str() + " " + dtype_name(d.dtype()) : std::string("(no data yet)"));
 }
 
-// Every rank's string, on every rank (MPI_Allgatherv).
-std::vector<std::string> allgather_strings(MPI_Comm comm, const std::string& mine, int size) {
-  int len = static_cast<int>(mine.size());
+// --- checking what a peer sent -----------------------------------------------------------------------
+const char* const kPeerHint =
+    "; hint: the ranks run different programs or versions of dezero, or a peer is not a dezero rank";
+
+// The last word of bcast_data's description ("dezero" and the format's number): a description cut
+// short, or one in another format, lacks it.
+constexpr std::int64_t kDescEnd = 0x64657a65726f0002;
+
+// The most bytes of strings one allgather_strings takes in (the ranks' parameter lists, the
+// problems of agree()): far above a real model's list, and below an int's range (MPI's offsets).
+constexpr std::int64_t kMaxGatheredBytes = std::int64_t{64} << 20;
+
+// The most bytes a peer's header may make this rank allocate: this machine's physical memory (no
+// tensor the root really has can be larger on a receiver that is to hold it).
+std::int64_t memory_cap() {
+  static const std::int64_t cap = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0 || pages > INT64_MAX / page) return std::int64_t{1} << 40;
+    return static_cast<std::int64_t>(pages) * static_cast<std::int64_t>(page);
+  }();
+  return cap;
+}
+
+bool is_dtype_code(std::int64_t code) { return code >= 0 && code <= static_cast<std::int64_t>(DType::Int64); }
+
+// Checks a declared tensor: `nd` axes with extents `dims`, dtype `code`. Returns "" when sound (and
+// its bytes in `bytes`), else what is wrong ("axis count 1000 (at most 12)").
+std::string check_declared(std::int64_t nd, const std::int64_t* dims, std::int64_t code, std::int64_t& bytes) {
+  if (nd < 0 || nd > detail::kMaxAxes)
+    return "axis count " + std::to_string(nd) + " (at most " + std::to_string(detail::kMaxAxes) + ")";
+  if (!is_dtype_code(code))
+    return "dtype code " + std::to_string(code) + " (the dtypes are 0 to " +
+           std::to_string(static_cast<int>(DType::Int64)) + ")";
+  std::int64_t elements = 1;
+  bool overflow = false;
+  for (std::int64_t k = 0; k < nd; ++k) {
+    const std::int64_t e = dims[k];
+    if (e < 0) return "extent " + std::to_string(e) + " of axis " + std::to_string(k);
+    if (e != 0 && elements > INT64_MAX / e) overflow = true;
+    else elements *= e;
+  }
+  const auto es = static_cast<std::int64_t>(dtype_size(static_cast<DType>(code)));
+  std::string shape = "(";
+  for (std::int64_t k = 0; k < nd; ++k) shape += (k ? ", " : "") + std::to_string(dims[k]);
+  shape += nd == 1 ? ",)" : ")";
+  if (overflow || elements > INT64_MAX / es) return "shape " + shape + ", whose element count overflows 64 bits";
+  bytes = elements * es;
+  if (bytes > memory_cap())
+    return "shape " + shape + " of " + std::to_string(bytes) + " bytes, more than this machine's memory (" +
+           std::to_string(memory_cap()) + " bytes)";
+  return "";
+}
+
+// A peer's text, fit to quote in a message: control bytes escaped, at most `max` bytes.
+std::string quoted(const std::string& s, std::size_t max = 2000) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size() && i < max; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7f) {
+      static const char hex[] = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (s.size() > max) out += "... (" + std::to_string(s.size()) + " bytes)";
+  return out;
+}
+
+// Every rank's string, on every rank (MPI_Allgatherv). Every rank receives the same lengths, so
+// every rank finds the same fault in them and throws the same ValueError.
+std::vector<std::string> allgather_strings(MPI_Comm comm, const std::string& mine, int size, const std::string& op) {
+  const auto share = static_cast<std::size_t>(kMaxGatheredBytes / size);  // this rank's own is cut to its share
+  const std::string own = mine.size() > share ? mine.substr(0, share) : mine;
+  int len = static_cast<int>(own.size());
   std::vector<int> lens(static_cast<std::size_t>(size)), offs(static_cast<std::size_t>(size));
   DEZERO_MPI_CHECK(MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, comm));
-  int total = 0;
+  std::int64_t total = 0;
+  int largest = 0;
   for (int r = 0; r < size; ++r) {
-    offs[static_cast<std::size_t>(r)] = total;
-    total += lens[static_cast<std::size_t>(r)];
+    const int l = lens[static_cast<std::size_t>(r)];
+    if (l < 0)
+      throw ValueError(op + ": rank " + std::to_string(r) + " sent a string length of " + std::to_string(l) +
+                       " (a length is at least 0)" + kPeerHint);
+    if (l > lens[static_cast<std::size_t>(largest)]) largest = r;
+    offs[static_cast<std::size_t>(r)] = static_cast<int>(std::min<std::int64_t>(total, INT_MAX));
+    total += l;
   }
+  if (total > kMaxGatheredBytes)
+    throw ValueError(op + ": rank " + std::to_string(largest) + " sent a string length of " +
+                     std::to_string(lens[static_cast<std::size_t>(largest)]) + ": the ranks' strings sum to " +
+                     std::to_string(total) + " bytes, more than the " + std::to_string(kMaxGatheredBytes) +
+                     " taken in" + (total > INT_MAX ? " (and the sum would overflow an int)" : "") + kPeerHint);
   std::string all(static_cast<std::size_t>(total), '\0');
-  DEZERO_MPI_CHECK(MPI_Allgatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), offs.data(), MPI_CHAR, comm));
+  DEZERO_MPI_CHECK(MPI_Allgatherv(own.data(), len, MPI_CHAR, all.data(), lens.data(), offs.data(), MPI_CHAR, comm));
   std::vector<std::string> out;
   for (int r = 0; r < size; ++r)
     out.push_back(all.substr(static_cast<std::size_t>(offs[static_cast<std::size_t>(r)]),
                              static_cast<std::size_t>(lens[static_cast<std::size_t>(r)])));
   return out;
+}
+
+// Every rank says whether it found `problem` (one MPI_Allreduce); when some rank did, every rank
+// throws ValueError with the first rank's problem, so that no rank goes on to a collective the
+// others have left.
+void agree(MPI_Comm comm, int size, const std::string& op, const std::string& problem) {
+  int mine = problem.empty() ? 1 : 0, all = 0;
+  DEZERO_MPI_CHECK(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm));
+  if (all == 1) return;
+  for (const std::string& p : allgather_strings(comm, problem, size, op))
+    if (!p.empty()) throw ValueError(quoted(p, 8000));
+  throw ValueError(op + ": a rank reported a problem without saying which" + kPeerHint);
 }
 
 std::vector<std::string> lines_of(const std::string& s) {
@@ -87,17 +194,11 @@ std::string first_difference(const std::vector<std::string>& sigs) {
     for (std::size_t i = 0; i < n; ++i) {
       const std::string a = i < ref.size() ? ref[i] : "nothing more";
       const std::string b = i < mine.size() ? mine[i] : "nothing more";
-      if (a != b) return "rank " + std::to_string(r) + " has " + b + " where rank 0 has " + a;
+      if (a != b)
+        return "rank " + std::to_string(r) + " has " + quoted(b, 500) + " where rank 0 has " + quoted(a, 500);
     }
   }
   return "the ranks differ";
-}
-
-// One flag for all ranks: true when `ok` holds on every rank.
-bool all_ranks(MPI_Comm comm, bool ok) {
-  int mine = ok ? 1 : 0, all = 0;
-  DEZERO_MPI_CHECK(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm));
-  return all == 1;
 }
 
 // Tensors grouped by dtype (then device), each group in the canonical order: the order in which
@@ -152,7 +253,7 @@ void Communicator::check_same_everywhere(const std::string& op, const NamedParam
 }
 
 void Communicator::differ(const std::string& op, const std::string& sig) {
-  const std::vector<std::string> sigs = allgather_strings(state_->world, sig, size_);
+  const std::vector<std::string> sigs = allgather_strings(state_->world, sig, size_, op);
   throw ValueError(op + ": the ranks' parameters differ: " + first_difference(sigs) +
                    "; hint: every rank must build the same model, and a model with lazy shapes must have run a "
                    "forward pass on every rank (or be broadcast with bcast_data) before its first collective");
@@ -174,10 +275,10 @@ void Communicator::bcast_data(const NamedParams& params) {
     DEZERO_MPI_CHECK(MPI_Allgather(&h, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, state_->world));
     if (!std::all_of(all.begin(), all.end(), [&](std::uint64_t x) { return x == h; }))
       throw ValueError(std::string(op) + ": the ranks' parameter keys differ: " +
-                       first_difference(allgather_strings(state_->world, keys, size_)) +
+                       first_difference(allgather_strings(state_->world, keys, size_, op)) +
                        "; hint: every rank must build the same model");
   }
-  // Rank 0's description: per parameter [has data, dtype, ndim, dims...].
+  // Rank 0's description: per parameter [has data, dtype, ndim, dims...], then kDescEnd.
   std::vector<std::int64_t> desc;
   if (rank_ == 0) {
     for (const auto& kp : params) {
@@ -188,13 +289,89 @@ void Communicator::bcast_data(const NamedParams& params) {
       if (d.defined())
         for (auto e : d.shape()) desc.push_back(e);
     }
+    desc.push_back(kDescEnd);
   }
   std::int64_t n = static_cast<std::int64_t>(desc.size());
   DEZERO_MPI_CHECK(MPI_Bcast(&n, 1, MPI_INT64_T, 0, state_->world));
-  desc.resize(static_cast<std::size_t>(n));
+  // Its length: 3 to 3 + kMaxAxes words per parameter (the keys are the same everywhere), and the end mark.
+  const std::string from = std::string(op) + ": rank " + std::to_string(rank_) + " received from rank 0";
+  const auto np = static_cast<std::int64_t>(params.size());
+  const std::int64_t least = 3 * np + 1, most = (3 + detail::kMaxAxes) * np + 1;
+  agree(state_->world, size_, op,
+        n >= least && n <= most
+            ? std::string()
+            : from + " a description length " + std::to_string(n) + " where " + std::to_string(np) +
+                  " parameters take " + std::to_string(least) + " to " + std::to_string(most) + " words" + kPeerHint);
+  if (rank_ != 0) desc.assign(static_cast<std::size_t>(n), 0);
   detail::in_chunks(n, [&](std::int64_t off, int count) {
     DEZERO_MPI_CHECK(MPI_Bcast(desc.data() + off, count, MPI_INT64_T, 0, state_->world));
   });
+
+  // Decoded and checked before anything is made: what each parameter gets.
+  struct Incoming {
+    Parameter p;
+    Shape shape;
+    DType dtype;
+    bool fresh;  // has no data yet: made now
+  };
+  std::vector<Incoming> incoming;
+  std::string problem;
+  if (desc[static_cast<std::size_t>(n - 1)] != kDescEnd)
+    problem = from + " a description shorter than the " + std::to_string(n) + " words it declared (its end mark " +
+              std::to_string(kDescEnd) + " is " + std::to_string(desc[static_cast<std::size_t>(n - 1)]) + ")" +
+              kPeerHint;
+  const std::int64_t body = n - 1;
+  std::int64_t at = 0, fresh_bytes = 0;
+  for (const auto& [key, p] : params) {
+    if (!problem.empty()) break;
+    const std::string where = from + ", for parameter " + quoted(key, 200) + ",";
+    if (at + 3 > body) {
+      problem = from + " a description that ends inside the description of parameter " + quoted(key, 200) +
+                " (word " + std::to_string(at) + " of " + std::to_string(body) + ")" + kPeerHint;
+      break;
+    }
+    const std::int64_t has = desc[static_cast<std::size_t>(at)], code = desc[static_cast<std::size_t>(at + 1)],
+                       nd = desc[static_cast<std::size_t>(at + 2)];
+    if (has != 0 && has != 1) {
+      problem = where + " a has-data flag " + std::to_string(has) + " (0 or 1)" + kPeerHint;
+      break;
+    }
+    std::int64_t bytes = 0;
+    const std::string bad = nd >= 0 && nd <= detail::kMaxAxes && at + 3 + nd > body
+                                ? "axis count " + std::to_string(nd) + ", past the description's end"
+                                : check_declared(nd, desc.data() + at + 3, code, bytes);
+    if (!bad.empty()) {
+      problem = where + " " + bad + kPeerHint;
+      break;
+    }
+    Shape shape;
+    for (std::int64_t k = 0; k < nd; ++k) shape.push_back(desc[static_cast<std::size_t>(at + 3 + k)]);
+    const DType dt = static_cast<DType>(code);
+    at += 3 + nd;
+    if (!has) continue;
+    const Tensor& d = p.data();
+    if (!d.defined()) {
+      fresh_bytes += bytes;  // both at most memory_cap(): no overflow
+      if (fresh_bytes > memory_cap()) {
+        problem = where + " shapes whose data add up to " + std::to_string(fresh_bytes) +
+                  " bytes, more than this machine's memory (" + std::to_string(memory_cap()) + " bytes)" + kPeerHint;
+        break;
+      }
+      incoming.push_back({p, shape, dt, true});
+    } else if (d.shape() != shape || d.dtype() != dt) {
+      problem = std::string(op) + ": the ranks' parameters differ: rank " + std::to_string(rank_) + " has " +
+                describe_param(key, p) + " where rank 0 has " + key + " " + shape.str() + " " + dtype_name(dt) +
+                "; hint: every rank must build the same model";
+      break;
+    } else {
+      incoming.push_back({p, shape, dt, false});
+    }
+  }
+  if (problem.empty() && at != body)
+    problem = from + " a description of " + std::to_string(body) + " words for parameters that take " +
+              std::to_string(at) + " words" + kPeerHint;
+  // The first rank's problem, on every rank.
+  agree(state_->world, size_, op, problem);
 
   // Where a parameter without data is made: the device of the model's other parameters.
   Device home = Device::cpu();
@@ -205,38 +382,14 @@ void Communicator::bcast_data(const NamedParams& params) {
     }
   std::vector<Tensor> payload;
   std::vector<std::pair<Parameter, Tensor>> fresh;  // parameters that get their data now
-  std::string problem;
-  std::size_t at = 0;
-  for (const auto& [key, p] : params) {
-    const bool has = desc[at] != 0;
-    const DType dt = static_cast<DType>(desc[at + 1]);
-    const std::int64_t nd = desc[at + 2];
-    Shape shape;
-    for (std::int64_t k = 0; k < nd; ++k) shape.push_back(desc[at + 3 + static_cast<std::size_t>(k)]);
-    at += 3 + static_cast<std::size_t>(nd);
-    if (!has) continue;
-    const Tensor& d = p.data();
-    if (!d.defined()) {
-      Tensor t = Tensor::empty(shape, dt, home, op);
+  for (auto& in : incoming) {
+    if (in.fresh) {
+      Tensor t = Tensor::empty(in.shape, in.dtype, home, op);
       payload.push_back(t);
-      fresh.emplace_back(p, t);
-    } else if (d.shape() != shape || d.dtype() != dt) {
-      if (problem.empty())
-        problem = "rank " + std::to_string(rank_) + " has " + describe_param(key, p) + " where rank 0 has " + key +
-                  " " + shape.str() + " " + dtype_name(dt);
+      fresh.emplace_back(in.p, t);
     } else {
-      payload.push_back(d);
+      payload.push_back(in.p.data());
     }
-  }
-  if (!all_ranks(state_->world, problem.empty())) {
-    // The first rank's problem, on every rank.
-    for (const std::string& p : allgather_strings(state_->world, problem, size_))
-      if (!p.empty()) {
-        problem = p;
-        break;
-      }
-    throw ValueError(std::string(op) + ": the ranks' parameters differ: " + problem +
-                     "; hint: every rank must build the same model");
   }
   for (auto& group : by_dtype(payload)) bcast_inplace(group, 0);
   for (auto& [p, t] : fresh) p.set_data(t);
@@ -281,6 +434,15 @@ void Communicator::multi_node_mean_grad(const NamedParams& params, bool zero_fil
     const std::int64_t* a = &all[4 + 4 * i];
     const std::int64_t top = a[0], bottom = -a[1];
     const bool some = a[2] == 1, every = a[3] == -1;
+    // What the ranks sent, checked alike on every rank (every rank has the same sums): a few
+    // integer comparisons per parameter.
+    if ((a[2] != 0 && a[2] != 1) || (a[3] != 0 && a[3] != -1) || (every && !some) ||
+        (some ? !is_dtype_code(top) || !is_dtype_code(bottom) || bottom > top : top != -1 || a[1] != -1000))
+      throw ValueError(std::string(op) + ": the ranks' flags for " + quoted(key, 200) +
+                       " are impossible: largest dtype code " + std::to_string(top) + ", smallest dtype code " +
+                       std::to_string(bottom) + ", some-rank flag " + std::to_string(a[2]) + ", every-rank flag " +
+                       std::to_string(-a[3]) + " (a rank sent a dtype code outside 0 to " +
+                       std::to_string(static_cast<int>(DType::Int64)) + " or a flag outside 0 and 1)" + kPeerHint);
     if (!some) continue;  // no rank has a gradient for it
     if (top != bottom)
       throw ValueError(std::string(op) + ": the gradient of " + key + " is " +
@@ -357,11 +519,22 @@ Tensor Communicator::bcast(const Tensor& t, int root) {
   DEZERO_MPI_CHECK(MPI_Bcast(head, 34, MPI_INT64_T, root, state_->world));
   if (head[0] == -1) throw ValueError("mn::Communicator::bcast: the tensor on the root rank is undefined");
   if (head[0] == -2) throw ValueError("mn::Communicator::bcast: the tensor on the root rank has more than 32 axes");
+  // The root's header, checked by every other rank; the root learns the verdict from agree().
+  std::int64_t bytes = 0;
+  std::string problem;
+  if (rank_ != root) {
+    const std::string bad = check_declared(head[0], head + 2, head[1], bytes);
+    if (!bad.empty())
+      problem = "bcast: rank " + std::to_string(rank_) + " received from the root, rank " + std::to_string(root) +
+                ", a header with " + bad + kPeerHint;
+  }
+  agree(state_->world, size_, "bcast", problem);
   Shape shape;
   for (int k = 0; k < head[0]; ++k) shape.push_back(head[2 + k]);
+  // Zeros, not empty memory: a payload shorter than the header said leaves zeros, not old bytes.
   std::vector<Tensor> one{rank_ == root ? t.copy()
-                                        : Tensor::empty(shape, static_cast<DType>(head[1]),
-                                                        t.defined() ? t.device() : Device::cpu(), "bcast")};
+                                        : zeros(shape, static_cast<DType>(head[1]),
+                                                t.defined() ? t.device() : Device::cpu())};
   bcast_inplace(one, root);
   return one[0];
 }

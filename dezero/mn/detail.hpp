@@ -44,6 +44,10 @@ namespace detail {
 void check_mpi(int rc, const char* call, const char* file, int line);
 #define DEZERO_MPI_CHECK(call) ::dezero::mn::detail::check_mpi((call), #call, __FILE__, __LINE__)
 
+// The most axes a tensor has (dezero::detail::kMaxDims of backend/backend.hpp, which mn/ may not
+// include; tests/mn checks that the two agree): the limit on an axis count a peer sends.
+constexpr std::int64_t kMaxAxes = 12;
+
 // The MPI_Datatype of a dtype (float32 -> MPI_FLOAT, ...).
 MPI_Datatype mpi_type(DType dtype);
 
