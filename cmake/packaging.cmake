@@ -88,7 +88,7 @@ set(CPACK_DEBIAN_PACKAGE_SECTION libdevel)
 # zlib1g, libdnnl2 with oneDNN; libonnx1 and libprotobuf32 for libdezero_onnx, Open MPI's
 # libraries for libdezero_mn): never written by hand. The CUDA libraries are not NEEDed (the
 # runtime is linked statically, cuBLAS/cuRAND/NVRTC/cuDNN are dlopen()ed), nor are libcurl,
-# libjpeg and libarchive, so the package requires none of them; tests/packaging checks it.
+# libcrypto, libjpeg and libarchive, so the package requires none of them; tests/packaging checks it.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # The package is made from an installed tree, not from the source folder: keep the source
 # package (make package_source) to the sources too.
