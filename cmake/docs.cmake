@@ -11,7 +11,7 @@ endif()
 set(DEZERO_DOCS_DIR ${PROJECT_BINARY_DIR}/docs)
 get_target_property(dezero_public_headers dezero HEADER_SET)
 set(DEZERO_DOCS_INPUT ${dezero_public_headers} ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/docs/dezero-to-cpp.md
-    ${PROJECT_SOURCE_DIR}/CHANGELOG.md)
+    ${PROJECT_SOURCE_DIR}/CHANGELOG.md ${PROJECT_SOURCE_DIR}/SECURITY.md)
 list(JOIN DEZERO_DOCS_INPUT " \\\n                         " DEZERO_DOCS_INPUT)
 if(DOXYGEN_DOT_FOUND)
   set(DEZERO_DOCS_HAVE_DOT YES)
