@@ -133,6 +133,17 @@ class DataLoader {
   bool shuffle() const { return shuffle_; }  ///< Whether each epoch draws a new permutation.
   const std::vector<std::int64_t>& index() const { return index_; }  ///< This epoch's sample order.
   const datasets::Dataset& dataset() const { return dataset_; }  ///< The dataset, kept by reference.
+  /// The epochs run to their end so far (each end draws the next epoch's permutation).
+  std::int64_t epoch() const { return epoch_; }
+  /// The stream the permutations are drawn from (a handle to it).
+  random::Generator generator() const { return gen_; }
+  /// Puts the loader where a snapshot found it (Snapshot::loader): `epoch` epochs done,
+  /// `iteration` batches of this epoch handed out, in the sample order `index`.
+  ///
+  /// A ValueError, changing nothing, when iteration is outside 0..size(), index is not a
+  /// permutation of 0..N-1 (without shuffle: not 0..N-1 in order) or epoch is negative. The
+  /// stream (generator()) is not part of it: a snapshot saves each stream once.
+  void set_position(std::int64_t epoch, std::int64_t iteration, const std::vector<std::int64_t>& index);
 
   /// Batches are produced on this device (the dataset stays where it is).
   Device device() const { return device_; }
@@ -152,6 +163,7 @@ class DataLoader {
   std::int64_t data_size_;            ///< N, the dataset's size when the loader was built.
   std::int64_t max_iter_;             ///< Batches per epoch.
   std::int64_t iteration_ = 0;        ///< The next batch of this epoch.
+  std::int64_t epoch_ = 0;            ///< Epochs run to their end.
   std::vector<std::int64_t> index_;   ///< This epoch's sample order.
   Device device_;                     ///< Where the batches are produced.
   random::Generator gen_;             ///< The stream the permutations are drawn from (default: the global one, so seeds reproduce DeZero).

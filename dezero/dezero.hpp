@@ -25,6 +25,7 @@
 #include "dezero/optimizers.hpp"
 #include "dezero/shape.hpp"
 #include "dezero/tensor.hpp"
+#include "dezero/training.hpp"
 #include "dezero/transforms.hpp"
 #include "dezero/utils.hpp"
 #include "dezero/version.hpp"

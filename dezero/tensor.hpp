@@ -9,6 +9,7 @@
 /// Operations never mix devices: that is a DeviceError naming both.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -763,6 +764,18 @@ class Generator;  // backend/generator.hpp
 /// two threads then share, and interleave, one stream). A random::Generator is a stream
 /// of its own. Tensors on a GPU are filled by their device from the same stream.
 namespace random {
+/// Where a stream is: NumPy's `RandomState.get_state()` without the leading 'MT19937' -
+/// MT19937's 624 key words, the position of the next word, and the second normal draw of
+/// the last pair (NumPy's has_gauss / cached_gaussian). Saved by a training snapshot so that
+/// a resumed run draws the same numbers; `np.random.set_state(('MT19937', key, pos, has_gauss,
+/// cached_gaussian))` continues the same stream in NumPy.
+struct GeneratorState {
+  std::array<std::uint32_t, 624> key{};  ///< MT19937's state words.
+  int pos = 624;                         ///< The next word to use, 0-624 (624: regenerate first).
+  bool has_gauss = false;                ///< Whether a normal draw is cached.
+  double cached_gaussian = 0.0;          ///< The cached normal draw (when has_gauss).
+};
+
 /// A stream of random numbers of its own (NumPy's RandomState(seed)).
 ///
 /// A Generator is a stream of its own (NumPy's RandomState(seed)): seeded, independent
@@ -804,6 +817,11 @@ class Generator {
   double gauss();
   /// Whether this is a handle to the process-wide stream (global()).
   bool is_global() const;
+  /// The stream's state (NumPy's get_state()): set_state() of it draws the same numbers again.
+  GeneratorState get_state() const;
+  /// Puts the stream where get_state() found it (NumPy's set_state()). A ValueError for a pos
+  /// outside 0-624 or a key of zeros (which MT19937 cannot leave), changing nothing.
+  void set_state(const GeneratorState& state);
   /// Equal when both are handles to the same stream.
   ///@{
   bool operator==(const Generator& o) const { return impl_ == o.impl_; }
@@ -842,6 +860,10 @@ Tensor permutation(std::int64_t n, Device device = Device::cpu());
 double random_double();
 /// One standard normal draw from the process-wide stream.
 double gauss();
+/// The process-wide stream's state (np.random.get_state()).
+GeneratorState get_state();
+/// Puts the process-wide stream where get_state() found it (np.random.set_state()).
+void set_state(const GeneratorState& state);
 }  // namespace random
 
 }  // namespace dezero

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <mutex>
 #include <random>
+#include <sstream>
 
 namespace dezero::detail {
 
@@ -57,6 +58,31 @@ class Generator {
     return v;
   }
   std::mutex& mutex() { return mu_; }
+  // MT19937's words and position as NumPy's get_state() gives them (libstdc++ streams the 624
+  // words and then the position, NumPy's key and pos), and the cached normal draw.
+  void get_state(std::uint32_t* key, int& pos, bool& has_gauss, double& gauss) const {
+    std::ostringstream os;
+    os << mt_;
+    std::istringstream is(os.str());
+    unsigned long v = 0;
+    for (int i = 0; i < 624; ++i) {
+      is >> v;
+      key[i] = static_cast<std::uint32_t>(v);
+    }
+    is >> v;
+    pos = static_cast<int>(v);
+    has_gauss = has_gauss_;
+    gauss = gauss_;
+  }
+  void set_state(const std::uint32_t* key, int pos, bool has_gauss, double gauss) {
+    std::ostringstream os;
+    for (int i = 0; i < 624; ++i) os << key[i] << ' ';
+    os << pos;
+    std::istringstream is(os.str());
+    is >> mt_;
+    has_gauss_ = has_gauss;
+    gauss_ = gauss;
+  }
 
  private:
   std::mt19937 mt_;

@@ -179,6 +179,34 @@ void DataLoader::reset() {
   }
 }
 
+void DataLoader::set_position(std::int64_t epoch, std::int64_t iteration, const std::vector<std::int64_t>& index) {
+  const std::string where = "DataLoader::set_position: ";
+  if (epoch < 0) throw ValueError(where + "epoch " + std::to_string(epoch) + " is negative");
+  if (iteration < 0 || iteration > max_iter_)
+    throw ValueError(where + "iteration " + std::to_string(iteration) + " is outside 0.." + std::to_string(max_iter_) +
+                     " (" + std::to_string(max_iter_) + " batches per epoch); hint: was the snapshot made with "
+                     "another batch size or data set?");
+  if (static_cast<std::int64_t>(index.size()) != data_size_)
+    throw ValueError(where + "the sample order has " + std::to_string(index.size()) + " entries for " +
+                     std::to_string(data_size_) + " samples; hint: was the snapshot made with another data set?");
+  std::vector<char> seen(index.size(), 0);
+  for (std::size_t i = 0; i < index.size(); ++i) {
+    const std::int64_t k = index[i];
+    if (k < 0 || k >= data_size_ || seen[static_cast<std::size_t>(k)] || (!shuffle_ && k != static_cast<std::int64_t>(i)))
+      throw ValueError(where + "the sample order is not " +
+                       std::string(shuffle_ ? "a permutation of 0.." : "0, 1, ..., ") + std::to_string(data_size_ - 1) +
+                       " (entry " + std::to_string(i) + " is " + std::to_string(k) + ")");
+    seen[static_cast<std::size_t>(k)] = 1;
+  }
+  if (prefetcher_.p) {
+    cuda::DeviceGuard g(prefetcher_.p->device);
+    prefetcher_.p->discard();
+  }
+  epoch_ = epoch;
+  iteration_ = iteration;
+  index_ = index;
+}
+
 std::vector<std::int64_t> DataLoader::batch_indices(std::int64_t iteration) const {
   std::int64_t begin = iteration * batch_size_;
   std::int64_t end = std::min(begin + batch_size_, data_size_);
@@ -187,6 +215,7 @@ std::vector<std::int64_t> DataLoader::batch_indices(std::int64_t iteration) cons
 
 std::optional<Batch> DataLoader::next() {
   if (iteration_ >= max_iter_) {
+    ++epoch_;
     reset();
     return std::nullopt;
   }

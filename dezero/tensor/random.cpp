@@ -50,6 +50,30 @@ Generator Generator::global() {
 
 bool Generator::is_global() const { return impl_.get() == &detail::global_generator(); }
 
+GeneratorState Generator::get_state() const {
+  GeneratorState st;
+  std::lock_guard<std::mutex> lock(impl_->mutex());
+  impl_->get_state(st.key.data(), st.pos, st.has_gauss, st.cached_gaussian);
+  return st;
+}
+
+void Generator::set_state(const GeneratorState& st) {
+  const char* op = is_global() ? "random::set_state" : "Generator::set_state";
+  if (st.pos < 0 || st.pos > 624)
+    throw ValueError(std::string(op) + ": pos must be between 0 and 624, got " + std::to_string(st.pos) +
+                     "; hint: pass a state that get_state() returned");
+  bool all_zero = true;
+  for (std::uint32_t k : st.key) all_zero = all_zero && k == 0;
+  if (all_zero)
+    throw ValueError(std::string(op) + ": the 624 key words are all zero, a state MT19937 never reaches; hint: pass "
+                     "a state that get_state() returned");
+  std::lock_guard<std::mutex> lock(impl_->mutex());
+  impl_->set_state(st.key.data(), st.pos, st.has_gauss, st.cached_gaussian);
+}
+
+GeneratorState get_state() { return Generator::global().get_state(); }
+void set_state(const GeneratorState& st) { Generator::global().set_state(st); }
+
 void Generator::seed(std::uint64_t s) {
   std::uint32_t v = checked_seed(is_global() ? "random::seed" : "Generator::seed", s);
   std::lock_guard<std::mutex> lock(impl_->mutex());

@@ -104,10 +104,11 @@ struct TempDir {
   std::size_t entries() const {
     return static_cast<std::size_t>(std::distance(std::filesystem::directory_iterator(path), {}));
   }
-  // The names in the folder, sorted (to check that no temporary file is left behind).
-  std::vector<std::string> names() const {
+  // The names in the folder (or in `dir`), sorted (to check that no temporary file is left behind).
+  std::vector<std::string> names() const { return names_of(path); }
+  static std::vector<std::string> names_of(const std::filesystem::path& dir) {
     std::vector<std::string> out;
-    for (const auto& e : std::filesystem::directory_iterator(path)) out.push_back(e.path().filename().string());
+    for (const auto& e : std::filesystem::directory_iterator(dir)) out.push_back(e.path().filename().string());
     std::sort(out.begin(), out.end());
     return out;
   }

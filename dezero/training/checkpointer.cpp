@@ -1,0 +1,116 @@
+// dezero/training/checkpointer.cpp - Checkpointer: snapshot_iter_<N>.npz files in a folder, the
+// newest `keep` kept, resume() from the newest one that loads.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+
+#include "dezero/training.hpp"
+
+namespace fs = std::filesystem;
+
+namespace dezero::training {
+
+namespace {
+
+constexpr const char* kPrefix = "snapshot_iter_";
+constexpr const char* kSuffix = ".npz";
+
+// The iteration of a file name "snapshot_iter_<N>.npz", or -1.
+std::int64_t iteration_of(const std::string& name) {
+  const std::size_t p = std::strlen(kPrefix), s = std::strlen(kSuffix);
+  if (name.size() <= p + s || name.compare(0, p, kPrefix) != 0 || name.compare(name.size() - s, s, kSuffix) != 0)
+    return -1;
+  const std::string digits = name.substr(p, name.size() - p - s);
+  if (digits.empty() || digits.size() > 18 || !std::all_of(digits.begin(), digits.end(), ::isdigit)) return -1;
+  return std::stoll(digits);
+}
+
+}  // namespace
+
+Checkpointer::Checkpointer(std::string out_dir, Snapshot& snapshot, CheckpointOptions options)
+    : dir_(std::move(out_dir)), snap_(snapshot), opt_(options) {
+  if (dir_.empty()) throw ValueError("Checkpointer: the folder name is empty");
+  if (opt_.every < 0) throw ValueError("Checkpointer: every must be >= 0, got " + std::to_string(opt_.every));
+  if (opt_.keep < 0) throw ValueError("Checkpointer: keep must be >= 0, got " + std::to_string(opt_.keep));
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec || !fs::is_directory(dir_))
+    throw IOError("Checkpointer: cannot create the folder '" + dir_ + "': " +
+                  (ec ? ec.message() : std::string("a file of that name is in the way")));
+}
+
+std::string Checkpointer::path_of(std::int64_t iteration) const {
+  return (fs::path(dir_) / (kPrefix + std::to_string(iteration) + kSuffix)).string();
+}
+
+std::vector<std::string> Checkpointer::snapshots() const {
+  std::vector<std::pair<std::int64_t, std::string>> found;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir_, ec)) {
+    const std::int64_t it = iteration_of(e.path().filename().string());
+    if (it >= 0 && e.is_regular_file(ec)) found.emplace_back(it, e.path().string());
+  }
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<std::string> out;
+  for (auto& f : found) out.push_back(std::move(f.second));
+  return out;
+}
+
+std::optional<std::int64_t> Checkpointer::resume() {
+  // A process killed while writing a snapshot leaves its temporary file behind
+  // ("snapshot_iter_<N>.npz.<random>.tmp"): never a snapshot, removed here.
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir_, ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind(kPrefix, 0) == 0 && n.size() > 4 && n.compare(n.size() - 4, 4, ".tmp") == 0) {
+      std::error_code rm;
+      fs::remove(e.path(), rm);
+    }
+  }
+  for (const std::string& path : snapshots()) {
+    try {
+      snap_.load(path);
+    } catch (const Error& e) {
+      if (!opt_.quiet)
+        std::cerr << "dezero: cannot resume from " << path << " (" << e.what() << "); trying the one before it\n";
+      continue;
+    }
+    last_ = iteration_of(fs::path(path).filename().string());
+    if (!opt_.quiet) std::cerr << "dezero: resumed from " << path << " (iteration " << last_ << ")\n";
+    return last_;
+  }
+  if (!opt_.quiet) std::cerr << "dezero: no snapshot to resume from in " << dir_ << "; starting from the beginning\n";
+  return std::nullopt;
+}
+
+void Checkpointer::load(const std::string& path) {
+  snap_.load(path);
+  last_ = iteration_of(fs::path(path).filename().string());
+}
+
+bool Checkpointer::step(std::int64_t iteration) {
+  if (!due(iteration)) return false;
+  save(iteration);
+  return true;
+}
+
+std::string Checkpointer::save(std::int64_t iteration) {
+  if (iteration < 0) throw ValueError("Checkpointer::save: iteration " + std::to_string(iteration) + " is negative");
+  const std::string path = path_of(iteration);
+  snap_.save(path);  // replaces a file of the same iteration (step() at an epoch's last batch)
+  last_ = iteration;
+  if (opt_.keep > 0) {
+    const std::vector<std::string> all = snapshots();
+    for (std::size_t i = static_cast<std::size_t>(opt_.keep); i < all.size(); ++i) {
+      std::error_code ec;
+      fs::remove(all[i], ec);  // best effort: an old file left over is harmless
+    }
+  }
+  return path;
+}
+
+}  // namespace dezero::training
