@@ -9,6 +9,13 @@
 //
 //   mpirun -np 2 build/examples/mnist_mn [--communicator naive|flat|pure_nccl] [--device cpu|cuda]
 //          [--epochs N] [--batch-size N] [--dataset mnist|fashion-mnist] [--data DIR] [--plot FILE.png]
+//          [--out DIR] [--snapshot-every N] [--resume] [--quiet]
+//
+// Snapshots (--out, --snapshot-every, --resume as in examples/mnist): rank 0 writes them. Every rank
+// draws the same random numbers (the same seed) and holds the same weights, optimizer state and
+// loader position, so rank 0's snapshot is every rank's state, except the epoch's running
+// sums, which every rank contributes to the file (one allreduce at each snapshot). To resume,
+// rank 0 picks the newest snapshot that loads, tells the others which, and every rank loads it.
 //
 // (README, "Data-parallel training", has the mpirun line for root on a 2-core machine and for
 // several machines.) The ChainerMN Python it mirrors:
@@ -28,6 +35,7 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -94,6 +102,7 @@ int main(int argc, char** argv) try {
   mn::SubDataset test_shard = slice_for(*test_set, *comm);
 
   models::MLP model({1000, 1000, 10}, F::relu);
+  model(train_set->get_batch({0}).first);  // the weights now, so that no step is skipped and a snapshot fits
   if (dev.is_cuda()) model.to_gpu(dev.index());
   optimizers::Adam adam;
   adam.setup(model);
@@ -105,11 +114,54 @@ int main(int argc, char** argv) try {
     train_loader.to_gpu(dev.index());
     test_loader.to_gpu(dev.index());
   }
-  if (root) std::printf("epoch  main/loss  validation/main/loss  main/accuracy  validation/main/accuracy  elapsed_time\n");
+  // The snapshot: rank 0's state is every rank's, but for this epoch's running sums, which each
+  // rank puts in its row of `eval_rows` (size x 3: loss_sum, correct, count) before a write.
   mnist_train::Curves curves;
+  std::int64_t it = 0;
+  int epochs_done = 0;
+  std::vector<double> eval_rows(static_cast<std::size_t>(3 * comm->size()), 0.0);
+  mn::Evaluation train_eval;
+  training::Snapshot snap;
+  snap.model(model).optimizer(adam).loader("train", train_loader).value("iteration", it).value("epoch", epochs_done);
+  snap.value("epoch_eval_by_rank", eval_rows).value("train_loss", curves.train_loss)
+      .value("train_acc", curves.train_acc).value("test_loss", curves.test_loss).value("test_acc", curves.test_acc)
+      .value("seconds", curves.seconds);
+  std::optional<training::Checkpointer> ckpt;
+  if (!o.out.empty()) {
+    training::CheckpointOptions co;
+    co.every = o.snapshot_every;
+    co.quiet = !root;
+    ckpt.emplace(o.out, snap, co);
+    if (o.resume) {
+      std::int64_t chosen = -1;
+      if (root) chosen = ckpt->resume().value_or(-1);
+      chosen = comm->bcast(array(chosen, int64)).item<std::int64_t>();
+      if (!root && chosen >= 0) ckpt->load(ckpt->path_of(chosen));
+      const std::size_t r = static_cast<std::size_t>(3 * comm->rank());
+      train_eval = mn::Evaluation{eval_rows[r], eval_rows[r + 1], eval_rows[r + 2]};
+    }
+  }
+  // Every rank's running sums into the file's rows (a sum of one rank's values and zeros: exact),
+  // then rank 0 writes. A collective: every rank calls it at the same iteration.
+  auto save_snapshot = [&] {
+    std::vector<double> rows(eval_rows.size(), 0.0);
+    const std::size_t r = static_cast<std::size_t>(3 * comm->rank());
+    rows[r] = train_eval.loss_sum;
+    rows[r + 1] = train_eval.correct;
+    rows[r + 2] = train_eval.count;
+    eval_rows = comm->allreduce(array(rows, float64)).to_vector<double>();
+    if (root) ckpt->save(it);
+  };
+
+  if (root) std::printf("epoch  main/loss  validation/main/loss  main/accuracy  validation/main/accuracy  elapsed_time\n");
   const double t_start = mnist_train::now_s();
-  for (int epoch = 1; epoch <= o.epochs; ++epoch) {
-    mn::Evaluation train_eval, test_eval;
+  const std::int64_t per_epoch = train_loader.size();
+  training::ProgressOptions po;
+  po.quiet = o.quiet || !root;  // rank 0's progress line (its own running loss)
+  training::Progress progress(o.epochs * per_epoch, per_epoch, it, po);
+  while (epochs_done < o.epochs) {
+    const int epoch = epochs_done + 1;
+    mn::Evaluation test_eval;
     for (auto& [x, t] : train_loader) {
       Variable y = model(x);
       Variable loss = F::softmax_cross_entropy(y, t);
@@ -118,7 +170,11 @@ int main(int argc, char** argv) try {
       loss.backward();
       optimizer.update();
       train_eval.add(loss.data().item<double>(), acc.data().item<double>(), t.len());
+      ++it;
+      if (it % 20 == 0) progress.update(it, train_eval.loss());
+      if (ckpt && ckpt->due(it)) save_snapshot();
     }
+    progress.finish();
     {
       auto g = no_grad();
       for (auto& [x, t] : test_loader) {
@@ -138,6 +194,9 @@ int main(int argc, char** argv) try {
                   te.accuracy(), curves.seconds.back());
       std::fflush(stdout);
     }
+    epochs_done = epoch;
+    train_eval = mn::Evaluation{};
+    if (ckpt) save_snapshot();
   }
   if (root) {
     std::printf("test samples: %.0f (the whole test set, over %d ranks); gradient averaging: %.1f ms per step\n",

@@ -1,7 +1,8 @@
 // examples/common/mnist_train.hpp - what examples/mnist.cpp (the MLP of step 51) and
 // examples/mnist_cnn.cpp (a small CNN) share: the options, the data sets (MNIST, else
-// Fashion-MNIST), the progress bar and the training loop with its per-epoch lines, the
-// learning curves (PNG) and their CSV. Each program keeps its model and optimizer.
+// Fashion-MNIST), the progress line and the training loop with its per-epoch lines, the
+// learning curves (PNG) and their CSV, and snapshots to resume a killed run from.
+// Each program keeps its model and optimizer.
 //
 // Options:
 //   --dataset mnist|fashion-mnist   default: MNIST when its files are in the data
@@ -12,8 +13,14 @@
 //   --device cpu|cuda               default: cuda when a GPU is present
 //   --save FILE.npz  --load FILE.npz   weights (DeZero's key scheme)
 //   --plot FILE.png                 learning curves (the CSV goes next to it, FILE.csv)
-// The loss and accuracy are summed on the device and read once per epoch (and
-// every 100 batches for the progress bar), so a GPU step never waits for the host.
+//   --out DIR                       snapshots of the whole training state (training::Snapshot):
+//                                   DIR/snapshot_iter_<N>.npz at each epoch's end, the last 3 kept
+//   --snapshot-every N              also every N iterations (implies --out result)
+//   --resume                        continue from the newest snapshot in --out (implies --out
+//                                   result); without one, start from the beginning and say so
+//   --quiet                         no progress line
+// The loss and accuracy are summed on the device and read once per epoch (and every 20
+// batches for the progress line, and at each snapshot), so a GPU step never waits for the host.
 #pragma once
 
 #include <dezero/dataloaders.hpp>
@@ -21,7 +28,7 @@
 #include <dezero/dezero.hpp>
 #include <dezero/models.hpp>
 #include <dezero/optimizers.hpp>
-#include <unistd.h>  // isatty
+#include <dezero/training.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -31,6 +38,7 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,15 +52,18 @@ namespace mnist_train {
 using namespace dezero;
 
 struct Options {
-  std::string dataset, data_dir, device, save, load, plot;
+  std::string dataset, data_dir, device, save, load, plot, out;
   int epochs = 5;
   std::int64_t batch_size = 100;
+  std::int64_t snapshot_every = 0;  // iterations; 0: at epoch ends only (when --out is given)
+  bool resume = false, quiet = false;
 };
 
 inline void usage(const char* program) {
+  const std::string pad(8 + std::string(program).size(), ' ');
   std::cerr << "usage: " << program << " [--dataset mnist|fashion-mnist] [--data DIR] [--epochs N] [--batch-size N]\n"
-            << std::string(8 + std::string(program).size(), ' ')
-            << "[--device cpu|cuda] [--save FILE.npz] [--load FILE.npz] [--plot FILE.png]\n";
+            << pad << "[--device cpu|cuda] [--save FILE.npz] [--load FILE.npz] [--plot FILE.png]\n"
+            << pad << "[--out DIR] [--snapshot-every N] [--resume] [--quiet]\n";
 }
 
 // `plot` is the default --plot file. `extra`, when given, sees every option first and returns
@@ -73,11 +84,16 @@ inline Options parse(int argc, char** argv, const char* program, const std::stri
     else if (a == "--save") o.save = value();
     else if (a == "--load") o.load = value();
     else if (a == "--plot") o.plot = value();
+    else if (a == "--out") o.out = value();
+    else if (a == "--snapshot-every") o.snapshot_every = example::integer_option(a, value(), 1);
+    else if (a == "--resume") o.resume = true;
+    else if (a == "--quiet") o.quiet = true;
     else if (a == "-h" || a == "--help") { usage(program); std::exit(0); }
     else throw ValueError("unknown option " + a);
     return true;
   });
   example::check_dataset_and_device(o.dataset, o.device);
+  if (o.out.empty() && (o.resume || o.snapshot_every > 0)) o.out = "result";  // Chainer's default --out
   return o;
 }
 
@@ -107,19 +123,6 @@ inline std::pair<std::unique_ptr<datasets::Dataset>, std::unique_ptr<datasets::D
   return {std::move(train), std::move(test)};
 }
 
-inline void progress(std::int64_t done, std::int64_t total, double loss, double secs) {
-  static const bool tty = isatty(fileno(stderr)) != 0;
-  if (!tty) return;  // a log file gets the per-epoch lines only
-  std::cout.flush();
-  const int width = 30;
-  int filled = static_cast<int>(width * done / std::max<std::int64_t>(total, 1));
-  std::fprintf(stderr, "\r  [%s%s] %lld/%lld  loss %.4f  %.1fs", std::string(filled, '#').c_str(),
-               std::string(width - filled, '.').c_str(), static_cast<long long>(done), static_cast<long long>(total),
-               loss, secs);
-  if (done == total) std::fprintf(stderr, "\r%*s\r", 80, "");
-  std::fflush(stderr);
-}
-
 inline double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -129,14 +132,17 @@ struct Curves {
 };
 
 // Trains `model` with `optimizer` for o.epochs on `dev`, printing one line per epoch;
-// --load before, --save and the curves (PNG and CSV) after.
+// --load before, --save and the curves (PNG and CSV) after; with --out, a snapshot of the
+// whole state at each epoch's end (and every --snapshot-every iterations), and --resume
+// continues from the newest one: a run killed at any moment and resumed prints the same
+// losses and ends with the same weights as one never stopped.
 // `title` names the model and optimizer in the figure's title.
 inline Curves train(Model& model, optimizers::Optimizer& optimizer, datasets::Dataset& train_set,
                     datasets::Dataset& test_set, const Options& o, Device dev, const std::string& title) {
   DataLoader train_loader(train_set, o.batch_size, true);
   DataLoader test_loader(test_set, o.batch_size, false);
+  if (!o.load.empty() || !o.out.empty()) model(train_set.get_batch({0}).first);  // the lazily-initialised weights
   if (!o.load.empty()) {
-    model(train_set.get_batch({0}).first);  // create the lazily-initialised weights
     model.load_weights(o.load);
     std::cout << "loaded weights from " << o.load << "\n";
   }
@@ -146,11 +152,35 @@ inline Curves train(Model& model, optimizers::Optimizer& optimizer, datasets::Da
     model.to_gpu();
   }
 
+  // The state of the loop that a snapshot keeps besides the model, the optimizer, the loader
+  // and the random streams: where it is, this epoch's sums so far, the curves.
   Curves c;
-  for (int epoch = 1; epoch <= o.epochs; ++epoch) {
+  std::int64_t it = 0, n = 0;
+  int epochs_done = 0;
+  double loss_sum = 0, acc_sum = 0;
+  training::Snapshot snap;
+  snap.model(model).optimizer(optimizer).loader("train", train_loader);
+  snap.value("iteration", it).value("epoch", epochs_done).value("epoch_loss_sum", loss_sum)
+      .value("epoch_acc_sum", acc_sum).value("epoch_samples", n);
+  snap.value("train_loss", c.train_loss).value("train_acc", c.train_acc).value("test_loss", c.test_loss)
+      .value("test_acc", c.test_acc).value("seconds", c.seconds);
+  std::optional<training::Checkpointer> ckpt;
+  if (!o.out.empty()) {
+    training::CheckpointOptions co;
+    co.every = o.snapshot_every;
+    ckpt.emplace(o.out, snap, co);
+    if (o.resume) ckpt->resume();
+  }
+
+  const std::int64_t per_epoch = train_loader.size();
+  training::ProgressOptions po;
+  po.quiet = o.quiet;
+  training::Progress progress(o.epochs * per_epoch, per_epoch, it, po);
+  while (epochs_done < o.epochs) {
+    const int epoch = epochs_done + 1;
     double t0 = now_s();
-    Tensor sum_loss = zeros({}, float64, dev), sum_acc = zeros({}, float64, dev);
-    std::int64_t n = 0, batch = 0;
+    Tensor sum_loss = full({}, loss_sum, float64, dev), sum_acc = full({}, acc_sum, float64, dev);
+    std::int64_t batch = train_loader.iteration();
     for (auto& [x, t] : train_loader) {
       Variable y = model(x);
       Variable loss = F::softmax_cross_entropy(y, t);
@@ -162,8 +192,13 @@ inline Curves train(Model& model, optimizers::Optimizer& optimizer, datasets::Da
       sum_loss += loss.data().astype(float64) * bs;
       sum_acc += acc.data().astype(float64) * bs;
       n += t.len();
-      if (++batch % 100 == 0 || batch == train_loader.size())
-        progress(batch, train_loader.size(), sum_loss.item<double>() / n, now_s() - t0);
+      ++it;
+      if (++batch % 20 == 0 || batch == per_epoch) progress.update(it, sum_loss.item<double>() / n);
+      if (ckpt && ckpt->due(it)) {
+        loss_sum = sum_loss.item<double>();
+        acc_sum = sum_acc.item<double>();
+        ckpt->save(it);
+      }
     }
     c.train_loss.push_back(sum_loss.item<double>() / n);
     c.train_acc.push_back(sum_acc.item<double>() / n);
@@ -183,9 +218,14 @@ inline Curves train(Model& model, optimizers::Optimizer& optimizer, datasets::Da
     c.test_loss.push_back(tl.item<double>() / tn);
     c.test_acc.push_back(ta.item<double>() / tn);
     c.seconds.push_back(now_s() - t0);
+    progress.finish();
     std::printf("epoch %d: train loss %.4f, accuracy %.4f | test loss %.4f, accuracy %.4f | %.1f s\n", epoch,
                 c.train_loss.back(), c.train_acc.back(), c.test_loss.back(), c.test_acc.back(), c.seconds.back());
     std::fflush(stdout);
+    epochs_done = epoch;
+    loss_sum = acc_sum = 0;
+    n = 0;
+    if (ckpt) ckpt->save(it);
   }
 
   if (!o.save.empty()) {
