@@ -4,7 +4,7 @@
 #
 #   bash tools/fuzz.sh              CTest: each target over its seeds, then a fixed number
 #                                   of new inputs (100000; 15000 for IDX, 10000 for
-#                                   onnx_run, dot 50000, cifar 10000), then its
+#                                   onnx_run, snapshot 50000, dot 50000, cifar 10000), then its
 #                                   saved crash inputs (what tools/test.sh runs in CI)
 #   bash tools/fuzz.sh --time 3600  each target for an hour (one after the other), new
 #                                   inputs kept in build-fuzz/tests/fuzz/corpus/<target>
@@ -23,7 +23,7 @@ case "${1:-}" in
 esac
 TARGETS=("$@")
 DEFAULT_TARGETS=0
-[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(npz npy idx image state dot cifar) && DEFAULT_TARGETS=1
+[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(npz npy idx image state snapshot dot cifar) && DEFAULT_TARGETS=1
 CLANGXX="${CLANGXX:-$(command -v clang++ || true)}"
 if [ -z "$CLANGXX" ]; then
   echo "fuzz: clang++ not found (Debian: apt-get install clang libclang-rt-dev libomp-dev)" >&2
