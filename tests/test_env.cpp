@@ -60,15 +60,6 @@ struct Fd2Capture {
   ~Fd2Capture() { done(); }
 };
 
-struct ScopedCwd {
-  fs::path old = fs::current_path();
-  explicit ScopedCwd(const fs::path& p) { fs::current_path(p); }
-  ~ScopedCwd() {
-    std::error_code ec;
-    fs::current_path(old, ec);
-  }
-};
-
 // The file of a shared library this process has loaded (libm, by the address of cos).
 std::string loaded_file_of(const void* symbol) {
   Dl_info info{};
@@ -157,7 +148,7 @@ TEST_CASE("env: a library named by a relative DEZERO_LIBJPEG / DEZERO_LIBCURL is
   dzt::TempDir dir;
   fs::create_directory(dir.path / "sub");
   fs::copy_file(libm, dir.path / "sub" / "libdezero-planted.so");
-  ScopedCwd cwd(dir.path);
+  dzt::ScopedCwd cwd(dir.path);
   REQUIRE(::dlopen("sub/libdezero-planted.so", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD) == nullptr);
 
   for (const char* var : {"DEZERO_LIBJPEG", "DEZERO_LIBCURL"}) {

@@ -150,15 +150,6 @@ struct CerrCapture {
   ~CerrCapture() { std::cerr.rdbuf(old); }
 };
 
-// Runs one scope in another working directory (where a shell would have run `touch X`).
-struct ScopedCwd {
-  fs::path old = fs::current_path();
-  explicit ScopedCwd(const fs::path& p) { fs::current_path(p); }
-  ~ScopedCwd() {
-    std::error_code ec;
-    fs::current_path(old, ec);
-  }
-};
 
 // Whether the fake dot's arguments were `head` then "<picture>.<random>.tmp\n": the picture is
 // written to a temporary file next to it, renamed onto `picture` when dot succeeds.
@@ -204,7 +195,7 @@ std::size_t count(const std::string& s, const std::string& part) {
 TEST_CASE("plot_dot_graph: a file name with shell syntax is only a file name; no shell runs") {
   dzt::TempDir dir;
   FakeDot dot(dir.path);
-  ScopedCwd cwd(dir.path);
+  dzt::ScopedCwd cwd(dir.path);
   SmallGraph g("x", "F", "y");
 
   // The "extension" is "png;touch X;#": not a format, refused before anything is written or run.
@@ -225,7 +216,7 @@ TEST_CASE("plot_dot_graph: a file name with shell syntax is only a file name; no
 TEST_CASE("plot_dot_graph: known formats only, any case; a name starting with '-' is not an option of dot") {
   dzt::TempDir dir;
   FakeDot dot(dir.path);
-  ScopedCwd cwd(dir.path);
+  dzt::ScopedCwd cwd(dir.path);
   SmallGraph g("x", "F", "y");
 
   std::string e = dzt::thrown<dezero::ValueError>([&] { dezero::utils::plot_dot_graph(g.y, false, "graph.exe"); });
@@ -253,7 +244,7 @@ TEST_CASE("plot_dot_graph: known formats only, any case; a name starting with '-
 TEST_CASE("plot_dot_graph: a symlink planted at the picture's name is replaced, never written through") {
   dzt::TempDir dir;
   FakeDot dot(dir.path, "out=; for a; do out=$a; done; printf 'PNG' > \"$out\"");  // writes its -o file
-  ScopedCwd cwd(dir.path);
+  dzt::ScopedCwd cwd(dir.path);
   SmallGraph g("x", "F", "y");
   dzt::write_bytes(dir.path / "precious", "keep");
   fs::create_symlink(dir.path / "precious", dir.path / "pic.png");
@@ -270,7 +261,7 @@ TEST_CASE("plot_dot_graph: a symlink planted at the picture's name is replaced, 
 
 TEST_CASE("plot_dot_graph: dot failing or killed is an IOError with the command and the .dot file kept") {
   dzt::TempDir dir;
-  ScopedCwd cwd(dir.path);
+  dzt::ScopedCwd cwd(dir.path);
   SmallGraph g("x", "F", "y");
   {
     FakeDot dot(dir.path, "exit 3");
@@ -288,7 +279,7 @@ TEST_CASE("plot_dot_graph: dot failing or killed is an IOError with the command 
 
 TEST_CASE("plot_dot_graph without dot on the PATH writes the .dot file and says how to render it") {
   dzt::TempDir dir;
-  ScopedCwd cwd(dir.path);
+  dzt::ScopedCwd cwd(dir.path);
   SmallGraph g("x", "F", "y");
   dzt::ScopedEnv path("PATH", dir.str() + "/no-such-dir");
   std::string written, said;

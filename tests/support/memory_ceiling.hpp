@@ -62,6 +62,8 @@ CeilingRun run_under_ceiling(Fn fn, long long headroom_bytes = 512ll << 20) {
       r.rlim_cur = r.rlim_max = static_cast<rlim_t>(vm * 1024 + headroom_bytes);
       ::setrlimit(RLIMIT_AS, &r);
     }
+#else
+    (void)headroom_bytes;  // no address-space ceiling under ASan: the RSS alone is measured
 #endif
     const long long before = proc_status_kb("VmHWM");
     std::string outcome;

@@ -114,6 +114,18 @@ struct TempDir {
   }
 };
 
+// Runs one scope in another working directory, then goes back.
+struct ScopedCwd {
+  std::filesystem::path old = std::filesystem::current_path();
+  explicit ScopedCwd(const std::filesystem::path& p) { std::filesystem::current_path(p); }
+  ~ScopedCwd() {
+    std::error_code ec;
+    std::filesystem::current_path(old, ec);
+  }
+  ScopedCwd(const ScopedCwd&) = delete;
+  ScopedCwd& operator=(const ScopedCwd&) = delete;
+};
+
 // Sets an environment variable for one scope, then restores (or unsets) it.
 struct ScopedEnv {
   std::string name;
