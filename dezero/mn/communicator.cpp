@@ -384,7 +384,7 @@ void Communicator::bcast_data(const NamedParams& params) {
   std::vector<std::pair<Parameter, Tensor>> fresh;  // parameters that get their data now
   for (auto& in : incoming) {
     if (in.fresh) {
-      Tensor t = Tensor::empty(in.shape, in.dtype, home, op);
+      Tensor t = zeros(in.shape, in.dtype, home);  // zeros, not leftovers, if a peer sends less than it declared
       payload.push_back(t);
       fresh.emplace_back(in.p, t);
     } else {
