@@ -2,6 +2,7 @@
 // state (NumPy's get_state), a DataLoader's position, Snapshot (save, load, every refusal leaving
 // everything as it was), Checkpointer (every N, keep K, resume from the newest that loads) and
 // the Progress line. The kill -9 test is tests/resume (a separate program, run by CTest).
+#include <fcntl.h>
 #include <sys/mount.h>
 #include <unistd.h>
 
@@ -410,6 +411,35 @@ TEST_CASE("Progress: the line's text, and plain lines when the output is not a t
   CHECK(std::count(text.begin(), text.end(), '\n') == 2);
   CHECK(dzt::has(text, "iter 1/20"));
   CHECK(dzt::has(text, "epoch 2/2  iter 20/20 (100.0%)"));
+
+  // On a terminal (a pseudo-terminal here): one line redrawn in place, ended by a newline.
+  const int master = ::posix_openpt(O_RDWR | O_NOCTTY);
+  REQUIRE(master >= 0);
+  REQUIRE(::grantpt(master) == 0);
+  REQUIRE(::unlockpt(master) == 0);
+  std::FILE* tty = std::fopen(::ptsname(master), "w");
+  REQUIRE(tty);
+  {
+    T::ProgressOptions o;
+    o.out = tty;
+    o.refresh_s = 0;  // every update redraws
+    T::Progress p(3, 0, 0, o);
+    CHECK(p.is_terminal());
+    for (int i = 1; i <= 3; ++i) p.update(i, 0.25);
+    p.finish();
+  }
+  std::fclose(tty);
+  std::string shown;
+  char tb[512];
+  for (ssize_t got; (got = ::read(master, tb, sizeof tb)) > 0;) {
+    shown.append(tb, static_cast<std::size_t>(got));
+    if (shown.find("(100.0%)") != std::string::npos && shown.find('\n') != std::string::npos) break;
+  }
+  ::close(master);
+  CHECK(dzt::has(shown, "\riter 1/3 (33.3%)  loss 0.2500"));
+  CHECK(dzt::has(shown, "\033[K"));
+  CHECK(dzt::has(shown, "\riter 3/3 (100.0%)"));
+  CHECK(std::count(shown.begin(), shown.end(), '\n') == 1);
 
   T::ProgressOptions q;
   q.quiet = true;
