@@ -175,6 +175,15 @@ class Optimizer {
   /// rules here override it with one multi-tensor kernel per device and dtype
   /// (tensor/fused.hpp), which gives the same bits.
   virtual void update_many(const UpdateItem* items, std::size_t n);
+  /// update_many() with WeightDecay(rate) fused into the same pass, or false with nothing done.
+  ///
+  /// update() calls it instead of the hook and update_many() when a WeightDecay is the
+  /// only hook, no two parameters share memory and every gradient has its weights' dtype:
+  /// then each gradient must become grad + rate * W, bit for bit as the hook makes it
+  /// (and stay so after the step), and the rule runs on it. The default declines (false),
+  /// and so do the rules here on a device without the fused kernel (CUDA); update() then
+  /// runs the hook and update_many() as usual.
+  virtual bool update_many_decayed(const UpdateItem* items, std::size_t n, double rate);
 
  private:
   struct Slot {
@@ -295,6 +304,7 @@ class SGD : public TypedOptimizer<SGD> {
  protected:
   void update_one(Tensor& param, const Tensor& grad, std::vector<Tensor>& state) override;
   void update_many(const UpdateItem* items, std::size_t n) override;
+  bool update_many_decayed(const UpdateItem* items, std::size_t n, double rate) override;
 };
 
 /// SGD with momentum (DeZero's MomentumSGD): `v = momentum * v - lr * g; W += v`.
@@ -311,6 +321,7 @@ class MomentumSGD : public TypedOptimizer<MomentumSGD> {
   std::vector<std::string> state_names() const override { return {"v"}; }
   void update_one(Tensor& param, const Tensor& grad, std::vector<Tensor>& state) override;
   void update_many(const UpdateItem* items, std::size_t n) override;
+  bool update_many_decayed(const UpdateItem* items, std::size_t n, double rate) override;
 };
 
 /// AdaGrad (DeZero's AdaGrad): `h += g * g; W -= lr * g / (sqrt(h) + eps)`.
@@ -327,6 +338,7 @@ class AdaGrad : public TypedOptimizer<AdaGrad> {
   std::vector<std::string> state_names() const override { return {"h"}; }
   void update_one(Tensor& param, const Tensor& grad, std::vector<Tensor>& state) override;
   void update_many(const UpdateItem* items, std::size_t n) override;
+  bool update_many_decayed(const UpdateItem* items, std::size_t n, double rate) override;
 };
 
 /// AdaDelta (DeZero's AdaDelta), which needs no learning rate.
@@ -345,6 +357,7 @@ class AdaDelta : public TypedOptimizer<AdaDelta> {
   std::vector<std::string> state_names() const override { return {"msg", "msdx"}; }
   void update_one(Tensor& param, const Tensor& grad, std::vector<Tensor>& state) override;
   void update_many(const UpdateItem* items, std::size_t n) override;
+  bool update_many_decayed(const UpdateItem* items, std::size_t n, double rate) override;
 };
 
 /// Adam (DeZero's Adam), with the bias-corrected step size lr().
@@ -381,6 +394,7 @@ class Adam : public TypedOptimizer<Adam> {
   std::vector<std::string> state_names() const override { return {"m", "v"}; }
   void update_one(Tensor& param, const Tensor& grad, std::vector<Tensor>& state) override;
   void update_many(const UpdateItem* items, std::size_t n) override;
+  bool update_many_decayed(const UpdateItem* items, std::size_t n, double rate) override;
 };
 
 // --- hooks --------------------------------------------------------------------------------------
@@ -397,6 +411,10 @@ class WeightDecay {
   /// A gradient shared with another variable is copied first, so that only this
   /// parameter's gradient changes.
   void operator()(std::vector<Parameter>& params) const;
+  /// The first half of operator(): makes each gradient its parameter's own (copies one
+  /// shared with another variable). Optimizer::update calls it when it fuses the addition
+  /// into the rule's kernel (Optimizer::update_many_decayed).
+  void own_gradients(std::vector<Parameter>& params) const;
   double rate;  ///< The decay rate.
 };
 

@@ -1,9 +1,14 @@
 // tests/test_optimizers.cpp - the five update rules against hand-written float64 steps,
 // hooks (WeightDecay = L2 term in the loss, ClipGrad, FreezeParam), no allocation
-// after the first step, state files that resume a run exactly, and the multi-tensor
-// step against one kernel per parameter (bit for bit, on every device).
+// after the first step, state files that resume a run exactly, the multi-tensor
+// step against one kernel per parameter (bit for bit, on every device), and the host
+// kernels' vector lanes against their scalar tail on extreme values.
 #include <cmath>
+#include <cstring>
 #include <filesystem>
+#include <limits>
+#include <random>
+#include <string>
 
 #include "dezero/tensor/fused.hpp"  // detail::*_update_multi_
 #include "support/test_util.hpp"
@@ -715,4 +720,130 @@ TEST_CASE("detail::adam_update_multi_: each item checked first, errors name the 
   run(g1);
   CHECK(p0.to_vector<double>() != std::vector<double>(3, 1.0));
   CHECK(p1.to_vector<double>() != std::vector<double>(4, 1.0));
+}
+
+// --- the host kernels' vector lanes and scalar tail (issue 36) ---------------------------------
+// The update loops vectorise (cpu/nn.cpp); an element must get the same bits whether it
+// falls in a vector lane, in the loop's scalar tail or at a thread boundary: one
+// parameter of 70,001 elements (split over the threads) against the same elements cut
+// into parameters of 1 to 37 elements, on gradients from denormal to 1e30 and states from
+// 0 to huge (zeros of both signs included).
+namespace {
+template <class T>
+std::vector<double> extreme_values(std::size_t n, unsigned seed, bool nonnegative) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::uniform_int_distribution<int> e(std::numeric_limits<T>::min_exponent - 20, 100);
+  std::vector<double> v(n);
+  for (auto& x : v) {
+    switch (rng() % 6) {
+      case 0: x = static_cast<double>(static_cast<T>(u(rng) * std::ldexp(1.0, e(rng)))); break;
+      case 1: x = static_cast<double>(std::numeric_limits<T>::denorm_min()) * static_cast<double>(rng() % 1000); break;
+      case 2: x = (rng() & 1) ? 0.0 : -0.0; break;
+      default: x = u(rng);
+    }
+    if (nonnegative) x = std::fabs(x);
+  }
+  return v;
+}
+
+void check_lanes(const std::string& rule, DType dt) {
+  const std::size_t n = 70001;
+  const bool is_f32 = dt == float32;
+  auto values = [&](unsigned seed, bool nonneg) {
+    return is_f32 ? extreme_values<float>(n, seed, nonneg) : extreme_values<double>(n, seed, nonneg);
+  };
+  const std::vector<double> w = values(1, false), g = values(2, false), a = values(3, true), b = values(4, true);
+  Tensor pw = array(w, dt), pg = array(g, dt), pa = array(a, dt), pb = array(b, dt);
+  auto run = [&](detail::ParamUpdate* items, std::size_t k) {
+    if (rule == "SGD") detail::sgd_update_multi_(items, k, 0.01);
+    else if (rule == "MomentumSGD") detail::momentum_sgd_update_multi_(items, k, 0.01, 0.9);
+    else if (rule == "AdaGrad") detail::adagrad_update_multi_(items, k, 0.001, 1e-8);
+    else if (rule == "AdaDelta") detail::adadelta_update_multi_(items, k, 0.95, 1e-6);
+    else detail::adam_update_multi_(items, k, 0.001, 0.9, 0.999, 1e-8);
+  };
+  detail::ParamUpdate whole{&pw, &pg, &pa, &pb};
+  run(&whole, 1);
+
+  std::vector<Tensor> cw, cg, ca, cb;
+  for (std::size_t lo = 0, len = 1; lo < n; lo += len, len = len % 37 + 1) {
+    const std::size_t hi = std::min(n, lo + len);
+    auto cut = [&](const std::vector<double>& v) {
+      return array(std::vector<double>(v.begin() + static_cast<std::ptrdiff_t>(lo),
+                                       v.begin() + static_cast<std::ptrdiff_t>(hi)), dt);
+    };
+    cw.push_back(cut(w));
+    cg.push_back(cut(g));
+    ca.push_back(cut(a));
+    cb.push_back(cut(b));
+  }
+  std::vector<detail::ParamUpdate> items;
+  for (std::size_t i = 0; i < cw.size(); ++i) items.push_back({&cw[i], &cg[i], &ca[i], &cb[i]});
+  run(items.data(), items.size());
+
+  auto same_bits = [&](const std::vector<Tensor>& parts, const Tensor& all) {
+    const Tensor joined = concatenate(parts, 0);
+    return joined.nbytes() == all.nbytes() && std::memcmp(joined.raw_data(), all.raw_data(), all.nbytes()) == 0;
+  };
+  CHECK(same_bits(cw, pw));
+  CHECK(same_bits(ca, pa));
+  CHECK(same_bits(cb, pb));
+}
+}  // namespace
+
+TEST_CASE("Optimizer kernels (host): vector lanes, scalar tail and thread splits give the same bits") {
+  for (DType dt : {float32, float64})
+    for (const char* rule : {"SGD", "MomentumSGD", "AdaGrad", "AdaDelta", "Adam"}) {
+      CAPTURE(dtype_name(dt));
+      CAPTURE(rule);
+      check_lanes(rule, dt);
+    }
+}
+
+// A WeightDecay that is the only hook is fused into the rule's kernel on the host (issue 36):
+// the same weights, state and decayed gradients, bit for bit, as the hook followed by the
+// update (which a second, empty hook forces), for every rule, float32 and float64.
+namespace {
+template <class Opt, class... Args>
+void check_fused_decay(const char* name, DType dt, Args... args) {
+  CAPTURE(name);
+  CAPTURE(dtype_name(dt));
+  random::seed(3);
+  std::vector<Parameter> a, b;
+  for (const Shape& s : {Shape{3, 5}, Shape{1}, Shape{300, 150}, Shape{7}}) {
+    Tensor w = random::randn(s, dt);
+    a.emplace_back(w.copy());
+    b.emplace_back(w.copy());
+  }
+  Opt fused(args...), plain(args...);
+  fused.setup(a).add_hook(O::WeightDecay(1e-2));
+  plain.setup(b).add_hook(O::WeightDecay(1e-2)).add_hook([](std::vector<Parameter>&) {});
+  for (int step = 0; step < 3; ++step) {
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      Tensor g = random::randn(a[i].data().shape(), dt);
+      a[i].set_grad(Variable(g));
+      b[i].set_grad(Variable(g.copy()));
+    }
+    fused.update();
+    plain.update();
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      CAPTURE(i);
+      CHECK(utils::array_equal(a[i].data(), b[i].data()));
+      CHECK(utils::array_equal(a[i].grad().data(), b[i].grad().data()));
+    }
+  }
+  const auto sa = fused.state_dict(), sb = plain.state_dict();
+  REQUIRE(sa.size() == sb.size());
+  for (std::size_t k = 0; k < sa.size(); ++k) CHECK(utils::array_equal(sa[k].second, sb[k].second));
+}
+}  // namespace
+
+TEST_CASE("WeightDecay as the only hook: fused into the update on the host, the bits of the hook then the update") {
+  for (DType dt : {float32, float64}) {
+    check_fused_decay<O::SGD>("SGD", dt, 0.1);
+    check_fused_decay<O::MomentumSGD>("MomentumSGD", dt, 0.1, 0.9);
+    check_fused_decay<O::AdaGrad>("AdaGrad", dt, 0.1);
+    check_fused_decay<O::AdaDelta>("AdaDelta", dt);
+    check_fused_decay<O::Adam>("Adam", dt, 0.01);
+  }
 }

@@ -67,12 +67,17 @@ enum class ArgReduceOp : int { ArgMax, ArgMin };
 
 // Fused optimizer updates, in place on the parameter (and its state).
 enum class UpdateRule : int { SGD, MomentumSGD, AdaGrad, AdaDelta, Adam };
+// decay: WeightDecay fused into optimizer_update_multi (only where the backend's
+// fuses_weight_decay() says so): each grad[i] first becomes grad[i] + decay * param[i],
+// rounded as the hook's own kernel rounds it and written back to grad, then the rule.
 struct UpdateArgs {
   double lr = 0, momentum = 0, eps = 0, rho = 0, beta1 = 0, beta2 = 0;
+  double decay = 0;
 };
 // One parameter of a multi-tensor update (optimizer_update_multi): param, grad and the
 // rule's state arrays (s1, s2; null where the rule keeps fewer), numel elements each,
-// contiguous, on the backend's device. Chunks never overlap one another.
+// contiguous, on the backend's device. Chunks never overlap one another. grad is written
+// (the decayed gradient) only when UpdateArgs::decay is not 0.
 struct UpdateChunk {
   void* param = nullptr;
   const void* grad = nullptr;
@@ -301,6 +306,9 @@ class Backend {
   // of dtype dt: bit for bit what one optimizer_update per chunk gives, in one pass (the
   // host) or one launch per batch of chunks (CUDA) instead of one call each. The default
   // is that loop of optimizer_update calls.
+  // With args.decay != 0 only on a backend whose fuses_weight_decay() is true (the host):
+  // the others get decay 0 and WeightDecay runs as its own kernel before them.
+  virtual bool fuses_weight_decay() const { return false; }
   virtual void optimizer_update_multi(UpdateRule rule, DType dt, const UpdateChunk* chunks, std::size_t n,
                                       const UpdateArgs& args) {
     for (std::size_t i = 0; i < n; ++i)

@@ -154,6 +154,7 @@ class CpuBackend final : public Backend {
                         std::int64_t n, const UpdateArgs& args) override {
     cpu::optimizer_update(rule, dt, param, grad, s1, s2, n, args);
   }
+  bool fuses_weight_decay() const override { return true; }
   void optimizer_update_multi(UpdateRule rule, DType dt, const UpdateChunk* chunks, std::size_t n,
                               const UpdateArgs& args) override {
     cpu::optimizer_update_multi(rule, dt, chunks, n, args);

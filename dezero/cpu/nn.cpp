@@ -179,14 +179,47 @@ void with_rule(UpdateRule rule, F&& f) {
 }
 
 // Elements [lo, hi) of one chunk: the loop of optimizer_update, without its threading.
+//
+// The loop vectorises (16 float32 or 8 float64 lanes with AVX-512): the rule is a
+// compile-time constant, the state pointers are used only by the rules that have them
+// (no select per element), and this file is compiled with -fno-math-errno
+// (dezero/CMakeLists.txt), without which GCC guards every sqrt with a call to sqrtf for
+// errno's sake and keeps the loop scalar (issue 36: Adam at 2 ns per element). Each lane
+// computes update_apply's expression with its operations in the same order and the same
+// fused multiply-adds as the scalar loop did, and vsqrtps / vdivps round as sqrtss /
+// divss do, so the bits are those of the scalar loop (tests/test_optimizers.cpp: a lane,
+// the scalar tail and a thread boundary agree; bench/README.md: the previous library's
+// bits, compared byte for byte).
 template <UpdateRule R, class T>
 void update_span(const UpdateChunk& c, std::int64_t lo, std::int64_t hi, const UpdateArgs& args) {
   T* p = static_cast<T*>(c.param);
   const T* g = static_cast<const T*>(c.grad);
   T* a = static_cast<T*>(c.s1);
   T* b = static_cast<T*>(c.s2);
-  for (std::int64_t i = lo; i < hi; ++i)
-    kernels::update_apply(R, p[i], g[i], a ? a + i : nullptr, b ? b + i : nullptr, args);
+  const UpdateArgs u = args;  // a local copy: no store in the loop may alias it
+  if (u.decay != 0) {
+    // WeightDecay fused: the hook's own kernel (axpy_multi_, SGD's rule with lr = -decay)
+    // on the element, its result written back to the gradient as the hook writes it, then
+    // the rule on that value: one pass over memory instead of two, the same bits.
+    T* gw = const_cast<T*>(g);  // the caller hands a writable gradient when decay != 0
+    UpdateArgs d;
+    d.lr = -u.decay;
+    for (std::int64_t i = lo; i < hi; ++i) {
+      T gi = gw[i];
+      kernels::update_apply<T>(UpdateRule::SGD, gi, p[i], nullptr, nullptr, d);
+      gw[i] = gi;
+      kernels::update_apply<T>(R, p[i], gi, R == UpdateRule::SGD ? nullptr : a + i,
+                               R == UpdateRule::AdaDelta || R == UpdateRule::Adam ? b + i : nullptr, u);
+    }
+    return;
+  }
+  if constexpr (R == UpdateRule::SGD) {
+    for (std::int64_t i = lo; i < hi; ++i) kernels::update_apply<T>(R, p[i], g[i], nullptr, nullptr, u);
+  } else if constexpr (R == UpdateRule::MomentumSGD || R == UpdateRule::AdaGrad) {
+    for (std::int64_t i = lo; i < hi; ++i) kernels::update_apply<T>(R, p[i], g[i], a + i, nullptr, u);
+  } else {
+    for (std::int64_t i = lo; i < hi; ++i) kernels::update_apply<T>(R, p[i], g[i], a + i, b + i, u);
+  }
 }
 
 // Every chunk, one after another: below kParallelMin elements in all (a small network's

@@ -49,6 +49,11 @@ struct DecayLists {
 };
 }  // namespace
 
+void WeightDecay::own_gradients(std::vector<Parameter>& params) const {
+  for (auto& p : params)
+    if (p.has_grad()) own_grad(p);
+}
+
 void WeightDecay::operator()(std::vector<Parameter>& params) const {
   [[gnu::tls_model("initial-exec")]] thread_local DecayLists lists;
   auto& [ys, xs, seen] = lists;

@@ -3,8 +3,9 @@
 // save_state / load_state for that state.
 //
 // update() gathers the target's parameters that have a gradient, runs the hooks on
-// them, then hands the parameters still holding a gradient, all together, to the
-// rule's update_many (one multi-tensor kernel per device and dtype for the rules of
+// them (a WeightDecay that is the only hook fused into the update where that gives the
+// same bits: update_many_decayed), then hands the parameters still holding a gradient,
+// all together, to the rule's update_many (one multi-tensor kernel per device and dtype for the rules of
 // rules.cpp; update_one per parameter for a user's rule) with their state tensors
 // (created on first use, moved or recreated when the parameter moved or changed). The
 // slots of the state are cached by position, so a step makes no hash lookup and no
@@ -162,6 +163,7 @@ bool Optimizer::params_overlap() {
 void Optimizer::update_many(const UpdateItem* items, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) update_one(*items[i].param, *items[i].grad, *items[i].state);
 }
+bool Optimizer::update_many_decayed(const UpdateItem*, std::size_t, double) { return false; }
 
 void Optimizer::update() {
   gather(all_);
@@ -169,7 +171,12 @@ void Optimizer::update() {
   for (auto& p : all_)  // moved, not copied: all_ is only this step's scratch
     if (p.has_grad() && p.data().defined()) params_.push_back(std::move(p));
   ++t_;  // before the hooks, as DeZero's Adam does
-  for (auto& hook : hooks_) hook(params_);
+  // A WeightDecay that is the only hook may be fused into the rule's kernel (issue 36):
+  // its gradients are made their own now, its addition waits for the update below.
+  const WeightDecay* decay = hooks_.size() == 1 ? hooks_.front().target<WeightDecay>() : nullptr;
+  if (decay) decay->own_gradients(params_);
+  else
+    for (auto& hook : hooks_) hook(params_);
 
   // The cache, position by position in params_ as the hooks left it: a node or data
   // not seen there last step drops the entry's slot and has overlaps looked for again.
@@ -192,6 +199,14 @@ void Optimizer::update() {
   if (changed) overlap_ = params_overlap();
   if (nstate_ < 0) nstate_ = static_cast<int>(state_names().size());  // once: state_names() allocates
 
+  // Fused only where that is the hook's exact result: every parameter goes through
+  // update_many (no overlap, no gradient of another dtype) and the rule has the kernel.
+  // Otherwise the hook runs here, before any parameter is updated, as it would have.
+  bool fuse = decay != nullptr && !overlap_;
+  for (std::size_t k = 0; fuse && k < params_.size(); ++k)
+    fuse = params_[k].node()->grad->data.dtype() == params_[k].node()->data.dtype();
+  if (decay && !fuse) (*decay)(params_);
+
   // Each parameter still holding a gradient (frozen ones have none) gets its slot (a
   // hash lookup only on a cache miss) and its state as its data is now.
   items_.clear();
@@ -212,7 +227,10 @@ void Optimizer::update() {
       update_mixed(w, g, c.slot->state);  // disjoint from the others: order does not matter
     }
   }
-  if (!items_.empty()) update_many(items_.data(), items_.size());
+  if (items_.empty()) return;
+  if (fuse && update_many_decayed(items_.data(), items_.size(), decay->rate)) return;
+  if (fuse) (*decay)(params_);  // declined: the hook, then the plain update (the gradients are already their own)
+  update_many(items_.data(), items_.size());
 }
 
 // --- state files -----------------------------------------------------------------------

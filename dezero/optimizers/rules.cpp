@@ -7,7 +7,9 @@
 // (one kernel per device and dtype), with the same bits. Optimizer::update
 // (optimizer.cpp) has already given w, g and every s[k] the parameter's shape, dtype
 // and device. Adam's bias-corrected step size (bias_corrected_lr()) is computed on the host, once per
-// call; the formulas are next to each class in optimizers.hpp.
+// call; the formulas are next to each class in optimizers.hpp. update_many_decayed is
+// update_many with WeightDecay's addition fused into the same kernel, where the device has
+// that kernel (the host).
 #include "dezero/optimizers.hpp"
 
 #include <cmath>
@@ -40,12 +42,24 @@ void SGD::update_one(Tensor& w, const Tensor& g, std::vector<Tensor>&) { detail:
 void SGD::update_many(const UpdateItem* items, std::size_t n) {
   detail::sgd_update_multi_(as_updates(items, n), n, lr);
 }
+bool SGD::update_many_decayed(const UpdateItem* items, std::size_t n, double rate) {
+  const auto* u = as_updates(items, n);
+  if (!detail::fuses_weight_decay(u, n)) return false;
+  detail::sgd_update_multi_(u, n, lr, rate);
+  return true;
+}
 
 void MomentumSGD::update_one(Tensor& w, const Tensor& g, std::vector<Tensor>& s) {
   detail::momentum_sgd_update_(w, g, s[0], lr, momentum);
 }
 void MomentumSGD::update_many(const UpdateItem* items, std::size_t n) {
   detail::momentum_sgd_update_multi_(as_updates(items, n), n, lr, momentum);
+}
+bool MomentumSGD::update_many_decayed(const UpdateItem* items, std::size_t n, double rate) {
+  const auto* u = as_updates(items, n);
+  if (!detail::fuses_weight_decay(u, n)) return false;
+  detail::momentum_sgd_update_multi_(u, n, lr, momentum, rate);
+  return true;
 }
 
 // --- AdaGrad and AdaDelta --------------------------------------------------------------
@@ -55,12 +69,24 @@ void AdaGrad::update_one(Tensor& w, const Tensor& g, std::vector<Tensor>& s) {
 void AdaGrad::update_many(const UpdateItem* items, std::size_t n) {
   detail::adagrad_update_multi_(as_updates(items, n), n, lr, eps);
 }
+bool AdaGrad::update_many_decayed(const UpdateItem* items, std::size_t n, double rate) {
+  const auto* u = as_updates(items, n);
+  if (!detail::fuses_weight_decay(u, n)) return false;
+  detail::adagrad_update_multi_(u, n, lr, eps, rate);
+  return true;
+}
 
 void AdaDelta::update_one(Tensor& w, const Tensor& g, std::vector<Tensor>& s) {
   detail::adadelta_update_(w, g, s[0], s[1], rho, eps);
 }
 void AdaDelta::update_many(const UpdateItem* items, std::size_t n) {
   detail::adadelta_update_multi_(as_updates(items, n), n, rho, eps);
+}
+bool AdaDelta::update_many_decayed(const UpdateItem* items, std::size_t n, double rate) {
+  const auto* u = as_updates(items, n);
+  if (!detail::fuses_weight_decay(u, n)) return false;
+  detail::adadelta_update_multi_(u, n, rho, eps, rate);
+  return true;
 }
 
 // --- Adam ------------------------------------------------------------------------------
@@ -77,6 +103,12 @@ void Adam::update_one(Tensor& w, const Tensor& g, std::vector<Tensor>& s) {
 }
 void Adam::update_many(const UpdateItem* items, std::size_t n) {
   detail::adam_update_multi_(as_updates(items, n), n, bias_corrected_lr(), beta1, beta2, eps);
+}
+bool Adam::update_many_decayed(const UpdateItem* items, std::size_t n, double rate) {
+  const auto* u = as_updates(items, n);
+  if (!detail::fuses_weight_decay(u, n)) return false;
+  detail::adam_update_multi_(u, n, bias_corrected_lr(), beta1, beta2, eps, rate);
+  return true;
 }
 
 }  // namespace dezero::optimizers

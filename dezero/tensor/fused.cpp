@@ -244,6 +244,9 @@ MultiScratch& multi_scratch() {
 void optimizer_update_multi(UpdateRule rule, const ParamUpdate* items, std::size_t n, const UpdateArgs& args,
                             MultiScratch& sc) {
   if (n == 0) return;
+  if (args.decay != 0 && !fuses_weight_decay(items, n))
+    throw ValueError("optimizer update with weight decay fused: a parameter's device does not fuse it; hint: check "
+                     "fuses_weight_decay() first and run WeightDecay as a hook otherwise");
   const int nstate = state_count(rule);
   auto chunk = [&](const ParamUpdate& it) {
     UpdateChunk c;
@@ -343,21 +346,34 @@ void axpy_(Tensor& y, double a, const Tensor& x) {
 }
 
 // --- multi-tensor optimizer updates ----------------------------------------------------
-void sgd_update_multi_(const ParamUpdate* items, std::size_t n, double lr) {
-  optimizer_update_multi(UpdateRule::SGD, items, n, sgd_args(lr));
+namespace {
+UpdateArgs decayed(UpdateArgs a, double decay) {
+  a.decay = decay;
+  return a;
 }
-void momentum_sgd_update_multi_(const ParamUpdate* items, std::size_t n, double lr, double momentum) {
-  optimizer_update_multi(UpdateRule::MomentumSGD, items, n, momentum_args(lr, momentum));
+}  // namespace
+
+bool fuses_weight_decay(const ParamUpdate* items, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i)
+    if (!backend_of(*items[i].param).fuses_weight_decay()) return false;
+  return true;
 }
-void adagrad_update_multi_(const ParamUpdate* items, std::size_t n, double lr, double eps) {
-  optimizer_update_multi(UpdateRule::AdaGrad, items, n, adagrad_args(lr, eps));
+
+void sgd_update_multi_(const ParamUpdate* items, std::size_t n, double lr, double decay) {
+  optimizer_update_multi(UpdateRule::SGD, items, n, decayed(sgd_args(lr), decay));
 }
-void adadelta_update_multi_(const ParamUpdate* items, std::size_t n, double rho, double eps) {
-  optimizer_update_multi(UpdateRule::AdaDelta, items, n, adadelta_args(rho, eps));
+void momentum_sgd_update_multi_(const ParamUpdate* items, std::size_t n, double lr, double momentum, double decay) {
+  optimizer_update_multi(UpdateRule::MomentumSGD, items, n, decayed(momentum_args(lr, momentum), decay));
 }
-void adam_update_multi_(const ParamUpdate* items, std::size_t n, double lr, double beta1, double beta2,
-                        double eps) {
-  optimizer_update_multi(UpdateRule::Adam, items, n, adam_args(lr, beta1, beta2, eps));
+void adagrad_update_multi_(const ParamUpdate* items, std::size_t n, double lr, double eps, double decay) {
+  optimizer_update_multi(UpdateRule::AdaGrad, items, n, decayed(adagrad_args(lr, eps), decay));
+}
+void adadelta_update_multi_(const ParamUpdate* items, std::size_t n, double rho, double eps, double decay) {
+  optimizer_update_multi(UpdateRule::AdaDelta, items, n, decayed(adadelta_args(rho, eps), decay));
+}
+void adam_update_multi_(const ParamUpdate* items, std::size_t n, double lr, double beta1, double beta2, double eps,
+                        double decay) {
+  optimizer_update_multi(UpdateRule::Adam, items, n, decayed(adam_args(lr, beta1, beta2, eps), decay));
 }
 
 void axpy_multi_(Tensor* const* ys, double a, const Tensor* const* xs, std::size_t n) {

@@ -211,11 +211,20 @@ struct ParamUpdate {
   Tensor* s1 = nullptr;
   Tensor* s2 = nullptr;
 };
-void sgd_update_multi_(const ParamUpdate* items, std::size_t n, double lr);
-void momentum_sgd_update_multi_(const ParamUpdate* items, std::size_t n, double lr, double momentum);
-void adagrad_update_multi_(const ParamUpdate* items, std::size_t n, double lr, double eps);
-void adadelta_update_multi_(const ParamUpdate* items, std::size_t n, double rho, double eps);
-void adam_update_multi_(const ParamUpdate* items, std::size_t n, double lr, double beta1, double beta2, double eps);
+//
+// decay != 0 fuses WeightDecay(decay) into the same pass (issue 36): each gradient first
+// becomes grad + decay * param, with the bits axpy_multi_ gives and written back to the
+// gradient as the hook writes it, then the rule runs on it. Only where
+// fuses_weight_decay(items, n) is true (the host; a ValueError otherwise).
+void sgd_update_multi_(const ParamUpdate* items, std::size_t n, double lr, double decay = 0);
+void momentum_sgd_update_multi_(const ParamUpdate* items, std::size_t n, double lr, double momentum,
+                                double decay = 0);
+void adagrad_update_multi_(const ParamUpdate* items, std::size_t n, double lr, double eps, double decay = 0);
+void adadelta_update_multi_(const ParamUpdate* items, std::size_t n, double rho, double eps, double decay = 0);
+void adam_update_multi_(const ParamUpdate* items, std::size_t n, double lr, double beta1, double beta2, double eps,
+                        double decay = 0);
+// Whether every item's device fuses WeightDecay into the update (Backend::fuses_weight_decay).
+bool fuses_weight_decay(const ParamUpdate* items, std::size_t n);
 // ys[i] += a * xs[i] for every i (axpy_ for n pairs: WeightDecay over a step's gradients).
 void axpy_multi_(Tensor* const* ys, double a, const Tensor* const* xs, std::size_t n);
 
