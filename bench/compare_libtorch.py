@@ -8,9 +8,13 @@ computes its GEMMs through libblas.so.3 = libopenblas0-openmp). Prints each run,
 ratio LibTorch / ours of every pair (> 1: ours is faster) and the median ratio.
 
   python3 bench/compare_libtorch.py [--build build] [--pairs 3] [--threads 2] [--only w1,w2,w3]
-                                    [--data DIR]   (Fashion-MNIST for W2)
+                                    [--data DIR]   (Fashion-MNIST for W1 and W2)
   python3 bench/compare_libtorch.py --only w1,w1adam   (w1adam: W1 with --optimizer adam
                                     --weight-decay 1e-4 on both sides)
+  python3 bench/compare_libtorch.py --only w1adam --dataset synthetic [--flush-denormal]
+                                    (W1 on random images and labels instead of Fashion-MNIST,
+                                    labelled "synthetic" in every line; --flush-denormal turns on
+                                    FTZ/DAZ in the LibTorch twin)
   python3 bench/compare_libtorch.py --only w4 --pairs 3   (ResNet50, not in the default set:
                                     about a minute per pair at 2 threads)
 
@@ -49,6 +53,9 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--only", default="w1,w2,w3")
     ap.add_argument("--data", default="")
+    ap.add_argument("--dataset", choices=["fashion-mnist", "synthetic"], default="fashion-mnist",
+                    help="W1's images: Fashion-MNIST (what a user trains on) or synthetic (random labels)")
+    ap.add_argument("--flush-denormal", action="store_true", help="LibTorch twin of W1: setFlushDenormal(true)")
     a = ap.parse_args()
     env = dict(os.environ, OMP_NUM_THREADS=str(a.threads), OPENBLAS_CORETYPE="SkylakeX")
     for w in a.only.split(","):
@@ -57,20 +64,24 @@ def main():
         for p in (ours_path, torch_path):
             if not os.access(p, os.X_OK):
                 sys.exit(f"{p} is missing; build it (cmake --build {a.build} --target {os.path.basename(p)})")
-        extra = (args[0] if args else []) + (["--data", a.data] if (w == "w2" and a.data) else [])
+        w1 = w in ("w1", "w1adam")
+        extra = (args[0] if args else []) + (["--data", a.data] if (w in ("w1", "w1adam", "w2") and a.data) else [])
+        if w1:
+            extra += ["--dataset", a.dataset]
+        torch_extra = ["--flush-denormal", "1"] if (w1 and a.flush_denormal) else []
         ratios = []
-        print(f"== {w.upper()}: {ours_prog} vs {torch_prog}{''.join(' ' + x for x in extra)}, {a.threads} threads, "
+        print(f"== {w.upper()}: {ours_prog} vs {torch_prog}{''.join(' ' + x for x in extra + torch_extra)}, {a.threads} threads, "
               f"{a.pairs} alternating pairs")
         for i in range(a.pairs):
             figures = []
             for path in (ours_path, torch_path):
-                text = run(path, extra, env)
+                text = run(path, extra + (torch_extra if path == torch_path else []), env)
                 m = re.search(pattern, text)
                 if not m:
                     sys.exit(f"{path}: no '{pattern}' in its output:\n{text}")
                 figures.append(float(m.group(1)))
                 detail = [line for line in text.splitlines() if "GFLOP/s" in line or "BLAS" in line
-                          or "s/step" in line]
+                          or "s/step" in line or "accuracy" in line or "flush" in line]
                 print(f"  pair {i + 1} {os.path.basename(path)}: {m.group(1)} {unit}" +
                       "".join(f"\n      {d}" for d in detail))
             ratios.append(figures[1] / figures[0])

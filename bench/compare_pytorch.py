@@ -7,10 +7,15 @@ then prints the figures side by side with the ratio PyTorch / dezero-cpp. W4 (Re
 batch 8) is not in the default set on the CPU: about a minute per program at 2 threads.
 
   python3 bench/compare_pytorch.py [--build build] [--device cpu|cuda] [--threads 2] [--only w1|w3|w4]
+                                   [--dataset fashion-mnist|synthetic] [--data DIR]
+
+W1 trains on Fashion-MNIST's 60,000 training images (--data DIR holds its .gz files, default Debian's
+/usr/share/datasets/fashion-mnist) on both sides; --dataset synthetic uses random images and labels.
 
 --build is a build folder or a GPU-check bundle (it runs BUILD/bench/<program>).
 """
 import argparse
+import gzip
 import os
 import re
 import subprocess
@@ -18,11 +23,25 @@ import sys
 import time
 
 
-def torch_w1(torch, device, epochs=1):
+def fashion_mnist(torch, data_dir):
+    """Fashion-MNIST's training images as (60000, 784) float32 / 255 and their labels as int64."""
+    def idx(name, header):
+        with gzip.open(os.path.join(data_dir, name), "rb") as f:
+            return bytearray(f.read()[header:])
+    x = torch.frombuffer(idx("train-images-idx3-ubyte.gz", 16), dtype=torch.uint8)
+    t = torch.frombuffer(idx("train-labels-idx1-ubyte.gz", 8), dtype=torch.uint8)
+    return x.reshape(-1, 784).to(torch.float32) / 255.0, t.to(torch.int64)
+
+
+def torch_w1(torch, device, dataset, data_dir, epochs=1):
     N, D, B = 60000, 784, 100
     g = torch.Generator().manual_seed(0)
-    X = torch.rand(N, D, generator=g).to(device)
-    T = torch.randint(0, 10, (N,), generator=g).to(device)
+    if dataset == "synthetic":
+        X = torch.rand(N, D, generator=g).to(device)
+        T = torch.randint(0, 10, (N,), generator=g).to(device)
+    else:
+        X, T = fashion_mnist(torch, data_dir)
+        X, T = X[:N].to(device), T[:N].to(device)
     model = torch.nn.Sequential(torch.nn.Linear(784, 1000), torch.nn.ReLU(), torch.nn.Linear(1000, 1000),
                                 torch.nn.ReLU(), torch.nn.Linear(1000, 10)).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -127,14 +146,14 @@ def torch_w4(torch, device, batch=8, steps=5, warmup=1):
     return sorted(times)[len(times) // 2]
 
 
-def ours(build, prog, device):
+def ours(build, prog, device, extra=()):
     # DEZERO_LD_LIBRARY_PATH, when set, is the library search path of our program only
     # (tools/gpu-check.sh points it at the CUDA libraries it found); PyTorch, in this
     # process, keeps its own.
     env = dict(os.environ)
     if os.environ.get("DEZERO_LD_LIBRARY_PATH"):
         env["LD_LIBRARY_PATH"] = os.environ["DEZERO_LD_LIBRARY_PATH"]
-    out = subprocess.run([f"{build}/bench/{prog}", "--device", device], capture_output=True, text=True, env=env)
+    out = subprocess.run([f"{build}/bench/{prog}", "--device", device, *extra], capture_output=True, text=True, env=env)
     if out.returncode != 0:
         sys.exit(f"{prog} failed: {out.stderr}")
     print(out.stdout.strip())
@@ -147,6 +166,8 @@ def main():
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--only", choices=["w1", "w3", "w4"])
+    ap.add_argument("--dataset", choices=["fashion-mnist", "synthetic"], default="fashion-mnist")
+    ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist", help="Fashion-MNIST's folder (W1)")
     a = ap.parse_args()
     try:
         import torch
@@ -163,10 +184,11 @@ def main():
     dev = "cuda" if a.device == "cuda" else "cpu"
     rows = []
     if a.only in (None, "w1"):
-        s = ours(a.build, "w1_mlp_epoch", a.device)
+        w1_args = ["--dataset", a.dataset] + (["--data", a.data] if a.dataset != "synthetic" else [])
+        s = ours(a.build, "w1_mlp_epoch", a.device, w1_args)
         ours_s = float(re.search(r"epoch 1: ([0-9.e+-]+) s", s).group(1))
-        theirs = torch_w1(torch, dev) if torch else None
-        rows.append(("W1 epoch (s)", ours_s, theirs))
+        theirs = torch_w1(torch, dev, a.dataset, a.data) if torch else None
+        rows.append(("W1 epoch (s)" if a.dataset != "synthetic" else "W1 synthetic epoch (s)", ours_s, theirs))
     if a.only in (None, "w3"):
         s = ours(a.build, "w3_overhead", a.device)
         ours_us = float(re.search(r"median ([0-9.e+-]+) us", s).group(1))

@@ -360,7 +360,7 @@ class AdaDelta : public TypedOptimizer<AdaDelta> {
   bool update_many_decayed(const UpdateItem* items, std::size_t n, double rate) override;
 };
 
-/// Adam (DeZero's Adam), with the bias-corrected step size lr().
+/// Adam (DeZero's Adam), with the bias-corrected step size bias_corrected_lr().
 ///
 /// `m += (1-b1)(g-m); v += (1-b2)(g^2-v); W -= lr() m / (sqrt(v) + eps)`,
 /// `lr() = alpha sqrt(1 - b2^t) / (1 - b1^t)` with t counted per update() call

@@ -629,7 +629,7 @@ step_starts() {
   starts examples/mnist --help
   starts examples/mnist_cnn --help
   starts examples/gan --help
-  starts bench/w1_mlp_epoch --epochs 0
+  starts bench/w1_mlp_epoch --epochs 0 --dataset synthetic
   starts bench/w3_overhead --steps 10
   starts bench/w4_resnet50 --batch 1 --warmup 0 --steps 1
   starts tests/dezero_tests --no-intro --count
@@ -762,7 +762,10 @@ epoch_figure() {
 
 step_w1() {
   local log="$RUNS/w1.log" rc=0
-  run_dz 120 "$HERE/bench/w1_mlp_epoch" --device cuda --epochs 2 >"$log" 2>&1 || rc=$?
+  # W1 trains on Fashion-MNIST when the bundle has it, else on synthetic images (labelled so)
+  local data=(--dataset synthetic)
+  if [ -d "$FM" ]; then data=(--data "$FM"); fi
+  run_dz 120 "$HERE/bench/w1_mlp_epoch" --device cuda --epochs 2 "${data[@]}" >"$log" 2>&1 || rc=$?
   show_bench "$log"
   FIGURE=$(epoch_figure "$log")
   if [ "$rc" -ne 0 ]; then program_failed "$rc" 120 bench/w1_mlp_epoch "$log"; fi
@@ -844,8 +847,10 @@ step_pytorch() {
     skip "bench/compare_pytorch.py has no $w (its --only: $(sed -n 's/.*"--only", choices=\[\([^]]*\)\].*/\1/p' "$HERE/bench/compare_pytorch.py" | tr -d '"'))"
     return 0
   fi
+  local data=(--dataset synthetic)
+  if [ -d "$FM" ]; then data=(--data "$FM"); fi
   timed 300 env DEZERO_LD_LIBRARY_PATH="$DZ_LD" "$TORCH_PY" "$HERE/bench/compare_pytorch.py" --build "$HERE" \
-    --device cuda --only "$w" >"$log" 2>&1 || rc=$?
+    --device cuda --only "$w" "${data[@]}" >"$log" 2>&1 || rc=$?
   show_bench "$log"
   # workload  dezero-cpp  PyTorch  PyTorch/ours
   row=$(grep -i -E "^$w " "$log" | tail -1 || true)

@@ -7,27 +7,13 @@
 //   torch_w2_cnn [--data DIR] [--epochs N] [--reps N]
 //   DIR holds train-images-idx3-ubyte.gz and train-labels-idx1-ubyte.gz
 //   (default /usr/share/datasets/fashion-mnist, Debian's dataset-fashion-mnist)
-#include <zlib.h>
-
 #include <stdexcept>
 #include <vector>
 
 #include "torch_common.hpp"
+#include "torch_idx.hpp"
 
 namespace {
-
-// The bytes of a gzip'ed IDX file after its header (magic, then one int32 per dimension).
-std::vector<unsigned char> read_idx_gz(const std::string& path, int ndim) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (!f) throw std::runtime_error("cannot open " + path + "; hint: apt-get install dataset-fashion-mnist or --data DIR");
-  std::vector<unsigned char> all, buf(1 << 16);
-  int n;
-  while ((n = gzread(f, buf.data(), static_cast<unsigned>(buf.size()))) > 0) all.insert(all.end(), buf.begin(), buf.begin() + n);
-  gzclose(f);
-  std::size_t header = 4 + 4 * static_cast<std::size_t>(ndim);
-  if (all.size() < header) throw std::runtime_error(path + " is too short for an IDX file");
-  return std::vector<unsigned char>(all.begin() + static_cast<std::ptrdiff_t>(header), all.end());
-}
 
 // FLOPs of a convolution's forward (2 x N x OC x OH x OW x C x KH x KW); the backward
 // for the weights costs the same, the backward for the input (conv2 only) the same again.
@@ -60,12 +46,9 @@ int main(int argc, char** argv) try {
   int reps = std::stoi(tbench::arg(argc, argv, "--reps", "20"));
   tbench::setup("W2");
   const std::int64_t N = 10000, B = 100;
-  std::vector<unsigned char> img = read_idx_gz(dir + "/train-images-idx3-ubyte.gz", 3);
-  std::vector<unsigned char> lab = read_idx_gz(dir + "/train-labels-idx1-ubyte.gz", 1);
-  if (img.size() < static_cast<std::size_t>(N) * 784 || lab.size() < static_cast<std::size_t>(N))
-    throw std::runtime_error("fewer than 10000 images in " + dir);
-  torch::Tensor X = torch::from_blob(img.data(), {N, 1, 28, 28}, torch::kUInt8).to(torch::kFloat32) / 255.0;
-  torch::Tensor T = torch::from_blob(lab.data(), {N}, torch::kUInt8).to(torch::kInt64);
+  torch::Tensor X, T;
+  std::tie(X, T) = tbench::fashion_mnist(dir, "train", N);
+  X = X.reshape({N, 1, 28, 28});
 
   torch::manual_seed(0);
   auto model = std::make_shared<Net>();
