@@ -27,8 +27,9 @@ DEZERO_BUILD_PACKAGES=(libeigen3-dev doctest-dev zlib1g-dev libcurl4-openssl-dev
 DEZERO_PACKAGING_PACKAGES=(pkgconf dpkg-dev file)
 # The API reference (cmake --build build --target docs; the CTest test docs_reference): Doxygen.
 DEZERO_DOCS_PACKAGES=(doxygen)
-# dezero::mn (data-parallel training, libdezero_mn) and its tests under mpirun: Open MPI.
-DEZERO_MPI_PACKAGES=(libopenmpi-dev openmpi-bin)
+# dezero::mn (data-parallel training, libdezero_mn) and its tests under mpirun: Open MPI; iproute2's
+# ip and tc for the simulated cluster of tools/netsim.sh (the mn_netsim test).
+DEZERO_MPI_PACKAGES=(libopenmpi-dev openmpi-bin iproute2)
 # dezero::onnx (ONNX import and export, libdezero_onnx; optional to the build, -DDEZERO_ONNX) and its
 # tests: libonnx and protobuf to build; ONNX's own node tests as the judge (libonnx-testdata);
 # OpenCV's dnn as an independent reader of exported models.
