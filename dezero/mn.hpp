@@ -102,6 +102,32 @@ struct Evaluation {
 };
 
 // --- Communicator ---------------------------------------------------------------------------------
+/// The type gradients travel in between the ranks (ChainerMN's allreduce_grad_dtype).
+/// - same: each gradient's own dtype (float32 stays float32): the averaged gradient is exact up to
+///   the order of the sum.
+/// - bfloat16 / float16: half the bytes on the wire. Each rank scales its floating gradients by
+///   1 / size() first (PyTorch's fp16 compression hook's rule, so that the sum cannot overflow
+///   where the mean would not), rounds them to the 16-bit type (nearest, ties to even), and the
+///   ranks sum them with an MPI reduction that adds in float32 and rounds each partial sum back;
+///   the result is widened into the gradient's own dtype. Parameters, their master values and the
+///   optimizer's state stay in their dtype. bfloat16 keeps float32's range with 8 significant bits
+///   (relative error up to 2^-8 per rounding); float16 has 11 bits but overflows past 65504 and
+///   loses gradients below 2^-24 (6e-8), so it needs gradients of moderate size (loss scaling,
+///   which is not part of this option, keeps them there). A non-finite gradient stays non-finite.
+///   Integer gradients always travel in their own type.
+enum class GradWireDtype : std::uint8_t { same, bfloat16, float16 };
+
+/// The name of a GradWireDtype: "same", "bfloat16" or "float16".
+const char* grad_wire_dtype_name(GradWireDtype dtype);
+
+/// Options of create_communicator, ChainerMN's keyword arguments:
+/// `create_communicator("flat", {.allreduce_grad_dtype = mn::GradWireDtype::bfloat16})`.
+struct CommunicatorOptions {
+  /// The type the gradients travel in (see GradWireDtype); "naive" and "flat" take all three,
+  /// "pure_nccl" only `same` for now (a NotImplementedError at creation otherwise).
+  GradWireDtype allreduce_grad_dtype = GradWireDtype::same;
+};
+
 /// A group of processes that train one model together (ChainerMN's CommunicatorBase), over a
 /// duplicate of MPI_COMM_WORLD. Made by create_communicator(); every rank must make the same
 /// communicators in the same order and call the same collectives in the same order.
@@ -126,6 +152,8 @@ class Communicator {
   Communicator& operator=(const Communicator&) = delete;
 
   const std::string& name() const { return name_; }  ///< "naive", "flat" or "pure_nccl".
+  /// The type gradients travel in (CommunicatorOptions::allreduce_grad_dtype).
+  GradWireDtype allreduce_grad_dtype() const { return wire_dtype_; }
   int rank() const { return rank_; }                 ///< This process's rank.
   int size() const { return size_; }                 ///< The number of processes.
   /// This process's rank among the processes on its machine (the GPU it should use).
@@ -194,12 +222,17 @@ class Communicator {
   State& state() const { return *state_; }
 
  private:
+  friend std::shared_ptr<Communicator> create_communicator(const std::string&, const CommunicatorOptions&);
   void check_same_everywhere(const std::string& op, const std::vector<std::pair<std::string, Parameter>>& params);
+  // The mean of a group of floating gradients through a 16-bit wire (allreduce_grad_dtype).
+  void mean_half_wire(std::vector<Tensor*>& grads);
   [[noreturn]] void differ(const std::string& op, const std::string& signature);
 
   std::string name_;
   int rank_ = 0, size_ = 1, intra_rank_ = 0, intra_size_ = 1;
   std::shared_ptr<State> state_;
+  GradWireDtype wire_dtype_ = GradWireDtype::same;
+  std::vector<std::uint16_t> wire_buffer_;  // the 16-bit gradients of mean_half_wire, kept between steps
   double mean_grad_seconds_ = 0;
   std::int64_t mean_grad_calls_ = 0;
 };
@@ -215,6 +248,9 @@ class Communicator {
 /// Any other name is a ValueError that lists the three. Needs an Environment (dezero::Error
 /// otherwise).
 std::shared_ptr<Communicator> create_communicator(const std::string& name = "naive");
+/// The same, with ChainerMN's keyword arguments (CommunicatorOptions). A pure_nccl communicator
+/// with a 16-bit allreduce_grad_dtype is a NotImplementedError.
+std::shared_ptr<Communicator> create_communicator(const std::string& name, const CommunicatorOptions& options);
 
 // --- MultiNodeOptimizer ---------------------------------------------------------------------------
 /// An optimizer that was set up on a model, made to train across the ranks (ChainerMN's

@@ -8,6 +8,7 @@
 // whole test set, summed over the ranks (mn::Evaluation).
 //
 //   mpirun -np 2 build/examples/mnist_mn [--communicator naive|flat|pure_nccl] [--device cpu|cuda]
+//          [--allreduce-grad-dtype same|bfloat16|float16]
 //          [--epochs N] [--batch-size N] [--dataset mnist|fashion-mnist] [--data DIR] [--plot FILE.png]
 //          [--out DIR] [--snapshot-every N] [--resume] [--quiet]
 //
@@ -16,6 +17,9 @@
 // loader position, so rank 0's snapshot is every rank's state, except the epoch's running
 // sums, which every rank contributes to the file (one allreduce at each snapshot). To resume,
 // rank 0 picks the newest snapshot that loads, tells the others which, and every rank loads it.
+//
+// --allreduce-grad-dtype (ChainerMN's allreduce_grad_dtype): the type the gradients travel in between
+// the ranks; bfloat16 or float16 halve the bytes (mn::CommunicatorOptions).
 //
 // (README, "Data-parallel training", has the mpirun line for root on a 2-core machine and for
 // several machines.) The ChainerMN Python it mirrors:
@@ -62,16 +66,22 @@ mn::SubDataset slice_for(const datasets::Dataset& data, const mn::Communicator& 
 
 int main(int argc, char** argv) try {
   mn::Environment env(argc, argv);
-  std::string communicator = "flat";
+  std::string communicator = "flat", wire = "same";
   const mnist_train::Options o = mnist_train::parse(
       argc, argv, "mnist_mn", "mnist_mn_curves.png", [&](const std::string& a, const std::function<std::string()>& value) {
-        if (a != "--communicator") return false;
-        communicator = value();
+        if (a == "--communicator") communicator = value();
+        else if (a == "--allreduce-grad-dtype") wire = value();
+        else return false;
         return true;
       });
+  mn::CommunicatorOptions comm_options;
+  if (wire == "bfloat16") comm_options.allreduce_grad_dtype = mn::GradWireDtype::bfloat16;
+  else if (wire == "float16") comm_options.allreduce_grad_dtype = mn::GradWireDtype::float16;
+  else if (wire != "same")
+    throw ValueError("--allreduce-grad-dtype must be same, bfloat16 or float16, got '" + wire + "'");
   if (!o.save.empty() || !o.load.empty())
     throw ValueError("--save and --load are not supported here; hint: train with examples/mnist for them");
-  auto comm = mn::create_communicator(communicator);
+  auto comm = mn::create_communicator(communicator, comm_options);
   const bool root = comm->rank() == 0;
 
   // device = comm.intra_rank: one GPU per process on a machine.
@@ -86,10 +96,11 @@ int main(int argc, char** argv) try {
   }
   if (root) {
     std::printf("==========================================\n"
-                "Num process (COMM_WORLD): %d\nUsing %s communicator\nDevice: %s\nNum unit: 1000\n"
+                "Num process (COMM_WORLD): %d\nUsing %s communicator\nGradients on the wire: %s\nDevice: %s\nNum unit: 1000\n"
                 "Num Minibatch-size: %lld per process (%lld in all)\nNum epoch: %d\n"
                 "==========================================\n",
-                comm->size(), communicator.c_str(), dev.str().c_str(), static_cast<long long>(o.batch_size),
+                comm->size(), communicator.c_str(), mn::grad_wire_dtype_name(comm->allreduce_grad_dtype()),
+                dev.str().c_str(), static_cast<long long>(o.batch_size),
                 static_cast<long long>(o.batch_size * comm->size()), o.epochs);
     std::fflush(stdout);
   }

@@ -464,7 +464,10 @@ void Communicator::multi_node_mean_grad(const NamedParams& params, bool zero_fil
     // By dtype, then device: the order every rank hands them over in.
     std::map<std::pair<int, std::string>, std::vector<Tensor*>> groups;
     for (Tensor* g : grads) groups[{static_cast<int>(g->dtype()), g->device().str()}].push_back(g);
-    for (auto& [k, group] : groups) mean_inplace(group);
+    for (auto& [k, group] : groups) {
+      if (wire_dtype_ != GradWireDtype::same && is_floating(static_cast<DType>(k.first))) mean_half_wire(group);
+      else mean_inplace(group);
+    }
   }
   ++mean_grad_calls_;
   mean_grad_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -475,6 +478,49 @@ void Communicator::mean_inplace(std::vector<Tensor*>& grads) {
   for (Tensor* g : grads) ts.push_back(*g);
   allreduce_sum_inplace(ts);
   for (Tensor& t : ts) t *= 1.0 / static_cast<double>(size_);
+}
+
+// --- the 16-bit wire (allreduce_grad_dtype) -----------------------------------------------------------
+// One group (a dtype and a device) of gradients g_i, n elements in all: each rank packs
+// round16(g_i / size()) into one buffer of n 16-bit words, one MPI_Allreduce with the reduction of
+// wire.cpp (add in float32, round back) sums them, and each gradient is overwritten with the widened
+// sums, in place as mean_inplace scales in place. GPU gradients go through host copies (the NCCL
+// communicator refuses the option at creation).
+void Communicator::mean_half_wire(std::vector<Tensor*>& grads) {
+  const int which = wire_dtype_ == GradWireDtype::bfloat16 ? 0 : 1;
+  if (state_->wire_sum[which] == MPI_OP_NULL) {
+    DEZERO_MPI_CHECK(MPI_Op_create(detail::wire_sum_function(wire_dtype_), 1, &state_->wire_sum[which]));
+    State* st = state_.get();
+    st->release.push_back([st, which] { MPI_Op_free(&st->wire_sum[which]); });
+  }
+  std::int64_t total = 0;
+  for (const Tensor* g : grads) total += g->size();
+  wire_buffer_.resize(static_cast<std::size_t>(total));
+  std::uint16_t* wire = wire_buffer_.data();
+  const double scale = 1.0 / static_cast<double>(size_);
+  std::vector<Tensor> host(grads.size());  // float32 host copies of the gradients that are not one
+  std::int64_t at = 0;
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    const Tensor& g = *grads[i];
+    const bool direct = g.device().is_cpu() && g.dtype() == float32;
+    if (!direct) host[i] = g.to(Device::cpu()).astype(float32);
+    const float* src = direct ? g.data<float>() : host[i].data<float>();
+    detail::pack16(wire_dtype_, src, static_cast<float>(scale), g.size(), wire + at);
+    at += g.size();
+  }
+  detail::in_chunks(total, [&](std::int64_t off, int count) {
+    DEZERO_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, wire + off, count, MPI_UINT16_T, state_->wire_sum[which],
+                                   state_->world));
+  });
+  at = 0;
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    Tensor& g = *grads[i];
+    const bool direct = g.device().is_cpu() && g.dtype() == float32;
+    float* dst = direct ? g.data<float>() : host[i].data<float>();
+    detail::unpack16(wire_dtype_, wire + at, g.size(), dst);
+    at += g.size();
+    if (!direct) copyto(g, host[i].astype(g.dtype()));
+  }
 }
 
 void Communicator::allreduce_persistent(L::Layer& model) {
@@ -705,6 +751,29 @@ class FlatCommunicator : public Communicator {
 
 namespace detail {
 std::shared_ptr<Communicator> make_pure_nccl_communicator();  // nccl.cpp
+}
+
+const char* grad_wire_dtype_name(GradWireDtype dtype) {
+  switch (dtype) {
+    case GradWireDtype::same: return "same";
+    case GradWireDtype::bfloat16: return "bfloat16";
+    case GradWireDtype::float16: return "float16";
+  }
+  return "unknown";
+}
+
+std::shared_ptr<Communicator> create_communicator(const std::string& name, const CommunicatorOptions& options) {
+  const auto wire = options.allreduce_grad_dtype;
+  if (wire != GradWireDtype::same && wire != GradWireDtype::bfloat16 && wire != GradWireDtype::float16)
+    throw ValueError("mn::create_communicator: allreduce_grad_dtype " +
+                     std::to_string(static_cast<int>(wire)) + " is not a GradWireDtype");
+  if (name == "pure_nccl" && wire != GradWireDtype::same)
+    throw NotImplementedError(std::string("mn::create_communicator: pure_nccl with allreduce_grad_dtype ") +
+                              grad_wire_dtype_name(wire) + " is not implemented yet; hint: 'flat' or 'naive' "
+                              "take it (GPU gradients are staged through host memory)");
+  std::shared_ptr<Communicator> comm = create_communicator(name);
+  comm->wire_dtype_ = wire;
+  return comm;
 }
 
 std::shared_ptr<Communicator> create_communicator(const std::string& name) {

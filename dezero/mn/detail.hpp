@@ -33,6 +33,7 @@ struct Communicator::State {
   MPI_Comm world = MPI_COMM_NULL;
   MPI_Comm intra = MPI_COMM_NULL;
   std::vector<std::function<void()>> release;  // run once, before the MPI communicators go
+  MPI_Op wire_sum[2] = {MPI_OP_NULL, MPI_OP_NULL};  // the 16-bit sums (bfloat16, float16), made on first use
   bool freed = false;
   void free() noexcept;
   ~State() { free(); }
@@ -57,6 +58,18 @@ void require_mpi(const char* op);
 // The States of the live communicators, freed by ~Environment before MPI_Finalize.
 void register_state(const std::shared_ptr<Communicator::State>& state);
 void free_all_states() noexcept;
+
+// --- the 16-bit gradient wire (wire.cpp) -------------------------------------------------------------
+// Round to nearest even; NaN stays NaN, past the range is infinity.
+std::uint16_t float_to_bf16(float f);
+float bf16_to_float(std::uint16_t h);
+std::uint16_t float_to_f16(float f);
+float f16_to_float(std::uint16_t h);
+// dst[i] = round16(src[i] * scale) and dst[i] = widen(src[i]), for i in [0, n).
+void pack16(GradWireDtype dtype, const float* src, float scale, std::int64_t n, std::uint16_t* dst);
+void unpack16(GradWireDtype dtype, const std::uint16_t* src, std::int64_t n, float* dst);
+// The MPI reduction (on MPI_UINT16_T) that adds two vectors of `dtype` in float32 and rounds back.
+MPI_User_function* wire_sum_function(GradWireDtype dtype);
 
 // MPI counts are ints: calls `fn(offset, count)` over [0, n) in pieces of at most 2^30 elements.
 void in_chunks(std::int64_t n, const std::function<void(std::int64_t, int)>& fn);
