@@ -38,16 +38,18 @@ inline dezero::Device device_arg(int argc, char** argv) {
   return dezero::Device::cpu();
 }
 
-// W3 (bench/w3_overhead, bench/op_profile): a 2-10-1 sigmoid MLP on a batch of 100 (step 43's
-// network), mean squared error, SGD 0.2; step() is one forward + backward + update.
+// W3 (bench/w3_overhead, bench/op_profile): an in-10-1 sigmoid MLP on a batch of 100, mean squared
+// error, SGD 0.2; step() is one forward + backward + update. x is (100, in), in = 2 by default (the
+// benchmark's historical shape); in = 1 is step 43's own network (x (100, 1)). t = sin(2 pi x[:, 0]) + noise.
 struct W3 {
   dezero::Tensor x, t;
   dezero::models::MLP model{{10, 1}, dezero::F::sigmoid};
   dezero::optimizers::SGD opt{0.2};
-  explicit W3(dezero::Device dev) {
+  explicit W3(dezero::Device dev, int in = 2) {
     using namespace dezero;
+    if (in < 1) throw ValueError("W3: the number of input features must be >= 1, got " + std::to_string(in));
     random::seed(0);
-    x = random::rand({100, 2}, float32).to(dev);
+    x = random::rand({100, in}, float32).to(dev);
     t = (dezero::sin(x[{Slice(), Slice(0, 1)}] * 6.28) + random::rand({100, 1}, float32).to(dev));
     opt.setup(model);
   }

@@ -1,8 +1,10 @@
-// bench/w3_overhead.cpp - W3: framework overhead. A 2-10-1 sigmoid MLP on a batch
-// of 100 (step 43's network), mean squared error, SGD: microseconds per
-// forward + backward + update step. The arithmetic is tiny, so this measures
-// the cost of building and walking the graph.
-//   w3_overhead [--device cpu|cuda] [--steps N]
+// bench/w3_overhead.cpp - W3: framework overhead. An in-10-1 sigmoid MLP on a
+// batch of 100, mean squared error, SGD: microseconds per forward + backward +
+// update step. The arithmetic is tiny, so this measures the cost of building
+// and walking the graph.
+//   w3_overhead [--device cpu|cuda] [--steps N] [--in N]
+// --in: input features, x (100, N); 2 by default (the figures published so far),
+// 1 is step 43's own network (x (100, 1)).
 #include <algorithm>
 #include <dezero/dezero.hpp>
 #include <dezero/models.hpp>
@@ -17,7 +19,8 @@ using namespace dezero;
 int main(int argc, char** argv) try {
   Device dev = bench::device_arg(argc, argv);
   int steps = std::stoi(bench::arg(argc, argv, "--steps", "20000"));
-  bench::W3 w3(dev);
+  int in = std::stoi(bench::arg(argc, argv, "--in", "2"));
+  bench::W3 w3(dev, in);
   auto step = [&]() { return w3.step(); };
   for (int i = 0; i < 1000; ++i) step();  // warm-up (lazy init, allocator)
   std::vector<double> us;
@@ -30,7 +33,7 @@ int main(int argc, char** argv) try {
     us.push_back((bench::now_s() - t0) / (steps / 5) * 1e6);
   }
   std::sort(us.begin(), us.end());
-  std::cout << "W3: 2-10-1 sigmoid MLP, batch 100, MSE + SGD on " << dev << ": median " << us[2]
+  std::cout << "W3: " << in << "-10-1 sigmoid MLP, batch 100, MSE + SGD on " << dev << ": median " << us[2]
             << " us/step (min " << us[0] << ", max " << us[4] << "), loss " << final_loss << "\n";
   return 0;
 } catch (const std::exception& e) {

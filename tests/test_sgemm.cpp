@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <dezero/dezero.hpp>
 #include <limits>
 #include <vector>
@@ -147,7 +148,7 @@ TEST_CASE("sgemm_small: transposes, single columns, alpha/beta, padded leading d
   for (Shape3 s : {Shape3{100, 10, 2}, Shape3{100, 1, 10}, Shape3{100, 10, 1}, Shape3{10, 1, 100}, Shape3{2, 10, 100},
                    Shape3{33, 1, 16}, Shape3{40, 1, 17}, Shape3{16, 1, 40}, Shape3{1, 1, 1}, Shape3{17, 20, 8},
                    Shape3{9, 33, 5}, Shape3{12, 7, 3}, Shape3{8, 16, 9}, Shape3{1, 18, 12}, Shape3{3, 20, 9},
-                   Shape3{4, 5, 33}})
+                   Shape3{4, 5, 33}, Shape3{1, 10, 100}, Shape3{1, 1, 100}})
     for (int t = 0; t < 4; ++t)
       for (int v = 0; v < 3; ++v) {
         const bool ta = t & 1, tb = t & 2;
@@ -155,6 +156,52 @@ TEST_CASE("sgemm_small: transposes, single columns, alpha/beta, padded leading d
         ++variant;
         check(ta, tb, s.m, s.n, s.k, alphas[variant % 3], betas[(variant / 3) % 3], pads[v], Kernel::Small);
       }
+}
+
+// A product with k = 1 (an outer product: the step-43 network's (100, 1) x (1, 10) and its
+// backward (100, 1) x (10, 1)^T) rounds each element once, so every path of sgemm_small must
+// give exactly what a loop from 0 gives, bit for bit: s = 0 + a * b (+ bias). That includes
+// +0 for a zero or underflowing negative product (a loop's 0 + -0), which a fused
+// multiply-add into +0 alone would leave as -0.
+TEST_CASE("sgemm_small: k = 1 products equal a loop from 0 bit for bit, signed zeros included") {
+  if (!dezero::detail::sgemm_available()) {
+    MESSAGE("skipped: this build has no AVX-512 sgemm");
+    return;
+  }
+  const float tiny = 1e-30f;  // tiny * -tiny underflows to -0
+  for (std::int64_t m : {1, 7, 16, 100})
+    for (std::int64_t n : {1, 10, 17})
+      for (int t = 0; t < 4; ++t)
+        for (bool with_bias : {false, true}) {
+          const bool ta = t & 1, tb = t & 2;
+          if (tb && n > 1 && m < 8) continue;  // declined by design
+          CAPTURE(m);
+          CAPTURE(n);
+          CAPTURE(ta);
+          CAPTURE(tb);
+          CAPTURE(with_bias);
+          Lcg g{std::uint64_t(m * 31 + n)};
+          // k = 1: A is (m, 1) or its transpose (1, m), B (1, n) or (n, 1); the same floats either way.
+          std::vector<float> a(m), b(n), bias(n), c(m * n, std::numeric_limits<float>::quiet_NaN());
+          for (std::int64_t i = 0; i < m; ++i) a[i] = i % 5 == 0 ? 0.f : i % 5 == 1 ? -tiny : g.next();
+          for (std::int64_t j = 0; j < n; ++j) {
+            b[j] = j % 3 == 0 ? -0.f : j % 3 == 1 ? tiny : g.next();
+            bias[j] = j % 2 ? g.next() : -0.f;
+          }
+          REQUIRE(dezero::detail::sgemm_small(ta, tb, m, n, 1, 1.f, a.data(), ta ? m : 1, b.data(), tb ? 1 : n, 0.f,
+                                              c.data(), n, with_bias ? bias.data() : nullptr));
+          std::int64_t bad = 0;
+          for (std::int64_t i = 0; i < m; ++i)
+            for (std::int64_t j = 0; j < n; ++j) {
+              volatile float prod = a[i] * b[j];  // rounded on its own, never contracted into an fma
+              float want = 0.f;
+              want = want + prod;
+              if (with_bias) want = want + bias[j];
+              if (std::memcmp(&want, &c[i * n + j], sizeof(float)) != 0 && bad++ < 3)
+                FAIL_CHECK("C[" << i << ", " << j << "] = " << c[i * n + j] << ", want " << want);
+            }
+          CHECK(bad == 0);
+        }
 }
 
 TEST_CASE("sgemm: float32 matmul through the backend matches float64 (threaded slabs)") {

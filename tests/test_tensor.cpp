@@ -417,6 +417,31 @@ TEST_CASE("tensor: sum / max / min over axis 0 for every column count match a ro
   CHECK(sum(x, Axes(1)).to_vector<double>() == want);
 }
 
+// The column groups of up to 128 bytes go through the rows two at a time (reduce_cols); the
+// float32 widths above cover them, this float64 loop the double-width groups (W <= 16 doubles)
+// and a middle block with an outer axis.
+TEST_CASE("tensor: float64 sum / max / min over axis 0 in paired column groups match a row-order loop") {
+  random::seed(12);
+  for (std::int64_t inner = 2; inner <= 40; ++inner) {
+    const std::int64_t rows = 9;
+    Tensor x = random::randn({3, rows, inner});
+    std::vector<double> xv = x.to_vector<double>();
+    std::vector<double> s(3 * inner, 0.0), mx(3 * inner, -INFINITY), mn(3 * inner, INFINITY);
+    for (std::int64_t o = 0; o < 3; ++o)
+      for (std::int64_t i = 0; i < rows; ++i)
+        for (std::int64_t j = 0; j < inner; ++j) {
+          double v = xv[(o * rows + i) * inner + j];
+          s[o * inner + j] = s[o * inner + j] + v;
+          mx[o * inner + j] = v > mx[o * inner + j] ? v : mx[o * inner + j];
+          mn[o * inner + j] = v < mn[o * inner + j] ? v : mn[o * inner + j];
+        }
+    INFO("shape (3, " << rows << ", " << inner << ")");
+    CHECK(sum(x, Axes(1)).to_vector<double>() == s);
+    CHECK(max(x, Axes(1)).to_vector<double>() == mx);
+    CHECK(min(x, Axes(1)).to_vector<double>() == mn);
+  }
+}
+
 // max / min start from -inf / +inf and let a NaN through in every layout, as NumPy
 // does: rows (axis 1), columns of many widths (axis 0: the CPU's register groups and
 // its streamed path for (300, 1000), the GPU's split columns), all axes (the GPU's

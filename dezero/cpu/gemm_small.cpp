@@ -64,6 +64,10 @@ inline __m512 axpy_sum(std::int64_t k, Scalar s, Row row) {
     acc3 = _mm512_fmadd_ps(_mm512_set1_ps(s(p + 3)), row(p + 3), acc3);
   }
   if (p < k) acc0 = _mm512_fmadd_ps(_mm512_set1_ps(s(p)), row(p), acc0);
+  // k = 1 (an outer product, rows_hoisted<1>): the sum below is (acc0 + 0) + 0, and
+  // acc0 + 0 is never -0, so one add of +0 gives the same bits (a -0 product still
+  // comes out +0, as from a loop that starts at 0) with one dependent add less per row.
+  if (k == 1) return _mm512_add_ps(acc0, _mm512_setzero_ps());
   if (p + 1 < k) acc1 = _mm512_fmadd_ps(_mm512_set1_ps(s(p + 1)), row(p + 1), acc1);
   if (p + 2 < k) acc2 = _mm512_fmadd_ps(_mm512_set1_ps(s(p + 2)), row(p + 2), acc2);
   return _mm512_add_ps(_mm512_add_ps(acc0, acc1), _mm512_add_ps(acc2, acc3));
