@@ -11,6 +11,10 @@
 // Prints the epoch's seconds (the slowest rank's), the gradient averaging per step, and, in the
 // same run, a bare MPI_Allreduce of the same 7.2 MB of float32 (W1's 1,796,010 parameters):
 // what MPI itself costs per step, which bench/README.md's budget compares with.
+//   --steps N: stop after N steps (on a slow simulated link, tools/netsim.sh); the line "step:"
+//   gives the mean step time of the slowest rank either way.
+//   --allreduce-grad-dtype same|bfloat16|float16: the gradients' type on the wire
+//   (mn::CommunicatorOptions).
 #include <mpi.h>
 
 #include <algorithm>
@@ -27,10 +31,16 @@ using namespace dezero;
 int main(int argc, char** argv) try {
   mn::Environment env(argc, argv);
   const std::string name = bench::arg(argc, argv, "--communicator", "flat");
-  auto comm = mn::create_communicator(name);
+  const std::string wire = bench::arg(argc, argv, "--allreduce-grad-dtype", "same");
+  mn::CommunicatorOptions options;
+  if (wire == "bfloat16") options.allreduce_grad_dtype = mn::GradWireDtype::bfloat16;
+  else if (wire == "float16") options.allreduce_grad_dtype = mn::GradWireDtype::float16;
+  else if (wire != "same") throw ValueError("--allreduce-grad-dtype must be same, bfloat16 or float16, got " + wire);
+  auto comm = mn::create_communicator(name, options);
   const std::int64_t N = 60000, D = 784, B = 100, P = comm->size();
   if (B % P != 0) throw ValueError("w5_data_parallel: the total batch 100 must divide among the processes");
-  const std::int64_t local = B / P, steps = N / B;
+  const std::int64_t local = B / P;
+  const std::int64_t steps = std::min<std::int64_t>(N / B, std::stoll(bench::arg(argc, argv, "--steps", "600")));
   random::seed(0);  // the same images, labels and weights on every rank
   Tensor X = random::rand({N, D}, float32);
   Tensor T = random::randint(0, 10, {N}, int64);
@@ -74,9 +84,10 @@ int main(int argc, char** argv) try {
   if (comm->rank() == 0) {
     const char* threads = std::getenv("OMP_NUM_THREADS");
     std::cout << "W5: W1 on " << P << " process(es) x " << (threads ? threads : "all the cores'")
-              << " thread(s), " << name << " communicator, batch " << local << " per process (" << B << " in all), "
+              << " thread(s), " << name << " communicator, gradients as " << wire << " on the wire, batch " << local << " per process (" << B << " in all), "
               << steps << " steps\n"
               << "epoch: " << slowest << " s, last loss " << last << "\n"
+              << "step: " << slowest / static_cast<double>(steps) * 1e3 << " ms\n"
               << "gradient averaging: " << averaging_ms << " ms/step (" << params * 4 / 1e6 << " MB of float32)\n"
               << "bare MPI_Allreduce of " << params * 4 / 1e6 << " MB: " << bare_ms << " ms (median of 21)\n"
               << "steps x bare allreduce: " << static_cast<double>(steps) * bare_ms / 1e3 << " s\n";

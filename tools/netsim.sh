@@ -14,6 +14,12 @@
 #     --require-delay      fail (exit 77) when the kernel has no netem, instead of running without delay
 #     --timeout SECONDS    mpirun's --timeout (default 300)
 #     --mpi-arg ARG        one more argument for mpirun (repeat it), before PROGRAM
+#     --each               no mpirun: run PROGRAM once on every machine, at the same time, with
+#                          NETSIM_RANK (0..N-1), NETSIM_SIZE, NETSIM_ADDR (this machine's address),
+#                          NETSIM_MASTER (machine 0's), NETSIM_IFNAME (eth0), NETSIM_RATE and
+#                          NETSIM_DELAY in its environment (for torch.distributed, gloo and the
+#                          like); the status is the first non-zero one of the ranks', and every rank is
+#                          killed after --timeout seconds
 #     --check              only make and tear down a 2-machine cluster; exit 0, or 77 with the reason
 #   Exit status: the program's (mpirun's), or 77 when namespaces, veth links or tbf cannot be made here
 #   (CTest's SKIP_RETURN_CODE), or 2 for a usage error.
@@ -34,7 +40,7 @@ set -uo pipefail
 
 usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
-RANKS=2 RATE=1gbit DELAY="" REQUIRE_DELAY=0 TIMEOUT=300 CHECK=0
+RANKS=2 RATE=1gbit DELAY="" REQUIRE_DELAY=0 TIMEOUT=300 CHECK=0 EACH=0
 MPI_ARGS=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -45,6 +51,7 @@ while [ $# -gt 0 ]; do
     --timeout) TIMEOUT=${2:-}; shift 2 ;;
     --mpi-arg) MPI_ARGS+=("${2:-}"); shift 2 ;;
     --check) CHECK=1; shift ;;
+    --each) EACH=1; shift ;;
     --) shift; break ;;
     -h|--help) usage ;;
     *) echo "netsim: unknown option '$1' (options end with --, then the program)" >&2; exit 2 ;;
@@ -62,7 +69,7 @@ if [ "$CHECK" = 1 ]; then RANKS=2; elif [ $# -eq 0 ]; then echo "netsim: no prog
 skip() { echo "netsim: skipped: $*" >&2; exit 77; }
 [ "$(id -u)" = 0 ] || skip "not root (network namespaces and qdiscs need CAP_NET_ADMIN)"
 command -v ip >/dev/null && command -v tc >/dev/null || skip "ip or tc is missing (Debian's iproute2)"
-if [ "$CHECK" = 0 ]; then command -v mpirun >/dev/null || skip "mpirun is missing (Debian's openmpi-bin)"; fi
+if [ "$CHECK" = 0 ] && [ "$EACH" = 0 ]; then command -v mpirun >/dev/null || skip "mpirun is missing (Debian's openmpi-bin)"; fi
 
 P="dzns$$"
 SW="${P}sw"
@@ -132,6 +139,24 @@ if [ "$CHECK" = 1 ]; then
   exit 0
 fi
 
+# --- a program on every machine (--each) -------------------------------------------------------------
+APPLIED_DELAY="$([ "$HAVE_NETEM" = 1 ] && echo "$DELAY")"
+if [ "$EACH" = 1 ]; then
+  pids=()
+  for ((i = 0; i < RANKS; i++)); do
+    ip netns exec "$(ns "$i")" env NETSIM_RANK="$i" NETSIM_SIZE="$RANKS" NETSIM_ADDR="$(addr "$i")" \
+      NETSIM_MASTER="$(addr 0)" NETSIM_IFNAME=eth0 NETSIM_RATE="$RATE" NETSIM_DELAY="$APPLIED_DELAY" \
+      timeout -k 5 "$TIMEOUT" "$@" &
+    pids+=($!)
+  done
+  status=0
+  for p in "${pids[@]}"; do
+    wait "$p"; rc=$?
+    [ "$status" != 0 ] || status=$rc
+  done
+  exit "$status"
+fi
+
 # --- Open MPI across the machines --------------------------------------------------------------------
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/netsim.XXXXXXXX") || exit 1
 AGENT="$WORK/agent"
@@ -151,4 +176,4 @@ for ((i = 0; i < RANKS; i++)); do HOSTS+="${HOSTS:+,}$(addr "$i"):1"; done
 ip netns exec "$(ns 0)" mpirun --allow-run-as-root -np "$RANKS" --host "$HOSTS" --timeout "$TIMEOUT" \
   --mca plm_rsh_agent "$AGENT" --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include eth0 \
   --mca oob_tcp_if_include eth0 --mca orte_keep_fqdn_hostnames 1 -x NETSIM_RATE="$RATE" \
-  -x NETSIM_DELAY="$([ "$HAVE_NETEM" = 1 ] && echo "$DELAY")" "${MPI_ARGS[@]}" "$@"
+  -x NETSIM_DELAY="$APPLIED_DELAY" "${MPI_ARGS[@]}" "$@"
