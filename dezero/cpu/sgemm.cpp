@@ -199,32 +199,36 @@ void pack_b(bool tb, const float* b, std::int64_t ldb, std::int64_t nc, std::int
 // of at most 16 columns (the 4 left of n = 100) runs V = 1, half the FMAs of V = 2. Each
 // element of C is the same chain of FMAs over p whatever R and V are, so the edge variants
 // change the speed, never the bits. beta == 0 never reads C.
-template <int R, int V>
-void kernel(std::int64_t kc, const float* __restrict pa, const float* __restrict pb, float* c, std::int64_t ldc,
-            std::int64_t nr, float alpha, float beta, const float* bias) {
+template <int R, int V, bool Direct>
+void kernel(std::int64_t kc, const float* __restrict pa, std::int64_t lda, const float* __restrict pb,
+            std::int64_t ldb, float* c, std::int64_t ldc, std::int64_t nr, float alpha, float beta,
+            const float* bias) {
   static_assert(V >= 1 && V <= kNV, "V vectors of the NV of a panel");
+  // Packed: A's row i at pa[i], MR floats per step of p; B's NR floats per step. Direct: the
+  // operands in place, A's row i at pa[i lda] (one float per step), B's row p at pb + p ldb.
+  const std::int64_t step_a = Direct ? 1 : kMR, step_b = Direct ? ldb : kNR, row_a = Direct ? lda : 1;
+  __mmask16 mk[V];
+  for (int v = 0; v < V; ++v) mk[v] = lanes(nr - 16 * v);
   __m512 acc[R][V];
 #pragma GCC unroll 16
   for (int i = 0; i < R; ++i)
 #pragma GCC unroll 4
     for (int v = 0; v < V; ++v) acc[i][v] = _mm512_setzero_ps();
   for (int i = 0; i < R; ++i) _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
-  for (std::int64_t p = 0; p < kc; ++p, pa += kMR, pb += kNR) {
+  for (std::int64_t p = 0; p < kc; ++p, pa += step_a, pb += step_b) {
     __m512 bv[V];
 #pragma GCC unroll 4
-    for (int v = 0; v < V; ++v) bv[v] = _mm512_load_ps(pb + 16 * v);
+    for (int v = 0; v < V; ++v) bv[v] = Direct ? _mm512_maskz_loadu_ps(mk[v], pb + 16 * v) : _mm512_load_ps(pb + 16 * v);
 #pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
-      const __m512 av = _mm512_set1_ps(pa[i]);
+      const __m512 av = _mm512_set1_ps(pa[i * row_a]);
 #pragma GCC unroll 4
       for (int v = 0; v < V; ++v) acc[i][v] = _mm512_fmadd_ps(av, bv[v], acc[i][v]);
     }
   }
   const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-  __mmask16 mk[V];
   __m512 bias_v[V];
   for (int v = 0; v < V; ++v) {
-    mk[v] = lanes(nr - 16 * v);
     bias_v[v] = bias ? _mm512_maskz_loadu_ps(mk[v], bias + 16 * v) : _mm512_setzero_ps();
   }
 #pragma GCC unroll 16
@@ -246,21 +250,35 @@ void kernel(std::int64_t kc, const float* __restrict pa, const float* __restrict
   }
 }
 
-using KernelFn = void (*)(std::int64_t, const float*, const float*, float*, std::int64_t, std::int64_t, float, float,
-                          const float*);
+using KernelFn = void (*)(std::int64_t, const float*, std::int64_t, const float*, std::int64_t, float*, std::int64_t,
+                          std::int64_t, float, float, const float*);
 
-template <int V, std::size_t... R>
+template <int V, bool Direct, std::size_t... R>
 constexpr std::array<KernelFn, sizeof...(R)> make_kernels(std::index_sequence<R...>) {
-  return {&kernel<int(R) + 1, V>...};
+  return {&kernel<int(R) + 1, V, Direct>...};
 }
-// kKernels[r - 1]: r rows, NV vectors; kKernels1[r - 1]: r rows, one vector (a last panel of <= 16 columns)
-constexpr auto kKernels = make_kernels<kNV>(std::make_index_sequence<kMR>());
-constexpr auto kKernels1 = make_kernels<1>(std::make_index_sequence<kMR>());
+// kKernels[direct][one vector][r - 1]: r rows; NV vectors, or one (a last panel of <= 16 columns)
+constexpr std::array<KernelFn, kMR> kKernels[2][2] = {
+    {make_kernels<kNV, false>(std::make_index_sequence<kMR>()), make_kernels<1, false>(std::make_index_sequence<kMR>())},
+    {make_kernels<kNV, true>(std::make_index_sequence<kMR>()), make_kernels<1, true>(std::make_index_sequence<kMR>())}};
 
 // C = beta C (the k == 0 / alpha == 0 cases); beta == 0 writes zeros without reading.
 void scale_c(std::int64_t m, std::int64_t n, float beta, float* c, std::int64_t ldc) {
   for (std::int64_t i = 0; i < m; ++i)
     for (std::int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+}
+
+// Whether the kernel reads op(A) and op(B) where they are instead of packing them: NN products
+// at most 128 columns wide (the MLP 784-100-10's (100, 784) x (784, 100)). Packing costs a pass
+// over A (16 x 16 transposes) and one over B per call, 17% of that product's time; read in place,
+// its B rows (400 bytes) stay a few cache lines per step of the depth. Wider B (n = 512-1000)
+// runs 25-30% slower in place (rows thousands of bytes apart, a page per step), so it is packed.
+// (DEZERO_SGEMM_DIRECT=0 turns this off, for tuning runs.)
+#ifndef DEZERO_SGEMM_DIRECT
+#define DEZERO_SGEMM_DIRECT 1
+#endif
+bool reads_in_place(bool ta, bool tb, std::int64_t /*m*/, std::int64_t n, std::int64_t /*k*/) {
+  return DEZERO_SGEMM_DIRECT && !ta && !tb && n <= 128;
 }
 
 }  // namespace
@@ -282,24 +300,26 @@ void sgemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, flo
   const std::int64_t nc_max = balanced_block(n, kNC, kNR);
   const std::int64_t kc_max = balanced_block(k, kKC, 16);
   const std::int64_t mc_max = balanced_block(m, kMC, kMR);
+  const bool direct = reads_in_place(ta, tb, m, n, k);
   for (std::int64_t jc = 0; jc < n; jc += nc_max) {
     const std::int64_t nc = std::min(nc_max, n - jc);
     for (std::int64_t pc = 0; pc < k; pc += kc_max) {
       const std::int64_t kc = std::min(kc_max, k - pc);
-      pack_b(tb, tb ? b + jc * ldb + pc : b + pc * ldb + jc, ldb, nc, kc, buf.b);
+      if (!direct) pack_b(tb, tb ? b + jc * ldb + pc : b + pc * ldb + jc, ldb, nc, kc, buf.b);
       const float beta_pc = pc == 0 ? beta : 1.0f;  // later depth blocks accumulate
       const float* bias_pc = pc == 0 && bias ? bias + jc : nullptr;
       for (std::int64_t ic = 0; ic < m; ic += mc_max) {
         const std::int64_t mc = std::min(mc_max, m - ic);
-        pack_a(ta, ta ? a + pc * lda + ic : a + ic * lda + pc, lda, mc, kc, buf.a);
+        if (!direct) pack_a(ta, ta ? a + pc * lda + ic : a + ic * lda + pc, lda, mc, kc, buf.a);
         const std::int64_t panels = panel_count(mc);
         for (std::int64_t q = 0; q < panels; ++q) {
           const std::int64_t ir = panel_lo(q, mc, panels), mr = panel_lo(q + 1, mc, panels) - ir;
+          const float* pa = direct ? a + (ic + ir) * lda + pc : buf.a + q * kMR * kc;
           for (std::int64_t jr = 0; jr < nc; jr += kNR) {
             const std::int64_t nr = std::min<std::int64_t>(kNR, nc - jr);
-            const KernelFn kern = nr <= 16 ? kKernels1[mr - 1] : kKernels[mr - 1];
-            kern(kc, buf.a + q * kMR * kc, buf.b + jr * kc, c + (ic + ir) * ldc + jc + jr, ldc, nr, alpha, beta_pc,
-                 bias_pc ? bias_pc + jr : nullptr);
+            const float* pb = direct ? b + pc * ldb + jc + jr : buf.b + jr * kc;
+            kKernels[direct][nr <= 16][mr - 1](kc, pa, lda, pb, ldb, c + (ic + ir) * ldc + jc + jr, ldc, nr, alpha,
+                                               beta_pc, bias_pc ? bias_pc + jr : nullptr);
           }
         }
       }
