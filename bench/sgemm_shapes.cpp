@@ -8,8 +8,8 @@
 // and a grid of M, N in {10, 100, 512} and K in {100, 784, 4096}; then W3's tiny products against
 // detail::sgemm_small. All candidates of a shape are interleaved, round by round, and the median of
 // each is reported (the machine is shared and noisy): GFLOP/s, "best" = the fastest library and
-// pick / best. (--grid 0 drops the grid.)
-//   sgemm_shapes [--reps N] [--ms MILLISECONDS_PER_SAMPLE] [--grid 0|1]
+// pick / best. (--grid 0 drops the grid; --shapes M,K,N,... times only those NN products.)
+//   sgemm_shapes [--reps N] [--ms MILLISECONDS_PER_SAMPLE] [--grid 0|1] [--shapes M,K,N[,M,K,N...]]
 #include <dlfcn.h>
 #include <omp.h>
 
@@ -98,7 +98,19 @@ int main(int argc, char** argv) {
       {"x^T gy (W1)", true, false, 784, 100, 1000}, {"h^T gy (W2)", true, false, 1000, 100, 1000},
       {"h^T gy (W3)", true, false, 1000, 100, 10}, {"1000^3", false, false, 1000, 1000, 1000},
   };
-  if (grid)
+  // --shapes M,K,N[,M,K,N...]: only these NN products (no W3 table).
+  const std::string only = bench::arg(argc, argv, "--shapes", "");
+  if (!only.empty()) {
+    shapes.clear();
+    std::vector<std::int64_t> v;
+    for (std::size_t pos = 0; pos < only.size();) {
+      const std::size_t end = only.find(',', pos);
+      v.push_back(std::stoll(only.substr(pos, end == std::string::npos ? std::string::npos : end - pos)));
+      pos = end == std::string::npos ? only.size() : end + 1;
+    }
+    for (std::size_t i = 0; i + 2 < v.size(); i += 3) shapes.push_back({"--shapes", false, false, v[i], v[i + 1], v[i + 2]});
+  }
+  if (grid && only.empty())
     for (std::int64_t m : {10, 100, 512})
       for (std::int64_t n : {10, 100, 512})
         for (std::int64_t k : {100, 784, 4096}) shapes.push_back({"grid", false, false, m, k, n});
@@ -162,6 +174,8 @@ int main(int argc, char** argv) {
                 med[2], med[3], med[4], names[best], med[1] / med[best], diff / std::max(scale, 1e-30));
     std::fflush(stdout);
   }
+
+  if (!only.empty()) return 0;
 
   // W3's products (the step-43 network, 2-10-1 on a batch of 100), which sgemm_small takes:
   // nanoseconds per call, Eigen against sgemm_small (with the bias row where the layer has one).

@@ -27,21 +27,24 @@ template <class T>
 using MutMap = Eigen::Map<RowMat<T>, 0, Eigen::OuterStride<>>;
 
 // --- which kernel takes a float32 product: a fixed table, measured ----------------------------
-// Per shape, one product on one thread (bench/sgemm_shapes.cpp compares our kernels with Eigen,
-// oneDNN's dnnl_sgemm and OpenBLAS on M, N of 10-512, K of 100-4096 and the MLPs' products):
+// Per shape, one product on one thread (bench/sgemm_shapes.cpp times our kernels against Eigen,
+// oneDNN's dnnl_sgemm and OpenBLAS on M, N of 10-512, K of 100-4096 and the MLPs' products;
+// the figures are in bench/README.md):
 //   - tiny products (at most kGemmSmallMacs multiply-adds): sgemm_small (gemm_small.cpp);
-//   - C at least 8 rows and 32 columns: our blocked sgemm (sgemm.cpp), 1.2-1.5x Eigen;
-//   - narrower or shorter C (n < 32: its 32-column register tile would be mostly padding; m < 8:
-//     a few rows cannot fill the FMA pipes): Eigen, whose smaller tiles win there (n = 16 runs
-//     at half Eigen's speed in sgemm).
+//   - C at least 8 rows and 8 columns: our blocked sgemm (sgemm.cpp). From 32 columns on it
+//     runs 1.2-1.5x Eigen; on 8-31 columns (a 10-class output layer, (100, 100) x (100, 10))
+//     its one-vector edge kernel runs 1.4-1.8x Eigen (Eigen took n < 32 until issue 36);
+//   - fewer rows or columns (a batch of 1: (1, 784) x (784, 100)): Eigen, whose GEMV-like
+//     paths beat a register tile that would be mostly padding.
 // The table is fixed, not timed at run time: a product of a given shape always takes the same
 // kernel, in every process and on every machine with the same build, so its result is the same
 // bits run after run (a timed choice could flip between two kernels that round differently when
-// their speeds are close). oneDNN and OpenBLAS are faster than all of ours on some shapes (the
-// figures are in bench/README.md) but are not used: OpenBLAS is not a dependency, and oneDNN is
-// optional, so results would then depend on whether the build found it.
+// their speeds are close). Within sgemm the edge kernels and the in-place reads never change the
+// bits (sgemm.cpp). oneDNN and OpenBLAS are faster on some shapes (TN and wide-N products by
+// 5-10%) but are not used: OpenBLAS is not a dependency, and oneDNN is optional, so results
+// would then depend on whether the build found it.
 bool takes_sgemm(std::int64_t m, std::int64_t n, std::int64_t /*k*/) {
-  return m >= 8 && n >= 32 && sgemm_available();
+  return m >= 8 && n >= 8 && sgemm_available();
 }
 
 // One GEMM on the calling thread: C = alpha op(A) op(B) + beta C, row-major views, or

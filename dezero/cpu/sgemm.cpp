@@ -2,8 +2,12 @@
 // op(A) and op(B) are copied ("packed") block by block into contiguous, zero-padded
 // panels laid out in the order the micro-kernel reads them, and a register-blocked
 // micro-kernel computes one MR x NR tile of C per call. Transposes are absorbed by
-// the packing, so one kernel serves NN, NT, TN and TT. Without __AVX512F__ only the
-// stubs at the bottom are compiled and the backend stays on Eigen.
+// the packing, so one kernel serves NN, NT, TN and TT. Narrow NN products (n <= 128: an
+// inference layer's (100, 784) x (784, 100)) skip the packing and the kernel reads A and B
+// in place (reads_in_place). Whatever the panel, the edge variant or the packing, each
+// element of C is the same chain of FMAs over the depth in the same KC blocks, so none of
+// them changes the results' bits. Without __AVX512F__ only the stubs at the bottom are
+// compiled and the backend stays on Eigen.
 #include "dezero/cpu/gemm.hpp"
 
 #include <algorithm>
@@ -203,7 +207,7 @@ template <int R, int V, bool Direct>
 void kernel(std::int64_t kc, const float* __restrict pa, std::int64_t lda, const float* __restrict pb,
             std::int64_t ldb, float* c, std::int64_t ldc, std::int64_t nr, float alpha, float beta,
             const float* bias) {
-  static_assert(V >= 1 && V <= kNV, "V vectors of the NV of a panel");
+  static_assert(V >= 1 && (Direct ? R * V + V < 32 : V <= kNV), "V vectors: at most NV of a packed panel");
   // Packed: A's row i at pa[i], MR floats per step of p; B's NR floats per step. Direct: the
   // operands in place, A's row i at pa[i lda] (one float per step), B's row p at pb + p ldb.
   const std::int64_t step_a = Direct ? 1 : kMR, step_b = Direct ? ldb : kNR, row_a = Direct ? lda : 1;
@@ -261,6 +265,10 @@ constexpr std::array<KernelFn, sizeof...(R)> make_kernels(std::index_sequence<R.
 constexpr std::array<KernelFn, kMR> kKernels[2][2] = {
     {make_kernels<kNV, false>(std::make_index_sequence<kMR>()), make_kernels<1, false>(std::make_index_sequence<kMR>())},
     {make_kernels<kNV, true>(std::make_index_sequence<kMR>()), make_kernels<1, true>(std::make_index_sequence<kMR>())}};
+// In place, a last panel of NR + 1-16 columns (n = 100: 64 + 36) is one panel of three vectors,
+// at most kMR3 rows: 9 x 3 accumulators, 3 B vectors and a broadcast fill 31 registers.
+constexpr int kMR3 = 9;
+constexpr auto kKernels3 = make_kernels<3, true>(std::make_index_sequence<kMR3>());
 
 // C = beta C (the k == 0 / alpha == 0 cases); beta == 0 writes zeros without reading.
 void scale_c(std::int64_t m, std::int64_t n, float beta, float* c, std::int64_t ldc) {
@@ -281,6 +289,34 @@ bool reads_in_place(bool ta, bool tb, std::int64_t /*m*/, std::int64_t n, std::i
   return DEZERO_SGEMM_DIRECT && !ta && !tb && n <= 128;
 }
 
+// NN in place (reads_in_place): C's columns in panels of NR, where a remainder of at most 16
+// columns joins the last full panel (three vectors; n = 100: 32, 32, 36 instead of 32, 32, 32, 4,
+// whose one-vector kernel waits on its loads: a broadcast per FMA), each panel swept over all
+// rows in row panels split evenly, at most MR rows (kMR3 for three vectors). Depth blocks as in
+// the packed path (balanced_block(k, KC, 16)), so the sums, and the bits, are the packed path's.
+void sgemm_in_place(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a, std::int64_t lda,
+                    const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc, const float* bias) {
+  const std::int64_t kc_max = balanced_block(k, kKC, 16);
+  const std::int64_t full = n / kNR, rem = n % kNR;
+  const std::int64_t merged = full >= 1 && rem > 0 && rem <= 16 ? (full - 1) * kNR : -1;  // the 3-vector panel
+  for (std::int64_t pc = 0; pc < k; pc += kc_max) {
+    const std::int64_t kc = std::min(kc_max, k - pc);
+    const float beta_pc = pc == 0 ? beta : 1.0f;
+    const float* bias_pc = pc == 0 ? bias : nullptr;
+    for (std::int64_t jr = 0; jr < n;) {
+      const std::int64_t nr = jr == merged ? kNR + rem : std::min<std::int64_t>(kNR, n - jr);
+      const std::int64_t rmax = nr > kNR ? kMR3 : kMR, panels = ceil_div(m, rmax);
+      for (std::int64_t q = 0; q < panels; ++q) {
+        const std::int64_t ir = panel_lo(q, m, panels), mr = panel_lo(q + 1, m, panels) - ir;
+        const KernelFn kern = nr > kNR ? kKernels3[mr - 1] : kKernels[1][nr <= 16][mr - 1];
+        kern(kc, a + ir * lda + pc, lda, b + pc * ldb + jr, ldb, c + ir * ldc + jr, ldc, nr, alpha, beta_pc,
+             bias_pc ? bias_pc + jr : nullptr);
+      }
+      jr += nr;
+    }
+  }
+}
+
 }  // namespace
 
 bool sgemm_available() { return true; }
@@ -296,30 +332,29 @@ void sgemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, flo
         for (std::int64_t j = 0; j < n; ++j) c[i * ldc + j] += bias[j];
     return;
   }
+  if (reads_in_place(ta, tb, m, n, k)) return sgemm_in_place(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias);
   Buffers& buf = buffers();
   const std::int64_t nc_max = balanced_block(n, kNC, kNR);
   const std::int64_t kc_max = balanced_block(k, kKC, 16);
   const std::int64_t mc_max = balanced_block(m, kMC, kMR);
-  const bool direct = reads_in_place(ta, tb, m, n, k);
   for (std::int64_t jc = 0; jc < n; jc += nc_max) {
     const std::int64_t nc = std::min(nc_max, n - jc);
     for (std::int64_t pc = 0; pc < k; pc += kc_max) {
       const std::int64_t kc = std::min(kc_max, k - pc);
-      if (!direct) pack_b(tb, tb ? b + jc * ldb + pc : b + pc * ldb + jc, ldb, nc, kc, buf.b);
+      pack_b(tb, tb ? b + jc * ldb + pc : b + pc * ldb + jc, ldb, nc, kc, buf.b);
       const float beta_pc = pc == 0 ? beta : 1.0f;  // later depth blocks accumulate
       const float* bias_pc = pc == 0 && bias ? bias + jc : nullptr;
       for (std::int64_t ic = 0; ic < m; ic += mc_max) {
         const std::int64_t mc = std::min(mc_max, m - ic);
-        if (!direct) pack_a(ta, ta ? a + pc * lda + ic : a + ic * lda + pc, lda, mc, kc, buf.a);
+        pack_a(ta, ta ? a + pc * lda + ic : a + ic * lda + pc, lda, mc, kc, buf.a);
         const std::int64_t panels = panel_count(mc);
         for (std::int64_t q = 0; q < panels; ++q) {
           const std::int64_t ir = panel_lo(q, mc, panels), mr = panel_lo(q + 1, mc, panels) - ir;
-          const float* pa = direct ? a + (ic + ir) * lda + pc : buf.a + q * kMR * kc;
           for (std::int64_t jr = 0; jr < nc; jr += kNR) {
             const std::int64_t nr = std::min<std::int64_t>(kNR, nc - jr);
-            const float* pb = direct ? b + pc * ldb + jc + jr : buf.b + jr * kc;
-            kKernels[direct][nr <= 16][mr - 1](kc, pa, lda, pb, ldb, c + (ic + ir) * ldc + jc + jr, ldc, nr, alpha,
-                                               beta_pc, bias_pc ? bias_pc + jr : nullptr);
+            kKernels[0][nr <= 16][mr - 1](kc, buf.a + q * kMR * kc, kMR, buf.b + jr * kc, kNR,
+                                          c + (ic + ir) * ldc + jc + jr, ldc, nr, alpha, beta_pc,
+                                          bias_pc ? bias_pc + jr : nullptr);
           }
         }
       }
