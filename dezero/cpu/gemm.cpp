@@ -30,7 +30,8 @@ using MutMap = Eigen::Map<RowMat<T>, 0, Eigen::OuterStride<>>;
 // Per shape, one product on one thread (bench/sgemm_shapes.cpp times our kernels against Eigen,
 // oneDNN's dnnl_sgemm and OpenBLAS on M, N of 10-512, K of 100-4096 and the MLPs' products;
 // the figures are in bench/README.md):
-//   - tiny products (at most kGemmSmallMacs multiply-adds): sgemm_small (gemm_small.cpp);
+//   - tiny products (at most kGemmSmallMacs multiply-adds): sgemm_small (gemm_small.cpp), except
+//     those at least 8 x 8 and deeper than 8 (small_to_sgemm), which sgemm runs 2x faster;
 //   - C at least 8 rows and 8 columns: our blocked sgemm (sgemm.cpp). From 32 columns on it
 //     runs 1.2-1.5x Eigen; on 8-31 columns (a 10-class output layer, (100, 100) x (100, 10))
 //     its one-vector edge kernel runs 1.4-1.8x Eigen (Eigen took n < 32 until issue 36);
@@ -47,6 +48,12 @@ bool takes_sgemm(std::int64_t m, std::int64_t n, std::int64_t /*k*/) {
   return m >= 8 && n >= 8 && sgemm_available();
 }
 
+// Tiny products that sgemm runs faster than sgemm_small: at least 8 x 8 and deeper than 8
+// (sgemm_small holds op(B)'s rows in registers up to depth 8; deeper it runs at 0.4-0.5x sgemm:
+// (10, 100) x (100, 10), (100, 16) x (16, 10), (32, 16) x (16, 32)). W3's products (depth 1-2,
+// one column, two rows) stay on sgemm_small.
+bool small_to_sgemm(std::int64_t m, std::int64_t n, std::int64_t k) { return k > 8 && takes_sgemm(m, n, k); }
+
 // One GEMM on the calling thread: C = alpha op(A) op(B) + beta C, row-major views, or
 // C = alpha op(A) op(B) + bias when a bias row (float32 only) is given (beta is then 1 on a C
 // that holds the bias: gemm_bias's one pass where sgemm takes the product, the bias copied into
@@ -61,7 +68,7 @@ void gemm_one(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, 
       for (std::int64_t i = 0; i < m; ++i) std::copy(bias, bias + n, c + i * ldc);
       beta = 1.0f;
     } else {
-      if (sgemm_small(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
+      if (!small_to_sgemm(m, n, k) && sgemm_small(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
       if (takes_sgemm(m, n, k)) return sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     }
   }
@@ -160,7 +167,8 @@ bool gemm_bias(DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n, std::
   const auto* bf = static_cast<const float*>(b);
   const auto* biasf = static_cast<const float*>(bias);
   auto* cf = static_cast<float*>(c);
-  if (sgemm_small(ta, tb, m, n, k, 1.f, af, lda, bf, ldb, 0.f, cf, ldc, biasf)) return true;
+  if (!small_to_sgemm(m, n, k) && sgemm_small(ta, tb, m, n, k, 1.f, af, lda, bf, ldb, 0.f, cf, ldc, biasf))
+    return true;
   if (!takes_sgemm(m, n, k)) return false;
   gemm_typed<float>(ta, tb, m, n, k, 1.f, af, lda, 0, bf, ldb, 0, 0.f, cf, ldc, 0, 1, biasf);
   return true;
