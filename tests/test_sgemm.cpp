@@ -238,6 +238,16 @@ TEST_CASE("sgemm: edge panels and in-place operands do not change the bits") {
           c.data(), N);
     CHECK(same_bits(c, big));
   }
+  // A short, wide NN product (m <= 32, n up to 512 read in place; n = 300: nine full panels and
+  // a 12-column remainder joined to the last) against TN (packed) on a transposed A.
+  const std::int64_t m2 = 20, n2 = 300, k2 = 300;
+  const auto a2 = lcg_vector(m2 * k2, 9), b2 = lcg_vector(k2 * n2, 10);
+  std::vector<float> a2t(k2 * m2), nn(m2 * n2), tn(m2 * n2);
+  for (std::int64_t i = 0; i < m2; ++i)
+    for (std::int64_t p = 0; p < k2; ++p) a2t[p * m2 + i] = a2[i * k2 + p];
+  sgemm(false, false, m2, n2, k2, 1.0f, a2.data(), k2, b2.data(), n2, 0.0f, nn.data(), n2);
+  sgemm(true, false, m2, n2, k2, 1.0f, a2t.data(), m2, b2.data(), n2, 0.0f, tn.data(), n2);
+  CHECK(same_bits(nn, tn));
 }
 
 // The backend's gemm_bias (what F::linear runs) against the unfused path it replaces (the bias

@@ -2,9 +2,9 @@
 // op(A) and op(B) are copied ("packed") block by block into contiguous, zero-padded
 // panels laid out in the order the micro-kernel reads them, and a register-blocked
 // micro-kernel computes one MR x NR tile of C per call. Transposes are absorbed by
-// the packing, so one kernel serves NN, NT, TN and TT. Narrow NN products (n <= 128: an
-// inference layer's (100, 784) x (784, 100)) skip the packing and the kernel reads A and B
-// in place (reads_in_place). Whatever the panel, the edge variant or the packing, each
+// the packing, so one kernel serves NN, NT, TN and TT. Narrow or short NN products (n <= 128:
+// an inference layer's (100, 784) x (784, 100); m <= 32 up to n = 512) skip the packing and
+// the kernel reads A and B in place (reads_in_place). Whatever the panel, the edge variant or the packing, each
 // element of C is the same chain of FMAs over the depth in the same KC blocks, so none of
 // them changes the results' bits. Without __AVX512F__ only the stubs at the bottom are
 // compiled and the backend stays on Eigen.
@@ -277,16 +277,17 @@ void scale_c(std::int64_t m, std::int64_t n, float beta, float* c, std::int64_t 
 }
 
 // Whether the kernel reads op(A) and op(B) where they are instead of packing them: NN products
-// at most 128 columns wide (the MLP 784-100-10's (100, 784) x (784, 100)). Packing costs a pass
-// over A (16 x 16 transposes) and one over B per call, 17% of that product's time; read in place,
-// its B rows (400 bytes) stay a few cache lines per step of the depth. Wider B (n = 512-1000)
-// runs 25-30% slower in place (rows thousands of bytes apart, a page per step), so it is packed.
-// (DEZERO_SGEMM_DIRECT=0 turns this off, for tuning runs.)
+// at most 128 columns wide (the MLP 784-100-10's (100, 784) x (784, 100)), or at most 512 wide
+// with at most 32 rows. Packing costs a pass over A (16 x 16 transposes) and one over B per
+// call, 17% of that product's time; read in place, its B rows (400 bytes) stay a few cache lines
+// per step of the depth. Wider B runs 5-10% slower in place when many row panels share it (m =
+// 100, n = 256-1000: rows 1-4 KB apart), but with few rows the packing is most of the work
+// ((10, 784) x (784, 512): 1.5x in place). (DEZERO_SGEMM_DIRECT=0 turns this off, for tuning.)
 #ifndef DEZERO_SGEMM_DIRECT
 #define DEZERO_SGEMM_DIRECT 1
 #endif
-bool reads_in_place(bool ta, bool tb, std::int64_t /*m*/, std::int64_t n, std::int64_t /*k*/) {
-  return DEZERO_SGEMM_DIRECT && !ta && !tb && n <= 128;
+bool reads_in_place(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t /*k*/) {
+  return DEZERO_SGEMM_DIRECT && !ta && !tb && (n <= 128 || (m <= 32 && n <= 512));
 }
 
 // NN in place (reads_in_place): C's columns in panels of NR, where a remainder of at most 16
