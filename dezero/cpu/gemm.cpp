@@ -1,9 +1,10 @@
 // dezero/cpu/gemm.cpp - the host backend's batched GEMM: for each product, Eigen
-// (float64, and the float32 shapes where Eigen's tiles win) or our float32 kernels
-// (gemm.hpp: sgemm_small for tiny products, sgemm for the rest), and the split of
-// large products into per-thread slabs. Also gemm_bias, C = op(A) op(B) + bias in one
-// pass where sgemm_small or sgemm takes the product. The kernels themselves are in sgemm.cpp
-// and gemm_small.cpp; this file only chooses and threads.
+// (float64, and the float32 shapes where Eigen wins) or our float32 kernels (gemm.hpp:
+// sgemm_small for tiny products, sgemm for the rest), chosen by a fixed per-shape table
+// measured with bench/sgemm_shapes.cpp, and the split of large products into per-thread
+// slabs. Also gemm_bias, C = op(A) op(B) + bias in one pass where sgemm_small or sgemm
+// takes the product. The kernels themselves are in sgemm.cpp and gemm_small.cpp; this file
+// only chooses and threads.
 #include <Eigen/Core>
 #include <algorithm>
 #include <type_traits>
@@ -41,9 +42,9 @@ using MutMap = Eigen::Map<RowMat<T>, 0, Eigen::OuterStride<>>;
 // kernel, in every process and on every machine with the same build, so its result is the same
 // bits run after run (a timed choice could flip between two kernels that round differently when
 // their speeds are close). Within sgemm the edge kernels and the in-place reads never change the
-// bits (sgemm.cpp). oneDNN and OpenBLAS are faster on some shapes (TN and wide-N products by
-// 5-10%) but are not used: OpenBLAS is not a dependency, and oneDNN is optional, so results
-// would then depend on whether the build found it.
+// bits (sgemm.cpp). oneDNN and OpenBLAS are faster on some shapes (NT and wide-N products by
+// 5-11%, (1000, 100)^T x (100, 10)) but are not used: OpenBLAS is not a dependency, and oneDNN
+// is optional, so results would then depend on whether the build found it.
 bool takes_sgemm(std::int64_t m, std::int64_t n, std::int64_t /*k*/) {
   return m >= 8 && n >= 8 && sgemm_available();
 }
@@ -55,22 +56,22 @@ bool takes_sgemm(std::int64_t m, std::int64_t n, std::int64_t /*k*/) {
 bool small_to_sgemm(std::int64_t m, std::int64_t n, std::int64_t k) { return k > 8 && takes_sgemm(m, n, k); }
 
 // One GEMM on the calling thread: C = alpha op(A) op(B) + beta C, row-major views, or
-// C = alpha op(A) op(B) + bias when a bias row (float32 only) is given (beta is then 1 on a C
-// that holds the bias: gemm_bias's one pass where sgemm takes the product, the bias copied into
-// C first where Eigen does, so both give the bits of the unfused broadcast-and-accumulate).
-// float32 goes where takes_sgemm sends it (the per-shape table below); float64 to Eigen.
+// C = alpha op(A) op(B) + bias when a bias row (float32 only) is given. float32 goes where the
+// table above sends it; float64 to Eigen. With a bias, a product that sgemm takes gets it in
+// sgemm's store (one pass); any other (a slab that sgemm_small or Eigen takes) gets the bias
+// copied into C and beta = 1: both the bits of the unfused broadcast-and-accumulate path.
 template <class T>
 void gemm_one(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a, std::int64_t lda,
               const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc, const T* bias = nullptr) {
   if constexpr (std::is_same_v<T, float>) {
     if (bias) {
-      if (takes_sgemm(m, n, k)) return sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, 0.0f, c, ldc, bias);
+      if (takes_sgemm(m, n, k) && (small_to_sgemm(m, n, k) || m * n * k > kGemmSmallMacs))
+        return sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, 0.0f, c, ldc, bias);
       for (std::int64_t i = 0; i < m; ++i) std::copy(bias, bias + n, c + i * ldc);
       beta = 1.0f;
-    } else {
-      if (!small_to_sgemm(m, n, k) && sgemm_small(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
-      if (takes_sgemm(m, n, k)) return sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     }
+    if (!small_to_sgemm(m, n, k) && sgemm_small(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
+    if (takes_sgemm(m, n, k)) return sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   }
   ConstMap<T> A(a, ta ? k : m, ta ? m : k, Eigen::OuterStride<>(lda));
   ConstMap<T> B(b, tb ? n : k, tb ? k : n, Eigen::OuterStride<>(ldb));
