@@ -2,9 +2,11 @@
 // tiny-product one in dezero/cpu/gemm_small.cpp) against a naive double-accumulating
 // reference: all transpose combinations, beta 0 (C full of NaN, never read) / 1 /
 // other, alpha != 1, edge tiles, padded leading dimensions (the padding must stay
-// untouched), several cache blocks, and the MNIST MLP shapes.
+// untouched), several cache blocks, and the MNIST MLP shapes; then bit-for-bit checks of the
+// bias row, the edge panels, the in-place operands and the backend's gemm_bias.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "dezero/cpu/gemm.hpp"
+#include "dezero/cpu/kernels.hpp"
 
 using dezero::detail::sgemm;
 
@@ -212,4 +215,105 @@ TEST_CASE("sgemm: float32 matmul through the backend matches float64 (threaded s
   Tensor got = matmul(a.astype(float32), b.astype(float32)).astype(float64);
   Tensor err = max(abs(got - want));
   CHECK(err.item<double>() < 1e-3);
+}
+
+// --- bits: the bias row, the edge panels and the in-place (unpacked) operands (issue 36) ----------
+namespace {
+
+std::vector<float> lcg_vector(std::size_t n, std::uint64_t seed) {
+  Lcg g{seed};
+  std::vector<float> v(n);
+  for (float& x : v) x = g.next();
+  return v;
+}
+
+bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
+  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("sgemm: a bias row gives the bits of C filled with the bias and beta = 1") {
+  if (!dezero::detail::sgemm_available()) return;
+  struct S {
+    std::int64_t m, n, k;
+  } shapes[] = {{100, 100, 784}, {37, 45, 300}, {9, 33, 17}, {100, 1000, 100}};
+  for (const S& s : shapes)
+    for (int t = 0; t < 4; ++t) {
+      const bool ta = t & 1, tb = t & 2;
+    CAPTURE(s.m);
+    CAPTURE(s.n);
+    CAPTURE(s.k);
+      CAPTURE(t);
+      const auto a = lcg_vector(s.m * s.k, 1), b = lcg_vector(s.k * s.n, 2), bias = lcg_vector(s.n, 3);
+      const std::int64_t lda = ta ? s.m : s.k, ldb = tb ? s.k : s.n;
+      std::vector<float> fused(s.m * s.n, std::numeric_limits<float>::quiet_NaN()), filled(s.m * s.n);
+      for (std::int64_t i = 0; i < s.m; ++i) std::copy(bias.begin(), bias.end(), filled.begin() + i * s.n);
+      sgemm(ta, tb, s.m, s.n, s.k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, fused.data(), s.n, bias.data());
+      sgemm(ta, tb, s.m, s.n, s.k, 1.0f, a.data(), lda, b.data(), ldb, 1.0f, filled.data(), s.n);
+      CHECK(same_bits(fused, filled));
+    }
+}
+
+// Each element of C is one chain of FMAs over the depth (and the same depth blocks) whatever
+// panel it falls in and whether the operands were packed: C's top-left 100 x 100 of a 112 x 128
+// product is the 100 x 100 product bit for bit (n = 100 ends on a one-vector panel, m = 100 is
+// split into 8 panels of 12-13 rows, 112 into 8 of 14), and NN (operands read in place) gives
+// the bits of TN, NT and TT (packed) on transposed copies.
+TEST_CASE("sgemm: edge panels and in-place operands do not change the bits") {
+  if (!dezero::detail::sgemm_available()) return;
+  const std::int64_t M = 112, N = 128, K = 784, m = 100, n = 100;
+  const auto a = lcg_vector(M * K, 4), b = lcg_vector(K * N, 5);
+  std::vector<float> big(M * N), small(m * N, 0.0f);
+  sgemm(false, false, M, N, K, 1.0f, a.data(), K, b.data(), N, 0.0f, big.data(), N);
+  sgemm(false, false, m, n, K, 1.0f, a.data(), K, b.data(), N, 0.0f, small.data(), N);
+  std::vector<float> big_part(m * N, 0.0f);
+  for (std::int64_t i = 0; i < m; ++i) std::copy(big.begin() + i * N, big.begin() + i * N + n, big_part.begin() + i * N);
+  CHECK(same_bits(small, big_part));
+
+  std::vector<float> at(K * M), bt(N * K);
+  for (std::int64_t i = 0; i < M; ++i)
+    for (std::int64_t p = 0; p < K; ++p) at[p * M + i] = a[i * K + p];
+  for (std::int64_t p = 0; p < K; ++p)
+    for (std::int64_t j = 0; j < N; ++j) bt[j * K + p] = b[p * N + j];
+  for (int t = 1; t < 4; ++t) {
+    const bool ta = t & 1, tb = t & 2;
+    CAPTURE(t);
+    std::vector<float> c(M * N);
+    sgemm(ta, tb, M, N, K, 1.0f, ta ? at.data() : a.data(), ta ? M : K, tb ? bt.data() : b.data(), tb ? K : N, 0.0f,
+          c.data(), N);
+    CHECK(same_bits(c, big));
+  }
+  // A short, wide NN product (m <= 32, n up to 512 read in place; n = 300: nine full panels and
+  // a 12-column remainder joined to the last) against TN (packed) on a transposed A.
+  const std::int64_t m2 = 20, n2 = 300, k2 = 300;
+  const auto a2 = lcg_vector(m2 * k2, 9), b2 = lcg_vector(k2 * n2, 10);
+  std::vector<float> a2t(k2 * m2), nn(m2 * n2), tn(m2 * n2);
+  for (std::int64_t i = 0; i < m2; ++i)
+    for (std::int64_t p = 0; p < k2; ++p) a2t[p * m2 + i] = a2[i * k2 + p];
+  sgemm(false, false, m2, n2, k2, 1.0f, a2.data(), k2, b2.data(), n2, 0.0f, nn.data(), n2);
+  sgemm(true, false, m2, n2, k2, 1.0f, a2t.data(), m2, b2.data(), n2, 0.0f, tn.data(), n2);
+  CHECK(same_bits(nn, tn));
+}
+
+// The backend's gemm_bias (what F::linear runs) against the unfused path it replaces (the bias
+// broadcast into C, then C += op(A) op(B)): the same bits. (100, 784) x (784, 1000) is cut into
+// per-thread slabs when the machine has more than one core.
+TEST_CASE("gemm_bias: the bits of the broadcast bias and an accumulating gemm") {
+  struct S {
+    std::int64_t m, n, k;
+  } shapes[] = {{100, 100, 784}, {100, 10, 100}, {100, 1000, 784}, {3, 40, 50}};
+  for (const S& s : shapes) {
+    CAPTURE(s.m);
+    CAPTURE(s.n);
+    CAPTURE(s.k);
+    const auto a = lcg_vector(s.m * s.k, 6), b = lcg_vector(s.k * s.n, 7), bias = lcg_vector(s.n, 8);
+    std::vector<float> fused(s.m * s.n), filled(s.m * s.n);
+    for (std::int64_t i = 0; i < s.m; ++i) std::copy(bias.begin(), bias.end(), filled.begin() + i * s.n);
+    dezero::detail::cpu::gemm(dezero::DType::Float32, false, false, s.m, s.n, s.k, 1.0, a.data(), s.k, 0, b.data(),
+                              s.n, 0, 1.0, filled.data(), s.n, 0, 1);
+    if (dezero::detail::cpu::gemm_bias(dezero::DType::Float32, false, false, s.m, s.n, s.k, a.data(), s.k, b.data(),
+                                       s.n, bias.data(), fused.data(), s.n))
+      CHECK(same_bits(fused, filled));
+  }
 }

@@ -1,9 +1,10 @@
 // dezero/cpu/gemm.cpp - the host backend's batched GEMM: for each product, Eigen
-// (float64, and the float32 shapes where Eigen's tiles win) or our float32 kernels
-// (gemm.hpp: sgemm_small for tiny products, sgemm for the rest), and the split of
-// large products into per-thread slabs. Also gemm_bias, C = op(A) op(B) + bias in one
-// pass where sgemm_small takes the product. The kernels themselves are in sgemm.cpp
-// and gemm_small.cpp; this file only chooses and threads.
+// (float64, and the float32 shapes where Eigen wins) or our float32 kernels (gemm.hpp:
+// sgemm_small for tiny products, sgemm for the rest), chosen by a fixed per-shape table
+// measured with bench/sgemm_shapes.cpp, and the split of large products into per-thread
+// slabs. Also gemm_bias, C = op(A) op(B) + bias in one pass where sgemm_small or sgemm
+// takes the product. The kernels themselves are in sgemm.cpp and gemm_small.cpp; this file
+// only chooses and threads.
 #include <Eigen/Core>
 #include <algorithm>
 #include <type_traits>
@@ -26,17 +27,51 @@ using ConstMap = Eigen::Map<const RowMat<T>, 0, Eigen::OuterStride<>>;
 template <class T>
 using MutMap = Eigen::Map<RowMat<T>, 0, Eigen::OuterStride<>>;
 
-// One GEMM on the calling thread: C = alpha op(A) op(B) + beta C, row-major views.
-// float32: tiny products (at most kGemmSmallMacs multiply-adds) take gemm_small.cpp;
-// larger ones go to our AVX-512 sgemm (sgemm.cpp) unless C is narrower than its 32-column
-// register tile or shorter than 8 rows: there Eigen's smaller tiles win (measured with
-// bench/sgemm_shapes.cpp: n = 16 runs at half Eigen's speed, n >= 32 at 1.2-1.5x).
+// --- which kernel takes a float32 product: a fixed table, measured ----------------------------
+// Per shape, one product on one thread (bench/sgemm_shapes.cpp times our kernels against Eigen,
+// oneDNN's dnnl_sgemm and OpenBLAS on M, N of 10-512, K of 100-4096 and the MLPs' products;
+// the figures are in bench/README.md):
+//   - tiny products (at most kGemmSmallMacs multiply-adds): sgemm_small (gemm_small.cpp), except
+//     those at least 8 x 8 and deeper than 8 (small_to_sgemm), which sgemm runs 2x faster;
+//   - C at least 8 rows and 8 columns: our blocked sgemm (sgemm.cpp). From 32 columns on it
+//     runs 1.2-1.5x Eigen; on 8-31 columns (a 10-class output layer, (100, 100) x (100, 10))
+//     its one-vector edge kernel runs 1.4-1.8x Eigen (Eigen took n < 32 until issue 36);
+//   - fewer rows or columns (a batch of 1: (1, 784) x (784, 100)): Eigen, whose GEMV-like
+//     paths beat a register tile that would be mostly padding.
+// The table is fixed, not timed at run time: a product of a given shape always takes the same
+// kernel, in every process and on every machine with the same build, so its result is the same
+// bits run after run (a timed choice could flip between two kernels that round differently when
+// their speeds are close). Within sgemm the edge kernels and the in-place reads never change the
+// bits (sgemm.cpp). oneDNN and OpenBLAS are faster on some shapes (NT and wide-N products by
+// 5-11%, (1000, 100)^T x (100, 10)) but are not used: OpenBLAS is not a dependency, and oneDNN
+// is optional, so results would then depend on whether the build found it.
+bool takes_sgemm(std::int64_t m, std::int64_t n, std::int64_t /*k*/) {
+  return m >= 8 && n >= 8 && sgemm_available();
+}
+
+// Tiny products that sgemm runs faster than sgemm_small: at least 8 x 8 and deeper than 8
+// (sgemm_small holds op(B)'s rows in registers up to depth 8; deeper it runs at 0.4-0.5x sgemm:
+// (10, 100) x (100, 10), (100, 16) x (16, 10), (32, 16) x (16, 32)). W3's products (depth 1-2,
+// one column, two rows) stay on sgemm_small.
+bool small_to_sgemm(std::int64_t m, std::int64_t n, std::int64_t k) { return k > 8 && takes_sgemm(m, n, k); }
+
+// One GEMM on the calling thread: C = alpha op(A) op(B) + beta C, row-major views, or
+// C = alpha op(A) op(B) + bias when a bias row (float32 only) is given. float32 goes where the
+// table above sends it; float64 to Eigen. With a bias, a product that sgemm takes gets it in
+// sgemm's store (one pass); any other (a slab that sgemm_small or Eigen takes) gets the bias
+// copied into C and beta = 1: both the bits of the unfused broadcast-and-accumulate path.
 template <class T>
 void gemm_one(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a, std::int64_t lda,
-              const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc) {
+              const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc, const T* bias = nullptr) {
   if constexpr (std::is_same_v<T, float>) {
-    if (sgemm_small(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
-    if (m >= 8 && n >= 32 && sgemm_available()) return sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    if (bias) {
+      if (takes_sgemm(m, n, k) && (small_to_sgemm(m, n, k) || m * n * k > kGemmSmallMacs))
+        return sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, 0.0f, c, ldc, bias);
+      for (std::int64_t i = 0; i < m; ++i) std::copy(bias, bias + n, c + i * ldc);
+      beta = 1.0f;
+    }
+    if (!small_to_sgemm(m, n, k) && sgemm_small(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
+    if (takes_sgemm(m, n, k)) return sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   }
   ConstMap<T> A(a, ta ? k : m, ta ? m : k, Eigen::OuterStride<>(lda));
   ConstMap<T> B(b, tb ? n : k, tb ? k : n, Eigen::OuterStride<>(ldb));
@@ -69,19 +104,19 @@ constexpr double kGemmParallelFlops = 1 << 21;
 template <class T>
 void gemm_typed(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a,
                 std::int64_t lda, std::int64_t sa, const T* b, std::int64_t ldb, std::int64_t sb, T beta, T* c,
-                std::int64_t ldc, std::int64_t sc, std::int64_t batch) {
+                std::int64_t ldc, std::int64_t sc, std::int64_t batch, const T* bias = nullptr) {
   int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   double flops = 2.0 * double(m) * double(n) * double(k);
   if (threads > 1 && flops < kGemmParallelFlops && batch >= threads && flops * double(batch) >= kGemmParallelFlops) {
     // Many small products (a convolution's one GEMM per image): the images go onto threads.
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (std::int64_t i = 0; i < batch; ++i)
-      gemm_one<T>(ta, tb, m, n, k, alpha, a + i * sa, lda, b + i * sb, ldb, beta, c + i * sc, ldc);
+      gemm_one<T>(ta, tb, m, n, k, alpha, a + i * sa, lda, b + i * sb, ldb, beta, c + i * sc, ldc, bias);
     return;
   }
   if (threads <= 1 || flops < kGemmParallelFlops) {
     for (std::int64_t i = 0; i < batch; ++i)
-      gemm_one<T>(ta, tb, m, n, k, alpha, a + i * sa, lda, b + i * sb, ldb, beta, c + i * sc, ldc);
+      gemm_one<T>(ta, tb, m, n, k, alpha, a + i * sa, lda, b + i * sb, ldb, beta, c + i * sc, ldc, bias);
     return;
   }
   // Work items: batch x slabs, slab edges aligned to 16 elements (a SIMD register of floats).
@@ -99,9 +134,11 @@ void gemm_typed(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k
     const T* bi = b + i * sb;
     T* ci = c + i * sc;
     if (by_cols)  // C[:, lo:hi] = op(A) op(B)[:, lo:hi]
-      gemm_one<T>(ta, tb, m, hi - lo, k, alpha, ai, lda, tb ? bi + lo * ldb : bi + lo, ldb, beta, ci + lo, ldc);
+      gemm_one<T>(ta, tb, m, hi - lo, k, alpha, ai, lda, tb ? bi + lo * ldb : bi + lo, ldb, beta, ci + lo, ldc,
+                  bias ? bias + lo : nullptr);
     else  // C[lo:hi, :] = op(A)[lo:hi, :] op(B)
-      gemm_one<T>(ta, tb, hi - lo, n, k, alpha, ta ? ai + lo : ai + lo * lda, lda, bi, ldb, beta, ci + lo * ldc, ldc);
+      gemm_one<T>(ta, tb, hi - lo, n, k, alpha, ta ? ai + lo : ai + lo * lda, lda, bi, ldb, beta, ci + lo * ldc, ldc,
+                  bias);
   }
 }
 
@@ -119,11 +156,23 @@ void gemm(DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64
                                 stride_c, batch))
 }
 
+// gemm_bias: sgemm_small's one pass for tiny products; for the products that sgemm takes
+// (takes_sgemm, also per slab when threaded), the bias is added in the kernel's store of the first
+// depth block (sgemm.cpp), instead of a broadcast copy of the bias that the product then
+// accumulates into: the same bits, one pass over C less (the MLP 784-100-10's first layer at
+// batch 100). Any other product: false, and matmul_t broadcasts.
 bool gemm_bias(DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const void* a,
                std::int64_t lda, const void* b, std::int64_t ldb, const void* bias, void* c, std::int64_t ldc) {
-  return dt == DType::Float32 && sgemm_small(ta, tb, m, n, k, 1.f, static_cast<const float*>(a), lda,
-                                             static_cast<const float*>(b), ldb, 0.f, static_cast<float*>(c), ldc,
-                                             static_cast<const float*>(bias));
+  if (dt != DType::Float32) return false;
+  const auto* af = static_cast<const float*>(a);
+  const auto* bf = static_cast<const float*>(b);
+  const auto* biasf = static_cast<const float*>(bias);
+  auto* cf = static_cast<float*>(c);
+  if (!small_to_sgemm(m, n, k) && sgemm_small(ta, tb, m, n, k, 1.f, af, lda, bf, ldb, 0.f, cf, ldc, biasf))
+    return true;
+  if (!takes_sgemm(m, n, k)) return false;
+  gemm_typed<float>(ta, tb, m, n, k, 1.f, af, lda, 0, bf, ldb, 0, 0.f, cf, ldc, 0, 1, biasf);
+  return true;
 }
 
 }  // namespace dezero::detail::cpu

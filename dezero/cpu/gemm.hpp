@@ -21,9 +21,12 @@ bool sgemm_available();
 //   op(B): (k, n), stored (k, n) with row stride ldb, or (n, k) when tb
 //   C:     (m, n) with row stride ldc
 // beta == 0: C is write-only (never read, may hold NaN). Any m, n, k >= 0.
+// bias: a row of n elements added to every row of C in place of beta C (beta is then not
+// used): C = alpha op(A) op(B) + bias, the same bits as C filled with the bias and beta = 1.
 // Without AVX-512 (sgemm_available() == false) it throws dezero::Error; callers check first.
 void sgemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
-           std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc);
+           std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc,
+           const float* bias = nullptr);
 
 // --- sgemm_small: products too small for a blocked GEMM (gemm_small.cpp) -------------
 

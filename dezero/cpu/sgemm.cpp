@@ -2,8 +2,12 @@
 // op(A) and op(B) are copied ("packed") block by block into contiguous, zero-padded
 // panels laid out in the order the micro-kernel reads them, and a register-blocked
 // micro-kernel computes one MR x NR tile of C per call. Transposes are absorbed by
-// the packing, so one kernel serves NN, NT, TN and TT. Without __AVX512F__ only the
-// stubs at the bottom are compiled and the backend stays on Eigen.
+// the packing, so one kernel serves NN, NT, TN and TT. Narrow or short NN products (n <= 128:
+// an inference layer's (100, 784) x (784, 100); m <= 32 up to n = 512) skip the packing and
+// the kernel reads A and B in place (reads_in_place). Whatever the panel, the edge variant or the packing, each
+// element of C is the same chain of FMAs over the depth in the same KC blocks, so none of
+// them changes the results' bits. Without __AVX512F__ only the stubs at the bottom are
+// compiled and the backend stays on Eigen.
 #include "dezero/cpu/gemm.hpp"
 
 #include <algorithm>
@@ -142,11 +146,17 @@ void transpose_block(const float* src, std::int64_t ld, std::int64_t rows, std::
 }
 #pragma GCC diagnostic pop
 
-// Packs op(A)[i0 : i0 + mc, p0 : p0 + kc] into MR-row micro-panels: panel s holds
-// op(A)[s MR + i, p] at dst[s MR kc + p MR + i], rows past mc zero.
+// Packs op(A)[i0 : i0 + mc, p0 : p0 + kc] into row micro-panels of at most MR rows, panel s
+// (rows panel_lo(s, ...) on) at dst + s MR kc with op(A)[row, p] at [p MR + i], rows past the
+// panel's height zero. The panels split mc evenly (m = 100: 8 panels of 12-13 rows, not 7 of 14
+// and one of 2, whose kernel would wait on its few FMA chains).
+std::int64_t panel_count(std::int64_t mc) { return ceil_div(mc, kMR); }
+std::int64_t panel_lo(std::int64_t s, std::int64_t mc, std::int64_t panels) { return s * mc / panels; }
+
 void pack_a(bool ta, const float* a, std::int64_t lda, std::int64_t mc, std::int64_t kc, float* dst) {
-  for (std::int64_t s = 0; s < mc; s += kMR, dst += kMR * kc) {
-    const std::int64_t rows = std::min<std::int64_t>(kMR, mc - s);
+  const std::int64_t panels = panel_count(mc);
+  for (std::int64_t q = 0; q < panels; ++q, dst += kMR * kc) {
+    const std::int64_t s = panel_lo(q, mc, panels), rows = panel_lo(q + 1, mc, panels) - s;
     if (ta) {  // op(A)[i, p] = a[p lda + i]: each k step is a contiguous run of rows
       const __mmask16 rm = lanes(rows), wm = lanes(kMR);
       for (std::int64_t p = 0; p < kc; ++p)
@@ -185,39 +195,55 @@ void pack_b(bool tb, const float* b, std::int64_t ldb, std::int64_t nc, std::int
 }
 
 // --- micro-kernel --------------------------------------------------------------
-// C[0:R, 0:nr] = alpha * (packed A panel)(R x kc) (packed B panel)(kc x NR) + beta C.
-// R = MR except for the last panel of a block, which gets its own instantiation
-// instead of computing padded rows. beta == 0 never reads C.
-template <int R>
-void kernel(std::int64_t kc, const float* __restrict pa, const float* __restrict pb, float* c, std::int64_t ldc,
-            std::int64_t nr, float alpha, float beta) {
-  __m512 acc[R][kNV];
+// C[0:R, 0:nr] = alpha * (packed A panel)(R x kc) (packed B panel)(kc x 16 V) + beta C, or
+// + bias[0:nr] in place of beta C when bias is given (then beta is not used: the first depth
+// block of a product with a bias row; that sum, alpha acc + bias, is the one a C filled with
+// the bias and beta = 1 gives, bit for bit). R = MR and V = NV except at the edges of a block:
+// the last row panel gets its own R instead of computing padded rows, and a last column panel
+// of at most 16 columns (the 4 left of n = 100) runs V = 1, half the FMAs of V = 2. Each
+// element of C is the same chain of FMAs over p whatever R and V are, so the edge variants
+// change the speed, never the bits. beta == 0 never reads C.
+template <int R, int V, bool Direct>
+void kernel(std::int64_t kc, const float* __restrict pa, std::int64_t lda, const float* __restrict pb,
+            std::int64_t ldb, float* c, std::int64_t ldc, std::int64_t nr, float alpha, float beta,
+            const float* bias) {
+  static_assert(V >= 1 && (Direct ? R * V + V < 32 : V <= kNV), "V vectors: at most NV of a packed panel");
+  // Packed: A's row i at pa[i], MR floats per step of p; B's NR floats per step. Direct: the
+  // operands in place, A's row i at pa[i lda] (one float per step), B's row p at pb + p ldb.
+  const std::int64_t step_a = Direct ? 1 : kMR, step_b = Direct ? ldb : kNR, row_a = Direct ? lda : 1;
+  __mmask16 mk[V];
+  for (int v = 0; v < V; ++v) mk[v] = lanes(nr - 16 * v);
+  __m512 acc[R][V];
 #pragma GCC unroll 16
   for (int i = 0; i < R; ++i)
 #pragma GCC unroll 4
-    for (int v = 0; v < kNV; ++v) acc[i][v] = _mm512_setzero_ps();
+    for (int v = 0; v < V; ++v) acc[i][v] = _mm512_setzero_ps();
   for (int i = 0; i < R; ++i) _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
-  for (std::int64_t p = 0; p < kc; ++p, pa += kMR, pb += kNR) {
-    __m512 bv[kNV];
+  for (std::int64_t p = 0; p < kc; ++p, pa += step_a, pb += step_b) {
+    __m512 bv[V];
 #pragma GCC unroll 4
-    for (int v = 0; v < kNV; ++v) bv[v] = _mm512_load_ps(pb + 16 * v);
+    for (int v = 0; v < V; ++v) bv[v] = Direct ? _mm512_maskz_loadu_ps(mk[v], pb + 16 * v) : _mm512_load_ps(pb + 16 * v);
 #pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
-      const __m512 av = _mm512_set1_ps(pa[i]);
+      const __m512 av = _mm512_set1_ps(pa[i * row_a]);
 #pragma GCC unroll 4
-      for (int v = 0; v < kNV; ++v) acc[i][v] = _mm512_fmadd_ps(av, bv[v], acc[i][v]);
+      for (int v = 0; v < V; ++v) acc[i][v] = _mm512_fmadd_ps(av, bv[v], acc[i][v]);
     }
   }
   const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-  __mmask16 mk[kNV];
-  for (int v = 0; v < kNV; ++v) mk[v] = lanes(nr - 16 * v);
+  __m512 bias_v[V];
+  for (int v = 0; v < V; ++v) {
+    bias_v[v] = bias ? _mm512_maskz_loadu_ps(mk[v], bias + 16 * v) : _mm512_setzero_ps();
+  }
 #pragma GCC unroll 16
   for (int i = 0; i < R; ++i) {
     float* cr = c + i * ldc;
 #pragma GCC unroll 4
-    for (int v = 0; v < kNV; ++v) {
+    for (int v = 0; v < V; ++v) {
       __m512 x = acc[i][v];
-      if (beta == 0.0f) {
+      if (bias) {
+        x = _mm512_fmadd_ps(x, va, bias_v[v]);
+      } else if (beta == 0.0f) {
         x = _mm512_mul_ps(x, va);
       } else {
         const __m512 old = _mm512_maskz_loadu_ps(mk[v], cr + 16 * v);
@@ -228,13 +254,21 @@ void kernel(std::int64_t kc, const float* __restrict pa, const float* __restrict
   }
 }
 
-using KernelFn = void (*)(std::int64_t, const float*, const float*, float*, std::int64_t, std::int64_t, float, float);
+using KernelFn = void (*)(std::int64_t, const float*, std::int64_t, const float*, std::int64_t, float*, std::int64_t,
+                          std::int64_t, float, float, const float*);
 
-template <std::size_t... R>
+template <int V, bool Direct, std::size_t... R>
 constexpr std::array<KernelFn, sizeof...(R)> make_kernels(std::index_sequence<R...>) {
-  return {&kernel<int(R) + 1>...};
+  return {&kernel<int(R) + 1, V, Direct>...};
 }
-constexpr auto kKernels = make_kernels(std::make_index_sequence<kMR>());  // kKernels[r - 1]: r rows
+// kKernels[direct][one vector][r - 1]: r rows; NV vectors, or one (a last panel of <= 16 columns)
+constexpr std::array<KernelFn, kMR> kKernels[2][2] = {
+    {make_kernels<kNV, false>(std::make_index_sequence<kMR>()), make_kernels<1, false>(std::make_index_sequence<kMR>())},
+    {make_kernels<kNV, true>(std::make_index_sequence<kMR>()), make_kernels<1, true>(std::make_index_sequence<kMR>())}};
+// In place, a last panel of NR + 1-16 columns (n = 100: 64 + 36) is one panel of three vectors,
+// at most kMR3 rows: 9 x 3 accumulators, 3 B vectors and a broadcast fill 31 registers.
+constexpr int kMR3 = 9;
+constexpr auto kKernels3 = make_kernels<3, true>(std::make_index_sequence<kMR3>());
 
 // C = beta C (the k == 0 / alpha == 0 cases); beta == 0 writes zeros without reading.
 void scale_c(std::int64_t m, std::int64_t n, float beta, float* c, std::int64_t ldc) {
@@ -242,14 +276,64 @@ void scale_c(std::int64_t m, std::int64_t n, float beta, float* c, std::int64_t 
     for (std::int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
 }
 
+// Whether the kernel reads op(A) and op(B) where they are instead of packing them: NN products
+// at most 128 columns wide (the MLP 784-100-10's (100, 784) x (784, 100)), or at most 512 wide
+// with at most 32 rows. Packing costs a pass over A (16 x 16 transposes) and one over B per
+// call, 17% of that product's time; read in place, its B rows (400 bytes) stay a few cache lines
+// per step of the depth. Wider B runs 5-10% slower in place when many row panels share it (m =
+// 100, n = 256-1000: rows 1-4 KB apart), but with few rows the packing is most of the work
+// ((10, 784) x (784, 512): 1.5x in place). (DEZERO_SGEMM_DIRECT=0 turns this off, for tuning.)
+#ifndef DEZERO_SGEMM_DIRECT
+#define DEZERO_SGEMM_DIRECT 1
+#endif
+bool reads_in_place(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t /*k*/) {
+  return DEZERO_SGEMM_DIRECT && !ta && !tb && (n <= 128 || (m <= 32 && n <= 512));
+}
+
+// NN in place (reads_in_place): C's columns in panels of NR, where a remainder of at most 16
+// columns joins the last full panel (three vectors; n = 100: 32, 32, 36 instead of 32, 32, 32, 4,
+// whose one-vector kernel waits on its loads: a broadcast per FMA), each panel swept over all
+// rows in row panels split evenly, at most MR rows (kMR3 for three vectors). Depth blocks as in
+// the packed path (balanced_block(k, KC, 16)), so the sums, and the bits, are the packed path's.
+void sgemm_in_place(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a, std::int64_t lda,
+                    const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc, const float* bias) {
+  const std::int64_t kc_max = balanced_block(k, kKC, 16);
+  const std::int64_t full = n / kNR, rem = n % kNR;
+  const std::int64_t merged = full >= 1 && rem > 0 && rem <= 16 ? (full - 1) * kNR : -1;  // the 3-vector panel
+  for (std::int64_t pc = 0; pc < k; pc += kc_max) {
+    const std::int64_t kc = std::min(kc_max, k - pc);
+    const float beta_pc = pc == 0 ? beta : 1.0f;
+    const float* bias_pc = pc == 0 ? bias : nullptr;
+    for (std::int64_t jr = 0; jr < n;) {
+      const std::int64_t nr = jr == merged ? kNR + rem : std::min<std::int64_t>(kNR, n - jr);
+      const std::int64_t rmax = nr > kNR ? kMR3 : kMR, panels = ceil_div(m, rmax);
+      for (std::int64_t q = 0; q < panels; ++q) {
+        const std::int64_t ir = panel_lo(q, m, panels), mr = panel_lo(q + 1, m, panels) - ir;
+        const KernelFn kern = nr > kNR ? kKernels3[mr - 1] : kKernels[1][nr <= 16][mr - 1];
+        kern(kc, a + ir * lda + pc, lda, b + pc * ldb + jr, ldb, c + ir * ldc + jr, ldc, nr, alpha, beta_pc,
+             bias_pc ? bias_pc + jr : nullptr);
+      }
+      jr += nr;
+    }
+  }
+}
+
 }  // namespace
 
 bool sgemm_available() { return true; }
 
 void sgemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
-           std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
+           std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc,
+           const float* bias) {
   if (m <= 0 || n <= 0) return;
-  if (k <= 0 || alpha == 0.0f) return scale_c(m, n, beta, c, ldc);
+  if (k <= 0 || alpha == 0.0f) {
+    scale_c(m, n, bias ? 0.0f : beta, c, ldc);
+    if (bias)
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t j = 0; j < n; ++j) c[i * ldc + j] += bias[j];
+    return;
+  }
+  if (reads_in_place(ta, tb, m, n, k)) return sgemm_in_place(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias);
   Buffers& buf = buffers();
   const std::int64_t nc_max = balanced_block(n, kNC, kNR);
   const std::int64_t kc_max = balanced_block(k, kKC, 16);
@@ -260,15 +344,19 @@ void sgemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, flo
       const std::int64_t kc = std::min(kc_max, k - pc);
       pack_b(tb, tb ? b + jc * ldb + pc : b + pc * ldb + jc, ldb, nc, kc, buf.b);
       const float beta_pc = pc == 0 ? beta : 1.0f;  // later depth blocks accumulate
+      const float* bias_pc = pc == 0 && bias ? bias + jc : nullptr;
       for (std::int64_t ic = 0; ic < m; ic += mc_max) {
         const std::int64_t mc = std::min(mc_max, m - ic);
         pack_a(ta, ta ? a + pc * lda + ic : a + ic * lda + pc, lda, mc, kc, buf.a);
-        for (std::int64_t ir = 0; ir < mc; ir += kMR) {
-          const std::int64_t mr = std::min<std::int64_t>(kMR, mc - ir);
-          const KernelFn kern = kKernels[mr - 1];
-          for (std::int64_t jr = 0; jr < nc; jr += kNR)
-            kern(kc, buf.a + ir * kc, buf.b + jr * kc, c + (ic + ir) * ldc + jc + jr, ldc,
-                 std::min<std::int64_t>(kNR, nc - jr), alpha, beta_pc);
+        const std::int64_t panels = panel_count(mc);
+        for (std::int64_t q = 0; q < panels; ++q) {
+          const std::int64_t ir = panel_lo(q, mc, panels), mr = panel_lo(q + 1, mc, panels) - ir;
+          for (std::int64_t jr = 0; jr < nc; jr += kNR) {
+            const std::int64_t nr = std::min<std::int64_t>(kNR, nc - jr);
+            kKernels[0][nr <= 16][mr - 1](kc, buf.a + q * kMR * kc, kMR, buf.b + jr * kc, kNR,
+                                          c + (ic + ir) * ldc + jc + jr, ldc, nr, alpha, beta_pc,
+                                          bias_pc ? bias_pc + jr : nullptr);
+          }
         }
       }
     }
@@ -280,7 +368,7 @@ void sgemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, flo
 bool sgemm_available() { return false; }
 
 void sgemm(bool, bool, std::int64_t, std::int64_t, std::int64_t, float, const float*, std::int64_t, const float*,
-           std::int64_t, float, float*, std::int64_t) {
+           std::int64_t, float, float*, std::int64_t, const float*) {
   throw Error("sgemm: this build has no AVX-512 kernel (compiled without __AVX512F__); use the Eigen path");
 }
 
