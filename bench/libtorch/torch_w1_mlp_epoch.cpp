@@ -15,6 +15,7 @@
 //   torch_w1_mlp_epoch [--epochs N] [--optimizer sgd|adam] [--weight-decay RATE]
 //                      [--dataset fashion-mnist|synthetic] [--data DIR] [--flush-denormal 0|1]
 #include <memory>
+#include <vector>
 #include <string>
 
 #include "torch_common.hpp"
@@ -29,8 +30,15 @@ int main(int argc, char** argv) try {
   if (!synthetic && dataset != "fashion-mnist")
     throw std::invalid_argument("--dataset must be fashion-mnist or synthetic, got " + dataset);
   if (tbench::arg(argc, argv, "--flush-denormal", "0") != std::string("0")) {
+    // MXCSR is per thread: set it on this thread and on each of the intra-op pool's threads (one
+    // index each), where LibTorch's element-wise kernels, Adam's among them, run.
     if (!at::globalContext().setFlushDenormal(true)) throw std::runtime_error("this CPU cannot flush denormals");
-    std::cout << "flush denormal: on (FTZ + DAZ)\n";
+    const int threads = at::get_num_threads();
+    std::vector<int> done(static_cast<std::size_t>(threads), 0);
+    at::parallel_for(0, threads, 1, [&](std::int64_t b, std::int64_t e) {
+      for (std::int64_t i = b; i < e; ++i) done[static_cast<std::size_t>(i)] = at::globalContext().setFlushDenormal(true);
+    });
+    std::cout << "flush denormal: on (FTZ + DAZ) on the main thread and " << threads << " intra-op threads\n";
   }
   torch::manual_seed(0);
   torch::Tensor X, T, X_test, T_test;
