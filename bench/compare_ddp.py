@@ -7,7 +7,9 @@ mean step time, then per configuration the median and the cost model's communica
 2 (P - 1) / P x 7.18 MB x 8 / rate (the bandwidth bound of any allreduce).
 
   python3 bench/compare_ddp.py [--build build] [--ranks 2] [--rate 1gbit] [--delay 0.2ms] [--steps 50]
-                               [--rounds 3] [--only ours,ours-bf16,ours-fp16,ddp,ddp-fp16]
+                               [--rounds 3] [--only ours,ours-bf16,ours-fp16,ours-db,ours-db-bf16,ddp,ddp-fp16]
+
+ours-db: double buffering (mn::MultiNodeOptimizerOptions), one step stale.
 
 Needs root, iproute2, Open MPI and /usr/bin/python3 with torch (Debian's python3-torch). Every rank runs
 one thread.
@@ -52,6 +54,9 @@ def main():
         "ours": mpi + ["--", w5, "--steps", str(a.steps)],
         "ours-bf16": mpi + ["--", w5, "--steps", str(a.steps), "--allreduce-grad-dtype", "bfloat16"],
         "ours-fp16": mpi + ["--", w5, "--steps", str(a.steps), "--allreduce-grad-dtype", "float16"],
+        "ours-db": mpi + ["--", w5, "--steps", str(a.steps), "--double-buffering", "1"],
+        "ours-db-bf16": mpi + ["--", w5, "--steps", str(a.steps), "--double-buffering", "1",
+                               "--allreduce-grad-dtype", "bfloat16"],
         "ddp": ["--each", "--", a.python, ddp, "--steps", str(a.steps)],
         "ddp-fp16": ["--each", "--", a.python, ddp, "--steps", str(a.steps), "--hook", "fp16"],
     }

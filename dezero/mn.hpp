@@ -55,7 +55,8 @@ namespace dezero::mn {
 bool is_available();
 
 // --- Environment ----------------------------------------------------------------------------------
-/// MPI for the program's lifetime: MPI_Init_thread (MPI_THREAD_FUNNELED) when made, MPI_Finalize
+/// MPI for the program's lifetime: MPI_Init_thread (asking for MPI_THREAD_MULTIPLE, which a
+/// double-buffering MultiNodeOptimizer needs for its communication thread) when made, MPI_Finalize
 /// when destroyed. Make one at the top of main, before any communicator.
 ///
 /// An exception must not leave the other ranks waiting in a collective that this rank will never
@@ -80,6 +81,8 @@ class Environment {
 
   int rank() const;  ///< This process's rank in MPI_COMM_WORLD.
   int size() const;  ///< The number of processes in MPI_COMM_WORLD.
+  /// Whether MPI granted MPI_THREAD_MULTIPLE (any thread may call MPI at any time).
+  bool thread_multiple() const;
 };
 
 // --- Evaluation -----------------------------------------------------------------------------------
@@ -253,6 +256,22 @@ std::shared_ptr<Communicator> create_communicator(const std::string& name = "nai
 std::shared_ptr<Communicator> create_communicator(const std::string& name, const CommunicatorOptions& options);
 
 // --- MultiNodeOptimizer ---------------------------------------------------------------------------
+/// Options of create_multi_node_optimizer (ChainerMN's keyword arguments).
+struct MultiNodeOptimizerOptions {
+  /// ChainerMN's double_buffering: update() applies the gradients averaged over the ranks at the
+  /// previous update() while this step's are being averaged on a communication thread, so the
+  /// averaging overlaps the next forward and backward pass. The price is one step of staleness:
+  /// the k-th update applies the mean of the (k-1)-th step's gradients (computed with the weights
+  /// of that step), the first update() only starts an averaging and changes nothing (it returns
+  /// false), and the gradients of the last step are never applied. The thread averages on a
+  /// communicator of its own (a duplicate of the one given, made when the optimizer is made: a
+  /// collective), so the program's other collectives may run meanwhile; that needs MPI to grant
+  /// MPI_THREAD_MULTIPLE (Environment::thread_multiple()): otherwise, and for "pure_nccl", making
+  /// the optimizer is a NotImplementedError. An error in the averaging is rethrown by the next
+  /// update().
+  bool double_buffering = false;
+};
+
 /// An optimizer that was set up on a model, made to train across the ranks (ChainerMN's
 /// create_multi_node_optimizer): update() averages the gradients over the ranks
 /// (Communicator::multi_node_mean_grad), then runs the wrapped optimizer's update(), hooks
@@ -270,9 +289,16 @@ class MultiNodeOptimizer {
   /// Wraps `actual`, which must have been set up (setup(model) or a parameter list; ValueError
   /// otherwise), and broadcasts rank 0's parameters (see the class comment).
   MultiNodeOptimizer(optimizers::Optimizer& actual, std::shared_ptr<Communicator> comm);
+  /// The same with ChainerMN's keyword arguments (MultiNodeOptimizerOptions). A copy of a
+  /// double-buffering optimizer shares its communication thread and its averaging in flight.
+  MultiNodeOptimizer(optimizers::Optimizer& actual, std::shared_ptr<Communicator> comm,
+                     const MultiNodeOptimizerOptions& options);
   /// Averages the gradients over the ranks, then updates (see the class comment for the first
-  /// update after parameters appear). Returns false when this update was skipped for a broadcast.
+  /// update after parameters appear, and MultiNodeOptimizerOptions::double_buffering). Returns
+  /// false when this update changed no parameter (a broadcast, or double buffering's first step).
   bool update();
+  /// Whether update() works with double buffering (MultiNodeOptimizerOptions).
+  bool double_buffering() const { return static_cast<bool>(buffering_); }
   optimizers::Optimizer& actual_optimizer() const { return *actual_; }  ///< The wrapped optimizer.
   const std::shared_ptr<Communicator>& communicator() const { return comm_; }  ///< Its communicator.
 
@@ -281,10 +307,15 @@ class MultiNodeOptimizer {
   optimizers::Optimizer* actual_;
   std::shared_ptr<Communicator> comm_;
   std::vector<std::string> initialised_;  // keys whose data had been broadcast, sorted
+  struct Buffering;                       // double buffering's thread and gradients (optimizer.cpp)
+  std::shared_ptr<Buffering> buffering_;  // null without double buffering
 };
 
 /// A MultiNodeOptimizer of `actual` on `comm`, by value (ChainerMN's create_multi_node_optimizer).
 MultiNodeOptimizer create_multi_node_optimizer(optimizers::Optimizer& actual, std::shared_ptr<Communicator> comm);
+/// The same with ChainerMN's keyword arguments: `create_multi_node_optimizer(adam, comm, {.double_buffering = true})`.
+MultiNodeOptimizer create_multi_node_optimizer(optimizers::Optimizer& actual, std::shared_ptr<Communicator> comm,
+                                               const MultiNodeOptimizerOptions& options);
 
 // --- scatter_dataset ------------------------------------------------------------------------------
 /// A view of some samples of a dataset, in a given order (ChainerMN's SubDataset): get(i) is the

@@ -55,6 +55,9 @@ MPI_Datatype mpi_type(DType dtype);
 // dezero::Error naming `op` unless an Environment has initialised MPI and not finalised it.
 void require_mpi(const char* op);
 
+// Whether MPI is initialised (and not finalised) with MPI_THREAD_MULTIPLE.
+bool mpi_thread_multiple();
+
 // The States of the live communicators, freed by ~Environment before MPI_Finalize.
 void register_state(const std::shared_ptr<Communicator::State>& state);
 void free_all_states() noexcept;

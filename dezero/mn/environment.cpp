@@ -71,7 +71,7 @@ void initialise(int* argc, char*** argv) {
   if (initialised)
     throw Error("mn::Environment: MPI is already initialised; hint: make one Environment, at the top of main");
   int provided = 0;
-  detail::check_mpi(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread", __FILE__,
+  detail::check_mpi(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread", __FILE__,
                     __LINE__);
   g_previous_terminate = std::set_terminate(on_terminate);
   static bool registered = false;
@@ -101,6 +101,18 @@ Environment::~Environment() {
   std::set_terminate(g_previous_terminate);
   MPI_Finalize();
 }
+
+bool Environment::thread_multiple() const { return detail::mpi_thread_multiple(); }
+
+namespace detail {
+bool mpi_thread_multiple() {
+  int initialised = 0, finalised = 0, level = MPI_THREAD_SINGLE;
+  MPI_Initialized(&initialised);
+  MPI_Finalized(&finalised);
+  if (initialised && !finalised) MPI_Query_thread(&level);
+  return level == MPI_THREAD_MULTIPLE;
+}
+}  // namespace detail
 
 int Environment::rank() const {
   int r = 0;

@@ -1,0 +1,159 @@
+// tests/mn/test_mn_buffering.cpp - double buffering (MultiNodeOptimizerOptions::double_buffering,
+// ChainerMN's double_buffering), under mpirun -np 1 and -np 2: the k-th update applies the mean of
+// the (k-1)-th step's gradients, equal to a one-process reference that applies its gradients one
+// step late (SGD, MomentumSGD, Adam + WeightDecay; float64 to 1e-12; naive and flat, float32 and
+// bfloat16 on the wire), the first update only starts an averaging, lazy parameters cost one more
+// skipped step, every rank ends with the same parameters, and pure_nccl is refused before any
+// collective.
+#include <doctest/doctest.h>
+
+#include <dezero/dezero.hpp>
+#include <dezero/mn.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dezero/mn/detail.hpp"
+
+using namespace dezero;
+namespace L = dezero::L;
+namespace O = dezero::optimizers;
+
+namespace {
+
+L::LinearOptions sized_options(std::int64_t in_size) {
+  L::LinearOptions o;
+  o.in_size = in_size;
+  o.dtype = float64;
+  return o;
+}
+
+// 3 -> 4 (sigmoid) -> 2, every shape given.
+class SmallNet : public Model {
+ public:
+  SmallNet() {
+    l1 = register_layer("l1", std::make_shared<L::Linear>(4, sized_options(3)));
+    l2 = register_layer("l2", std::make_shared<L::Linear>(2, sized_options(4)));
+  }
+  Variable forward(const Variable& x) override { return l2(F::sigmoid(l1(x))); }
+  L::LayerRef<L::Linear> l1, l2;
+};
+
+void backprop(Model& model, const Tensor& x, const Tensor& t) {
+  Variable loss = F::mean_squared_error(model(x), t);
+  model.cleargrads();
+  loss.backward();
+}
+
+bool same_as_rank0(mn::Communicator& comm, const L::Layer& model) {
+  bool ok = true;
+  for (const auto& p : model.params()) ok = ok && utils::array_equal(comm.bcast(p.data(), 0), p.data());
+  const Tensor failing = comm.allreduce(array(std::vector<std::int64_t>{ok ? 0 : 1}, Shape{1}, int64));
+  return failing.item<std::int64_t>() == 0;
+}
+
+std::unique_ptr<O::Optimizer> make_rule(int rule) {
+  if (rule == 0) return std::make_unique<O::SGD>(0.5);
+  if (rule == 1) return std::make_unique<O::MomentumSGD>(0.5, 0.9);
+  return std::make_unique<O::Adam>(0.05);
+}
+
+}  // namespace
+
+TEST_CASE("mn double buffering: the k-th update applies step k-1's mean gradient (one step stale)") {
+  REQUIRE(mn::detail::mpi_thread_multiple());  // Open MPI grants it to mn::Environment
+  for (const std::string name : {"naive", "flat"}) {
+    for (auto wire : {mn::GradWireDtype::same, mn::GradWireDtype::bfloat16}) {
+      for (int rule = 0; rule < 3; ++rule) {
+        CAPTURE(name);
+        CAPTURE(rule);
+        CAPTURE(mn::grad_wire_dtype_name(wire));
+        mn::CommunicatorOptions comm_options;
+        comm_options.allreduce_grad_dtype = wire;
+        auto comm = mn::create_communicator(name, comm_options);
+        const std::int64_t B = 4, N = comm->size();
+        random::seed(3);  // the same data and initial weights on every rank
+        SmallNet model, reference;
+        auto a = model.params(), r = reference.params();
+        for (std::size_t i = 0; i < a.size(); ++i) r[i].set_data(a[i].data().copy());
+        auto opt = make_rule(rule), ref_opt = make_rule(rule);
+        opt->setup(model);
+        ref_opt->setup(reference);
+        if (rule == 2) {
+          opt->add_hook(O::WeightDecay(1e-2));
+          ref_opt->add_hook(O::WeightDecay(1e-2));
+        }
+        mn::MultiNodeOptimizerOptions options;
+        options.double_buffering = true;
+        auto mopt = mn::create_multi_node_optimizer(*opt, comm, options);
+        CHECK(mopt.double_buffering());
+        // The reference: one process with the whole batch, whose gradients wait one step. With a
+        // 16-bit wire the reference's pending gradients are the ranks' mean as that wire gives it,
+        // taken from a blocking average of the same gradients on a communicator of the same kind.
+        auto blocking = mn::create_communicator(name, comm_options);
+        std::vector<Tensor> pending;
+        for (int step = 0; step < 6; ++step) {
+          Tensor x = random::randn({B * N, 3}), t = random::randn({B * N, 2});
+          const Tensor xs = x[Slice(comm->rank() * B, (comm->rank() + 1) * B)];
+          const Tensor ts = t[Slice(comm->rank() * B, (comm->rank() + 1) * B)];
+          backprop(model, xs, ts);
+          CHECK(mopt.update() == (step > 0));
+          if (wire == mn::GradWireDtype::same) backprop(reference, x, t);
+          else {
+            backprop(reference, xs, ts);
+            blocking->multi_node_mean_grad(reference);
+          }
+          std::vector<Tensor> now;
+          for (auto& p : reference.params()) now.push_back(p.grad().data().copy());
+          if (!pending.empty()) {
+            auto ps = reference.params();
+            for (std::size_t i = 0; i < ps.size(); ++i) ps[i].set_grad(Variable(pending[i]));
+            ref_opt->update();
+          }
+          pending = std::move(now);
+        }
+        auto got = model.params(), want = reference.params();
+        for (std::size_t i = 0; i < got.size(); ++i)
+          CHECK(utils::array_allclose(got[i].data(), want[i].data(), 0.0, 1e-12));
+        CHECK(opt->t() == 5);
+        CHECK(same_as_rank0(*comm, model));
+      }
+    }
+  }
+}
+
+TEST_CASE("mn double buffering: lazy parameters, and what is refused") {
+  auto comm = mn::create_communicator("flat");
+  random::seed(30 + static_cast<std::uint64_t>(comm->rank()));  // rank-dependent weights and data
+  models::MLP model({6, 2});                                      // lazy: shapes from the first batch
+  O::SGD sgd(0.1);
+  sgd.setup(model);
+  mn::MultiNodeOptimizerOptions options;
+  options.double_buffering = true;
+  mn::MultiNodeOptimizer mopt(sgd, comm, options);
+  int skipped = 0;
+  for (int step = 0; step < 5; ++step) {
+    Tensor x = random::randn({5, 3}), t = random::randn({5, 2});
+    Variable loss = F::mean_squared_error(model(x), t);
+    model.cleargrads();
+    loss.backward();
+    if (!mopt.update()) ++skipped;
+  }
+  CHECK(skipped == 2);  // the broadcast of the lazy weights, then the first averaging
+  CHECK(sgd.t() == 3);
+  CHECK(same_as_rank0(*comm, model));
+
+  O::SGD other(0.1);
+  SmallNet net;
+  other.setup(net);
+  std::shared_ptr<mn::Communicator> nccl;
+  try {
+    nccl = mn::create_communicator("pure_nccl");  // made lazily: no GPU is needed until its first collective
+  } catch (const Error& e) {
+    MESSAGE("pure_nccl is not in this build: ", std::string(e.what()));
+  }
+  if (nccl) CHECK_THROWS_AS(mn::MultiNodeOptimizer(other, nccl, options), NotImplementedError);
+  mn::MultiNodeOptimizer plain(other, comm);
+  CHECK_FALSE(plain.double_buffering());
+}
