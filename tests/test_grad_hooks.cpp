@@ -281,3 +281,28 @@ TEST_CASE("grad hooks: a hook registered during a pass is called from the next p
   m.loss().backward();
   CHECK(w1_calls == 2);
 }
+
+TEST_CASE("grad hooks: Functions with two outputs and the book's make_shared spelling") {
+  // (a, b) = Split2(x) = (x + 1, 2x), y = a * b = 2x^2 + 2x: dy/dx = 4x + 2 = 14 at x = 3.
+  class Split2 : public Function {
+   public:
+    TensorList forward(const TensorList& xs) override { return {xs[0] + 1.0, xs[0] * 2.0}; }
+    VariableList backward(const VariableList& gys) override { return {gys[0] + gys[1] * 2.0}; }
+  };
+  Variable x(array(3.0));
+  std::vector<double> seen;
+  x.register_post_accumulate_grad_hook([&](const Variable& v) { seen.push_back(values(v.grad())[0]); });
+  VariableList ab = call_all<Split2>({x});
+  (ab[0] * ab[1]).backward();
+  CHECK(seen == std::vector<double>{14.0});
+
+  class Square : public Function {
+   public:
+    TensorList forward(const TensorList& xs) override { return {xs[0] * xs[0]}; }
+    VariableList backward(const VariableList& gys) override { return {2.0 * input(0) * gys[0]}; }
+  };
+  x.cleargrad();
+  Variable y = (*std::make_shared<Square>())(x);
+  (y + x).backward();  // 2x + 1 = 7
+  CHECK(seen == std::vector<double>{14.0, 7.0});
+}

@@ -112,6 +112,7 @@ struct HookPass {
   };
   std::unordered_map<const Function*, Fn> fns;
   std::unordered_map<const VariableNode*, Leaf> leaves;
+  std::vector<Function*> todo;  // done()'s list of Functions that will not run
   std::uint64_t id_limit = 0;
 };
 }  // namespace
@@ -131,40 +132,6 @@ void Variable::backward(bool retain_grad, bool create_graph) {
                      node_->grad->data.shape().str() + "; hint: set_grad() with a gradient of the same shape");
   }
   if (!detail::has_creator(*node_)) return;
-
-  QueueBuffer* qb = queue_buffer();
-  std::vector<std::shared_ptr<Function>> funcs;
-  const bool own_buffer = qb && !qb->taken;
-  if (own_buffer) {
-    funcs.swap(qb->spare);
-    qb->taken = true;
-  }
-  // A Function is queued once (its kQueued flag): the flag comes off when it is taken from
-  // the queue, which happens after every Function of a later generation, so nothing can
-  // queue it again in this pass.
-  auto add_func = [&](std::shared_ptr<Function>&& f) {
-    if (f->flags_ & Function::kQueued) return;
-    f->flags_ |= Function::kQueued;
-    funcs.push_back(std::move(f));
-    std::push_heap(funcs.begin(), funcs.end(), later_generation);
-  };
-  // Without retain_grad a Function's outputs lose their gradients once it has run (step 18).
-  auto drop_output_grads = [](Function& f) {
-    if (f.flags_ & Function::kEmbeddedOut) {
-      detail::defer_release(std::move(f.block_node()->grad));
-    } else {
-      for (std::size_t i = 0, n = f.n_outputs(); i < n; ++i)
-        if (auto o = f.ext()->outputs[i].node.lock()) detail::defer_release(std::move(o->grad));
-    }
-  };
-  auto give_back = [&] {
-    for (auto& f : funcs) f->flags_ = static_cast<std::uint8_t>(f->flags_ & ~Function::kQueued);
-    funcs.clear();
-    if (own_buffer) {
-      funcs.swap(qb->spare);
-      qb->taken = false;
-    }
-  };
 
   // With grad-ready hooks registered somewhere, count the uses (HookPass); a pass that
   // reaches no leaf with hooks drops the counts again. Without any, one relaxed load.
@@ -205,9 +172,44 @@ void Variable::backward(bool retain_grad, bool create_graph) {
     }
     if (hp->leaves.empty()) hp.reset();
   }
+  QueueBuffer* qb = queue_buffer();
+  std::vector<std::shared_ptr<Function>> funcs;
+  const bool own_buffer = qb && !qb->taken;
+  if (own_buffer) {
+    funcs.swap(qb->spare);
+    qb->taken = true;
+  }
+  // A Function is queued once (its kQueued flag): the flag comes off when it is taken from
+  // the queue, which happens after every Function of a later generation, so nothing can
+  // queue it again in this pass.
+  auto add_func = [&](std::shared_ptr<Function>&& f) {
+    if (f->flags_ & Function::kQueued) return;
+    f->flags_ |= Function::kQueued;
+    funcs.push_back(std::move(f));
+    std::push_heap(funcs.begin(), funcs.end(), later_generation);
+  };
+  // Without retain_grad a Function's outputs lose their gradients once it has run (step 18).
+  auto drop_output_grads = [](Function& f) {
+    if (f.flags_ & Function::kEmbeddedOut) {
+      detail::defer_release(std::move(f.block_node()->grad));
+    } else {
+      for (std::size_t i = 0, n = f.n_outputs(); i < n; ++i)
+        if (auto o = f.ext()->outputs[i].node.lock()) detail::defer_release(std::move(o->grad));
+    }
+  };
+  auto give_back = [&] {
+    for (auto& f : funcs) f->flags_ = static_cast<std::uint8_t>(f->flags_ & ~Function::kQueued);
+    funcs.clear();
+    if (own_buffer) {
+      funcs.swap(qb->spare);
+      qb->taken = false;
+    }
+  };
+
   // f has run (or will not run): its uses come off the counts; the hooks of a leaf at 0 run.
   auto done = [&](Function* f0) {
-    std::vector<Function*> todo{f0};
+    std::vector<Function*>& todo = hp->todo;
+    todo.assign(1, f0);
     while (!todo.empty()) {
       auto it = hp->fns.find(todo.back());
       todo.pop_back();
