@@ -243,13 +243,15 @@ class Variable {
   /// removed while it runs is not called again.
   ///
   /// A hook that throws stops backward(): the exception propagates out of it. The leaves
-  /// whose hooks ran have their final gradients, the others partial ones or none
-  /// (cleargrads() before the next pass); without retain_grad, the intermediate variables
-  /// lose theirs, as after any backward(), so the graph can be walked again. The hooks live with the variable's node (every
-  /// handle to it shares them); register them while no other thread runs a backward
-  /// through it. Only while some hook is registered does backward() first count the uses
-  /// of each leaf (one walk over the graph, PyTorch's dependency count); otherwise it costs
-  /// nothing.
+  /// whose hooks ran have their final gradients, the others partial ones or none (clear
+  /// them with cleargrad(), or a model's cleargrads(), before the next pass); without retain_grad,
+  /// the intermediate variables lose theirs, as after any backward(), so the graph can be
+  /// walked again.
+  ///
+  /// The hooks live with the variable's node (every handle to it shares them); register
+  /// them while no other thread runs a backward through it. Only while some hook is
+  /// registered, on any variable, does backward() first count the uses of each leaf (one
+  /// walk over the graph, PyTorch's dependency count); otherwise it costs nothing.
   ///
   /// A ValueError for an empty Variable(), an empty `hook`, a variable that is not a leaf
   /// (it has a creator: its gradient is not kept) or one that does not require grad.

@@ -306,3 +306,23 @@ TEST_CASE("grad hooks: Functions with two outputs and the book's make_shared spe
   (y + x).backward();  // 2x + 1 = 7
   CHECK(seen == std::vector<double>{14.0, 7.0});
 }
+
+TEST_CASE("grad hooks: on a lazy MLP's parameters, registered before the first call") {
+  models::MLP model({5, 3, 1});
+  std::vector<std::string> order;
+  for (std::size_t l = 0; l < model.layers.size(); ++l) {
+    const std::string n = std::to_string(l);
+    model.layers[l]->W.register_post_accumulate_grad_hook([&order, n](const Variable& v) {
+      CHECK(v.grad().shape() == v.shape());
+      order.push_back("W" + n);
+    });
+    model.layers[l]->b.register_post_accumulate_grad_hook([&order, n](const Variable&) { order.push_back("b" + n); });
+  }
+  random::Generator gen(5);
+  Variable x(gen.randn({4, 2})), t(gen.randn({4, 1}));
+  for (int step = 0; step < 2; ++step) {
+    model.cleargrads();
+    F::mean_squared_error(model(x), t).backward();
+  }
+  CHECK(order == std::vector<std::string>{"W2", "b2", "W1", "b1", "W0", "b0", "W2", "b2", "W1", "b1", "W0", "b0"});
+}

@@ -114,7 +114,12 @@ struct HookPass {
   std::unordered_map<const VariableNode*, Leaf> leaves;
   std::vector<Function*> todo;  // done()'s list of Functions that will not run
   std::uint64_t id_limit = 0;
+  HookPass() = default;
+  HookPass(const HookPass&) = delete;
+  HookPass& operator=(const HookPass&) = delete;
+  ~HookPass();  // out of line: backward's own body does not grow by the maps' destructors
 };
+__attribute__((noinline)) HookPass::~HookPass() = default;
 }  // namespace
 
 void Variable::backward(bool retain_grad, bool create_graph) {
@@ -134,32 +139,34 @@ void Variable::backward(bool retain_grad, bool create_graph) {
   if (!detail::has_creator(*node_)) return;
 
   // With grad-ready hooks registered somewhere, count the uses (HookPass); a pass that
-  // reaches no leaf with hooks drops the counts again. Without any, one relaxed load.
-  std::unique_ptr<HookPass> hp;
-  if (detail::grad_hooks_live.load(std::memory_order_relaxed) != 0) {
-    hp = std::make_unique<HookPass>();
-    hp->id_limit = detail::grad_hook_id_limit();
+  // reaches no leaf with hooks drops the counts again. Without any, one relaxed load. The
+  // hook code sits in lambdas kept out of line (noinline), so that this function's body,
+  // and with it what the compiler inlines into the loop below, stays as it was without hooks.
+  HookPass* hp = nullptr;  // owned, deleted by give_back (no destructor in this frame either)
+  if (detail::grad_hooks_live.load(std::memory_order_relaxed) != 0) hp = [&]() __attribute__((noinline)) {
+    auto pass = std::make_unique<HookPass>();
+    pass->id_limit = detail::grad_hook_id_limit();
     std::shared_ptr<Function> root = detail::creator_of(node_.ptr());
     std::vector<Function*> stack{root.get()};
-    hp->fns[root.get()].keep = std::move(root);
+    pass->fns[root.get()].keep = std::move(root);
     while (!stack.empty()) {
       Function* f = stack.back();
       stack.pop_back();
-      HookPass::Fn& e = hp->fns[f];
+      HookPass::Fn& e = pass->fns[f];
       const VariableSpan xs = f->inputs();
       for (std::size_t i = 0; i < xs.size(); ++i) {
         if (!f->needs_input_grad(i)) continue;
         const std::shared_ptr<VariableNode>& n = xs[i].node_.ptr();
         HookPass::Use u;
         if (detail::has_grad_ready_hooks(*n)) {
-          HookPass::Leaf& l = hp->leaves[n.get()];
+          HookPass::Leaf& l = pass->leaves[n.get()];
           if (!l.v.node_) l.v.node_ = detail::NodeHandle::graph_ref(n);
           ++l.uses;
           u.leaf = n.get();
         }
         if (detail::has_creator(*n)) {
           std::shared_ptr<Function> g = detail::creator_of(n);
-          HookPass::Fn& c = hp->fns[g.get()];
+          HookPass::Fn& c = pass->fns[g.get()];
           if (!c.keep) {
             stack.push_back(g.get());
             c.keep = std::move(g);
@@ -170,8 +177,8 @@ void Variable::backward(bool retain_grad, bool create_graph) {
         if (u.leaf || u.creator) e.inputs.push_back(u);
       }
     }
-    if (hp->leaves.empty()) hp.reset();
-  }
+    return pass->leaves.empty() ? nullptr : pass.release();
+  }();
   QueueBuffer* qb = queue_buffer();
   std::vector<std::shared_ptr<Function>> funcs;
   const bool own_buffer = qb && !qb->taken;
@@ -188,15 +195,6 @@ void Variable::backward(bool retain_grad, bool create_graph) {
     funcs.push_back(std::move(f));
     std::push_heap(funcs.begin(), funcs.end(), later_generation);
   };
-  // Without retain_grad a Function's outputs lose their gradients once it has run (step 18).
-  auto drop_output_grads = [](Function& f) {
-    if (f.flags_ & Function::kEmbeddedOut) {
-      detail::defer_release(std::move(f.block_node()->grad));
-    } else {
-      for (std::size_t i = 0, n = f.n_outputs(); i < n; ++i)
-        if (auto o = f.ext()->outputs[i].node.lock()) detail::defer_release(std::move(o->grad));
-    }
-  };
   auto give_back = [&] {
     for (auto& f : funcs) f->flags_ = static_cast<std::uint8_t>(f->flags_ & ~Function::kQueued);
     funcs.clear();
@@ -204,10 +202,17 @@ void Variable::backward(bool retain_grad, bool create_graph) {
       funcs.swap(qb->spare);
       qb->taken = false;
     }
+    delete hp;
   };
 
+  // v got a gradient in this pass.
+  auto reached = [&](const VariableNode* v) __attribute__((noinline)) {
+    if (!detail::has_grad_ready_hooks(*v)) return;
+    auto l = hp->leaves.find(v);
+    if (l != hp->leaves.end()) l->second.reached = true;
+  };
   // f has run (or will not run): its uses come off the counts; the hooks of a leaf at 0 run.
-  auto done = [&](Function* f0) {
+  auto done = [&](Function* f0) __attribute__((noinline)) {
     std::vector<Function*>& todo = hp->todo;
     todo.assign(1, f0);
     while (!todo.empty()) {
@@ -280,22 +285,33 @@ void Variable::backward(bool retain_grad, bool create_graph) {
           BackpropFlag flag(create_graph);
           x.node_->grad = (Variable(x.node_->grad) + gx).node_;
         }
-        if (hp && detail::has_grad_ready_hooks(*x.node_)) {
-          auto l = hp->leaves.find(x.node_.ptr().get());
-          if (l != hp->leaves.end()) l->second.reached = true;
-        }
+        if (hp) reached(x.node_.ptr().get());
         if (detail::has_creator(*x.node_)) add_func(detail::creator_of(x.node_.ptr()));
       }
-      if (!retain_grad) drop_output_grads(*f);
+      if (!retain_grad) {
+        if (f->flags_ & Function::kEmbeddedOut) {
+          detail::defer_release(std::move(f->block_node()->grad));
+        } else {
+          for (std::size_t i = 0, n = f->n_outputs(); i < n; ++i)
+            if (auto o = f->ext()->outputs[i].node.lock()) detail::defer_release(std::move(o->grad));
+        }
+      }
       if (hp) done(f.get());
     }
   } catch (...) {
     // A pass stopped half-way (a hook threw, a backward failed): the Functions still queued
     // hold partial gradients in their outputs, which the next pass over this graph would
     // add to. They go as they would have gone after running.
-    if (!retain_grad) {
-      for (auto& f : funcs) drop_output_grads(*f);
-    }
+    if (!retain_grad) [&]() __attribute__((noinline, cold)) {
+      for (auto& f : funcs) {
+        if (f->flags_ & Function::kEmbeddedOut) {
+          detail::defer_release(std::move(f->block_node()->grad));
+        } else {
+          for (std::size_t i = 0, n = f->n_outputs(); i < n; ++i)
+            if (auto o = f->ext()->outputs[i].node.lock()) detail::defer_release(std::move(o->grad));
+        }
+      }
+    }();
     give_back();
     throw;
   }

@@ -99,7 +99,7 @@ HookTable& hooks() {
   static HookTable* t = new HookTable;  // never destroyed, as the extras table
   return *t;
 }
-void drop_grad_hooks(const VariableNode* n) noexcept {
+[[gnu::noinline, gnu::cold]] void drop_grad_hooks(const VariableNode* n) noexcept {
   std::vector<GradHook> gone;  // destroyed after the lock: a hook's captures may hold variables
   {
     HookTable& t = hooks();
@@ -206,8 +206,8 @@ bool HookHandle::registered() const {
 }
 
 VariableNode::~VariableNode() {
-  if (flags_ & kHooked) drop_grad_hooks(this);
   if (grad) detail::defer_release(std::move(grad));
+  if (flags_ & kHooked) drop_grad_hooks(this);
   if (flags_ & (kNamed | kOverride)) {
     std::shared_ptr<Function> creator;
     {
