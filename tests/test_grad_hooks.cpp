@@ -7,6 +7,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/test_util.hpp"
@@ -325,4 +326,32 @@ TEST_CASE("grad hooks: on a lazy MLP's parameters, registered before the first c
     F::mean_squared_error(model(x), t).backward();
   }
   CHECK(order == std::vector<std::string>{"W2", "b2", "W1", "b1", "W0", "b0", "W2", "b2", "W1", "b1", "W0", "b0"});
+}
+
+TEST_CASE("grad hooks: threads with their own graphs register, run and remove hooks side by side") {
+  auto worker = [](int* calls, bool* ordered) {
+    for (int i = 0; i < 50; ++i) {
+      Mlp m;
+      std::vector<std::string> order;
+      std::vector<HookHandle> hs;
+      for (Parameter& p : m.params) {
+        const std::string n = p.name();
+        hs.push_back(p.register_post_accumulate_grad_hook([&order, n](const Variable&) { order.push_back(n); }));
+      }
+      m.loss().backward();
+      *calls += static_cast<int>(order.size());
+      *ordered = *ordered && order == std::vector<std::string>{"W3", "b3", "W2", "b2", "W1", "b1"};
+      if (i % 2 == 0)
+        for (HookHandle& h : hs) h.remove();
+    }
+  };
+  int calls[2] = {0, 0};
+  bool ordered[2] = {true, true};
+  std::thread t0(worker, &calls[0], &ordered[0]), t1(worker, &calls[1], &ordered[1]);
+  t0.join();
+  t1.join();
+  CHECK(calls[0] == 300);
+  CHECK(calls[1] == 300);
+  CHECK(ordered[0]);
+  CHECK(ordered[1]);
 }
