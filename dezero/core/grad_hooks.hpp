@@ -11,8 +11,9 @@
 namespace dezero::detail {
 
 // The number of hooks registered, over all variables. backward() counts the uses of
-// leaves only while it is not 0: one relaxed load is all the common path pays.
-extern std::atomic<std::int64_t> grad_hooks_live;
+// leaves only while it is not 0: one relaxed load is all the common path pays (hidden:
+// read directly, not through the shared library's GOT).
+extern std::atomic<std::int64_t> grad_hooks_live __attribute__((visibility("hidden")));
 
 // Hooks get increasing ids; those below the returned limit are registered now. A backward
 // pass calls only the hooks registered before it began.
