@@ -40,6 +40,8 @@ class GraphBlock;
 // The creator of a node as a shared_ptr (aliasing the node's own block when it is inside one).
 std::shared_ptr<Function> creator_of(const std::shared_ptr<VariableNode>& node);
 bool has_creator(const VariableNode& node);
+// Whether the node has grad-ready hooks (its kHooked flag).
+bool has_grad_ready_hooks(const VariableNode& node);
 }  // namespace detail
 /// \endcond
 
@@ -107,6 +109,32 @@ struct BackwardOptions {
 
 namespace dezero {
 
+class Variable;
+
+// --- grad-ready hooks (beyond DeZero) ---------------------------------------------------
+/// A hook that backward() calls once a leaf's gradient for the pass is final
+/// (Variable::register_post_accumulate_grad_hook); it receives the leaf, whose grad() is that gradient.
+using GradReadyHook = std::function<void(const Variable&)>;
+
+/// What Variable::register_post_accumulate_grad_hook returns: remove() unregisters the hook.
+///
+/// A plain value (copies name the same hook), not a guard: dropping it keeps the hook, which
+/// then lives as long as the variable's node. remove() is idempotent, and does nothing once
+/// the variable's node is gone or for a default-constructed handle.
+class HookHandle {
+ public:
+  /// A handle that names no hook.
+  HookHandle() = default;
+  /// Unregisters the hook: no backward() calls it afterwards (not even the one running now).
+  void remove();
+  /// Whether the hook is still registered (false after remove() or once its variable is gone).
+  bool registered() const;
+
+ private:
+  friend class Variable;
+  explicit HookHandle(std::uint64_t id) : id_(id) {}
+  std::uint64_t id_ = 0;
+};
 
 /// A variable of the define-by-run graph, DeZero's Variable: a handle to a node that holds
 /// a Tensor, its gradient and the Function that created it.
@@ -199,6 +227,33 @@ class Variable {
   void backward(bool retain_grad = false, bool create_graph = false);
   void backward(const BackwardOptions& options) { backward(options.retain_grad, options.create_graph); }
   ///@}
+  /// Calls `hook` during every backward() that reaches this leaf, as soon as its gradient for
+  /// that pass is final (PyTorch's register_post_accumulate_grad_hook; the grad-ready signal
+  /// that data-parallel training uses to reduce gradients while backward still runs).
+  ///
+  /// A gradient is final once every Function of the pass that takes this leaf as an input
+  /// has run its backward and added its share: the hooks of a network's parameters run in
+  /// the reverse order of their use (an MLP's last layer first), on the thread that runs
+  /// backward(), each once per pass, before backward() returns. `hook(v)` sees the leaf:
+  /// v.grad() is its final gradient (what it held before the pass plus every share of this
+  /// pass; with create_graph it carries its graph). A leaf that the pass does not reach (no
+  /// Function on the way from the output uses it, or none returns a gradient for it) is not
+  /// called. Several hooks run in the order they were registered. A hook registered while a
+  /// backward() runs (from inside a hook) is called from the next backward() on; one
+  /// removed while it runs is not called again.
+  ///
+  /// A hook that throws stops backward(): the exception propagates out of it. The leaves
+  /// whose hooks ran have their final gradients, the others partial ones or none
+  /// (cleargrads() before the next pass); without retain_grad, the intermediate variables
+  /// lose theirs, as after any backward(), so the graph can be walked again. The hooks live with the variable's node (every
+  /// handle to it shares them); register them while no other thread runs a backward
+  /// through it. Only while some hook is registered does backward() first count the uses
+  /// of each leaf (one walk over the graph, PyTorch's dependency count); otherwise it costs
+  /// nothing.
+  ///
+  /// A ValueError for an empty Variable(), an empty `hook`, a variable that is not a leaf
+  /// (it has a creator: its gradient is not kept) or one that does not require grad.
+  HookHandle register_post_accumulate_grad_hook(GradReadyHook hook);
   /// Forgets the creator: this variable becomes a leaf.
   void unchain();
   /// Cuts the graph above every variable this one depends on (truncated BPTT, step 59).
@@ -507,6 +562,7 @@ struct VariableNode {
     kUnchained = 8,  // embedded and unchain()ed: no creator
     kOverride = 16,  // embedded, with set_creator()'s creator and generation in a side table
     kNamed = 32,     // the name is in a side table
+    kHooked = 64,    // has grad-ready hooks, in a side table (Variable::register_post_accumulate_grad_hook)
   };
   std::uint8_t flags_ = kRequiresGrad;
   std::uint8_t spare_ = 0;
@@ -519,6 +575,7 @@ struct VariableNode {
   friend class Function;
   friend std::shared_ptr<Function> detail::creator_of(const std::shared_ptr<VariableNode>& node);
   friend bool detail::has_creator(const VariableNode& node);
+  friend bool detail::has_grad_ready_hooks(const VariableNode& node);
 };
 
 /// \cond INTERNAL

@@ -6,15 +6,21 @@
 // gradients can be differentiated again; without it every Function of the backward
 // pass runs with enable_backprop off, which is what lets the built-in functions take
 // their no-graph path (dezero/functions/dual.hpp).
+//
+// Grad-ready hooks (Variable::register_post_accumulate_grad_hook): while any is registered,
+// backward first counts, for each leaf with hooks, the uses that the pass will run
+// (HookPass below); a leaf's hooks run when its last use has run.
 #include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <queue>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 #include "dezero/core.hpp"
+#include "dezero/core/grad_hooks.hpp"
 #include "dezero/tensor/checks.hpp"
 #include "dezero/thread_state.hpp"
 
@@ -72,6 +78,42 @@ struct QueueBuffer {
   bool taken = false;
 };
 QueueBuffer* queue_buffer() { return detail::ThreadState<QueueBuffer>::get(); }
+
+// --- when is a leaf's gradient final: counting its uses (grad-ready hooks) --------------------
+// The Functions a backward pass runs are those reached from the output's creator through
+// inputs that need a gradient (Function::needs_input_grad). Before the pass, a walk over
+// them counts, as PyTorch's engine counts dependencies:
+//   - for each leaf with hooks, its uses: the (Function, input) pairs that take it;
+//   - for each Function, the uses of its output by the other Functions of the walk.
+// During the pass, a Function that has run its backward and accumulated its inputs'
+// gradients is done: each of its uses comes off the counts. A leaf at 0 that got a gradient
+// in this pass has its final one, and its hooks run. A Function at 0 that nobody queued (every
+// Function that uses its output returned no gradient for it) will not run: it is done at
+// once, so that the leaves below it are not waited for forever.
+//
+// The generation order makes this the same moment as "every consumer has run": a Function
+// runs after all those of a higher generation, and each consumer of a leaf or of an output
+// is of a higher generation than its creator. Hooks thus run in the reverse order of use.
+struct HookPass {
+  struct Use {                  // one input of a Function, as far as the counts go
+    VariableNode* leaf = nullptr;  // the input, when it has hooks
+    Function* creator = nullptr;   // its creator, when it has one
+  };
+  struct Fn {
+    std::shared_ptr<Function> keep;  // alive until the pass ends (a hook may cut the graph)
+    int uses = 0;
+    bool done = false;
+    SmallVector<Use, 3> inputs;
+  };
+  struct Leaf {
+    Variable v;  // a graph reference to the leaf (no handle count), as the hooks see it
+    int uses = 0;
+    bool reached = false;  // got a gradient in this pass
+  };
+  std::unordered_map<const Function*, Fn> fns;
+  std::unordered_map<const VariableNode*, Leaf> leaves;
+  std::uint64_t id_limit = 0;
+};
 }  // namespace
 
 void Variable::backward(bool retain_grad, bool create_graph) {
@@ -106,12 +148,81 @@ void Variable::backward(bool retain_grad, bool create_graph) {
     funcs.push_back(std::move(f));
     std::push_heap(funcs.begin(), funcs.end(), later_generation);
   };
+  // Without retain_grad a Function's outputs lose their gradients once it has run (step 18).
+  auto drop_output_grads = [](Function& f) {
+    if (f.flags_ & Function::kEmbeddedOut) {
+      detail::defer_release(std::move(f.block_node()->grad));
+    } else {
+      for (std::size_t i = 0, n = f.n_outputs(); i < n; ++i)
+        if (auto o = f.ext()->outputs[i].node.lock()) detail::defer_release(std::move(o->grad));
+    }
+  };
   auto give_back = [&] {
     for (auto& f : funcs) f->flags_ = static_cast<std::uint8_t>(f->flags_ & ~Function::kQueued);
     funcs.clear();
     if (own_buffer) {
       funcs.swap(qb->spare);
       qb->taken = false;
+    }
+  };
+
+  // With grad-ready hooks registered somewhere, count the uses (HookPass); a pass that
+  // reaches no leaf with hooks drops the counts again. Without any, one relaxed load.
+  std::unique_ptr<HookPass> hp;
+  if (detail::grad_hooks_live.load(std::memory_order_relaxed) != 0) {
+    hp = std::make_unique<HookPass>();
+    hp->id_limit = detail::grad_hook_id_limit();
+    std::shared_ptr<Function> root = detail::creator_of(node_.ptr());
+    std::vector<Function*> stack{root.get()};
+    hp->fns[root.get()].keep = std::move(root);
+    while (!stack.empty()) {
+      Function* f = stack.back();
+      stack.pop_back();
+      HookPass::Fn& e = hp->fns[f];
+      const VariableSpan xs = f->inputs();
+      for (std::size_t i = 0; i < xs.size(); ++i) {
+        if (!f->needs_input_grad(i)) continue;
+        const std::shared_ptr<VariableNode>& n = xs[i].node_.ptr();
+        HookPass::Use u;
+        if (detail::has_grad_ready_hooks(*n)) {
+          HookPass::Leaf& l = hp->leaves[n.get()];
+          if (!l.v.node_) l.v.node_ = detail::NodeHandle::graph_ref(n);
+          ++l.uses;
+          u.leaf = n.get();
+        }
+        if (detail::has_creator(*n)) {
+          std::shared_ptr<Function> g = detail::creator_of(n);
+          HookPass::Fn& c = hp->fns[g.get()];
+          if (!c.keep) {
+            stack.push_back(g.get());
+            c.keep = std::move(g);
+          }
+          ++c.uses;
+          u.creator = c.keep.get();
+        }
+        if (u.leaf || u.creator) e.inputs.push_back(u);
+      }
+    }
+    if (hp->leaves.empty()) hp.reset();
+  }
+  // f has run (or will not run): its uses come off the counts; the hooks of a leaf at 0 run.
+  auto done = [&](Function* f0) {
+    std::vector<Function*> todo{f0};
+    while (!todo.empty()) {
+      auto it = hp->fns.find(todo.back());
+      todo.pop_back();
+      if (it == hp->fns.end() || it->second.done) continue;  // a Function the walk did not see
+      it->second.done = true;
+      for (const HookPass::Use& u : it->second.inputs) {
+        if (u.leaf) {
+          HookPass::Leaf& l = hp->leaves[u.leaf];
+          if (--l.uses == 0 && l.reached) detail::run_grad_ready_hooks(l.v, hp->id_limit);
+        }
+        if (u.creator) {
+          HookPass::Fn& c = hp->fns[u.creator];
+          if (--c.uses == 0 && !(u.creator->flags_ & Function::kQueued)) todo.push_back(u.creator);
+        }
+      }
     }
   };
 
@@ -167,18 +278,22 @@ void Variable::backward(bool retain_grad, bool create_graph) {
           BackpropFlag flag(create_graph);
           x.node_->grad = (Variable(x.node_->grad) + gx).node_;
         }
+        if (hp && detail::has_grad_ready_hooks(*x.node_)) {
+          auto l = hp->leaves.find(x.node_.ptr().get());
+          if (l != hp->leaves.end()) l->second.reached = true;
+        }
         if (detail::has_creator(*x.node_)) add_func(detail::creator_of(x.node_.ptr()));
       }
-      if (!retain_grad) {
-        if (f->flags_ & Function::kEmbeddedOut) {
-          detail::defer_release(std::move(f->block_node()->grad));
-        } else {
-          for (std::size_t i = 0, n = f->n_outputs(); i < n; ++i)
-            if (auto o = f->ext()->outputs[i].node.lock()) detail::defer_release(std::move(o->grad));
-        }
-      }
+      if (!retain_grad) drop_output_grads(*f);
+      if (hp) done(f.get());
     }
   } catch (...) {
+    // A pass stopped half-way (a hook threw, a backward failed): the Functions still queued
+    // hold partial gradients in their outputs, which the next pass over this graph would
+    // add to. They go as they would have gone after running.
+    if (!retain_grad) {
+      for (auto& f : funcs) drop_output_grads(*f);
+    }
     give_back();
     throw;
   }

@@ -1,6 +1,8 @@
 // dezero/core/variable.cpp - Variable and Parameter (DeZero core.py, steps 1, 7-9, 44): the handle,
 // its node (creator, generation, name), releasing a graph without recursion (a million-node
 // chain must not overflow the stack), moving data between devices, and printing.
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <ostream>
@@ -9,6 +11,7 @@
 #include <vector>
 
 #include "dezero/core.hpp"
+#include "dezero/core/grad_hooks.hpp"
 #include "dezero/tensor/checks.hpp"
 #include "dezero/thread_state.hpp"
 
@@ -77,7 +80,133 @@ const std::string& empty_string() {
 }
 }  // namespace
 
+// --- grad-ready hooks ------------------------------------------------------------------------
+// Rare as names are: one table, by node (in registration order) and by id (for
+// HookHandle::remove). A node's hooks go with it (~VariableNode). Calls are made outside
+// the lock, so that a hook may register or remove hooks.
+namespace {
+struct GradHook {
+  std::uint64_t id;
+  std::shared_ptr<const GradReadyHook> fn;
+};
+struct HookTable {
+  std::mutex mu;
+  std::unordered_map<const VariableNode*, std::vector<GradHook>> by_node;
+  std::unordered_map<std::uint64_t, const VariableNode*> by_id;
+  std::uint64_t next_id = 1;
+};
+HookTable& hooks() {
+  static HookTable* t = new HookTable;  // never destroyed, as the extras table
+  return *t;
+}
+void drop_grad_hooks(const VariableNode* n) noexcept {
+  std::vector<GradHook> gone;  // destroyed after the lock: a hook's captures may hold variables
+  {
+    HookTable& t = hooks();
+    std::lock_guard<std::mutex> lock(t.mu);
+    auto it = t.by_node.find(n);
+    if (it == t.by_node.end()) return;
+    gone.swap(it->second);
+    t.by_node.erase(it);
+    for (const GradHook& h : gone) t.by_id.erase(h.id);
+  }
+  detail::grad_hooks_live.fetch_sub(static_cast<std::int64_t>(gone.size()), std::memory_order_relaxed);
+}
+}  // namespace
+
+std::atomic<std::int64_t> detail::grad_hooks_live{0};
+
+std::uint64_t detail::grad_hook_id_limit() {
+  HookTable& t = hooks();
+  std::lock_guard<std::mutex> lock(t.mu);
+  return t.next_id;
+}
+
+bool detail::has_grad_ready_hooks(const VariableNode& n) { return (n.flags_ & VariableNode::kHooked) != 0; }
+
+void detail::run_grad_ready_hooks(const Variable& v, std::uint64_t id_limit) {
+  HookTable& t = hooks();
+  std::vector<GradHook> todo;
+  {
+    std::lock_guard<std::mutex> lock(t.mu);
+    auto it = t.by_node.find(v.node().get());
+    if (it == t.by_node.end()) return;
+    for (const GradHook& h : it->second)
+      if (h.id < id_limit) todo.push_back(h);
+  }
+  for (const GradHook& h : todo) {
+    {
+      std::lock_guard<std::mutex> lock(t.mu);
+      if (!t.by_id.count(h.id)) continue;  // removed by an earlier hook
+    }
+    (*h.fn)(v);
+  }
+}
+
+HookHandle Variable::register_post_accumulate_grad_hook(GradReadyHook hook) {
+  const char* op = "register_post_accumulate_grad_hook";
+  if (!node_) throw ValueError(std::string(op) + ": the variable is empty (Variable()); hint: give it a tensor first");
+  if (!hook) throw ValueError(std::string(op) + ": the hook is an empty std::function");
+  if (detail::has_creator(*node_)) {
+    const std::shared_ptr<Function> f = creator();
+    throw ValueError(std::string(op) + ": the variable is not a leaf (made by " + f->name() +
+                     "), and only a leaf's gradient is kept; hint: register it on the leaves it depends on "
+                     "(parameters, inputs), or unchain() it first");
+  }
+  if (!node_->requires_grad())
+    throw ValueError(std::string(op) + ": the variable does not require grad, so backward never computes its " +
+                     "gradient; hint: set_requires_grad(true) first");
+  auto fn = std::make_shared<const GradReadyHook>(std::move(hook));
+  HookTable& t = hooks();
+  std::lock_guard<std::mutex> lock(t.mu);
+  const std::uint64_t id = t.next_id;
+  std::vector<GradHook>& list = t.by_node[node_.ptr().get()];
+  list.push_back(GradHook{id, std::move(fn)});
+  try {
+    t.by_id.emplace(id, node_.ptr().get());
+  } catch (...) {
+    list.pop_back();
+    throw;
+  }
+  ++t.next_id;
+  node_->flags_ |= VariableNode::kHooked;
+  detail::grad_hooks_live.fetch_add(1, std::memory_order_relaxed);
+  return HookHandle(id);
+}
+
+void HookHandle::remove() {
+  if (id_ == 0) return;
+  std::shared_ptr<const GradReadyHook> gone;  // destroyed after the lock
+  {
+    HookTable& t = hooks();
+    std::lock_guard<std::mutex> lock(t.mu);
+    auto it = t.by_id.find(id_);
+    if (it == t.by_id.end()) return;
+    std::vector<GradHook>& list = t.by_node[it->second];
+    for (auto h = list.begin(); h != list.end(); ++h) {
+      if (h->id == id_) {
+        gone = std::move(h->fn);
+        list.erase(h);
+        break;
+      }
+    }
+    // The node keeps its kHooked flag (another thread may read it): backward finds an
+    // empty list, which costs the walk only while other hooks are live.
+    if (list.empty()) t.by_node.erase(it->second);
+    t.by_id.erase(it);
+  }
+  detail::grad_hooks_live.fetch_sub(1, std::memory_order_relaxed);
+}
+
+bool HookHandle::registered() const {
+  if (id_ == 0) return false;
+  HookTable& t = hooks();
+  std::lock_guard<std::mutex> lock(t.mu);
+  return t.by_id.count(id_) != 0;
+}
+
 VariableNode::~VariableNode() {
+  if (flags_ & kHooked) drop_grad_hooks(this);
   if (grad) detail::defer_release(std::move(grad));
   if (flags_ & (kNamed | kOverride)) {
     std::shared_ptr<Function> creator;
