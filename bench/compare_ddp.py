@@ -7,8 +7,10 @@ mean step time, then per configuration the median and the cost model's communica
 2 (P - 1) / P x 7.18 MB x 8 / rate (the bandwidth bound of any allreduce).
 
   python3 bench/compare_ddp.py [--build build] [--ranks 2] [--rate 1gbit] [--delay 0.2ms] [--steps 50]
-                               [--rounds 3] [--only ours,ours-bf16,ours-fp16,ours-db,ours-db-bf16,ddp,ddp-fp16]
+                               [--rounds 3] [--only ours,ours-bf16,ours-fp16,ours-overlap,ours-overlap-bf16,
+                               ours-db,ours-db-bf16,ddp,ddp-fp16]
 
+ours-overlap: buckets averaged during backward (mn::MultiNodeOptimizerOptions::overlap, DDP's design);
 ours-db: double buffering (mn::MultiNodeOptimizerOptions), one step stale.
 
 Needs root, iproute2, Open MPI and /usr/bin/python3 with torch (Debian's python3-torch). Every rank runs
@@ -44,16 +46,24 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--only", default="ours,ours-bf16,ddp,ddp-fp16")
     ap.add_argument("--python", default="/usr/bin/python3")
+    ap.add_argument("--bucket-mb", default="25", help="ours-overlap*: the bucket size (DDP's bucket_cap_mb)")
     a = ap.parse_args()
     shape = ["-n", str(a.ranks), "--rate", a.rate] + (["--delay", a.delay] if a.delay else [])
     env = dict(os.environ, OMP_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     w5 = os.path.join(a.build, "bench", "w5_data_parallel")
     ddp = os.path.join(HERE, "ddp_w1.py")
-    mpi = ["--mpi-arg", "-x", "--mpi-arg", "OMP_NUM_THREADS"]
+    # Open MPI polls while it waits; with more threads than cores (2 ranks, their communication
+    # threads and the kernel's forwarding on this 2-core VM) mpi_yield_when_idle lets the others run,
+    # as gloo's blocking sockets do.
+    mpi = ["--mpi-arg", "-x", "--mpi-arg", "OMP_NUM_THREADS", "--mpi-arg", "--mca", "--mpi-arg", "mpi_yield_when_idle",
+           "--mpi-arg", "1"]
     configs = {
         "ours": mpi + ["--", w5, "--steps", str(a.steps)],
         "ours-bf16": mpi + ["--", w5, "--steps", str(a.steps), "--allreduce-grad-dtype", "bfloat16"],
         "ours-fp16": mpi + ["--", w5, "--steps", str(a.steps), "--allreduce-grad-dtype", "float16"],
+        "ours-overlap": mpi + ["--", w5, "--steps", str(a.steps), "--overlap", "1", "--bucket-mb", a.bucket_mb],
+        "ours-overlap-bf16": mpi + ["--", w5, "--steps", str(a.steps), "--overlap", "1", "--bucket-mb", a.bucket_mb,
+                                    "--allreduce-grad-dtype", "bfloat16"],
         "ours-db": mpi + ["--", w5, "--steps", str(a.steps), "--double-buffering", "1"],
         "ours-db-bf16": mpi + ["--", w5, "--steps", str(a.steps), "--double-buffering", "1",
                                "--allreduce-grad-dtype", "bfloat16"],

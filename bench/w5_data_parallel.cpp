@@ -17,6 +17,8 @@
 //   (mn::CommunicatorOptions).
 //   --double-buffering 1: ChainerMN's double buffering (mn::MultiNodeOptimizerOptions): each update
 //   applies the previous step's averages while this step's are averaged on a thread.
+//   --overlap 1: DDP's overlap (mn::MultiNodeOptimizerOptions::overlap): buckets of gradients are
+//   averaged on a thread while backward still runs; --bucket-mb N (25) and --first-bucket-mb N (1).
 #include <mpi.h>
 
 #include <algorithm>
@@ -52,6 +54,10 @@ int main(int argc, char** argv) try {
   sgd.setup(model);
   mn::MultiNodeOptimizerOptions opt_options;
   opt_options.double_buffering = bench::arg(argc, argv, "--double-buffering", "0") != std::string("0");
+  opt_options.overlap = bench::arg(argc, argv, "--overlap", "0") != std::string("0");
+  opt_options.bucket_bytes = static_cast<std::int64_t>(std::stod(bench::arg(argc, argv, "--bucket-mb", "25")) * (1 << 20));
+  opt_options.first_bucket_bytes =
+      static_cast<std::int64_t>(std::stod(bench::arg(argc, argv, "--first-bucket-mb", "1")) * (1 << 20));
   mn::MultiNodeOptimizer opt(sgd, comm, opt_options);
   std::int64_t params = 0;
   for (const auto& p : model.params()) params += p.data().size();
@@ -71,7 +77,8 @@ int main(int argc, char** argv) try {
   }
   double secs = bench::now_s() - t0, slowest = 0;
   MPI_Allreduce(&secs, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  // With double buffering the averaging runs on the optimizer's own communicator: this one counts none.
+  // With double buffering or overlap the averaging runs on the optimizer's own communicator (except
+  // overlap's first step): this one counts what it ran.
   const double averaging_ms = 1e3 * comm->mean_grad_seconds() / static_cast<double>(std::max<std::int64_t>(1, comm->mean_grad_calls()));
 
   // The bare MPI_Allreduce of the same bytes (float32, in place), the median of 21.
@@ -90,7 +97,8 @@ int main(int argc, char** argv) try {
     const char* threads = std::getenv("OMP_NUM_THREADS");
     std::cout << "W5: W1 on " << P << " process(es) x " << (threads ? threads : "all the cores'")
               << " thread(s), " << name << " communicator, gradients as " << wire << " on the wire"
-              << (opt_options.double_buffering ? ", double buffering" : "") << ", batch " << local << " per process (" << B << " in all), "
+              << (opt_options.double_buffering ? ", double buffering" : "")
+              << (opt_options.overlap ? ", overlapped with backward" : "") << ", batch " << local << " per process (" << B << " in all), "
               << steps << " steps\n"
               << "epoch: " << slowest << " s, last loss " << last << "\n"
               << "step: " << slowest / static_cast<double>(steps) * 1e3 << " ms\n"

@@ -270,6 +270,27 @@ struct MultiNodeOptimizerOptions {
   /// the optimizer is a NotImplementedError. An error in the averaging is rethrown by the next
   /// update().
   bool double_buffering = false;
+  /// PyTorch DDP's overlap: each parameter's gradient is averaged while backward() still runs. A
+  /// grad-ready hook (Variable::register_post_accumulate_grad_hook) on every parameter marks its
+  /// gradient final; the parameters are grouped in buckets (the order in which their gradients
+  /// become final, recorded in the first pass, which averages blocking; the first bucket up to
+  /// first_bucket_bytes, the others up to bucket_bytes of parameter data), and a bucket whose
+  /// gradients are all final goes to a communication thread at once, which averages it on a
+  /// communicator of its own; update() sends what is left (parameters without a gradient on this
+  /// rank: zero_fill as always) and waits only for what is still in flight. The averages are the
+  /// blocking path's (on 2 ranks bit for bit; on more, MPI may sum a bucket in another order than
+  /// the whole). Needs MPI_THREAD_MULTIPLE; not with pure_nccl nor with double_buffering (a
+  /// NotImplementedError), nor with several backward() passes per update() (the second pass's
+  /// hook throws a ValueError, and the update() after it applies the first pass's averages:
+  /// gradient accumulation needs overlap = false). Between backward() and update() a parameter's
+  /// gradient is this rank's own and may already be on its way: change gradients in an optimizer
+  /// hook (WeightDecay, GradientClipping: they run in update(), on the averages); a gradient
+  /// replaced or cleared there is a ValueError in update(), and one changed in place is averaged
+  /// as it was sent. Every rank takes rank 0's bucket order, so a parameter that has no gradient
+  /// on some ranks keeps zero_fill's meaning.
+  bool overlap = false;
+  std::int64_t bucket_bytes = std::int64_t{25} << 20;      ///< A bucket's size with overlap (DDP: 25 MB).
+  std::int64_t first_bucket_bytes = std::int64_t{1} << 20;  ///< The first bucket's size (DDP: 1 MB).
 };
 
 /// An optimizer that was set up on a model, made to train across the ranks (ChainerMN's
@@ -298,12 +319,15 @@ class MultiNodeOptimizer {
   /// false when this update changed no parameter (a broadcast, or double buffering's first step).
   bool update();
   /// Whether update() works with double buffering (MultiNodeOptimizerOptions).
-  bool double_buffering() const { return static_cast<bool>(buffering_); }
+  bool double_buffering() const;
+  bool overlap() const;  ///< Whether update() works with overlap (MultiNodeOptimizerOptions).
   optimizers::Optimizer& actual_optimizer() const { return *actual_; }  ///< The wrapped optimizer.
   const std::shared_ptr<Communicator>& communicator() const { return comm_; }  ///< Its communicator.
 
  private:
   std::vector<std::pair<std::string, Parameter>> named_targets() const;
+  bool update_overlapped(const std::vector<std::pair<std::string, Parameter>>& params,
+                         std::vector<std::string> initialised);
   optimizers::Optimizer* actual_;
   std::shared_ptr<Communicator> comm_;
   std::vector<std::string> initialised_;  // keys whose data had been broadcast, sorted
