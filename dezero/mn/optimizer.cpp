@@ -33,6 +33,19 @@ namespace dezero::mn {
 // A job averages gradients held by shadow Parameters: they share the parameters' data (only their
 // shapes and dtypes are read) and hold gradient tensors that the main thread does not touch until
 // wait() returns. wait() returns when every posted job has run and rethrows the first error.
+namespace {
+
+// A stand-in for `p` that a job averages: it shares p's data (only its shape and dtype are read) and
+// holds p's gradient tensor in a gradient node of its own, so the thread never touches p's nodes.
+Parameter shadow_of(const Parameter& p) {
+  Parameter q(p.data());
+  const Variable g = p.grad();
+  if (g.defined()) q.set_grad(Variable(g.data()));
+  return q;
+}
+
+}  // namespace
+
 struct MultiNodeOptimizer::Buffering {
   std::shared_ptr<Communicator> comm;  // the private duplicate
   std::mutex mutex;
@@ -153,11 +166,9 @@ struct MultiNodeOptimizer::Buffering {
     std::vector<const VariableNode*> grads_b;
     for (std::size_t i : o.buckets[b]) {
       const Parameter& p = o.params[i].second;
-      Parameter q(p.data());
       const Variable g = p.grad();
-      if (g.defined()) q.set_grad(Variable(g.data()));
       grads_b.push_back(g.defined() ? g.node().get() : nullptr);
-      shadows_b.emplace_back(o.params[i].first, std::move(q));
+      shadows_b.emplace_back(o.params[i].first, shadow_of(p));
     }
     o.posted[b] = shadows_b;
     o.posted_grads[b] = std::move(grads_b);
@@ -313,11 +324,7 @@ bool MultiNodeOptimizer::update() {
   const bool apply = b.have_averages && previous.size() == params.size();
   std::vector<std::pair<std::string, Parameter>> shadows;
   shadows.reserve(params.size());
-  for (const auto& [key, p] : params) {
-    Parameter q(p.data());
-    if (p.grad().defined()) q.set_grad(Variable(p.grad().data()));  // a node of its own, the same tensor
-    shadows.emplace_back(key, std::move(q));
-  }
+  for (const auto& [key, p] : params) shadows.emplace_back(key, shadow_of(p));
   b.shadows = shadows;
   b.have_averages = false;
   std::shared_ptr<Communicator> priv = b.comm;

@@ -15,43 +15,14 @@
 #include <vector>
 
 #include "dezero/mn/detail.hpp"
+#include "mn/mn_support.hpp"
 
 using namespace dezero;
+using namespace mnt;
 namespace L = dezero::L;
 namespace O = dezero::optimizers;
 
 namespace {
-
-L::LinearOptions sized_options(std::int64_t in_size) {
-  L::LinearOptions o;
-  o.in_size = in_size;
-  o.dtype = float64;
-  return o;
-}
-
-// 3 -> 4 (sigmoid) -> 2, every shape given.
-class SmallNet : public Model {
- public:
-  SmallNet() {
-    l1 = register_layer("l1", std::make_shared<L::Linear>(4, sized_options(3)));
-    l2 = register_layer("l2", std::make_shared<L::Linear>(2, sized_options(4)));
-  }
-  Variable forward(const Variable& x) override { return l2(F::sigmoid(l1(x))); }
-  L::LayerRef<L::Linear> l1, l2;
-};
-
-void backprop(Model& model, const Tensor& x, const Tensor& t) {
-  Variable loss = F::mean_squared_error(model(x), t);
-  model.cleargrads();
-  loss.backward();
-}
-
-bool same_as_rank0(mn::Communicator& comm, const L::Layer& model) {
-  bool ok = true;
-  for (const auto& p : model.params()) ok = ok && utils::array_equal(comm.bcast(p.data(), 0), p.data());
-  const Tensor failing = comm.allreduce(array(std::vector<std::int64_t>{ok ? 0 : 1}, Shape{1}, int64));
-  return failing.item<std::int64_t>() == 0;
-}
 
 std::unique_ptr<O::Optimizer> make_rule(int rule) {
   if (rule == 0) return std::make_unique<O::SGD>(0.5);
@@ -74,9 +45,8 @@ TEST_CASE("mn double buffering: the k-th update applies step k-1's mean gradient
         auto comm = mn::create_communicator(name, comm_options);
         const std::int64_t B = 4, N = comm->size();
         random::seed(3);  // the same data and initial weights on every rank
-        SmallNet model, reference;
-        auto a = model.params(), r = reference.params();
-        for (std::size_t i = 0; i < a.size(); ++i) r[i].set_data(a[i].data().copy());
+        Net model, reference;
+        copy_weights(model, reference);
         auto opt = make_rule(rule), ref_opt = make_rule(rule);
         opt->setup(model);
         ref_opt->setup(reference);
@@ -145,7 +115,7 @@ TEST_CASE("mn double buffering: lazy parameters, and what is refused") {
   CHECK(same_as_rank0(*comm, model));
 
   O::SGD other(0.1);
-  SmallNet net;
+  Net net;
   other.setup(net);
   std::shared_ptr<mn::Communicator> nccl;
   try {
@@ -166,9 +136,9 @@ namespace {
 class DeepNet : public Model {
  public:
   DeepNet() {
-    l1 = register_layer("l1", std::make_shared<L::Linear>(8, sized_options(3)));
-    l2 = register_layer("l2", std::make_shared<L::Linear>(8, sized_options(8)));
-    l3 = register_layer("l3", std::make_shared<L::Linear>(2, sized_options(8)));
+    l1 = register_layer("l1", std::make_shared<L::Linear>(8, sized(3)));
+    l2 = register_layer("l2", std::make_shared<L::Linear>(8, sized(8)));
+    l3 = register_layer("l3", std::make_shared<L::Linear>(2, sized(8)));
   }
   Variable forward(const Variable& x) override { return l3(F::tanh(l2(F::tanh(l1(x))))); }
   L::LayerRef<L::Linear> l1, l2, l3;
@@ -186,8 +156,7 @@ TEST_CASE("mn overlap: buckets averaged during backward give the blocking path's
         auto comm = mn::create_communicator(name), comm2 = mn::create_communicator(name);
         random::seed(5);
         DeepNet model, reference;
-        auto a = model.params(), r = reference.params();
-        for (std::size_t i = 0; i < a.size(); ++i) r[i].set_data(a[i].data().copy());
+        copy_weights(model, reference);
         auto opt = make_rule(rule), ref_opt = make_rule(rule);
         opt->setup(model);
         ref_opt->setup(reference);
@@ -220,8 +189,7 @@ TEST_CASE("mn overlap: a parameter without a gradient on some ranks, changed gra
   auto comm = mn::create_communicator("flat"), comm2 = mn::create_communicator("flat");
   random::seed(6);
   DeepNet model, reference;
-  auto a = model.params(), r = reference.params();
-  for (std::size_t i = 0; i < a.size(); ++i) r[i].set_data(a[i].data().copy());
+  copy_weights(model, reference);
   O::SGD sgd(0.1), ref_sgd(0.1);
   sgd.setup(model);
   ref_sgd.setup(reference);
