@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/compare_ddp.py - W5 (W1's MLP data-parallel, global batch 100, SGD, synthetic data) on a simulated
+"""bench/compare_ddp.py - W5 (W1's MLP data-parallel, global batch 100, SGD, Fashion-MNIST) on a simulated
 cluster (tools/netsim.sh, as root): ours (bench/w5_data_parallel under mpirun, float32 or 16-bit gradients on
 the wire) against PyTorch DDP with gloo (bench/ddp_w1.py, DDP's own allreduce or its fp16 compression hook),
 each configuration in turn, --rounds times, so that every one sees the same machine load. Prints each run's

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """bench/ddp_w1.py - W5's workload in PyTorch DistributedDataParallel (gloo), one rank per process: W1's
-MLP 784-1000-1000-10 (ReLU), SGD 0.01, a global batch of 100 split over the ranks, synthetic images
-(uniform [0, 1)) and random labels, as bench/w5_data_parallel does. Meant to run on every machine of
+MLP 784-1000-1000-10 (ReLU), SGD 0.01, a global batch of 100 split over the ranks, Fashion-MNIST's
+training images (/255; --data DIR, default Debian's /usr/share/datasets/fashion-mnist) or, with
+--dataset synthetic, uniform [0, 1) images and random labels, as bench/w5_data_parallel does. Meant to run on every machine of
 tools/netsim.sh --each (it reads NETSIM_RANK, NETSIM_SIZE, NETSIM_MASTER, NETSIM_IFNAME), or with
 --rank/--size/--master by hand. Rank 0 prints "step: X ms" (the slowest rank's mean over the timed
 steps, after a barrier) and the hook used.
@@ -13,6 +14,7 @@ divided by the world size first, for the allreduce), none: DDP's own float32 all
 its bucketed allreduce (25 MB buckets, the first 1 MB) with the backward pass.
 """
 import argparse
+import gzip
 import os
 import time
 
@@ -23,6 +25,8 @@ def main():
     ap.add_argument("--hook", choices=["none", "fp16", "bf16"], default="none")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--port", type=int, default=29511)
+    ap.add_argument("--dataset", choices=["fashion-mnist", "synthetic"], default="fashion-mnist")
+    ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     ap.add_argument("--rank", type=int, default=int(os.environ.get("NETSIM_RANK", "0")))
     ap.add_argument("--size", type=int, default=int(os.environ.get("NETSIM_SIZE", "1")))
     ap.add_argument("--master", default=os.environ.get("NETSIM_MASTER", "127.0.0.1"))
@@ -38,8 +42,21 @@ def main():
     local = B // P
     g = torch.Generator().manual_seed(0)
     N = max(a.steps, 1) * B
-    X = torch.rand(N, 784, generator=g)
-    T = torch.randint(0, 10, (N,), generator=g)
+    if a.dataset == "synthetic":
+        X = torch.rand(N, 784, generator=g)
+        T = torch.randint(0, 10, (N,), generator=g)
+    else:
+        def idx(name, header):
+            with gzip.open(os.path.join(a.data, name), "rb") as f:
+                return bytearray(f.read()[header:])
+        X = torch.frombuffer(idx("train-images-idx3-ubyte.gz", 16), dtype=torch.uint8).reshape(-1, 784)
+        T = torch.frombuffer(idx("train-labels-idx1-ubyte.gz", 8), dtype=torch.uint8).to(torch.int64)
+        if N > X.shape[0]:
+            raise SystemExit(f"ddp_w1: --steps {a.steps} needs {N} images, Fashion-MNIST has {X.shape[0]}")
+        X = X[:N].to(torch.float32) / 255.0
+        T = T[:N]
+        perm = torch.randperm(N, generator=g)  # shuffled, as ours
+        X, T = X[perm], T[perm]
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(784, 1000), torch.nn.ReLU(), torch.nn.Linear(1000, 1000),
                                 torch.nn.ReLU(), torch.nn.Linear(1000, 10))
@@ -61,7 +78,8 @@ def main():
     secs = torch.tensor([time.perf_counter() - t0])
     dist.all_reduce(secs, op=dist.ReduceOp.MAX)
     if a.rank == 0:
-        print(f"DDP W1: {P} ranks x {a.threads} thread(s), gloo, hook {a.hook}, batch {local} per rank, {a.steps} steps")
+        print(f"DDP W1: {P} ranks x {a.threads} thread(s), gloo, hook {a.hook}, {a.dataset}, batch {local} per rank, "
+              f"{a.steps} steps")
         print(f"step: {secs.item() / a.steps * 1e3:.3f} ms, last loss {loss.item():.5f}")
     dist.destroy_process_group()
 

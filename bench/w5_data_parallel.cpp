@@ -1,5 +1,7 @@
 // bench/w5_data_parallel.cpp - W5: W1 (one epoch of the MNIST MLP 784-1000-1000-10, ReLU, SGD
-// 0.01, 60,000 synthetic images, a total batch of 100) trained data-parallel with dezero::mn:
+// 0.01, Fashion-MNIST's 60,000 training images, a total batch of 100; --data DIR as for
+// datasets::FashionMNIST, --dataset synthetic for uniform random images with random labels)
+// trained data-parallel with dezero::mn:
 // with P processes each rank takes 100 / P samples of every global batch and the gradients are
 // averaged over the ranks (mn::MultiNodeOptimizer on the "flat" communicator, or --communicator
 // naive) before each step, so P = 1 and P = 2 take the same steps.
@@ -23,6 +25,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <dezero/datasets.hpp>
 #include <dezero/dezero.hpp>
 #include <dezero/mn.hpp>
 #include <iostream>
@@ -45,9 +48,20 @@ int main(int argc, char** argv) try {
   if (B % P != 0) throw ValueError("w5_data_parallel: the total batch 100 must divide among the processes");
   const std::int64_t local = B / P;
   const std::int64_t steps = std::min<std::int64_t>(N / B, std::stoll(bench::arg(argc, argv, "--steps", "600")));
+  const std::string dataset = bench::arg(argc, argv, "--dataset", "fashion-mnist");
   random::seed(0);  // the same images, labels and weights on every rank
-  Tensor X = random::rand({N, D}, float32);
-  Tensor T = random::randint(0, 10, {N}, int64);
+  Tensor X, T;
+  if (dataset == "synthetic") {
+    X = random::rand({N, D}, float32);
+    T = random::randint(0, 10, {N}, int64);
+  } else if (dataset == "fashion-mnist") {
+    datasets::FashionMNIST train(true, transforms::Compose({transforms::ToFloat(), transforms::Normalize(0.0, 255.0)}),
+                                 transforms::Transform{}, bench::arg(argc, argv, "--data", ""));
+    X = train.data().reshape({N, D});
+    T = train.label();
+  } else {
+    throw ValueError("--dataset must be fashion-mnist or synthetic, got " + dataset);
+  }
   models::MLP model({1000, 1000, 10}, F::relu);
   model(X[Slice(0, 1)]);  // create the lazily-initialised weights (the same on every rank: same seed)
   optimizers::SGD sgd(0.01);
@@ -96,7 +110,8 @@ int main(int argc, char** argv) try {
   if (comm->rank() == 0) {
     const char* threads = std::getenv("OMP_NUM_THREADS");
     std::cout << "W5: W1 on " << P << " process(es) x " << (threads ? threads : "all the cores'")
-              << " thread(s), " << name << " communicator, gradients as " << wire << " on the wire"
+              << " thread(s), " << (dataset == "synthetic" ? "synthetic images (random labels), " : "Fashion-MNIST, ")
+              << name << " communicator, gradients as " << wire << " on the wire"
               << (opt_options.double_buffering ? ", double buffering" : "")
               << (opt_options.overlap ? ", overlapped with backward" : "") << ", batch " << local << " per process (" << B << " in all), "
               << steps << " steps\n"
