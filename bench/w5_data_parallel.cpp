@@ -40,9 +40,7 @@ int main(int argc, char** argv) try {
   const std::string name = bench::arg(argc, argv, "--communicator", "flat");
   const std::string wire = bench::arg(argc, argv, "--allreduce-grad-dtype", "same");
   mn::CommunicatorOptions options;
-  if (wire == "bfloat16") options.allreduce_grad_dtype = mn::GradWireDtype::bfloat16;
-  else if (wire == "float16") options.allreduce_grad_dtype = mn::GradWireDtype::float16;
-  else if (wire != "same") throw ValueError("--allreduce-grad-dtype must be same, bfloat16 or float16, got " + wire);
+  options.allreduce_grad_dtype = mn::grad_wire_dtype_from_name(wire);
   auto comm = mn::create_communicator(name, options);
   const std::int64_t N = 60000, D = 784, B = 100, P = comm->size();
   if (B % P != 0) throw ValueError("w5_data_parallel: the total batch 100 must divide among the processes");

@@ -122,6 +122,8 @@ enum class GradWireDtype : std::uint8_t { same, bfloat16, float16 };
 
 /// The name of a GradWireDtype: "same", "bfloat16" or "float16".
 const char* grad_wire_dtype_name(GradWireDtype dtype);
+/// The GradWireDtype of a name ("same", "bfloat16" or "float16"; a ValueError for any other).
+GradWireDtype grad_wire_dtype_from_name(const std::string& name);
 
 /// Options of create_communicator, ChainerMN's keyword arguments:
 /// `create_communicator("flat", {.allreduce_grad_dtype = mn::GradWireDtype::bfloat16})`.

@@ -75,10 +75,7 @@ int main(int argc, char** argv) try {
         return true;
       });
   mn::CommunicatorOptions comm_options;
-  if (wire == "bfloat16") comm_options.allreduce_grad_dtype = mn::GradWireDtype::bfloat16;
-  else if (wire == "float16") comm_options.allreduce_grad_dtype = mn::GradWireDtype::float16;
-  else if (wire != "same")
-    throw ValueError("--allreduce-grad-dtype must be same, bfloat16 or float16, got '" + wire + "'");
+  comm_options.allreduce_grad_dtype = mn::grad_wire_dtype_from_name(wire);
   if (!o.save.empty() || !o.load.empty())
     throw ValueError("--save and --load are not supported here; hint: train with examples/mnist for them");
   auto comm = mn::create_communicator(communicator, comm_options);

@@ -762,6 +762,12 @@ const char* grad_wire_dtype_name(GradWireDtype dtype) {
   return "unknown";
 }
 
+GradWireDtype grad_wire_dtype_from_name(const std::string& name) {
+  for (auto d : {GradWireDtype::same, GradWireDtype::bfloat16, GradWireDtype::float16})
+    if (name == grad_wire_dtype_name(d)) return d;
+  throw ValueError("mn: no gradient wire type '" + name + "'; hint: the types are 'same', 'bfloat16' and 'float16'");
+}
+
 std::shared_ptr<Communicator> create_communicator(const std::string& name, const CommunicatorOptions& options) {
   const auto wire = options.allreduce_grad_dtype;
   if (wire != GradWireDtype::same && wire != GradWireDtype::bfloat16 && wire != GradWireDtype::float16)

@@ -179,4 +179,7 @@ TEST_CASE("mn wire: allreduce() keeps its type (the wire is for gradients), and 
   CHECK(t.item<std::int64_t>() == 123456789LL * comm->size());
   CHECK_THROWS_AS(mn::create_communicator("pure_nccl", options), NotImplementedError);
   CHECK(std::string(mn::grad_wire_dtype_name(mn::GradWireDtype::same)) == "same");
+  CHECK(mn::grad_wire_dtype_from_name("bfloat16") == mn::GradWireDtype::bfloat16);
+  CHECK(mn::grad_wire_dtype_from_name("same") == mn::GradWireDtype::same);
+  CHECK_THROWS_AS(mn::grad_wire_dtype_from_name("fp16"), ValueError);
 }
