@@ -6,8 +6,9 @@
 // an inference layer's (100, 784) x (784, 100); m <= 32 up to n = 512) skip the packing and
 // the kernel reads A and B in place (reads_in_place). Whatever the panel, the edge variant or the packing, each
 // element of C is the same chain of FMAs over the depth in the same KC blocks, so none of
-// them changes the results' bits. Without __AVX512F__ only the stubs at the bottom are
-// compiled and the backend stays on Eigen.
+// them changes the results' bits; in place, a last 1-8 columns past a multiple of 16 may run as
+// dot products along the depth instead (dot_columns), summed in another order. Without
+// __AVX512F__ only the stubs at the bottom are compiled and the backend stays on Eigen.
 #include "dezero/cpu/gemm.hpp"
 
 #include <algorithm>
@@ -422,7 +423,8 @@ bool reads_in_place(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64
 // columns joins the last full panel (three vectors; n = 100: 32, 32, 36 instead of 32, 32, 32, 4,
 // whose one-vector kernel waits on its loads: a broadcast per FMA), each panel swept over all
 // rows in row panels split evenly, at most MR rows (kMR3 for three vectors). Depth blocks as in
-// the packed path (balanced_block(k, KC, 16)), so the sums, and the bits, are the packed path's.
+// the packed path (balanced_block(k, KC, 16)), so the sums, and the bits, are the packed path's;
+// but the last dot_columns(m, n, k) columns, if any, run first as dot products.
 void sgemm_in_place(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a, std::int64_t lda,
                     const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc, const float* bias) {
   const std::int64_t nd = dot_columns(m, n, k);
