@@ -3,7 +3,8 @@
 // reference: all transpose combinations, beta 0 (C full of NaN, never read) / 1 /
 // other, alpha != 1, edge tiles, padded leading dimensions (the padding must stay
 // untouched), several cache blocks, and the MNIST MLP shapes; then bit-for-bit checks of the
-// bias row, the edge panels, the in-place operands and the backend's gemm_bias.
+// bias row, the edge panels, the in-place operands, the last columns run as dot products and the
+// backend's gemm_bias.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -256,13 +257,14 @@ TEST_CASE("sgemm: a bias row gives the bits of C filled with the bias and beta =
 }
 
 // Each element of C is one chain of FMAs over the depth (and the same depth blocks) whatever
-// panel it falls in and whether the operands were packed: C's top-left 100 x 100 of a 112 x 128
-// product is the 100 x 100 product bit for bit (n = 100 ends on a one-vector panel, m = 100 is
-// split into 8 panels of 12-13 rows, 112 into 8 of 14), and NN (operands read in place) gives
-// the bits of TN, NT and TT (packed) on transposed copies.
+// panel it falls in and whether the operands were packed: C's top-left 100 x 112 of a 112 x 128
+// product is the 100 x 112 product bit for bit (n = 112 ends on a three-vector panel, 32, 32, 48;
+// m = 100 is split into 8 panels of 12-13 rows, 112 into 8 of 14), and NN (operands read in place)
+// gives the bits of TN, NT and TT (packed) on transposed copies. (n = 100 would run its last 4
+// columns as dot products, in another order: the next test case.)
 TEST_CASE("sgemm: edge panels and in-place operands do not change the bits") {
   if (!dezero::detail::sgemm_available()) return;
-  const std::int64_t M = 112, N = 128, K = 784, m = 100, n = 100;
+  const std::int64_t M = 112, N = 128, K = 784, m = 100, n = 112;
   const auto a = lcg_vector(M * K, 4), b = lcg_vector(K * N, 5);
   std::vector<float> big(M * N), small(m * N, 0.0f);
   sgemm(false, false, M, N, K, 1.0f, a.data(), K, b.data(), N, 0.0f, big.data(), N);
@@ -294,6 +296,35 @@ TEST_CASE("sgemm: edge panels and in-place operands do not change the bits") {
   sgemm(false, false, m2, n2, k2, 1.0f, a2.data(), k2, b2.data(), n2, 0.0f, nn.data(), n2);
   sgemm(true, false, m2, n2, k2, 1.0f, a2t.data(), m2, b2.data(), n2, 0.0f, tn.data(), n2);
   CHECK(same_bits(nn, tn));
+}
+
+// The last n mod 16 columns of a narrow in-place product (16 <= n <= 128, n mod 16 of 1-8, m >= 10,
+// k >= 128) run as dot products along the depth (sgemm.cpp, dot_columns): against the float64
+// reference with alpha, beta 0 / 1 / other, padded leading dimensions and depths that end on a
+// partial vector; the fused bias gives the bits of C filled with the bias and beta = 1; and the
+// other columns keep the bits of the vector panels (the product cut to n - n mod 16 columns, which
+// has none). All 15 remainders, those that stay on the vector panels (9-15) included.
+TEST_CASE("sgemm: the last few columns as dot products") {
+  if (!dezero::detail::sgemm_available()) return;
+  for (std::int64_t r = 1; r <= 15; ++r) {
+    const std::int64_t n = (r % 2 ? 96 : 16) + r, m = r % 3 ? 23 : 10, k = r % 2 ? 131 : 785;
+    check(false, false, m, n, k, r % 2 ? 1.0f : 0.75f, r % 3 == 0 ? 0.0f : r % 3 == 1 ? 1.0f : -0.5f, r % 4);
+    CAPTURE(r);
+    const auto a = lcg_vector(m * k, 11), b = lcg_vector(k * n, 12), bias = lcg_vector(n, 13);
+    std::vector<float> fused(m * n, std::numeric_limits<float>::quiet_NaN()), filled(m * n), plain(m * n);
+    for (std::int64_t i = 0; i < m; ++i) std::copy(bias.begin(), bias.end(), filled.begin() + i * n);
+    sgemm(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, fused.data(), n, bias.data());
+    sgemm(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 1.0f, filled.data(), n);
+    CHECK(same_bits(fused, filled));
+    const std::int64_t nv = n - r;  // the vector panels' columns, alone
+    std::vector<float> cut(m * n, 0.0f), part(m * n, 0.0f);
+    sgemm(false, false, m, nv, k, 1.0f, a.data(), k, b.data(), n, 0.0f, cut.data(), n);
+    sgemm(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, plain.data(), n);
+    for (std::int64_t i = 0; i < m; ++i) std::copy(plain.begin() + i * n, plain.begin() + i * n + nv, part.begin() + i * n);
+    CHECK(same_bits(cut, part));
+  }
+  check(false, false, 100, 100, 784, 1.0f, 0.0f, 0);  // the MLP's first layer at batch 100
+  check(false, false, 100, 20, 4096, -1.0f, 1.0f, 3);  // 16 + 4 columns, a deep product
 }
 
 // The backend's gemm_bias (what F::linear runs) against the unfused path it replaces (the bias

@@ -6,12 +6,14 @@
 // an inference layer's (100, 784) x (784, 100); m <= 32 up to n = 512) skip the packing and
 // the kernel reads A and B in place (reads_in_place). Whatever the panel, the edge variant or the packing, each
 // element of C is the same chain of FMAs over the depth in the same KC blocks, so none of
-// them changes the results' bits. Without __AVX512F__ only the stubs at the bottom are
-// compiled and the backend stays on Eigen.
+// them changes the results' bits; in place, a last 1-8 columns past a multiple of 16 may run as
+// dot products along the depth instead (dot_columns), summed in another order. Without
+// __AVX512F__ only the stubs at the bottom are compiled and the backend stays on Eigen.
 #include "dezero/cpu/gemm.hpp"
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdlib>
 #include <new>
 #include <utility>
@@ -270,6 +272,133 @@ constexpr std::array<KernelFn, kMR> kKernels[2][2] = {
 constexpr int kMR3 = 9;
 constexpr auto kKernels3 = make_kernels<3, true>(std::make_index_sequence<kMR3>());
 
+// --- the last few columns as dot products along the depth ---------------------------------
+// n = 100 in 16-lane vectors is 7 vectors for 100 columns: 11% of the FMAs are padding. In place,
+// the last n mod 16 columns (dot_columns) are computed instead as dot products along k: those
+// columns of B copied transposed into rows of kp = k rounded up to 16 floats (zeros past k; 4 x 784
+// floats for n = 100), and a tile of R rows of A x J of those rows accumulating R x J vectors of 16
+// partial sums along k, each reduced to one float at the end. No lane is padding but the depth's
+// last vector (none for k = 784 = 49 x 16). The other columns run the vector panels as before
+// (n = 100: 32, 32, 32 and 4 dot columns, instead of 32, 32, 36 in three vectors): (100, 784) x
+// (784, 100) + bias goes from ~127 to ~117 us. These columns' sums are in another order (16
+// interleaved chains, then a fixed reduction tree), so their last bits differ from the vector
+// kernels'; every other column keeps its bits. Per step of 16: R + J loads for R x J FMAs, all J
+// columns in one pass over A (a second pass, for 9-15 columns, streams A from L2 again and loses).
+constexpr int kDotJ = 8;
+
+// (GCC 12 flags the _mm512_undefined_ps() inside the shuffle intrinsics as uninitialised, as in
+// transpose_block; the kernels are compiled where kDots instantiates them.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+// The sum of a vector's 16 lanes: halves, quarters, pairs, neighbours (a fixed tree).
+inline float sum_lanes(__m512 v) {
+  v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0x4E));
+  v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0xB1));
+  v = _mm512_add_ps(v, _mm512_permute_ps(v, 0x4E));
+  v = _mm512_add_ps(v, _mm512_permute_ps(v, 0xB1));
+  return _mm512_cvtss_f32(v);
+}
+
+template <int R, int J>
+void dot_kernel(std::int64_t k, const float* __restrict a, std::int64_t lda, const float* __restrict bt,
+                std::int64_t kp, float* c, std::int64_t ldc, float alpha, float beta, const float* bias) {
+  __m512 acc[R][J];
+#pragma GCC unroll 8
+  for (int i = 0; i < R; ++i)
+#pragma GCC unroll 8
+    for (int j = 0; j < J; ++j) acc[i][j] = _mm512_setzero_ps();
+  const std::int64_t full = k / 16 * 16;
+  std::int64_t p = 0;
+  for (; p < full; p += 16) {
+    __m512 bv[J];
+#pragma GCC unroll 8
+    for (int j = 0; j < J; ++j) bv[j] = _mm512_load_ps(bt + j * kp + p);
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) {
+      const __m512 av = _mm512_loadu_ps(a + i * lda + p);
+#pragma GCC unroll 8
+      for (int j = 0; j < J; ++j) acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
+    }
+  }
+  if (p < k) {  // the depth's last k mod 16: A's lanes past k are not read, op(B)^T's are zero
+    const __mmask16 mk = lanes(k - p);
+    __m512 bv[J];
+#pragma GCC unroll 8
+    for (int j = 0; j < J; ++j) bv[j] = _mm512_load_ps(bt + j * kp + p);
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) {
+      const __m512 av = _mm512_maskz_loadu_ps(mk, a + i * lda + p);
+#pragma GCC unroll 8
+      for (int j = 0; j < J; ++j) acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
+    }
+  }
+  for (int i = 0; i < R; ++i)
+    for (int j = 0; j < J; ++j) {
+      const float s = sum_lanes(acc[i][j]);
+      float& out = c[i * ldc + j];
+      if (bias) out = std::fma(s, alpha, bias[j]);
+      else if (beta == 0.0f) out = s * alpha;
+      else out = beta == 1.0f ? std::fma(s, alpha, out) : std::fma(s, alpha, out * beta);
+    }
+}
+
+using DotFn = void (*)(std::int64_t, const float*, std::int64_t, const float*, std::int64_t, float*, std::int64_t,
+                       float, float, const float*);
+
+// Rows per tile for J columns: R x J accumulators + J op(B)^T vectors + one of A within 32
+// registers, at most 8 rows.
+constexpr int dot_rows(int j) { return std::min(8, (31 - j) / j); }
+template <int R, int J>
+constexpr DotFn dot_fn() {
+  if constexpr (R <= dot_rows(J)) return &dot_kernel<R, J>;
+  else return nullptr;
+}
+template <int J, std::size_t... R>
+constexpr std::array<DotFn, 8> make_dots(std::index_sequence<R...>) {
+  return {dot_fn<int(R) + 1, J>()...};
+}
+// kDots[j - 1][r - 1]: r rows of A, j columns of op(B), r <= dot_rows(j)
+constexpr std::array<DotFn, 8> kDots[kDotJ] = {
+    make_dots<1>(std::make_index_sequence<8>()), make_dots<2>(std::make_index_sequence<8>()),
+    make_dots<3>(std::make_index_sequence<8>()), make_dots<4>(std::make_index_sequence<8>()),
+    make_dots<5>(std::make_index_sequence<8>()), make_dots<6>(std::make_index_sequence<8>()),
+    make_dots<7>(std::make_index_sequence<8>()), make_dots<8>(std::make_index_sequence<8>())};
+#pragma GCC diagnostic pop
+
+// How many of an in-place product's last columns run as dot products: n mod 16 when that is 1 to
+// 8, for 16 <= n <= 128 (the narrow products, where the padding is 3-33% of the FMAs), m >= 10 and
+// 128 <= k <= 16384 (the copy of B fits the B packing buffer, unused in place); else none. The
+// bounds are measured (bench/README.md, issue 36): below them the copy of B, the reductions and
+// short tiles cost more than the padding saves (k = 16-96; m = 8-9, which the three-vector panel
+// takes in one row panel), and 9-15 columns need a second pass over A. A fixed rule of the shape,
+// so a shape always takes the same path. (DEZERO_SGEMM_DOT=0 turns this off, for tuning.)
+#ifndef DEZERO_SGEMM_DOT
+#define DEZERO_SGEMM_DOT 1
+#endif
+std::int64_t dot_columns(std::int64_t m, std::int64_t n, std::int64_t k) {
+  const std::int64_t r = n % 16;
+  const bool takes = DEZERO_SGEMM_DOT && n >= 16 && n <= 128 && r <= kDotJ && m >= 10 && k >= 128 &&
+                     k <= kKC * kNC / kDotJ;
+  return takes ? r : 0;
+}
+
+// C[:, 0:nd] = alpha A (m x k, in place) B[:, 0:nd] + beta C or + bias, as dot products; nd <= 8.
+void dot_columns_in_place(std::int64_t m, std::int64_t nd, std::int64_t k, float alpha, const float* a,
+                          std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc,
+                          const float* bias, float* bt) {
+  const std::int64_t kp = ceil_div(k, 16) * 16;
+  for (std::int64_t p = 0; p < k; p += 16)  // bt[j kp + p] = B[p, j], zero for p >= k
+    transpose_block(b + p * ldb, ldb, std::min<std::int64_t>(16, k - p), nd, bt + p, kp, 16);
+  const std::int64_t panels = ceil_div(m, dot_rows(int(nd)));
+  for (std::int64_t q = 0; q < panels; ++q) {
+    const std::int64_t ir = panel_lo(q, m, panels), mr = panel_lo(q + 1, m, panels) - ir;
+    kDots[nd - 1][mr - 1](k, a + ir * lda, lda, bt, kp, c + ir * ldc, ldc, alpha, beta, bias);
+  }
+}
+
 // C = beta C (the k == 0 / alpha == 0 cases); beta == 0 writes zeros without reading.
 void scale_c(std::int64_t m, std::int64_t n, float beta, float* c, std::int64_t ldc) {
   for (std::int64_t i = 0; i < m; ++i)
@@ -294,9 +423,16 @@ bool reads_in_place(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64
 // columns joins the last full panel (three vectors; n = 100: 32, 32, 36 instead of 32, 32, 32, 4,
 // whose one-vector kernel waits on its loads: a broadcast per FMA), each panel swept over all
 // rows in row panels split evenly, at most MR rows (kMR3 for three vectors). Depth blocks as in
-// the packed path (balanced_block(k, KC, 16)), so the sums, and the bits, are the packed path's.
+// the packed path (balanced_block(k, KC, 16)), so the sums, and the bits, are the packed path's;
+// but the last dot_columns(m, n, k) columns, if any, run first as dot products.
 void sgemm_in_place(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a, std::int64_t lda,
                     const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc, const float* bias) {
+  const std::int64_t nd = dot_columns(m, n, k);
+  if (nd > 0) {
+    dot_columns_in_place(m, nd, k, alpha, a, lda, b + (n - nd), ldb, beta, c + (n - nd), ldc,
+                         bias ? bias + (n - nd) : nullptr, buffers().b);
+    n -= nd;
+  }
   const std::int64_t kc_max = balanced_block(k, kKC, 16);
   const std::int64_t full = n / kNR, rem = n % kNR;
   const std::int64_t merged = full >= 1 && rem > 0 && rem <= 16 ? (full - 1) * kNR : -1;  // the 3-vector panel
