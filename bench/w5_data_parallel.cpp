@@ -17,6 +17,8 @@
 //   gives the mean step time of the slowest rank either way.
 //   --allreduce-grad-dtype same|bfloat16|float16: the gradients' type on the wire
 //   (mn::CommunicatorOptions).
+//   --allreduce-algorithm automatic|mpi|ring: how host buffers are summed
+//   (mn::CommunicatorOptions::allreduce_algorithm); --ring-segment-kb N (1024): the ring's messages.
 //   --double-buffering 1: ChainerMN's double buffering (mn::MultiNodeOptimizerOptions): each update
 //   applies the previous step's averages while this step's are averaged on a thread.
 //   --overlap 1: DDP's overlap (mn::MultiNodeOptimizerOptions::overlap): buckets of gradients are
@@ -41,6 +43,8 @@ int main(int argc, char** argv) try {
   const std::string wire = bench::arg(argc, argv, "--allreduce-grad-dtype", "same");
   mn::CommunicatorOptions options;
   options.allreduce_grad_dtype = mn::grad_wire_dtype_from_name(wire);
+  options.allreduce_algorithm = mn::allreduce_algorithm_from_name(bench::arg(argc, argv, "--allreduce-algorithm", "automatic"));
+  options.ring_segment_bytes = static_cast<std::int64_t>(std::stod(bench::arg(argc, argv, "--ring-segment-kb", "1024")) * 1024);
   auto comm = mn::create_communicator(name, options);
   const std::int64_t N = 60000, D = 784, B = 100, P = comm->size();
   if (B % P != 0) throw ValueError("w5_data_parallel: the total batch 100 must divide among the processes");
@@ -104,12 +108,24 @@ int main(int argc, char** argv) try {
   }
   std::sort(ms.begin(), ms.end());
   const double bare_ms = P > 1 ? ms[ms.size() / 2] : 0.0;
+  // The same bytes through the communicator's own sum (its allreduce_algorithm), the median of 21.
+  Tensor whole = zeros(Shape{params}, float32);
+  ms.clear();
+  for (int k = 0; k < 24; ++k) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double a = bench::now_s();
+    comm->allreduce(whole);
+    if (k >= 3) ms.push_back(1e3 * (bench::now_s() - a));
+  }
+  std::sort(ms.begin(), ms.end());
+  const double comm_ms = P > 1 ? ms[ms.size() / 2] : 0.0;
 
   if (comm->rank() == 0) {
     const char* threads = std::getenv("OMP_NUM_THREADS");
     std::cout << "W5: W1 on " << P << " process(es) x " << (threads ? threads : "all the cores'")
               << " thread(s), " << (dataset == "synthetic" ? "synthetic images (random labels), " : "Fashion-MNIST, ")
-              << name << " communicator, gradients as " << wire << " on the wire"
+              << name << " communicator (" << mn::allreduce_algorithm_name(comm->allreduce_algorithm())
+              << "), gradients as " << wire << " on the wire"
               << (opt_options.double_buffering ? ", double buffering" : "")
               << (opt_options.overlap ? ", overlapped with backward" : "") << ", batch " << local << " per process (" << B << " in all), "
               << steps << " steps\n"
@@ -117,6 +133,8 @@ int main(int argc, char** argv) try {
               << "step: " << slowest / static_cast<double>(steps) * 1e3 << " ms\n"
               << "gradient averaging: " << averaging_ms << " ms/step (" << params * 4 / 1e6 << " MB of float32)\n"
               << "bare MPI_Allreduce of " << params * 4 / 1e6 << " MB: " << bare_ms << " ms (median of 21)\n"
+              << "communicator's allreduce (" << mn::allreduce_algorithm_name(comm->allreduce_algorithm())
+              << ") of " << params * 4 / 1e6 << " MB: " << comm_ms << " ms (median of 21)\n"
               << "steps x bare allreduce: " << static_cast<double>(steps) * bare_ms / 1e3 << " s\n";
   }
   return 0;
