@@ -18,7 +18,7 @@
 //   --allreduce-grad-dtype same|bfloat16|float16: the gradients' type on the wire
 //   (mn::CommunicatorOptions).
 //   --allreduce-algorithm automatic|mpi|ring: how host buffers are summed
-//   (mn::CommunicatorOptions::allreduce_algorithm); --ring-segment-kb N (1024): the ring's messages.
+//   (mn::CommunicatorOptions::allreduce_algorithm); --ring-segment-kb N (63): the ring's messages.
 //   --double-buffering 1: ChainerMN's double buffering (mn::MultiNodeOptimizerOptions): each update
 //   applies the previous step's averages while this step's are averaged on a thread.
 //   --overlap 1: DDP's overlap (mn::MultiNodeOptimizerOptions::overlap): buckets of gradients are
@@ -44,7 +44,7 @@ int main(int argc, char** argv) try {
   mn::CommunicatorOptions options;
   options.allreduce_grad_dtype = mn::grad_wire_dtype_from_name(wire);
   options.allreduce_algorithm = mn::allreduce_algorithm_from_name(bench::arg(argc, argv, "--allreduce-algorithm", "automatic"));
-  options.ring_segment_bytes = static_cast<std::int64_t>(std::stod(bench::arg(argc, argv, "--ring-segment-kb", "1024")) * 1024);
+  options.ring_segment_bytes = static_cast<std::int64_t>(std::stod(bench::arg(argc, argv, "--ring-segment-kb", "63")) * 1024);
   auto comm = mn::create_communicator(name, options);
   const std::int64_t N = 60000, D = 784, B = 100, P = comm->size();
   if (B % P != 0) throw ValueError("w5_data_parallel: the total batch 100 must divide among the processes");

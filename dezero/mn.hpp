@@ -147,6 +147,9 @@ const char* allreduce_algorithm_name(AllreduceAlgorithm algorithm);
 /// The AllreduceAlgorithm of a name ("automatic", "mpi" or "ring"; a ValueError for any other).
 AllreduceAlgorithm allreduce_algorithm_from_name(const std::string& name);
 
+/// CommunicatorOptions::ring_segment_bytes's default (63 KiB).
+constexpr std::int64_t kDefaultRingSegmentBytes = 63 << 10;
+
 /// Options of create_communicator, ChainerMN's keyword arguments:
 /// `create_communicator("flat", {.allreduce_grad_dtype = mn::GradWireDtype::bfloat16})`.
 struct CommunicatorOptions {
@@ -156,7 +159,10 @@ struct CommunicatorOptions {
   /// How host buffers are summed (see AllreduceAlgorithm).
   AllreduceAlgorithm allreduce_algorithm = AllreduceAlgorithm::automatic;
   /// The ring's message size in bytes (at least 1; more than a block is one message per block).
-  std::int64_t ring_segment_bytes = std::int64_t{1} << 20;
+  /// The default, 63 KiB, stays under Open MPI's TCP eager limit (64 KiB with its header): a
+  /// larger message waits for a rendezvous handshake whose reply queues behind the bulk data in
+  /// the same TCP stream, which halved the rate on tools/netsim.sh's links (bench/README.md).
+  std::int64_t ring_segment_bytes = kDefaultRingSegmentBytes;
 };
 
 /// A group of processes that train one model together (ChainerMN's CommunicatorBase), over a
@@ -272,7 +278,7 @@ class Communicator {
   std::shared_ptr<State> state_;
   GradWireDtype wire_dtype_ = GradWireDtype::same;
   AllreduceAlgorithm algorithm_ = AllreduceAlgorithm::mpi;
-  std::int64_t ring_segment_bytes_ = std::int64_t{1} << 20;
+  std::int64_t ring_segment_bytes_ = kDefaultRingSegmentBytes;
   std::vector<std::uint16_t> wire_buffer_;  // the 16-bit gradients of mean_half_wire, kept between steps
   double mean_grad_seconds_ = 0;
   std::int64_t mean_grad_calls_ = 0;

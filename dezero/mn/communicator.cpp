@@ -813,7 +813,7 @@ std::shared_ptr<Communicator> create_communicator(const std::string& name, const
                      " is not an AllreduceAlgorithm");
   if (options.ring_segment_bytes < 1)
     throw ValueError("mn::create_communicator: ring_segment_bytes " + std::to_string(options.ring_segment_bytes) +
-                     " is not positive; hint: the default is 1 MiB (1 << 20)");
+                     " is not positive; hint: the default is 63 KiB (kDefaultRingSegmentBytes)");
   std::shared_ptr<Communicator> comm = create_communicator(name);
   comm->wire_dtype_ = wire;
   if (algorithm != AllreduceAlgorithm::automatic) comm->algorithm_ = algorithm;

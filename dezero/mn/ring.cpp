@@ -5,9 +5,11 @@
 // directions all the time and each segment is added while the next ones travel.
 //
 // Why it exists: through TCP (tools/netsim.sh's 1 Gbit/s links) Open MPI 4.1's MPI_Allreduce of
-// W1's 7.2 MB took 95-135 ms against the 57.5 ms bound, whichever coll_tuned algorithm: one large
-// message through ob1's TCP path moves at about half the link's rate, while 1 MB messages posted
-// together fill it (bench/README.md, "Why MPI_Allreduce missed the link's rate").
+// W1's 7.2 MB took 95-120 ms against the 57.5 ms bound, whichever coll_tuned algorithm. Its
+// messages are larger than the TCP transport's eager limit (64 KiB), so each waits for a
+// rendezvous reply, and that reply travels in the one TCP stream between the two ranks behind the
+// megabytes of data already queued in that direction. The ring's segments (63 KiB by default)
+// are sent eagerly, posted well ahead, and need no reply (bench/README.md, issue 32).
 //
 // The buffer (n elements) is cut into N blocks of n / N elements (the first n % N one more); rank r
 // starts the ring with its block r. There are 2 (N - 1) steps: at step t rank r sends block
@@ -90,6 +92,10 @@ struct Outstanding {
   }
 };
 
+// MPI_Wait. (A wait that naps between MPI_Tests, to leave the cores to the kernel's forwarding and
+// the other threads, was tried on tools/netsim.sh's links and gained nothing.)
+void wait_for(MPI_Request* request, MPI_Status* status) { DEZERO_MPI_CHECK(MPI_Wait(request, status)); }
+
 }  // namespace
 
 void ring_allreduce(MPI_Comm comm, void* buffer, std::int64_t n, RingSum kind, std::int64_t segment_bytes,
@@ -152,7 +158,7 @@ void ring_allreduce(MPI_Comm comm, void* buffer, std::int64_t n, RingSum kind, s
       const unsigned char* src = stage.data() + static_cast<std::size_t>(t % 2) * stage_bytes;
       for (std::int64_t k = 0; k < segments(b); ++k) {
         MPI_Status status;
-        DEZERO_MPI_CHECK(MPI_Wait(&recv_req[static_cast<std::size_t>(t)][static_cast<std::size_t>(k)], &status));
+        wait_for(&recv_req[static_cast<std::size_t>(t)][static_cast<std::size_t>(k)], &status);
         int got = -1;
         DEZERO_MPI_CHECK(MPI_Get_count(&status, MPI_BYTE, &got));
         const std::int64_t len = seg_len(b, k);
@@ -169,15 +175,14 @@ void ring_allreduce(MPI_Comm comm, void* buffer, std::int64_t n, RingSum kind, s
           add_into(kind, in, dst, len);
         } else {
           // The segment was sent from here at step t - (N - 1): that send must be done before it is overwritten.
-          DEZERO_MPI_CHECK(MPI_Wait(&send_req[static_cast<std::size_t>(t - (N - 1))][static_cast<std::size_t>(k)],
-                                    MPI_STATUS_IGNORE));
+          wait_for(&send_req[static_cast<std::size_t>(t - (N - 1))][static_cast<std::size_t>(k)], MPI_STATUS_IGNORE);
           std::memcpy(dst, in, static_cast<std::size_t>(len) * es);
         }
         if (t + 1 < steps) post_send(t + 1, k);
       }
     }
     for (auto& reqs : send_req)
-      if (!reqs.empty()) DEZERO_MPI_CHECK(MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE));
+      for (MPI_Request& q : reqs) wait_for(&q, MPI_STATUS_IGNORE);
   } catch (...) {
     track();
     throw;
