@@ -245,8 +245,8 @@ void Communicator::allreduce_host(void* buffer, std::int64_t n, DType dtype, con
   const bool floating = dtype == float32 || dtype == float64;
   if (algorithm_ == AllreduceAlgorithm::ring && floating && size_ > 1 &&
       n * static_cast<std::int64_t>(dtype_size(dtype)) >= kRingMinBytes) {
-    detail::ring_allreduce(state_->world, buffer, n, dtype == float32 ? detail::RingSum::float32 : detail::RingSum::float64,
-                           ring_segment_bytes_, op);
+    const auto kind = dtype == float32 ? detail::RingSum::float32 : detail::RingSum::float64;
+    detail::ring_allreduce(state_->world, buffer, n, kind, ring_segment_bytes_, op);
     return;
   }
   const std::size_t es = dtype_size(dtype);

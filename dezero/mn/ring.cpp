@@ -122,7 +122,8 @@ void ring_allreduce(MPI_Comm comm, void* buffer, std::int64_t n, RingSum kind, s
   const std::size_t stage_bytes = static_cast<std::size_t>(block_len(0)) * es;  // block 0 is a longest one
   std::vector<unsigned char> stage(2 * stage_bytes);
   // send_req[t][k], recv_req[t][k]; every request is kept until it is waited for.
-  std::vector<std::vector<MPI_Request>> send_req(static_cast<std::size_t>(steps)), recv_req(static_cast<std::size_t>(steps));
+  std::vector<std::vector<MPI_Request>> send_req(static_cast<std::size_t>(steps));
+  std::vector<std::vector<MPI_Request>> recv_req(static_cast<std::size_t>(steps));
   Outstanding pending;
 
   const auto post_recvs = [&](std::int64_t t) {

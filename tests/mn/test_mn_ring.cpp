@@ -39,7 +39,8 @@ int world_rank() {
 
 // The element at i on `rank`: random bits over 2 ranks, else an exact small multiple of 1/4.
 double value(std::int64_t i, int rank, bool exact) {
-  std::uint64_t h = static_cast<std::uint64_t>(i) * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(rank + 1) * 0xBF58476D1CE4E5B9ull;
+  std::uint64_t h = static_cast<std::uint64_t>(i) * 0x9E3779B97F4A7C15ull +
+                    static_cast<std::uint64_t>(rank + 1) * 0xBF58476D1CE4E5B9ull;
   h ^= h >> 31;
   h *= 0x94D049BB133111EBull;
   h ^= h >> 29;
@@ -71,8 +72,8 @@ std::vector<unsigned char> make_buffer(RingSum kind, std::int64_t n, int rank, b
 void mpi_sum(RingSum kind, std::vector<unsigned char>& b, std::int64_t n, MPI_Comm comm) {
   if (n == 0) return;
   if (kind == RingSum::float64 || kind == RingSum::float32) {
-    REQUIRE(MPI_Allreduce(MPI_IN_PLACE, b.data(), static_cast<int>(n), kind == RingSum::float64 ? MPI_DOUBLE : MPI_FLOAT,
-                          MPI_SUM, comm) == MPI_SUCCESS);
+    const MPI_Datatype type = kind == RingSum::float64 ? MPI_DOUBLE : MPI_FLOAT;
+    REQUIRE(MPI_Allreduce(MPI_IN_PLACE, b.data(), static_cast<int>(n), type, MPI_SUM, comm) == MPI_SUCCESS);
     return;
   }
   MPI_Op op;
@@ -149,13 +150,15 @@ TEST_CASE("mn ring: the communicators' algorithm option; ring and mpi give the s
         const DType dtypes[] = {float32, float64, float32};
         for (int j = 0; j < 3; ++j) {
           std::vector<double> v(static_cast<std::size_t>(sizes[j]));
-          for (std::int64_t i = 0; i < sizes[j]; ++i) v[static_cast<std::size_t>(i)] = value(i + j, comm->rank(), exact);
+          for (std::int64_t i = 0; i < sizes[j]; ++i)
+            v[static_cast<std::size_t>(i)] = value(i + j, comm->rank(), exact);
           Parameter p(zeros(Shape{sizes[j]}, dtypes[j]));
           p.set_grad(Variable(from_blob(v.data(), Shape{sizes[j]}, float64, dtypes[j])));
           params.emplace_back("p" + std::to_string(j), p);
         }
         comm->multi_node_mean_grad(params);
-        for (auto& kp : params) grads[algorithm == mn::AllreduceAlgorithm::ring ? 0 : 1].push_back(kp.second.grad().data());
+        auto& out = grads[algorithm == mn::AllreduceAlgorithm::ring ? 0 : 1];
+        for (auto& kp : params) out.push_back(kp.second.grad().data());
       }
       for (std::size_t j = 0; j < 3; ++j) CHECK(utils::array_equal(grads[0][j], grads[1][j]));
     }
