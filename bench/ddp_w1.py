@@ -8,6 +8,10 @@ tools/netsim.sh --each (it reads NETSIM_RANK, NETSIM_SIZE, NETSIM_MASTER, NETSIM
 steps, after a barrier) and the hook used.
 
   /usr/bin/python3 bench/ddp_w1.py [--steps 100] [--hook none|fp16|bf16] [--threads 1] [--port 29511]
+                                   [--model mlp|cnn]
+
+--model cnn: W2's small CNN (bench/w2_cnn.cpp: conv3x3 1->16, ReLU, max pool 2, conv3x3 16->32, ReLU, max
+pool 2, Linear 1568->10), SGD 0.1, as w5_data_parallel --model cnn.
 
 --hook: DDP's communication hooks fp16_compress_hook / bf16_compress_hook (gradients cast to 16 bits,
 divided by the world size first, for the allreduce), none: DDP's own float32 allreduce. DDP overlaps
@@ -25,6 +29,7 @@ def main():
     ap.add_argument("--hook", choices=["none", "fp16", "bf16"], default="none")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--port", type=int, default=29511)
+    ap.add_argument("--model", choices=["mlp", "cnn"], default="mlp")
     ap.add_argument("--dataset", choices=["fashion-mnist", "synthetic"], default="fashion-mnist")
     ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     ap.add_argument("--rank", type=int, default=int(os.environ.get("NETSIM_RANK", "0")))
@@ -58,14 +63,20 @@ def main():
         perm = torch.randperm(N, generator=g)  # shuffled, as ours
         X, T = X[perm], T[perm]
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(784, 1000), torch.nn.ReLU(), torch.nn.Linear(1000, 1000),
-                                torch.nn.ReLU(), torch.nn.Linear(1000, 10))
+    nn = torch.nn
+    if a.model == "cnn":
+        X = X.reshape(-1, 1, 28, 28)
+        model = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                              nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                              nn.Linear(1568, 10))
+    else:
+        model = nn.Sequential(nn.Linear(784, 1000), nn.ReLU(), nn.Linear(1000, 1000), nn.ReLU(), nn.Linear(1000, 10))
     ddp = DDP(model)
     if a.hook != "none":
         from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
         ddp.register_comm_hook(None, default_hooks.fp16_compress_hook if a.hook == "fp16"
                                else default_hooks.bf16_compress_hook)
-    opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.1 if a.model == "cnn" else 0.01)
     lossf = torch.nn.CrossEntropyLoss()
     dist.barrier()
     t0 = time.perf_counter()
@@ -78,7 +89,8 @@ def main():
     secs = torch.tensor([time.perf_counter() - t0])
     dist.all_reduce(secs, op=dist.ReduceOp.MAX)
     if a.rank == 0:
-        print(f"DDP W1: {P} ranks x {a.threads} thread(s), gloo, hook {a.hook}, {a.dataset}, batch {local} per rank, "
+        print(f"DDP {'W2 CNN' if a.model == 'cnn' else 'W1'}: {P} ranks x {a.threads} thread(s), gloo, hook {a.hook}, "
+              f"{a.dataset}, batch {local} per rank, "
               f"{a.steps} steps")
         print(f"step: {secs.item() / a.steps * 1e3:.3f} ms, last loss {loss.item():.5f}")
     dist.destroy_process_group()

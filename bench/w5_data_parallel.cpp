@@ -17,6 +17,10 @@
 //   gives the mean step time of the slowest rank either way.
 //   --allreduce-grad-dtype same|bfloat16|float16: the gradients' type on the wire
 //   (mn::CommunicatorOptions).
+//   --model cnn: W2's small CNN (bench/w2_cnn.cpp: conv3x3 1->16, pool, conv3x3 16->32, pool,
+//   Linear 1568->10; SGD 0.1) instead of W1's MLP, on the same images as (N, 1, 28, 28).
+//   --allreduce-algorithm automatic|mpi|ring: how host buffers are summed
+//   (mn::CommunicatorOptions::allreduce_algorithm); --ring-segment-kb N (63): the ring's messages.
 //   --double-buffering 1: ChainerMN's double buffering (mn::MultiNodeOptimizerOptions): each update
 //   applies the previous step's averages while this step's are averaged on a thread.
 //   --overlap 1: DDP's overlap (mn::MultiNodeOptimizerOptions::overlap): buckets of gradients are
@@ -35,12 +39,37 @@
 
 using namespace dezero;
 
+namespace {
+
+// W2's CNN (bench/w2_cnn.cpp). x: (N, 1, 28, 28) -> (N, 16, 14, 14) -> (N, 32, 7, 7) -> (N, 1568) -> (N, 10)
+class Cnn : public Model {
+ public:
+  Cnn() {
+    c1 = register_layer("c1", std::make_shared<L::Conv2d>(16, 3, 1, 1));
+    c2 = register_layer("c2", std::make_shared<L::Conv2d>(32, 3, 1, 1));
+    l = register_layer("l", std::make_shared<L::Linear>(10));
+  }
+  Variable forward(const Variable& x) override {
+    Variable h = F::pooling(F::relu(c1(x)), 2, 2);
+    h = F::pooling(F::relu(c2(h)), 2, 2);
+    return l(F::reshape(h, {h.shape()[0], -1}));
+  }
+  L::LayerRef<L::Conv2d> c1, c2;
+  L::LayerRef<L::Linear> l;
+};
+
+}  // namespace
+
 int main(int argc, char** argv) try {
   mn::Environment env(argc, argv);
   const std::string name = bench::arg(argc, argv, "--communicator", "flat");
   const std::string wire = bench::arg(argc, argv, "--allreduce-grad-dtype", "same");
   mn::CommunicatorOptions options;
   options.allreduce_grad_dtype = mn::grad_wire_dtype_from_name(wire);
+  options.allreduce_algorithm =
+      mn::allreduce_algorithm_from_name(bench::arg(argc, argv, "--allreduce-algorithm", "automatic"));
+  options.ring_segment_bytes =
+      static_cast<std::int64_t>(std::stod(bench::arg(argc, argv, "--ring-segment-kb", "63")) * 1024);
   auto comm = mn::create_communicator(name, options);
   const std::int64_t N = 60000, D = 784, B = 100, P = comm->size();
   if (B % P != 0) throw ValueError("w5_data_parallel: the total batch 100 must divide among the processes");
@@ -60,9 +89,16 @@ int main(int argc, char** argv) try {
   } else {
     throw ValueError("--dataset must be fashion-mnist or synthetic, got " + dataset);
   }
-  models::MLP model({1000, 1000, 10}, F::relu);
+  const std::string model_name = bench::arg(argc, argv, "--model", "mlp");
+  if (model_name != "mlp" && model_name != "cnn") throw ValueError("--model must be mlp or cnn, got " + model_name);
+  const bool cnn = model_name == "cnn";
+  if (cnn) X = X.reshape({N, 1, 28, 28});
+  std::shared_ptr<Model> net;
+  if (cnn) net = std::make_shared<Cnn>();
+  else net = std::make_shared<models::MLP>(std::vector<std::int64_t>{1000, 1000, 10}, F::relu);
+  Model& model = *net;
   model(X[Slice(0, 1)]);  // create the lazily-initialised weights (the same on every rank: same seed)
-  optimizers::SGD sgd(0.01);
+  optimizers::SGD sgd(cnn ? 0.1 : 0.01);
   sgd.setup(model);
   mn::MultiNodeOptimizerOptions opt_options;
   opt_options.double_buffering = bench::arg(argc, argv, "--double-buffering", "0") != std::string("0");
@@ -104,12 +140,24 @@ int main(int argc, char** argv) try {
   }
   std::sort(ms.begin(), ms.end());
   const double bare_ms = P > 1 ? ms[ms.size() / 2] : 0.0;
+  // The same bytes through the communicator's own sum (its allreduce_algorithm), the median of 21.
+  Tensor whole = zeros(Shape{params}, float32);
+  ms.clear();
+  for (int k = 0; k < 24; ++k) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double a = bench::now_s();
+    comm->allreduce(whole);
+    if (k >= 3) ms.push_back(1e3 * (bench::now_s() - a));
+  }
+  std::sort(ms.begin(), ms.end());
+  const double comm_ms = P > 1 ? ms[ms.size() / 2] : 0.0;
 
   if (comm->rank() == 0) {
     const char* threads = std::getenv("OMP_NUM_THREADS");
-    std::cout << "W5: W1 on " << P << " process(es) x " << (threads ? threads : "all the cores'")
+    std::cout << "W5: " << (cnn ? "W2's CNN" : "W1") << " on " << P << " process(es) x " << (threads ? threads : "all the cores'")
               << " thread(s), " << (dataset == "synthetic" ? "synthetic images (random labels), " : "Fashion-MNIST, ")
-              << name << " communicator, gradients as " << wire << " on the wire"
+              << name << " communicator (" << mn::allreduce_algorithm_name(comm->allreduce_algorithm())
+              << "), gradients as " << wire << " on the wire"
               << (opt_options.double_buffering ? ", double buffering" : "")
               << (opt_options.overlap ? ", overlapped with backward" : "") << ", batch " << local << " per process (" << B << " in all), "
               << steps << " steps\n"
@@ -117,6 +165,8 @@ int main(int argc, char** argv) try {
               << "step: " << slowest / static_cast<double>(steps) * 1e3 << " ms\n"
               << "gradient averaging: " << averaging_ms << " ms/step (" << params * 4 / 1e6 << " MB of float32)\n"
               << "bare MPI_Allreduce of " << params * 4 / 1e6 << " MB: " << bare_ms << " ms (median of 21)\n"
+              << "communicator's allreduce (" << mn::allreduce_algorithm_name(comm->allreduce_algorithm())
+              << ") of " << params * 4 / 1e6 << " MB: " << comm_ms << " ms (median of 21)\n"
               << "steps x bare allreduce: " << static_cast<double>(steps) * bare_ms / 1e3 << " s\n";
   }
   return 0;

@@ -125,12 +125,44 @@ const char* grad_wire_dtype_name(GradWireDtype dtype);
 /// The GradWireDtype of a name ("same", "bfloat16" or "float16"; a ValueError for any other).
 GradWireDtype grad_wire_dtype_from_name(const std::string& name);
 
+/// How a communicator sums a host buffer of gradients over the ranks (the "naive" and "flat"
+/// communicators, the 16-bit wires included; "pure_nccl" has NCCL's own).
+/// - mpi: MPI_Allreduce; the MPI library picks its algorithm.
+/// - ring: dezero's ring (reduce-scatter, then allgather), pipelined in segments of
+///   CommunicatorOptions::ring_segment_bytes with point-to-point messages on the communicator's own
+///   duplicate of MPI_COMM_WORLD: 2 (N - 1) / N x S bytes leave and arrive per rank for S bytes on
+///   N ranks, the least any allreduce moves, and the links stay busy in both directions. A block's
+///   sum is made on one rank and copied to the others, so every rank gets the same bits; over 2
+///   ranks the result is the same as MPI_Allreduce's (a + b); over more the order of the sum
+///   differs from MPI's, so the last bits may. Buffers under 64 KiB and other dtypes than
+///   float32 and float64 (and the 16-bit wires) go to MPI_Allreduce: there latency counts, not
+///   bandwidth. Through TCP (tools/netsim.sh) it reached the link's rate where Open MPI 4.1's
+///   MPI_Allreduce took twice as long (bench/README.md).
+/// - automatic: ring when the ranks are on more than one machine (intra_size() < size()), mpi when
+///   all share one (there MPI's shared-memory allreduce is faster than any ring of messages).
+enum class AllreduceAlgorithm : std::uint8_t { automatic, mpi, ring };
+
+/// The name of an AllreduceAlgorithm: "automatic", "mpi" or "ring".
+const char* allreduce_algorithm_name(AllreduceAlgorithm algorithm);
+/// The AllreduceAlgorithm of a name ("automatic", "mpi" or "ring"; a ValueError for any other).
+AllreduceAlgorithm allreduce_algorithm_from_name(const std::string& name);
+
+/// CommunicatorOptions::ring_segment_bytes's default (63 KiB).
+constexpr std::int64_t kDefaultRingSegmentBytes = 63 << 10;
+
 /// Options of create_communicator, ChainerMN's keyword arguments:
 /// `create_communicator("flat", {.allreduce_grad_dtype = mn::GradWireDtype::bfloat16})`.
 struct CommunicatorOptions {
   /// The type the gradients travel in (see GradWireDtype); "naive" and "flat" take all three,
   /// "pure_nccl" only `same` for now (a NotImplementedError at creation otherwise).
   GradWireDtype allreduce_grad_dtype = GradWireDtype::same;
+  /// How host buffers are summed (see AllreduceAlgorithm).
+  AllreduceAlgorithm allreduce_algorithm = AllreduceAlgorithm::automatic;
+  /// The ring's message size in bytes (at least 1; more than a block is one message per block).
+  /// The default, 63 KiB, stays under Open MPI's TCP eager limit (64 KiB with its header): a
+  /// larger message waits for a rendezvous handshake whose reply queues behind the bulk data in
+  /// the same TCP stream, which halved the rate on tools/netsim.sh's links (bench/README.md).
+  std::int64_t ring_segment_bytes = kDefaultRingSegmentBytes;
 };
 
 /// A group of processes that train one model together (ChainerMN's CommunicatorBase), over a
@@ -159,6 +191,11 @@ class Communicator {
   const std::string& name() const { return name_; }  ///< "naive", "flat" or "pure_nccl".
   /// The type gradients travel in (CommunicatorOptions::allreduce_grad_dtype).
   GradWireDtype allreduce_grad_dtype() const { return wire_dtype_; }
+  /// How host buffers are summed (CommunicatorOptions::allreduce_algorithm; `automatic` resolved:
+  /// mpi or ring).
+  AllreduceAlgorithm allreduce_algorithm() const { return algorithm_; }
+  /// The ring's message size (CommunicatorOptions::ring_segment_bytes).
+  std::int64_t ring_segment_bytes() const { return ring_segment_bytes_; }
   int rank() const { return rank_; }                 ///< This process's rank.
   int size() const { return size_; }                 ///< The number of processes.
   /// This process's rank among the processes on its machine (the GPU it should use).
@@ -223,6 +260,9 @@ class Communicator {
   virtual void mean_inplace(std::vector<Tensor*>& grads);
   /// Broadcasts the tensors from rank `root` in place (parameter values, bcast()).
   virtual void bcast_inplace(std::vector<Tensor>& tensors, int root);
+  /// Sums `n` elements of `dtype` at `buffer` (host memory) over the ranks in place, with the
+  /// communicator's allreduce_algorithm(); `op` names the collective in errors.
+  void allreduce_host(void* buffer, std::int64_t n, DType dtype, const char* op);
   /// The shared MPI state (the communicator and its rank split), for the subclasses.
   State& state() const { return *state_; }
 
@@ -237,6 +277,8 @@ class Communicator {
   int rank_ = 0, size_ = 1, intra_rank_ = 0, intra_size_ = 1;
   std::shared_ptr<State> state_;
   GradWireDtype wire_dtype_ = GradWireDtype::same;
+  AllreduceAlgorithm algorithm_ = AllreduceAlgorithm::mpi;
+  std::int64_t ring_segment_bytes_ = kDefaultRingSegmentBytes;
   std::vector<std::uint16_t> wire_buffer_;  // the 16-bit gradients of mean_half_wire, kept between steps
   double mean_grad_seconds_ = 0;
   std::int64_t mean_grad_calls_ = 0;

@@ -36,6 +36,8 @@ namespace {
 
 using NamedParams = std::vector<std::pair<std::string, Parameter>>;
 
+constexpr std::int64_t kRingMinBytes = std::int64_t{64} << 10;  // smaller buffers: MPI_Allreduce
+
 std::uint64_t fnv1a(const std::string& s) {
   std::uint64_t h = 1469598103934665603ull;
   for (unsigned char c : s) {
@@ -234,6 +236,25 @@ Communicator::Communicator(std::string name) : name_(std::move(name)), state_(st
   DEZERO_MPI_CHECK(MPI_Comm_rank(state_->intra, &intra_rank_));
   DEZERO_MPI_CHECK(MPI_Comm_size(state_->intra, &intra_size_));
   detail::register_state(state_);
+  algorithm_ = intra_size_ < size_ ? AllreduceAlgorithm::ring : AllreduceAlgorithm::mpi;  // automatic
+}
+
+// The ring for float32 and float64 buffers of 64 KiB or more (below that its 2 (N - 1) messages
+// cost more than the bandwidth it saves), MPI_Allreduce otherwise.
+void Communicator::allreduce_host(void* buffer, std::int64_t n, DType dtype, const char* op) {
+  const bool floating = dtype == float32 || dtype == float64;
+  if (algorithm_ == AllreduceAlgorithm::ring && floating && size_ > 1 &&
+      n * static_cast<std::int64_t>(dtype_size(dtype)) >= kRingMinBytes) {
+    const auto kind = dtype == float32 ? detail::RingSum::float32 : detail::RingSum::float64;
+    detail::ring_allreduce(state_->world, buffer, n, kind, ring_segment_bytes_, op);
+    return;
+  }
+  const std::size_t es = dtype_size(dtype);
+  auto* p = static_cast<unsigned char*>(buffer);
+  detail::in_chunks(n, [&](std::int64_t off, int count) {
+    DEZERO_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, p + static_cast<std::size_t>(off) * es, count,
+                                   detail::mpi_type(dtype), MPI_SUM, state_->world));
+  });
 }
 
 Communicator::~Communicator() = default;
@@ -508,10 +529,16 @@ void Communicator::mean_half_wire(std::vector<Tensor*>& grads) {
     detail::pack16(wire_dtype_, src, static_cast<float>(scale), g.size(), wire + at);
     at += g.size();
   }
-  detail::in_chunks(total, [&](std::int64_t off, int count) {
-    DEZERO_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, wire + off, count, MPI_UINT16_T, state_->wire_sum[which],
-                                   state_->world));
-  });
+  if (algorithm_ == AllreduceAlgorithm::ring && total * 2 >= kRingMinBytes) {
+    detail::ring_allreduce(state_->world, wire, total,
+                           which == 0 ? detail::RingSum::bfloat16 : detail::RingSum::float16, ring_segment_bytes_,
+                           "multi_node_mean_grad");
+  } else {
+    detail::in_chunks(total, [&](std::int64_t off, int count) {
+      DEZERO_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, wire + off, count, MPI_UINT16_T, state_->wire_sum[which],
+                                     state_->world));
+    });
+  }
   at = 0;
   for (std::size_t i = 0; i < grads.size(); ++i) {
     Tensor& g = *grads[i];
@@ -641,8 +668,6 @@ class NaiveCommunicator : public Communicator {
  protected:
   void allreduce_sum_inplace(std::vector<Tensor>& tensors) override {
     for (Tensor& t : tensors) {
-      const MPI_Datatype type = detail::mpi_type(t.dtype());
-      const std::size_t es = dtype_size(t.dtype());
       unsigned char* p = nullptr;
       std::vector<unsigned char> host;
       if (t.device().is_cpu()) {
@@ -653,10 +678,7 @@ class NaiveCommunicator : public Communicator {
         detail::wait_for_copies({t});
         p = host.data();
       }
-      detail::in_chunks(t.size(), [&](std::int64_t off, int count) {
-        DEZERO_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, p + static_cast<std::size_t>(off) * es, count, type, MPI_SUM,
-                                       state().world));
-      });
+      allreduce_host(p, t.size(), t.dtype(), "allreduce");
       if (!t.device().is_cpu()) {
         detail::copy_from_host(host.data(), t);
         detail::wait_for_copies({t});
@@ -700,12 +722,7 @@ class FlatCommunicator : public Communicator {
       else scaled_copy(static_cast<const double*>(g->raw_data()), mean_buffer_.data<double>() + at, g->size(), scale);
       at += g->size();
     }
-    const std::size_t es = dtype_size(dt);
-    auto* buf = static_cast<unsigned char*>(mean_buffer_.raw_data());
-    detail::in_chunks(total, [&](std::int64_t off, int count) {
-      DEZERO_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf + static_cast<std::size_t>(off) * es, count,
-                                     detail::mpi_type(dt), MPI_SUM, state().world));
-    });
+    allreduce_host(mean_buffer_.raw_data(), total, dt, "multi_node_mean_grad");
     at = 0;
     for (Tensor* g : grads) {
       Tensor view(mean_buffer_.storage(), mean_buffer_.offset() + at, g->shape(), dt);
@@ -729,11 +746,7 @@ class FlatCommunicator : public Communicator {
       at += t.nbytes();
     }
     detail::wait_for_copies(tensors);
-    const MPI_Datatype type = detail::mpi_type(dt);
-    detail::in_chunks(total, [&](std::int64_t off, int count) {
-      DEZERO_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf + static_cast<std::size_t>(off) * es, count, type, MPI_SUM,
-                                     state().world));
-    });
+    allreduce_host(buf, total, dt, "allreduce");
     at = 0;
     for (const Tensor& t : tensors) {
       detail::copy_from_host(buf + at, t);
@@ -762,6 +775,22 @@ const char* grad_wire_dtype_name(GradWireDtype dtype) {
   return "unknown";
 }
 
+const char* allreduce_algorithm_name(AllreduceAlgorithm algorithm) {
+  switch (algorithm) {
+    case AllreduceAlgorithm::automatic: return "automatic";
+    case AllreduceAlgorithm::mpi: return "mpi";
+    case AllreduceAlgorithm::ring: return "ring";
+  }
+  return "unknown";
+}
+
+AllreduceAlgorithm allreduce_algorithm_from_name(const std::string& name) {
+  for (auto a : {AllreduceAlgorithm::automatic, AllreduceAlgorithm::mpi, AllreduceAlgorithm::ring})
+    if (name == allreduce_algorithm_name(a)) return a;
+  throw ValueError("mn: no allreduce algorithm '" + name +
+                   "'; hint: the algorithms are 'automatic', 'mpi' and 'ring'");
+}
+
 GradWireDtype grad_wire_dtype_from_name(const std::string& name) {
   for (auto d : {GradWireDtype::same, GradWireDtype::bfloat16, GradWireDtype::float16})
     if (name == grad_wire_dtype_name(d)) return d;
@@ -777,8 +806,18 @@ std::shared_ptr<Communicator> create_communicator(const std::string& name, const
     throw NotImplementedError(std::string("mn::create_communicator: pure_nccl with allreduce_grad_dtype ") +
                               grad_wire_dtype_name(wire) + " is not implemented yet; hint: 'flat' or 'naive' "
                               "take it (GPU gradients are staged through host memory)");
+  const auto algorithm = options.allreduce_algorithm;
+  if (algorithm != AllreduceAlgorithm::automatic && algorithm != AllreduceAlgorithm::mpi &&
+      algorithm != AllreduceAlgorithm::ring)
+    throw ValueError("mn::create_communicator: allreduce_algorithm " + std::to_string(static_cast<int>(algorithm)) +
+                     " is not an AllreduceAlgorithm");
+  if (options.ring_segment_bytes < 1)
+    throw ValueError("mn::create_communicator: ring_segment_bytes " + std::to_string(options.ring_segment_bytes) +
+                     " is not positive; hint: the default is 63 KiB (kDefaultRingSegmentBytes)");
   std::shared_ptr<Communicator> comm = create_communicator(name);
   comm->wire_dtype_ = wire;
+  if (algorithm != AllreduceAlgorithm::automatic) comm->algorithm_ = algorithm;
+  comm->ring_segment_bytes_ = options.ring_segment_bytes;
   return comm;
 }
 

@@ -74,6 +74,15 @@ void unpack16(GradWireDtype dtype, const std::uint16_t* src, std::int64_t n, flo
 // The MPI reduction (on MPI_UINT16_T) that adds two vectors of `dtype` in float32 and rounds back.
 MPI_User_function* wire_sum_function(GradWireDtype dtype);
 
+// --- dezero's ring allreduce (ring.cpp) -------------------------------------------------------------
+// What the ring adds: float32, float64, or 16-bit words of a wire dtype added in float32.
+enum class RingSum { float32, float64, bfloat16, float16 };
+// Sums `buffer` (n elements of `kind`) over the ranks of `comm` in place: reduce-scatter then
+// allgather in a ring, in segments of `segment_bytes`. Every rank gets the same bits. `op` names
+// the collective in errors (a neighbour that sends a segment of the wrong size: ValueError).
+void ring_allreduce(MPI_Comm comm, void* buffer, std::int64_t n, RingSum kind, std::int64_t segment_bytes,
+                    const char* op);
+
 // MPI counts are ints: calls `fn(offset, count)` over [0, n) in pieces of at most 2^30 elements.
 void in_chunks(std::int64_t n, const std::function<void(std::int64_t, int)>& fn);
 

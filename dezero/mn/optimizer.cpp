@@ -256,6 +256,8 @@ MultiNodeOptimizer::MultiNodeOptimizer(optimizers::Optimizer& actual, std::share
   if (options.double_buffering || options.overlap) {
     CommunicatorOptions private_options;
     private_options.allreduce_grad_dtype = comm_->allreduce_grad_dtype();
+    private_options.allreduce_algorithm = comm_->allreduce_algorithm();
+    private_options.ring_segment_bytes = comm_->ring_segment_bytes();
     buffering_ = std::make_shared<Buffering>(create_communicator(comm_->name(), private_options));
   }
   if (options.overlap) {
