@@ -506,8 +506,8 @@ Tensor array(std::initializer_list<std::initializer_list<std::initializer_list<d
 ///@}
 /// A tensor of `shape` from its elements in row-major order (copied).
 ///
-/// T is float, double, std::int32_t or std::int64_t, and gives the dtype unless `dtype` is
-/// given. A ShapeError when `values.size()` is not the number of elements of `shape`.
+/// T is float, double, std::int32_t, std::int64_t, bfloat16_t or float16_t, and gives the dtype
+/// unless `dtype` is given. A ShapeError when `values.size()` is not the number of elements of `shape`.
 template <class T>
 Tensor array(const std::vector<T>& values, const Shape& shape, std::optional<DType> dtype = std::nullopt,
              Device device = Device::cpu());

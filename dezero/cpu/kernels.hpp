@@ -29,6 +29,11 @@ void copy_to_host(void* host_dst, const void* src, std::size_t nbytes);
 void copy(void* dst, const void* src, std::size_t nbytes);
 void fill(DType dt, void* dst, std::int64_t n, double value);
 
+// --- the 16-bit floats (half.cpp): cast where `from` or `to` is bfloat16 or float16 (cast
+// forwards to it), and fill of those dtypes (fill forwards) --------------------------------------
+void cast_half(DType from, const void* x, DType to, void* y, std::int64_t n);
+void fill_half(DType dt, void* dst, std::int64_t n, double value);
+
 // --- element-wise (elementwise.cpp) ------------------------------------------------------
 void cast(DType from, const void* x, DType to, void* y, std::int64_t n);
 void unary(UnaryOp op, DType dt, const void* x, void* y, std::int64_t n, double alpha);
