@@ -351,6 +351,10 @@ class Tensor {
 
   // Conversions.
   /// The elements converted to `dtype`: always a new tensor (also for the same dtype).
+  ///
+  /// To bfloat16 or float16 each value is rounded once to nearest even (from float64 and the
+  /// integers too, not through float32); a float16 past 65504 rounds to infinity; NaN stays NaN.
+  /// Floats to integers truncate toward zero, as C++'s conversion does.
   Tensor astype(DType dtype) const;
   /// The tensor on `device`: the same tensor when already there, else a copy.
   Tensor to(Device device) const;
