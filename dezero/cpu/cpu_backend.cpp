@@ -84,6 +84,12 @@ class CpuBackend final : public Backend {
     return cpu::gemm_bias(dt, ta, tb, m, n, k, a, lda, b, ldb, bias, c, ldc);
   }
 
+  bool gemm_lowp(DType compute, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const float* a,
+                 std::int64_t lda, const float* b, std::int64_t ldb, const float* bias, float* c, std::int64_t ldc,
+                 bool accumulate) override {
+    return cpu::onednn_gemm_lowp(compute, ta, tb, m, n, k, a, lda, b, ldb, bias, c, ldc, accumulate);
+  }
+
   // --- convolution and pooling helpers (im2col.cpp, pool.cpp) --------------------------------
   void im2col(DType dt, const void* x, void* col, const ConvGeom& g) override {
     half_has_no_kernel("im2col", dt);
