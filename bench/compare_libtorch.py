@@ -11,6 +11,8 @@ ratio LibTorch / ours of every pair (> 1: ours is faster) and the median ratio.
                                     [--data DIR]   (Fashion-MNIST for W1 and W2)
   python3 bench/compare_libtorch.py --only w1,w1adam   (w1adam: W1 with --optimizer adam
                                     --weight-decay 1e-4 on both sides)
+  python3 bench/compare_libtorch.py --only w1,w1bf16   (w1bf16: W1 with --precision bf16 on both
+                                    sides: dezero::autocast against LibTorch's CPU autocast)
   python3 bench/compare_libtorch.py --only w1adam --dataset synthetic [--flush-denormal]
                                     (W1 on random images and labels instead of Fashion-MNIST,
                                     labelled "synthetic" in every line; --flush-denormal turns on
@@ -33,6 +35,8 @@ WORKLOADS = {
     "w1": ("w1_mlp_epoch", "libtorch/torch_w1_mlp_epoch", r"epoch 1: ([0-9.e+-]+) s", "s/epoch"),
     "w1adam": ("w1_mlp_epoch", "libtorch/torch_w1_mlp_epoch", r"epoch 1: ([0-9.e+-]+) s", "s/epoch",
                ["--optimizer", "adam", "--weight-decay", "1e-4"]),
+    "w1bf16": ("w1_mlp_epoch", "libtorch/torch_w1_mlp_epoch", r"epoch 1: ([0-9.e+-]+) s", "s/epoch",
+               ["--precision", "bf16"]),
     "w2": ("w2_cnn", "libtorch/torch_w2_cnn", r"epoch 1: ([0-9.e+-]+) s", "s/epoch"),
     "w3": ("w3_overhead", "libtorch/torch_w3_overhead", r"median ([0-9.e+-]+) us/step", "us/step"),
     "w4": ("w4_resnet50", "libtorch/torch_w4_resnet50", r"median ([0-9.e+-]+) s/step", "s/step"),
@@ -64,8 +68,8 @@ def main():
         for p in (ours_path, torch_path):
             if not os.access(p, os.X_OK):
                 sys.exit(f"{p} is missing; build it (cmake --build {a.build} --target {os.path.basename(p)})")
-        w1 = w in ("w1", "w1adam")
-        extra = (args[0] if args else []) + (["--data", a.data] if (w in ("w1", "w1adam", "w2") and a.data) else [])
+        w1 = w in ("w1", "w1adam", "w1bf16")
+        extra = (args[0] if args else []) + (["--data", a.data] if (w1 or w == "w2") and a.data else [])
         if w1:
             extra += ["--dataset", a.dataset]
         torch_extra = ["--flush-denormal", "1"] if (w1 and a.flush_denormal) else []

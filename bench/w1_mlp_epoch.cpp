@@ -15,7 +15,9 @@
 // instead of SGD 0.01; --weight-decay RATE adds the WeightDecay hook (g += RATE * W
 // before the update). The "w1adam" workload of compare_libtorch.py runs Adam + 1e-4.
 //   w1_mlp_epoch [--device cpu|cuda] [--epochs N] [--optimizer sgd|adam] [--weight-decay RATE]
-//                [--dataset fashion-mnist|synthetic] [--data DIR]
+//                [--dataset fashion-mnist|synthetic] [--data DIR] [--precision fp32|bf16|fp16]
+// --precision bf16|fp16 trains (and tests) under dezero::autocast: the products in bfloat16
+// or float16 with float32 sums, everything else float32 (issue 31).
 #include <dezero/datasets.hpp>
 #include <dezero/dezero.hpp>
 #include <dezero/models.hpp>
@@ -52,6 +54,10 @@ int main(int argc, char** argv) try {
     X_test = test.data().reshape({test.size(), D}).to(dev);
     T_test = test.label().to(dev);
   }
+  const std::string precision = bench::arg(argc, argv, "--precision", "fp32");
+  if (precision != "fp32" && precision != "bf16" && precision != "fp16")
+    throw ValueError("--precision must be fp32, bf16 or fp16, got " + precision);
+  auto amp = autocast(precision == "bf16" ? bfloat16 : precision == "fp16" ? float16 : float32);
   const std::string opt_name = bench::arg(argc, argv, "--optimizer", "sgd");
   const double decay = std::stod(bench::arg(argc, argv, "--weight-decay", "0"));
   models::MLP model({1000, 1000, 10}, F::relu);
@@ -68,7 +74,8 @@ int main(int argc, char** argv) try {
   if (!dev.is_cpu()) model.to(dev);
   const double flops = 6.0 * N * (784.0 * 1000 + 1000.0 * 1000 + 1000.0 * 10);
   std::cout << "W1: MLP 784-1000-1000-10 ReLU, " << opt_desc << ", batch " << B << ", " << N
-            << (synthetic ? " synthetic images (random labels)" : " Fashion-MNIST images") << ", device " << dev << "\n";
+            << (synthetic ? " synthetic images (random labels)" : " Fashion-MNIST images") << ", device " << dev
+            << ", precision " << precision << "\n";
   for (int e = 0; e < epochs; ++e) {
     double t0 = bench::now_s();
     Tensor perm = random::permutation(N).to(dev);

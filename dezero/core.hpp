@@ -55,6 +55,9 @@ struct Config {
   // the static TLS block when opened later), so no __tls_get_addr call per read.
   [[gnu::tls_model("initial-exec")]] static thread_local bool enable_backprop;  ///< Record graphs (true by default; false under no_grad()).
   [[gnu::tls_model("initial-exec")]] static thread_local bool train;            ///< Dropout / batch_norm behaviour: training (true) or test (false).
+  /// Mixed precision: the type float32 products are computed in (bfloat16 or float16 under
+  /// autocast(); float32, the default, when none is set).
+  [[gnu::tls_model("initial-exec")]] static thread_local DType autocast;
 };
 
 /// RAII guard: sets a Config flag and restores it when it goes out of scope.
@@ -91,6 +94,41 @@ class ConfigGuard {
 /// `auto g = dezero::test_mode();` is using_config("train", false): dropout passes its input
 /// through and batch_norm uses its running statistics.
 [[nodiscard]] ConfigGuard test_mode();
+
+// --- Mixed precision (Chainer's mixed16, PyTorch's autocast) ----------------------
+/// RAII guard of autocast(): restores the previous autocast type when it goes out of scope.
+class AutocastGuard {
+ public:
+  /// Sets Config::autocast to `dtype` (see autocast()).
+  explicit AutocastGuard(DType dtype);
+  /// Restores the previous type.
+  ~AutocastGuard();
+  /// Takes over the guard: the moved-from one restores nothing.
+  AutocastGuard(AutocastGuard&& o) noexcept;
+  /// Not copyable or assignable: one guard restores once.
+  ///@{
+  AutocastGuard(const AutocastGuard&) = delete;
+  AutocastGuard& operator=(const AutocastGuard&) = delete;
+  AutocastGuard& operator=(AutocastGuard&&) = delete;
+  ///@}
+
+ private:
+  DType old_;
+  bool active_ = true;
+};
+/// Mixed precision until the returned guard goes out of scope: `auto g = dezero::autocast(dezero::bfloat16);`
+///
+/// While it lives, on this thread, the float32 products run with their operands rounded to
+/// `dtype` (bfloat16 or float16) and their sums in float32: `F::linear`, `F::matmul` (2-d) and
+/// their backward. Their inputs, outputs and gradients stay float32 tensors, so parameters keep
+/// float32 master values and every other op (activations, softmax, losses, reductions, batch
+/// norm statistics, the optimizers' updates) runs in float32 as before. A function remembers
+/// the type it was called under, and its backward computes in the same type wherever backward
+/// runs. float64 products are not affected. `autocast(dezero::float32)` turns it off inside.
+/// Where the CPU has no fast kernel for the type (cpu_supports_bf16()), the operands are
+/// rounded and the float32 kernel multiplies them: the same values, more slowly.
+/// A DtypeError for any other dtype.
+[[nodiscard]] AutocastGuard autocast(DType dtype);
 
 // --- BackwardOptions: DeZero's backward(retain_grad=..., create_graph=...) ----------
 /// The keywords of DeZero's backward(retain_grad=..., create_graph=...), for Variable::backward.

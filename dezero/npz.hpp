@@ -4,11 +4,17 @@
 ///
 /// Reads: zip entries stored or deflated (zip64 records where NumPy writes them),
 /// .npy format versions 1.0, 2.0 and 3.0, C order, little- or big-endian
-/// `'<f4' '<f8' '<i4' '<i8'` into float32 / float64 / int32 / int64. Small integer
+/// `'<f4' '<f8' '<i4' '<i8' '<f2'` into float32 / float64 / int32 / int64 / float16, and
+/// `'<V2'` (or `'|V2'`, or the descr `'bfloat16'`) into bfloat16. Small integer
 /// and bool arrays (`'|u1' '|i1' '|b1' '<u2' '<i2'`) load as int32 and `'<u4'` as
-/// int64 (lossless; dezero has no narrower dtypes). Anything else - float16,
-/// uint64, complex, strings, object (pickled) arrays, fortran_order=True - is a
+/// int64 (lossless; dezero has no narrower integer dtypes). Anything else - other
+/// void sizes, uint64, complex, strings, object (pickled) arrays, fortran_order=True - is a
 /// DtypeError / IOError naming the entry. CRCs are checked.
+///
+/// bfloat16: NumPy has no such dtype; dezero writes it as np.save writes an array of
+/// ml_dtypes.bfloat16 (the de-facto NumPy bfloat16 of JAX and TensorFlow): descr `'<V2'`,
+/// two opaque little-endian bytes per element. `np.load(f)["w"].view(ml_dtypes.bfloat16)`
+/// gives the values back in Python; dezero reads any 2-byte void array as bfloat16.
 ///
 /// Writes: .npy version 1.0 (2.0 when a header needs it) with 64-byte aligned
 /// headers, entries stored (save_npz) or deflated (compressed = true) with valid

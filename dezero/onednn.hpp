@@ -20,4 +20,12 @@ namespace dezero {
 /// is used: DEZERO_ONEDNN=0 keeps the convolutions on im2col + SGEMM either way.)
 bool is_onednn_available();
 
+/// Whether autocast(dezero::bfloat16) products run on a bfloat16 kernel on this CPU
+/// (oneDNN's AVX512-BF16 or AMX-BF16 matmul); false without oneDNN, with DEZERO_ONEDNN=0, or
+/// on a CPU without those instructions, where autocast rounds the operands to bfloat16 and
+/// multiplies them with the float32 kernel (the same values, no faster).
+bool cpu_supports_bf16();
+/// The same for autocast(dezero::float16) (oneDNN's AVX512-FP16 / AMX-FP16 matmul).
+bool cpu_supports_fp16();
+
 }  // namespace dezero

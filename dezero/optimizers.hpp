@@ -36,6 +36,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -107,7 +108,31 @@ class Optimizer {
   /// Removes every hook.
   void clear_hooks();
 
-  std::int64_t t() const { return t_; }  ///< The number of update() calls (Adam's t).
+  std::int64_t t() const { return t_; }  ///< The number of update() calls that stepped (Adam's t).
+
+  /// Loss scaling for float16 mixed precision (Chainer's `Optimizer.loss_scaling`): turns it on and returns `*this`.
+  ///
+  /// Small gradients underflow to zero in float16 products (autocast(dezero::float16)); a loss
+  /// multiplied by a large scale keeps them in range. With loss scaling on, compute the
+  /// gradients with `optimizer.backward(loss)` (loss.backward() with loss_scale() as its first
+  /// gradient); update() then checks every gradient: if one holds an inf or a NaN it skips
+  /// the step (no hook, no update, t() unchanged; last_step_skipped() says so) and, with a
+  /// dynamic scale, halves the scale (not below 1); otherwise it divides the gradients by the
+  /// scale before the hooks and the update, and a dynamic scale doubles after `interval`
+  /// steps in a row without one. `scale`: a fixed scale (> 0); none: dynamic, from 65536
+  /// (2^16). update() after a plain loss.backward() is a ValueError while it is on (the
+  /// gradients would be taken as scaled). The scale and its count of good steps are part
+  /// of the state (state_dict(), save_state()). ValueError: interval < 1, scale <= 0 or
+  /// not finite.
+  Optimizer& loss_scaling(std::int64_t interval = 1000, std::optional<double> scale = std::nullopt) &;
+  /// The loss scale backward() applies: 1 while loss scaling is off.
+  double loss_scale() const { return loss_scale_; }
+  /// Whether the last update() skipped its step on a non-finite gradient (loss scaling only).
+  bool last_step_skipped() const { return skipped_; }
+  /// loss.backward(options) with the first gradient loss_scale() (a loss of one element) so
+  /// that every gradient comes out scaled; update() divides them back. Without loss scaling,
+  /// the same as loss.backward(options). A ValueError for a loss of more than one element.
+  void backward(Variable loss, const BackwardOptions& options = {});
 
   /// The layer given to setup(model), or nullptr when the target is a parameter list. Throws
   /// ValueError without a target, or when that layer has been destroyed (as update() does).
@@ -222,6 +247,11 @@ class Optimizer {
   bool overlap_ = false;             // params_ share memory: update one at a time, in order
   int nstate_ = -1;                  // state_names().size(), once known
   std::int64_t t_ = 0;
+  // loss scaling: off (interval 0), dynamic, or a fixed scale
+  std::int64_t scale_interval_ = 0, good_steps_ = 0;
+  bool scale_dynamic_ = false, scaled_grads_ = false, skipped_ = false;
+  double loss_scale_ = 1.0;
+  bool unscale_or_skip();
 };
 
 // --- TypedOptimizer: setup() and add_hook() that return the rule's own type -----------------------

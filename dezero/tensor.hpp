@@ -351,6 +351,10 @@ class Tensor {
 
   // Conversions.
   /// The elements converted to `dtype`: always a new tensor (also for the same dtype).
+  ///
+  /// To bfloat16 or float16 each value is rounded once to nearest even (from float64 and the
+  /// integers too, not through float32); a float16 past 65504 rounds to infinity; NaN stays NaN.
+  /// Floats to integers truncate toward zero, as C++'s conversion does.
   Tensor astype(DType dtype) const;
   /// The tensor on `device`: the same tensor when already there, else a copy.
   Tensor to(Device device) const;
@@ -506,8 +510,8 @@ Tensor array(std::initializer_list<std::initializer_list<std::initializer_list<d
 ///@}
 /// A tensor of `shape` from its elements in row-major order (copied).
 ///
-/// T is float, double, std::int32_t or std::int64_t, and gives the dtype unless `dtype` is
-/// given. A ShapeError when `values.size()` is not the number of elements of `shape`.
+/// T is float, double, std::int32_t, std::int64_t, bfloat16_t or float16_t, and gives the dtype
+/// unless `dtype` is given. A ShapeError when `values.size()` is not the number of elements of `shape`.
 template <class T>
 Tensor array(const std::vector<T>& values, const Shape& shape, std::optional<DType> dtype = std::nullopt,
              Device device = Device::cpu());

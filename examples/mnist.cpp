@@ -9,6 +9,9 @@
 //                                   (Debian's dataset-fashion-mnist package)
 //   --data DIR                      data directory (else $DEZERO_HOME, else ~/.dezero)
 //   --epochs N  --batch-size N
+//   --precision fp32|bf16|fp16      mixed precision: the products (linear) in bfloat16 or
+//                                   float16 with float32 sums (dezero::autocast); fp16 with
+//                                   dynamic loss scaling
 //   --device cpu|cuda               default: cuda when a GPU is present
 //   --save FILE.npz  --load FILE.npz   weights (DeZero's key scheme)
 //   --plot FILE.png                 learning curves (default mnist_curves.png, drawn by

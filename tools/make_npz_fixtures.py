@@ -13,7 +13,7 @@ exact binary values so the C++ test can compare them exactly. The fixtures:
   npz_versions.npz          .npy format 1.0, 2.0 and 3.0 headers of the same array
   npz_zip64.npz             a zip with a zip64 end record and zip64 central-directory fields
   npz_fortran.npz           a fortran_order=True array (dezero must refuse it)
-  npz_float16.npz           a float16 array (dezero must refuse it)
+  npz_float16.npz           a float16 array (dezero reads it as float16: tests/test_half.cpp)
   mlp_weights.npz           DeZero's keys for MLP((3, 2)) on 4 inputs (savez_compressed, as save_weights)
   mlp_io.npz                an input x and NumPy's output y of that MLP (sigmoid between layers)
 

@@ -14,6 +14,12 @@
 // on random labels because of subnormals.
 //   torch_w1_mlp_epoch [--epochs N] [--optimizer sgd|adam] [--weight-decay RATE]
 //                      [--dataset fashion-mnist|synthetic] [--data DIR] [--flush-denormal 0|1]
+//                      [--precision fp32|bf16]
+// --precision bf16: LibTorch's CPU mixed precision, autocast to bfloat16
+// (at::autocast::set_cpu_enabled, set_autocast_cpu_dtype(at::kBFloat16)) around the forward
+// pass and the loss, as torch.autocast("cpu") does; the twin of ours under dezero::autocast.
+#include <ATen/autocast_mode.h>
+
 #include <memory>
 #include <vector>
 #include <string>
@@ -54,6 +60,9 @@ int main(int argc, char** argv) try {
                               torch::nn::ReLU(), torch::nn::Linear(1000, 10));
   for (auto& m : model->modules(false))
     if (auto* l = m->as<torch::nn::Linear>()) tbench::dezero_init(l->weight, l->bias, l->options.in_features());
+  const std::string precision = tbench::arg(argc, argv, "--precision", "fp32");
+  if (precision != "fp32" && precision != "bf16") throw std::runtime_error("--precision must be fp32 or bf16");
+  const bool amp = precision == "bf16";
   const std::string opt_name = tbench::arg(argc, argv, "--optimizer", "sgd");
   const double decay = std::stod(tbench::arg(argc, argv, "--weight-decay", "0"));
   std::unique_ptr<torch::optim::Optimizer> opt;
@@ -69,7 +78,9 @@ int main(int argc, char** argv) try {
   model->forward(X.slice(0, 0, B));  // ours creates its lazy weights with one forward here; so do we
   const double flops = 6.0 * N * (784.0 * 1000 + 1000.0 * 1000 + 1000.0 * 10);
   std::cout << "W1: MLP 784-1000-1000-10 ReLU, " << opt_desc << ", batch " << B << ", " << N
-            << (synthetic ? " synthetic images (random labels)" : " Fashion-MNIST images") << ", device cpu (LibTorch)\n";
+            << (synthetic ? " synthetic images (random labels)" : " Fashion-MNIST images") << ", device cpu (LibTorch)"
+            << ", precision " << precision << "\n";
+  if (amp) at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
   for (int e = 0; e < epochs; ++e) {
     double t0 = tbench::now_s();
     torch::Tensor perm = torch::randperm(N, torch::kInt64);
@@ -77,7 +88,10 @@ int main(int argc, char** argv) try {
     for (std::int64_t i = 0; i < N / B; ++i) {
       torch::Tensor idx = perm.slice(0, i * B, (i + 1) * B);
       torch::Tensor x = X.index_select(0, idx), t = T.index_select(0, idx);
+      at::autocast::set_cpu_enabled(amp);
       torch::Tensor loss = torch::nn::functional::cross_entropy(model->forward(x), t);
+      at::autocast::set_cpu_enabled(false);
+      if (amp) at::autocast::clear_cache();  // what leaving torch.autocast's scope does
       opt->zero_grad();
       loss.backward();
       opt->step();
@@ -89,6 +103,7 @@ int main(int argc, char** argv) try {
   }
   if (!synthetic) {  // outside the timed epochs
     torch::NoGradGuard no_grad;
+    at::autocast::set_cpu_enabled(amp);
     torch::Tensor pred = model->forward(X_test).argmax(1);
     std::cout << "test accuracy: " << pred.eq(T_test).to(torch::kFloat64).mean().item<double>() << "\n";
   }

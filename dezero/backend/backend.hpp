@@ -151,6 +151,18 @@ class Backend {
     return false;
   }
 
+  // Mixed precision (dezero::autocast): C (m, n) = op(A) op(B) on float32 buffers with A and
+  // B rounded to `compute` (bfloat16 or float16) and the products summed in float32, plus
+  // the row `bias` (n) when not null, plus C itself when accumulate. False, with nothing
+  // done, where the backend has no kernel for it: the caller then rounds the operands and
+  // runs the float32 gemm (the same values up to the order of the sums).
+  virtual bool gemm_lowp(DType /*compute*/, bool /*ta*/, bool /*tb*/, std::int64_t /*m*/, std::int64_t /*n*/,
+                         std::int64_t /*k*/, const float* /*a*/, std::int64_t /*lda*/, const float* /*b*/,
+                         std::int64_t /*ldb*/, const float* /*bias*/, float* /*c*/, std::int64_t /*ldc*/,
+                         bool /*accumulate*/) {
+    return false;
+  }
+
   // --- convolution through a vendor library (cuDNN on the GPU, oneDNN on the host) ----
   // Each returns false, with nothing done, where the backend has no library path for
   // this case; the caller then computes it with im2col/col2im and gemm. Pointers are

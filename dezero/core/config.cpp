@@ -23,6 +23,22 @@ ConfigGuard::ConfigGuard(ConfigGuard&& o) noexcept : flag_(o.flag_), old_(o.old_
 ConfigGuard::~ConfigGuard() {
   if (flag_) *flag_ = old_;
 }
+// --- autocast (mixed precision) -----------------------------------------------------
+[[gnu::tls_model("initial-exec")]] thread_local DType Config::autocast = DType::Float32;
+
+AutocastGuard::AutocastGuard(DType dtype) : old_(Config::autocast) {
+  if (dtype != DType::BFloat16 && dtype != DType::Float16 && dtype != DType::Float32)
+    throw DtypeError(std::string("autocast: ") + dtype_name(dtype) +
+                     " is not a type products can be computed in; hint: use dezero::bfloat16 or dezero::float16 (or "
+                     "dezero::float32 to turn mixed precision off inside the scope)");
+  Config::autocast = dtype;
+}
+AutocastGuard::AutocastGuard(AutocastGuard&& o) noexcept : old_(o.old_) { o.active_ = false; }
+AutocastGuard::~AutocastGuard() {
+  if (active_) Config::autocast = old_;
+}
+AutocastGuard autocast(DType dtype) { return AutocastGuard(dtype); }
+
 ConfigGuard using_config(const std::string& name, bool value) { return ConfigGuard(name, value); }
 ConfigGuard no_grad() { return ConfigGuard("enable_backprop", false); }
 ConfigGuard test_mode() { return ConfigGuard("train", false); }

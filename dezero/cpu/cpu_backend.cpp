@@ -13,12 +13,20 @@
 #include <cstdint>
 
 #include "dezero/backend/backend.hpp"
+#include "dezero/backend/dispatch.hpp"
 #include "dezero/cpu/kernels.hpp"
 #include "dezero/device.hpp"
 
 namespace dezero::detail {
 
 namespace {
+
+// The primitives with arithmetic have no 16-bit kernels (tensor/ computes bfloat16 and float16 in
+// float32; matmul and convolution reach them through their own paths): a 16-bit dtype here is a
+// DtypeError, not a float64 loop over 2-byte elements. The bool library paths decline instead.
+void half_has_no_kernel(const char* primitive, DType dt) {
+  if (is_half(dt)) no_half_kernel(primitive, dt);
+}
 
 class CpuBackend final : public Backend {
  public:
@@ -66,43 +74,65 @@ class CpuBackend final : public Backend {
   void gemm(DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, double alpha, const void* a,
             std::int64_t lda, std::int64_t stride_a, const void* b, std::int64_t ldb, std::int64_t stride_b,
             double beta, void* c, std::int64_t ldc, std::int64_t stride_c, std::int64_t batch) override {
+    half_has_no_kernel("gemm", dt);
     cpu::gemm(dt, ta, tb, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, batch);
   }
   bool gemm_bias(DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const void* a,
                  std::int64_t lda, const void* b, std::int64_t ldb, const void* bias, void* c,
                  std::int64_t ldc) override {
+    if (is_half(dt)) return false;
     return cpu::gemm_bias(dt, ta, tb, m, n, k, a, lda, b, ldb, bias, c, ldc);
   }
 
+  bool gemm_lowp(DType compute, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const float* a,
+                 std::int64_t lda, const float* b, std::int64_t ldb, const float* bias, float* c, std::int64_t ldc,
+                 bool accumulate) override {
+    return cpu::onednn_gemm_lowp(compute, ta, tb, m, n, k, a, lda, b, ldb, bias, c, ldc, accumulate);
+  }
+
   // --- convolution and pooling helpers (im2col.cpp, pool.cpp) --------------------------------
-  void im2col(DType dt, const void* x, void* col, const ConvGeom& g) override { cpu::im2col(dt, x, col, g); }
-  void col2im(DType dt, const void* col, void* x, const ConvGeom& g) override { cpu::col2im(dt, col, x, g); }
+  void im2col(DType dt, const void* x, void* col, const ConvGeom& g) override {
+    half_has_no_kernel("im2col", dt);
+    cpu::im2col(dt, x, col, g);
+  }
+  void col2im(DType dt, const void* col, void* x, const ConvGeom& g) override {
+    half_has_no_kernel("col2im", dt);
+    cpu::col2im(dt, col, x, g);
+  }
   // The convolutions' "library path" on the host: im2col + GEMM image by image, each
   // image's col in cache (im2col.cpp); tensor/conv.cpp's batched path is the fallback.
   bool conv2d_forward(DType dt, const void* x, const void* w, const void* b, void* y, const ConvGeom& g) override {
+    if (is_half(dt)) return false;
     // oneDNN first (float32, when built with it and not turned off), then im2col + GEMM.
     return cpu::onednn_conv2d_forward(dt, x, w, b, y, g) || cpu::conv2d_forward(dt, x, w, b, y, g);
   }
   bool conv2d_backward_data(DType dt, const void* w, const void* gy, void* gx, const ConvGeom& g) override {
+    if (is_half(dt)) return false;
     return cpu::onednn_conv2d_backward_data(dt, w, gy, gx, g) || cpu::conv2d_backward_data(dt, w, gy, gx, g);
   }
   bool conv2d_backward_filter(DType dt, const void* x, const void* gy, void* gw, const ConvGeom& g) override {
+    if (is_half(dt)) return false;
     return cpu::onednn_conv2d_backward_filter(dt, x, gy, gw, g) || cpu::conv2d_backward_filter(dt, x, gy, gw, g);
   }
   void max_pool_forward(DType dt, const void* x, void* y, std::int64_t* idx, const ConvGeom& g) override {
+    half_has_no_kernel("max_pool_forward", dt);
     cpu::max_pool_forward(dt, x, y, idx, g);
   }
   void max_pool_backward(DType dt, const void* gy, const std::int64_t* idx, void* gx, const ConvGeom& g) override {
+    half_has_no_kernel("max_pool_backward", dt);
     cpu::max_pool_backward(dt, gy, idx, gx, g);
   }
   void max_pool_gather(DType dt, const void* x, const std::int64_t* idx, void* y, const ConvGeom& g) override {
+    half_has_no_kernel("max_pool_gather", dt);
     cpu::max_pool_gather(dt, x, idx, y, g);
   }
   void avg_pool_forward(DType dt, const void* x, void* y, const ConvGeom& g) override {
+    half_has_no_kernel("avg_pool_forward", dt);
     cpu::avg_pool_forward(dt, x, y, g);
   }
   void avg_pool_backward(DType dt, const void* /*x*/, const void* /*y*/, const void* gy, void* gx,
                          const ConvGeom& g) override {
+    half_has_no_kernel("avg_pool_backward", dt);
     cpu::avg_pool_backward(dt, gy, gx, g);
   }
 
@@ -121,50 +151,61 @@ class CpuBackend final : public Backend {
   // --- fused neural-network kernels (nn.cpp) ------------------------------------------------
   void softmax(DType dt, const void* x, void* y, std::int64_t outer, std::int64_t c, std::int64_t inner,
                bool log_) override {
+    half_has_no_kernel("softmax", dt);
     cpu::softmax(dt, x, y, outer, c, inner, log_);
   }
   void softmax_cross_entropy(DType dt, const void* x, const std::int64_t* t, void* loss, std::int64_t n,
                              std::int64_t c) override {
+    half_has_no_kernel("softmax_cross_entropy", dt);
     cpu::softmax_cross_entropy(dt, x, t, loss, n, c);
   }
   void softmax_cross_entropy_grad(DType dt, const void* x, const std::int64_t* t, const void* gy, void* gx,
                                   std::int64_t n, std::int64_t c) override {
+    half_has_no_kernel("softmax_cross_entropy_grad", dt);
     cpu::softmax_cross_entropy_grad(dt, x, t, gy, gx, n, c);
   }
   bool mse_forward(DType dt, const void* x0, const void* x1, void* loss, std::int64_t n, double divisor) override {
+    if (is_half(dt)) return false;
     return cpu::mse_forward(dt, x0, x1, loss, n, divisor);
   }
   bool mse_backward(DType dt, const void* x0, const void* x1, const void* gy, void* gx, std::int64_t n,
                     double scale) override {
+    if (is_half(dt)) return false;
     return cpu::mse_backward(dt, x0, x1, gy, gx, n, scale);
   }
   // batch normalisation (batch_norm.cpp)
   void batch_norm_forward(DType dt, const void* x, const void* gamma, const void* beta, void* y, void* mean,
                           void* inv_std, void* running_mean, void* running_var, std::int64_t n, std::int64_t c,
                           std::int64_t hw, double decay, double eps, bool train) override {
+    half_has_no_kernel("batch_norm_forward", dt);
     cpu::batch_norm_forward(dt, x, gamma, beta, y, mean, inv_std, running_mean, running_var, n, c, hw, decay, eps,
                             train);
   }
   void batch_norm_backward(DType dt, const void* x, const void* gy, const void* gamma, const void* mean,
                            const void* inv_std, void* gx, void* ggamma, void* gbeta, std::int64_t n, std::int64_t c,
                            std::int64_t hw, bool train) override {
+    half_has_no_kernel("batch_norm_backward", dt);
     cpu::batch_norm_backward(dt, x, gy, gamma, mean, inv_std, gx, ggamma, gbeta, n, c, hw, train);
   }
   void optimizer_update(UpdateRule rule, DType dt, void* param, const void* grad, void* s1, void* s2,
                         std::int64_t n, const UpdateArgs& args) override {
+    half_has_no_kernel("optimizer_update", dt);
     cpu::optimizer_update(rule, dt, param, grad, s1, s2, n, args);
   }
   bool fuses_weight_decay() const override { return true; }
   void optimizer_update_multi(UpdateRule rule, DType dt, const UpdateChunk* chunks, std::size_t n,
                               const UpdateArgs& args) override {
+    half_has_no_kernel("optimizer_update_multi", dt);
     cpu::optimizer_update_multi(rule, dt, chunks, n, args);
   }
 
   // --- random numbers (random.cpp) ----------------------------------------------------------
   void random_uniform(Generator& g, DType dt, void* dst, std::int64_t n) override {
+    half_has_no_kernel("random_uniform", dt);
     cpu::random_uniform(g, dt, dst, n);
   }
   void random_normal(Generator& g, DType dt, void* dst, std::int64_t n) override {
+    half_has_no_kernel("random_normal", dt);
     cpu::random_normal(g, dt, dst, n);
   }
 

@@ -138,6 +138,7 @@ void binary_typed(BinaryOp op, const T* a, const Strided& sa, const T* b, const 
 
 // --- the element-wise primitives -------------------------------------------------------------
 void cast(DType from, const void* x, DType to, void* y, std::int64_t n) {
+  if (is_half(from) || is_half(to)) return cast_half(from, x, to, y, n);  // half.cpp
   DEZERO_DISPATCH(from, S, {
     DEZERO_DISPATCH(to, D, {
       const S* s = static_cast<const S*>(x);
@@ -174,7 +175,9 @@ void where(DType dt, const void* cond, const Strided& sc, const void* a, const S
 }
 
 void copy_strided(DType dt, const void* src, const Strided& s, void* dst, const Strided& d, bool accumulate) {
-  DEZERO_DISPATCH(dt, T, {
+  // 16-bit floats are moved as their bits; tensor/ accumulates their gradients in float32
+  if (is_half(dt) && accumulate) no_half_kernel("copy_strided (accumulate)", dt);
+  DEZERO_DISPATCH_BITS(dt, T, {
     const T* x = static_cast<const T*>(src);
     T* y = static_cast<T*>(dst);
     const Strided* v[2] = {&d, &s};

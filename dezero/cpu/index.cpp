@@ -12,7 +12,7 @@ namespace dezero::detail::cpu {
 
 // --- the indexing primitives -----------------------------------------------------------------
 void gather(DType dt, const void* src, const std::int64_t* offsets, void* dst, std::int64_t n) {
-  DEZERO_DISPATCH(dt, T, {
+  DEZERO_DISPATCH_BITS(dt, T, {
     const T* s = static_cast<const T*>(src);
     T* d = static_cast<T*>(dst);
     par_for(n, n, [&](std::int64_t i) { d[i] = s[offsets[i]]; });

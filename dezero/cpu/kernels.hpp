@@ -29,6 +29,11 @@ void copy_to_host(void* host_dst, const void* src, std::size_t nbytes);
 void copy(void* dst, const void* src, std::size_t nbytes);
 void fill(DType dt, void* dst, std::int64_t n, double value);
 
+// --- the 16-bit floats (half.cpp): cast where `from` or `to` is bfloat16 or float16 (cast
+// forwards to it), and fill of those dtypes (fill forwards) --------------------------------------
+void cast_half(DType from, const void* x, DType to, void* y, std::int64_t n);
+void fill_half(DType dt, void* dst, std::int64_t n, double value);
+
 // --- element-wise (elementwise.cpp) ------------------------------------------------------
 void cast(DType from, const void* x, DType to, void* y, std::int64_t n);
 void unary(UnaryOp op, DType dt, const void* x, void* y, std::int64_t n, double alpha);
@@ -73,6 +78,13 @@ bool onednn_enabled();
 bool onednn_conv2d_forward(DType dt, const void* x, const void* w, const void* b, void* y, const ConvGeom& g);
 bool onednn_conv2d_backward_data(DType dt, const void* w, const void* gy, void* gx, const ConvGeom& g);
 bool onednn_conv2d_backward_filter(DType dt, const void* x, const void* gy, void* gw, const ConvGeom& g);
+// Mixed precision (onednn_matmul.cpp): C (m, n) = op(A) op(B) (+ bias (n), or + C when
+// accumulate) on float32 buffers, A and B rounded to `compute` (bfloat16 or float16) and
+// the products summed in float32; false, with nothing done, without oneDNN, with it turned
+// off, or where it has no fast kernel for the type on this CPU.
+bool onednn_gemm_lowp(DType compute, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
+                      const float* a, std::int64_t lda, const float* b, std::int64_t ldb, const float* bias, float* c,
+                      std::int64_t ldc, bool accumulate);
 void max_pool_forward(DType dt, const void* x, void* y, std::int64_t* idx, const ConvGeom& g);
 void max_pool_backward(DType dt, const void* gy, const std::int64_t* idx, void* gx, const ConvGeom& g);
 void max_pool_gather(DType dt, const void* x, const std::int64_t* idx, void* y, const ConvGeom& g);

@@ -164,6 +164,7 @@ void copy(void* dst, const void* src, std::size_t nbytes) {
 }
 
 void fill(DType dt, void* dst, std::int64_t n, double value) {
+  if (is_half(dt)) return fill_half(dt, dst, n, value);  // half.cpp
   DEZERO_DISPATCH(dt, T, {
     T* p = static_cast<T*>(dst);
     T v = static_cast<T>(value);

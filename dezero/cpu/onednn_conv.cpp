@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "dezero/cpu/kernels.hpp"
+#include "dezero/cpu/onednn_engine.hpp"
 #include "dezero/env.hpp"
 #include "dezero/onednn.hpp"
 
@@ -55,25 +56,12 @@ using tag = memory::format_tag;
 
 enum class Dir : int { Forward, ForwardBias, Data, Filter };
 
-// One CPU engine for the process, made on first use; null where oneDNN cannot make it.
-// Never destroyed (convolutions may run from static destructors).
-dnnl::engine* engine() {
-  static dnnl::engine* eng = []() -> dnnl::engine* {
-    try {
-      return new dnnl::engine(dnnl::engine::kind::cpu, 0);
-    } catch (const dnnl::error&) {
-      return nullptr;
-    }
-  }();
-  return eng;
-}
-
 // DEZERO_ONEDNN=0 in the environment turns the path off, read once.
 bool enabled() {
   static const bool on = [] {
     const char* v = ::dezero::detail::env_value("DEZERO_ONEDNN");
     bool off = v && (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0 || std::strcmp(v, "OFF") == 0);
-    return !off && engine() != nullptr;
+    return !off && onednn_engine() != nullptr;
   }();
   return on;
 }
@@ -117,7 +105,7 @@ struct Plan {
 
 std::shared_ptr<const Plan> make_plan(const ConvGeom& g, Dir dir) {
   auto plan = std::make_shared<Plan>();
-  dnnl::engine& eng = *engine();
+  dnnl::engine& eng = *onednn_engine();
   const memory::dims S = {g.n, g.c, g.h, g.w}, W = {g.oc, g.c, g.kh, g.kw}, D = {g.n, g.oc, g.oh, g.ow},
                      B = {g.oc}, st = {g.sh, g.sw}, pl = {g.ph, g.pw},
                      pr = {(g.oh - 1) * g.sh + g.kh - g.h - g.ph, (g.ow - 1) * g.sw + g.kw - g.w - g.pw};
@@ -199,24 +187,11 @@ std::shared_ptr<const Plan> plan_for(const ConvGeom& g, Dir dir) {
   return plans->emplace(k, plan).first->second;  // another thread's, if it was first
 }
 
-// Per-thread stream, scratchpad and reorder buffers (64-byte aligned, grown as needed).
+// Per-thread stream, scratchpad and reorder buffers.
 struct ThreadState {
-  dnnl::stream stream{*engine()};
-  struct Buffer {
-    std::unique_ptr<void, void (*)(void*)> p{nullptr, std::free};
-    std::size_t size = 0;
-  };
-  Buffer buffers[5];  // the scratchpad, then one per slot
-  void* buffer(int i, std::size_t bytes) {
-    Buffer& b = buffers[i];
-    if (bytes > b.size) {
-      std::size_t size = (bytes + 63) / 64 * 64;
-      b.p.reset(std::aligned_alloc(64, size));
-      if (!b.p) throw std::bad_alloc();
-      b.size = size;
-    }
-    return b.p.get();
-  }
+  dnnl::stream stream{*onednn_engine()};
+  OnednnBuffer buffers[5];  // the scratchpad, then one per slot
+  void* buffer(int i, std::size_t bytes) { return buffers[i].get(bytes); }
 };
 
 ThreadState& thread_state() {
@@ -232,7 +207,7 @@ bool run(const ConvGeom& g, Dir dir, std::initializer_list<const void*> ptrs) {
   auto plan = plan_for(g, dir);
   if (!plan->ok) return false;
   try {
-    dnnl::engine& eng = *engine();
+    dnnl::engine& eng = *onednn_engine();
     ThreadState& ts = thread_state();
     std::unordered_map<int, memory> margs;
     memory out_user, out_prim;
@@ -269,7 +244,18 @@ bool run(const ConvGeom& g, Dir dir, std::initializer_list<const void*> ptrs) {
 
 }  // namespace
 
-bool onednn_usable() { return engine() != nullptr; }
+dnnl::engine* onednn_engine() {
+  static dnnl::engine* eng = []() -> dnnl::engine* {
+    try {
+      return new dnnl::engine(dnnl::engine::kind::cpu, 0);
+    } catch (const dnnl::error&) {
+      return nullptr;
+    }
+  }();
+  return eng;
+}
+
+bool onednn_usable() { return onednn_engine() != nullptr; }
 bool onednn_enabled() { return enabled(); }
 
 bool onednn_conv2d_forward(DType dt, const void* x, const void* w, const void* b, void* y, const ConvGeom& g) {

@@ -12,9 +12,15 @@ bool onednn_enabled() { return false; }
 bool onednn_conv2d_forward(DType, const void*, const void*, const void*, void*, const ConvGeom&) { return false; }
 bool onednn_conv2d_backward_data(DType, const void*, const void*, void*, const ConvGeom&) { return false; }
 bool onednn_conv2d_backward_filter(DType, const void*, const void*, void*, const ConvGeom&) { return false; }
+bool onednn_gemm_lowp(DType, bool, bool, std::int64_t, std::int64_t, std::int64_t, const float*, std::int64_t,
+                      const float*, std::int64_t, const float*, float*, std::int64_t, bool) {
+  return false;
+}
 
 }  // namespace dezero::detail::cpu
 
 namespace dezero {
 bool is_onednn_available() { return false; }
+bool cpu_supports_bf16() { return false; }
+bool cpu_supports_fp16() { return false; }
 }  // namespace dezero

@@ -16,12 +16,20 @@
 #include <vector>
 
 #include "dezero/backend/backend.hpp"
+#include "dezero/backend/dispatch.hpp"
 #include "dezero/cuda/detail/launchers.hpp"
 #include "dezero/cuda/detail/runtime.hpp"
 
 namespace dezero::detail {
 
 namespace {
+
+// The primitives with arithmetic have no 16-bit kernels (tensor/ computes bfloat16 and float16 in
+// float32; matmul and convolution reach them through their own paths): a 16-bit dtype here is a
+// DtypeError, not a float64 loop over 2-byte elements. The bool library paths decline instead.
+void half_has_no_kernel(const char* primitive, DType dt) {
+  if (is_half(dt)) no_half_kernel(primitive, dt);
+}
 
 namespace cd = ::dezero::cuda::detail;
 
@@ -73,52 +81,71 @@ class CudaBackend final : public Backend {
   void gemm(DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, double alpha, const void* a,
             std::int64_t lda, std::int64_t stride_a, const void* b, std::int64_t ldb, std::int64_t stride_b,
             double beta, void* c, std::int64_t ldc, std::int64_t stride_c, std::int64_t batch) override {
+    half_has_no_kernel("gemm", dt);
     gpu::gemm(id_, dt, ta, tb, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, batch);
   }
 
   // --- convolution and pooling helpers (im2col.cu, pool.cu) ---------------------------------
-  void im2col(DType dt, const void* x, void* col, const ConvGeom& g) override { gpu::im2col(id_, dt, x, col, g); }
-  void col2im(DType dt, const void* col, void* x, const ConvGeom& g) override { gpu::col2im(id_, dt, col, x, g); }
+  void im2col(DType dt, const void* x, void* col, const ConvGeom& g) override {
+    half_has_no_kernel("im2col", dt);
+    gpu::im2col(id_, dt, x, col, g);
+  }
+  void col2im(DType dt, const void* col, void* x, const ConvGeom& g) override {
+    half_has_no_kernel("col2im", dt);
+    gpu::col2im(id_, dt, col, x, g);
+  }
   void max_pool_forward(DType dt, const void* x, void* y, std::int64_t* idx, const ConvGeom& g) override {
+    half_has_no_kernel("max_pool_forward", dt);
     gpu::max_pool_forward(id_, dt, x, y, idx, g);
   }
   void max_pool_backward(DType dt, const void* gy, const std::int64_t* idx, void* gx, const ConvGeom& g) override {
+    half_has_no_kernel("max_pool_backward", dt);
     gpu::max_pool_backward(id_, dt, gy, idx, gx, g);
   }
   void max_pool_gather(DType dt, const void* x, const std::int64_t* idx, void* y, const ConvGeom& g) override {
+    half_has_no_kernel("max_pool_gather", dt);
     gpu::max_pool_gather(id_, dt, x, idx, y, g);
   }
   void avg_pool_forward(DType dt, const void* x, void* y, const ConvGeom& g) override {
+    half_has_no_kernel("avg_pool_forward", dt);
     gpu::avg_pool_forward(id_, dt, x, y, g);
   }
   void avg_pool_backward(DType dt, const void*, const void*, const void* gy, void* gx, const ConvGeom& g) override {
+    half_has_no_kernel("avg_pool_backward", dt);
     gpu::avg_pool_backward(id_, dt, gy, gx, g);
   }
 
   // --- convolution through cuDNN (cudnn_conv.cpp; false: the caller's im2col path) -------
   bool conv2d_forward(DType dt, const void* x, const void* w, const void* b, void* y, const ConvGeom& g) override {
+    if (is_half(dt)) return false;
     return gpu::cudnn_conv2d_forward(id_, dt, x, w, b, y, g);
   }
   bool conv2d_backward_data(DType dt, const void* w, const void* gy, void* gx, const ConvGeom& g) override {
+    if (is_half(dt)) return false;
     return gpu::cudnn_conv2d_backward_data(id_, dt, w, gy, gx, g);
   }
   bool conv2d_backward_filter(DType dt, const void* x, const void* gy, void* gw, const ConvGeom& g) override {
+    if (is_half(dt)) return false;
     return gpu::cudnn_conv2d_backward_filter(id_, dt, x, gy, gw, g);
   }
   // max pooling without indexes through cuDNN (unpadded windows only; cudnn_pool.cpp)
   bool library_max_pool_forward(DType dt, const void* x, void* y, const ConvGeom& g) override {
+    if (is_half(dt)) return false;
     return gpu::cudnn_pool2d_forward(id_, true, dt, x, y, g);
   }
   bool library_max_pool_backward(DType dt, const void* x, const void* y, const void* gy, void* gx,
                                  const ConvGeom& g) override {
+    if (is_half(dt)) return false;
     return gpu::cudnn_pool2d_backward(id_, true, dt, x, y, gy, gx, g);
   }
   // average pooling through cuDNN (padding smaller than the window; cudnn_pool.cpp)
   bool library_avg_pool_forward(DType dt, const void* x, void* y, const ConvGeom& g) override {
+    if (is_half(dt)) return false;
     return gpu::cudnn_pool2d_forward(id_, false, dt, x, y, g);
   }
   bool library_avg_pool_backward(DType dt, const void* x, const void* y, const void* gy, void* gx,
                                  const ConvGeom& g) override {
+    if (is_half(dt)) return false;
     return gpu::cudnn_pool2d_backward(id_, false, dt, x, y, gy, gx, g);
   }
 
@@ -137,55 +164,66 @@ class CudaBackend final : public Backend {
   // --- fused neural-network kernels (nn.cu) ---------------------------------------------
   void softmax(DType dt, const void* x, void* y, std::int64_t outer, std::int64_t c, std::int64_t inner,
                bool log_) override {
+    half_has_no_kernel("softmax", dt);
     gpu::softmax(id_, dt, x, y, outer, c, inner, log_);
   }
   void softmax_cross_entropy(DType dt, const void* x, const std::int64_t* t, void* loss, std::int64_t n,
                              std::int64_t c) override {
+    half_has_no_kernel("softmax_cross_entropy", dt);
     gpu::softmax_cross_entropy(id_, dt, x, t, loss, n, c);
   }
   void softmax_cross_entropy_grad(DType dt, const void* x, const std::int64_t* t, const void* gy, void* gx,
                                   std::int64_t n, std::int64_t c) override {
+    half_has_no_kernel("softmax_cross_entropy_grad", dt);
     gpu::softmax_cross_entropy_grad(id_, dt, x, t, gy, gx, n, c);
   }
   // batch normalisation (batch_norm.cu's kernels)
   void batch_norm_forward(DType dt, const void* x, const void* gamma, const void* beta, void* y, void* mean,
                           void* inv_std, void* running_mean, void* running_var, std::int64_t n, std::int64_t c,
                           std::int64_t hw, double decay, double eps, bool train) override {
+    half_has_no_kernel("batch_norm_forward", dt);
     gpu::batch_norm_forward(id_, dt, x, gamma, beta, y, mean, inv_std, running_mean, running_var, n, c, hw, decay,
                             eps, train);
   }
   void batch_norm_backward(DType dt, const void* x, const void* gy, const void* gamma, const void* mean,
                            const void* inv_std, void* gx, void* ggamma, void* gbeta, std::int64_t n, std::int64_t c,
                            std::int64_t hw, bool train) override {
+    half_has_no_kernel("batch_norm_backward", dt);
     gpu::batch_norm_backward(id_, dt, x, gy, gamma, mean, inv_std, gx, ggamma, gbeta, n, c, hw, train);
   }
   // batch normalisation through cuDNN (cudnn_batch_norm.cpp; false: batch_norm.cu's kernels)
   bool library_batch_norm_forward(DType dt, const void* x, const void* gamma, const void* beta, void* y, void* mean,
                                   void* inv_std, void* running_mean, void* running_var, std::int64_t n, std::int64_t c,
                                   std::int64_t hw, double decay, double eps, bool train) override {
+    if (is_half(dt)) return false;
     return gpu::cudnn_batch_norm_forward(id_, dt, x, gamma, beta, y, mean, inv_std, running_mean, running_var, n, c,
                                          hw, decay, eps, train);
   }
   bool library_batch_norm_backward(DType dt, const void* x, const void* gy, const void* gamma, const void* mean,
                                    const void* inv_std, void* gx, void* ggamma, void* gbeta, std::int64_t n,
                                    std::int64_t c, std::int64_t hw, double eps, bool train) override {
+    if (is_half(dt)) return false;
     return gpu::cudnn_batch_norm_backward(id_, dt, x, gy, gamma, mean, inv_std, gx, ggamma, gbeta, n, c, hw, eps,
                                           train);
   }
   void optimizer_update(UpdateRule rule, DType dt, void* param, const void* grad, void* s1, void* s2,
                         std::int64_t n, const UpdateArgs& args) override {
+    half_has_no_kernel("optimizer_update", dt);
     gpu::optimizer_update(id_, rule, dt, param, grad, s1, s2, n, args);
   }
   void optimizer_update_multi(UpdateRule rule, DType dt, const UpdateChunk* chunks, std::size_t n,
                               const UpdateArgs& args) override {
+    half_has_no_kernel("optimizer_update_multi", dt);
     gpu::optimizer_update_multi(id_, rule, dt, chunks, n, args);
   }
 
   // --- random numbers (random.cu) -------------------------------------------------------
   void random_uniform(Generator& g, DType dt, void* dst, std::int64_t n) override {
+    half_has_no_kernel("random_uniform", dt);
     gpu::random_uniform(id_, g, dt, dst, n);
   }
   void random_normal(Generator& g, DType dt, void* dst, std::int64_t n) override {
+    half_has_no_kernel("random_normal", dt);
     gpu::random_normal(id_, g, dt, dst, n);
   }
 

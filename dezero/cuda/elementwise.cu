@@ -84,6 +84,7 @@ namespace gpu {
 
 void cast(int device, DType from, const void* x, DType to, void* y, std::int64_t n) {
   cd::ScopedDevice g(device);
+  if (is_half(from) || is_half(to)) return cast_half(device, from, x, to, y, n);  // half.cu
   cudaStream_t s = cd::current_stream(device);
   DEZERO_DISPATCH(from, S, {
     DEZERO_DISPATCH(to, D, {
@@ -134,6 +135,10 @@ void where(int device, DType dt, const void* cond, const Strided& sc, const void
 
 void copy_strided(int device, DType dt, const void* src, const Strided& s, void* dst, const Strided& d,
                   bool accumulate) {
+  if (is_half(dt)) {  // moves only: tensor/ accumulates 16-bit gradients in float32
+    if (accumulate) no_half_kernel("copy_strided (accumulate)", dt);
+    return copy_strided_16(device, src, s, dst, d);  // half.cu
+  }
   cd::ScopedDevice g(device);
   i64 n = d.numel();
   const Strided* v[2] = {&d, &s};

@@ -41,7 +41,7 @@ namespace gpu {
 
 void gather(int device, DType dt, const void* src, const std::int64_t* off, void* dst, std::int64_t n) {
   cd::ScopedDevice g(device);
-  DEZERO_DISPATCH(dt, T,
+  DEZERO_DISPATCH_BITS(dt, T,
                   DEZERO_LAUNCH(gather_kernel<T>, n, cd::current_stream(device), static_cast<const T*>(src), off,
                                 static_cast<T*>(dst), n))
 }
@@ -57,7 +57,7 @@ void gather_rows(int device, DType dt, const void* src, const std::int64_t* idx,
                  std::int64_t cols) {
   cd::ScopedDevice g(device);
   i64 n = rows * cols;
-  DEZERO_DISPATCH(dt, T,
+  DEZERO_DISPATCH_BITS(dt, T,
                   DEZERO_LAUNCH(gather_rows_kernel<T>, n, cd::current_stream(device), static_cast<const T*>(src), idx,
                                 static_cast<T*>(dst), rows, cols))
 }

@@ -57,6 +57,11 @@ void fill(int device, DType dt, void* dst, std::int64_t n, double value) {
         cudaMemsetAsync(dst, 0, static_cast<std::size_t>(n) * dtype_size(dt), cd::current_stream(device)));
     return;
   }
+  if (is_half(dt)) {  // the value's 16 bits, rounded once on the host
+    const std::uint16_t bits = dt == DType::BFloat16 ? bfloat16_t(value).bits : float16_t(value).bits;
+    DEZERO_LAUNCH(fill_kernel<std::uint16_t>, n, cd::current_stream(device), static_cast<std::uint16_t*>(dst), n, bits);
+    return;
+  }
   DEZERO_DISPATCH(dt, T,
                   DEZERO_LAUNCH(fill_kernel<T>, n, cd::current_stream(device), static_cast<T*>(dst), n,
                                 static_cast<T>(value)))

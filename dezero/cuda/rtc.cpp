@@ -121,6 +121,11 @@ const char* c_type(DType t) {
     case DType::Float64: return "double";
     case DType::Int32: return "int";
     case DType::Int64: return "long long";
+    case DType::BFloat16:
+    case DType::Float16:  // NVRTC sources here include no CUDA headers: no __half / __nv_bfloat16
+      throw DtypeError(std::string("cuda::elementwise / cuda::reduce: runtime-compiled kernels take float32, "
+                                   "float64, int32 and int64 arguments, got ") +
+                       dtype_name(t) + "; hint: astype(dezero::float32) first");
   }
   return "?";
 }
@@ -179,6 +184,8 @@ void set_scalar(Slot* s, const KernelArg& a, DType type) {
     case DType::Float64: s->d = v; break;
     case DType::Int32: s->i = static_cast<int>(iv); break;
     case DType::Int64: s->l = iv; break;
+    case DType::BFloat16:
+    case DType::Float16: c_type(type); break;  // throws: no 16-bit kernel arguments
   }
 }
 

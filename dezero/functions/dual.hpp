@@ -61,8 +61,11 @@ inline Variable sum_to(const Variable& x, const Shape& shape) { return F::sum_to
 
 // op(a) @ op(b) for 2-d operands, op = transpose where the flag is set: one GEMM on
 // Tensors, a MatMul node on Variables (functions/linalg.cpp).
-inline Tensor mm(const Tensor& a, const Tensor& b, bool ta, bool tb) { return matmul_t(a, b, ta, tb); }
-Variable mm(const Variable& a, const Variable& b, bool ta, bool tb);
+// compute: the type the product is computed in (Config::autocast when the forward ran).
+inline Tensor mm(const Tensor& a, const Tensor& b, bool ta, bool tb, DType compute = DType::Float32) {
+  return matmul_t(a, b, ta, tb, Tensor(), compute);
+}
+Variable mm(const Variable& a, const Variable& b, bool ta, bool tb, DType compute = DType::Float32);
 
 // The sigmoid's backward gy * y * (1 - y): one fused kernel on Tensors (tensor/fused.hpp),
 // the same expression in Functions on Variables.

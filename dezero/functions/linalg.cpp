@@ -6,6 +6,10 @@
 //   gb = op(a)^T gy  (or gy^T op(a) when b was transposed)
 // which are themselves MatMul nodes, so double backprop works. N-d operands are
 // batches of matrices (np.matmul) and go through the general path.
+//
+// Mixed precision (issue 31): MatMul and Linear keep the autocast type they were called
+// under (Config::autocast, float32 when none) and compute their backward products in it
+// too, wherever backward runs; matmul_t rounds float32 operands to it.
 #include "dezero/functions/linalg.hpp"
 
 #include "dezero/functions.hpp"
@@ -18,8 +22,10 @@ namespace {
 
 class MatMul : public detail::DualFunction<MatMul> {
  public:
-  MatMul(bool ta, bool tb) : ta_(ta), tb_(tb) {}
-  TensorList forward(const TensorList& xs) override { return {detail::matmul_t(xs[0], xs[1], ta_, tb_)}; }
+  MatMul(bool ta, bool tb, DType compute) : ta_(ta), tb_(tb), compute_(compute) {}
+  TensorList forward(const TensorList& xs) override {
+    return {detail::matmul_t(xs[0], xs[1], ta_, tb_, Tensor(), compute_)};
+  }
   std::string name() const override { return "MatMul"; }
   // "transpose_a", "transpose_b" 0 / 1: y = op(a) op(b) (absent in the batched N-d MatMul).
   FunctionAttrs attributes() const override {
@@ -33,35 +39,42 @@ class MatMul : public detail::DualFunction<MatMul> {
     const V& a = detail::as<V>(input(0));
     const V& b = detail::as<V>(input(1));
     V ga, gb;
-    if (needs_input_grad(0)) ga = ta_ ? detail::mm(b, gy, tb_, true) : detail::mm(gy, b, false, !tb_);
-    if (needs_input_grad(1)) gb = tb_ ? detail::mm(gy, a, true, ta_) : detail::mm(a, gy, !ta_, false);
+    if (needs_input_grad(0)) ga = ta_ ? detail::mm(b, gy, tb_, true, compute_) : detail::mm(gy, b, false, !tb_, compute_);
+    if (needs_input_grad(1)) gb = tb_ ? detail::mm(gy, a, true, ta_, compute_) : detail::mm(a, gy, !ta_, false, compute_);
     return {ga, gb};
   }
 
  private:
   bool ta_, tb_;
+  DType compute_;
 };
 
 // y = x W + b in one node: GEMM onto the broadcast bias.
 // x: (N, in), W: (in, out), b: (out,) or anything that broadcasts to (N, out).
 class Linear : public detail::DualFunction<Linear> {
  public:
+  explicit Linear(DType compute) : compute_(compute) {}
   TensorList forward(const TensorList& xs) override {
-    return {detail::matmul_t(xs[0], xs[1], false, false, xs.size() > 2 ? xs[2] : Tensor())};
+    return {detail::matmul_t(xs[0], xs[1], false, false, xs.size() > 2 ? xs[2] : Tensor(), compute_)};
   }
   template <class V>
   detail::GradList<V> grads(const V& gy) const {
     detail::GradList<V> g(inputs().size());
-    if (needs_input_grad(0)) g[0] = detail::mm(gy, detail::as<V>(input(1)), false, true);
-    if (needs_input_grad(1)) g[1] = detail::mm(detail::as<V>(input(0)), gy, true, false);
+    if (needs_input_grad(0)) g[0] = detail::mm(gy, detail::as<V>(input(1)), false, true, compute_);
+    if (needs_input_grad(1)) g[1] = detail::mm(detail::as<V>(input(0)), gy, true, false, compute_);
     if (inputs().size() > 2 && needs_input_grad(2)) g[2] = detail::sum_to(gy, input(2).shape());
     return g;
   }
+
+ private:
+  DType compute_;
 };
 
 }  // namespace
 
-Variable detail::mm(const Variable& a, const Variable& b, bool ta, bool tb) { return call<MatMul>(detail::in(a, b), ta, tb); }
+Variable detail::mm(const Variable& a, const Variable& b, bool ta, bool tb, DType compute) {
+  return call<MatMul>(detail::in(a, b), ta, tb, compute);
+}
 
 namespace {
 
@@ -98,7 +111,7 @@ namespace F {
 
 Variable matmul(const Variable& x, const Variable& W) {
   check_matmul("matmul", x, W);
-  if (x.ndim() == 2 && W.ndim() == 2) return detail::mm(x, W, false, false);
+  if (x.ndim() == 2 && W.ndim() == 2) return detail::mm(x, W, false, false, Config::autocast);
   if (x.ndim() == 1 || W.ndim() == 1) {  // np.dot's 1-d rules through 2-d products
     Variable a = x.ndim() == 1 ? reshape(x, Shape{1, x.shape()[0]}) : x;
     Variable b = W.ndim() == 1 ? reshape(W, Shape{W.shape()[0], 1}) : W;
@@ -121,9 +134,9 @@ Variable linear(const Variable& x, const Variable& W, const Variable& b) {
                      "; hint: W is (in_size, out_size) as in DeZero");
   if (b.defined() && b.data().defined()) {
     broadcast_shapes(b.shape(), Shape{x.shape()[0], W.shape()[1]}, "linear");
-    return call<Linear>(detail::in(x, W, b));
+    return call<Linear>(detail::in(x, W, b), Config::autocast);
   }
-  return call<Linear>(detail::in(x, W));
+  return call<Linear>(detail::in(x, W), Config::autocast);
 }
 
 }  // namespace F

@@ -159,6 +159,11 @@ MPI_Datatype mpi_type(DType dtype) {
     case DType::Float64: return MPI_DOUBLE;
     case DType::Int32: return MPI_INT32_T;
     case DType::Int64: return MPI_INT64_T;
+    case DType::BFloat16:
+    case DType::Float16:  // MPI has no 16-bit float type (nor a sum for one)
+      throw DtypeError(std::string("dezero::mn: no MPI datatype for ") + dtype_name(dtype) +
+                       " tensors; hint: communicate them as float32 (astype), or use "
+                       "CommunicatorOptions::allreduce_grad_dtype for 16-bit gradients on the wire");
   }
   throw DtypeError("dezero::mn: no MPI datatype for this dtype");
 }

@@ -41,7 +41,7 @@ struct ncclUniqueId {
   char internal[128];
 };
 using ncclResult_t = int;  // ncclSuccess = 0
-enum ncclDataType_t { ncclInt32 = 2, ncclInt64 = 4, ncclFloat32 = 7, ncclFloat64 = 8 };
+enum ncclDataType_t { ncclInt32 = 2, ncclInt64 = 4, ncclFloat16 = 6, ncclFloat32 = 7, ncclFloat64 = 8, ncclBfloat16 = 9 };
 enum ncclRedOp_t { ncclSum = 0 };
 
 struct Nccl {
@@ -111,6 +111,8 @@ ncclDataType_t nccl_type(DType dt) {
     case DType::Float64: return ncclFloat64;
     case DType::Int32: return ncclInt32;
     case DType::Int64: return ncclInt64;
+    case DType::Float16: return ncclFloat16;
+    case DType::BFloat16: return ncclBfloat16;  // NCCL 2.10 and later
   }
   throw DtypeError("mn: no NCCL datatype for this dtype");
 }

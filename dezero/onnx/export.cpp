@@ -34,6 +34,8 @@ int elem_type(DType dt) {
     case float64: return ::onnx::TensorProto::DOUBLE;
     case int32: return ::onnx::TensorProto::INT32;
     case int64: return ::onnx::TensorProto::INT64;
+    case float16: return ::onnx::TensorProto::FLOAT16;    // raw_data: the 2-byte bits, little-endian
+    case bfloat16: return ::onnx::TensorProto::BFLOAT16;
   }
   return ::onnx::TensorProto::UNDEFINED;
 }

@@ -313,6 +313,8 @@ bool cast_target(int to, DType* dtype, bool* to_bool) {
     case ::onnx::TensorProto::DOUBLE: *dtype = float64; return true;
     case ::onnx::TensorProto::INT32: *dtype = int32; return true;
     case ::onnx::TensorProto::INT64: *dtype = int64; return true;
+    case ::onnx::TensorProto::FLOAT16: *dtype = float16; return true;
+    case ::onnx::TensorProto::BFLOAT16: *dtype = bfloat16; return true;
     case ::onnx::TensorProto::BOOL: *dtype = int64; *to_bool = true; return true;
     default: return false;
   }

@@ -17,6 +17,7 @@
 #include "dezero/optimizers.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -165,11 +166,74 @@ void Optimizer::update_many(const UpdateItem* items, std::size_t n) {
 }
 bool Optimizer::update_many_decayed(const UpdateItem*, std::size_t, double) { return false; }
 
+// --- loss scaling (Chainer's Optimizer.loss_scaling; issue 31) -------------------------
+Optimizer& Optimizer::loss_scaling(std::int64_t interval, std::optional<double> scale) & {
+  if (interval < 1)
+    throw ValueError("loss_scaling: interval must be at least 1, got " + std::to_string(interval));
+  if (scale && !(*scale > 0 && std::isfinite(*scale)))
+    throw ValueError("loss_scaling: scale must be a positive finite number, got " + std::to_string(*scale) +
+                     "; hint: leave it out for a dynamic scale");
+  scale_interval_ = interval;
+  scale_dynamic_ = !scale;
+  loss_scale_ = scale ? *scale : 65536.0;
+  good_steps_ = 0;
+  return *this;
+}
+
+void Optimizer::backward(Variable loss, const BackwardOptions& options) {
+  if (scale_interval_ > 0) {
+    if (loss.size() != 1)
+      throw ValueError("Optimizer::backward: the loss must have one element to be scaled, got shape " +
+                       loss.shape().str() + "; hint: reduce it first (F::sum, F::mean_squared_error, ...)");
+    loss.set_grad(Variable(full(loss.shape(), loss_scale_, loss.dtype(), loss.data().device())));
+    scaled_grads_ = true;
+  }
+  loss.backward(options);
+}
+
+// With loss scaling on: false (skip the step) when a gradient is not finite, else the
+// gradients divided by the scale; the scale adjusted either way.
+bool Optimizer::unscale_or_skip() {
+  if (!scaled_grads_)
+    throw ValueError("Optimizer::update: loss scaling is on, but the gradients were not computed by "
+                     "optimizer.backward(loss); hint: call optimizer.backward(loss) instead of loss.backward()");
+  scaled_grads_ = false;
+  bool finite = true;
+  for (const auto& p : params_) {
+    const Tensor& g = p.node()->grad->data;
+    // (g * 0).sum() is 0 unless g holds an inf or a NaN
+    if (is_floating(g.dtype()) && !std::isfinite((g * 0).sum().item<double>())) {
+      finite = false;
+      break;
+    }
+  }
+  if (!finite) {
+    if (scale_dynamic_) loss_scale_ = std::max(1.0, loss_scale_ / 2);
+    good_steps_ = 0;
+    return false;
+  }
+  if (loss_scale_ != 1.0)
+    for (auto& p : params_) {
+      Tensor& g = p.node()->grad->data;
+      g = g * (1.0 / loss_scale_);  // a new tensor: a gradient may be shared
+    }
+  if (scale_dynamic_ && ++good_steps_ >= scale_interval_) {
+    loss_scale_ *= 2;
+    good_steps_ = 0;
+  }
+  return true;
+}
+
 void Optimizer::update() {
   gather(all_);
   params_.clear();
   for (auto& p : all_)  // moved, not copied: all_ is only this step's scratch
     if (p.has_grad() && p.data().defined()) params_.push_back(std::move(p));
+  skipped_ = false;
+  if (scale_interval_ > 0 && !unscale_or_skip()) {
+    skipped_ = true;
+    return;
+  }
   ++t_;  // before the hooks, as DeZero's Adam does
   // A WeightDecay that is the only hook may be fused into the rule's kernel (issue 36):
   // its gradients are made their own now, its addition waits for the update below.
@@ -239,6 +303,10 @@ utils::NamedTensors Optimizer::state_dict() const {
   gather(ps);
   utils::NamedTensors out;
   out.emplace_back("t", array(t_, int64));
+  if (scale_interval_ > 0) {  // loss scaling: the scale and the good steps counted toward its growth
+    out.emplace_back("loss_scale", array(loss_scale_, float64));
+    out.emplace_back("loss_scale_good_steps", array(good_steps_, int64));
+  }
   const auto names = state_names();
   for (std::size_t i = 0; i < ps.size(); ++i) {
     auto it = slots_.find(ps[i].node().get());
@@ -269,6 +337,24 @@ void Optimizer::load_state_dict(const utils::NamedTensors& state, const std::str
   const std::int64_t t = t_it->second.astype(int64).item<std::int64_t>();
   if (t < 0) throw ValueError(where + ": 't' is " + std::to_string(t) + ", a step count cannot be negative");
   arrays.erase(t_it);
+  // Loss scaling's two entries, checked like "t"; kept only when loss scaling is on here.
+  double scale = loss_scale_;
+  std::int64_t good = good_steps_;
+  auto s_it = arrays.find("loss_scale"), g_it = arrays.find("loss_scale_good_steps");
+  if ((s_it == arrays.end()) != (g_it == arrays.end()))
+    throw ValueError(where + " has only one of 'loss_scale' and 'loss_scale_good_steps'");
+  if (s_it != arrays.end()) {
+    if (s_it->second.size() != 1 || !is_floating(s_it->second.dtype()) || g_it->second.size() != 1 ||
+        !is_integer(g_it->second.dtype()))
+      throw ValueError(where + ": 'loss_scale' must be one float and 'loss_scale_good_steps' one integer");
+    scale = s_it->second.astype(float64).item<double>();
+    good = g_it->second.astype(int64).item<std::int64_t>();
+    if (!(scale > 0 && std::isfinite(scale)) || good < 0)
+      throw ValueError(where + ": loss scale " + std::to_string(scale) + " / good steps " + std::to_string(good) +
+                       " out of range");
+    arrays.erase(s_it);
+    arrays.erase(g_it);
+  }
 
   const auto names = state_names();
   std::unordered_map<const VariableNode*, Slot> slots;
@@ -302,6 +388,10 @@ void Optimizer::load_state_dict(const utils::NamedTensors& state, const std::str
   slots_ = std::move(slots);
   cache_.clear();  // its Slot pointers went with the old map
   t_ = t;
+  if (scale_interval_ > 0) {
+    loss_scale_ = scale;
+    good_steps_ = good;
+  }
 }
 
 }  // namespace dezero::optimizers

@@ -32,6 +32,8 @@ template Tensor array<float>(const std::vector<float>&, const Shape&, std::optio
 template Tensor array<double>(const std::vector<double>&, const Shape&, std::optional<DType>, Device);
 template Tensor array<std::int32_t>(const std::vector<std::int32_t>&, const Shape&, std::optional<DType>, Device);
 template Tensor array<std::int64_t>(const std::vector<std::int64_t>&, const Shape&, std::optional<DType>, Device);
+template Tensor array<bfloat16_t>(const std::vector<bfloat16_t>&, const Shape&, std::optional<DType>, Device);
+template Tensor array<float16_t>(const std::vector<float16_t>&, const Shape&, std::optional<DType>, Device);
 
 Tensor from_blob(const void* data, const Shape& shape, DType src_dtype, std::optional<DType> dtype, Device device) {
   Tensor h = Tensor::empty(shape, src_dtype, Device::cpu(), "from_blob");

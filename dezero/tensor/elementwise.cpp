@@ -31,6 +31,7 @@ DType result_type(const Tensor& a, const Tensor& b) {
   if (a0 != b0) {  // NumPy 1.x value-based casting: a 0-d operand of the same kind does not widen
     DType arr = a0 ? db : da, sc = a0 ? da : db;
     if (is_floating(arr) || is_integer(sc)) return arr;
+    if (is_half(sc)) return sc;  // PyTorch: a 16-bit float scalar with an int array keeps its dtype
     return float64;  // float scalar with an int array
   }
   return promote_types(da, db);
@@ -76,6 +77,7 @@ Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b) {
   detail::check_same_device(name, a, b);
   DType dt = result_type(a, b);
   if ((op == BinaryOp::Div) && is_integer(dt)) dt = float64;  // true division, as NumPy
+  if (is_half(dt)) return detail::half_result(binary_op(op, detail::half_operand(a, dt), detail::half_operand(b, dt)), dt);
   Tensor a_cast, b_cast;  // the operands converted to dt, when they are not already
   const Tensor& ac = a.dtype() == dt ? a : (a_cast = a.astype(dt));
   const Tensor& bc = b.dtype() == dt ? b : (b_cast = b.astype(dt));
@@ -116,6 +118,7 @@ bool is_integral_value(double v) { return std::floor(v) == v && std::abs(v) < 9.
 // otherwise: a Tensor copy is a reference count up and down).
 Tensor unary_into_new(UnaryOp op, const Tensor& x, double s, bool widen) {
   if (widen) return unary_into_new(op, x.astype(float64), s, false);
+  if (is_half(x.dtype())) return detail::half_result(unary_into_new(op, x.astype(float32), s, false), x.dtype());
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
   if (y.size()) backend_of(x).unary(op, x.dtype(), x.raw_data(), y.raw_data(), y.size(), s);
   return y;
@@ -199,6 +202,9 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   detail::check_same_device("where", cond, a);
   detail::check_same_device("where", a, b);
   DType dt = result_type(a, b);
+  if (is_half(dt))
+    return detail::half_result(
+        where(detail::half_operand(cond, dt), detail::half_operand(a, dt), detail::half_operand(b, dt)), dt);
   Shape out = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
   Tensor cc = cond.dtype() == dt ? cond : cond.astype(dt);
   Tensor ac = a.dtype() == dt ? a : a.astype(dt);

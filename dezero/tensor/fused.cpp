@@ -27,6 +27,7 @@ Tensor float_input(const char* op, const Tensor& x) {
 Tensor softmax(const Tensor& x0, int axis, bool log) {
   const char* op = log ? "log_softmax" : "softmax";
   Tensor x = float_input(op, x0);
+  if (is_half(x.dtype())) return half_result(softmax(x.astype(float32), axis, log), x.dtype());
   if (x.ndim() == 0) throw ShapeError(std::string(op) + ": expected at least a 1-d array, got a 0-d array");
   int a = normalize_axis(op, axis, x.ndim());
   std::int64_t outer = 1, inner = 1, c = x.shape()[a];
@@ -41,6 +42,7 @@ Tensor softmax(const Tensor& x0, int axis, bool log) {
 namespace {
 Tensor leaky(UnaryOp opc, const char* op, const Tensor& x0, double slope) {
   Tensor x = float_input(op, x0);
+  if (is_half(x.dtype())) return half_result(leaky(opc, op, x.astype(float32), slope), x.dtype());
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
   if (y.size()) backend_of(x).unary(opc, x.dtype(), x.raw_data(), y.raw_data(), y.size(), slope);
   return y;
@@ -57,6 +59,8 @@ Tensor fused_grad(BinaryOp op, const char* name, const Tensor& gy, const Tensor&
   check_defined(name, y);
   if (gy.shape() != y.shape() || gy.dtype() != y.dtype()) return Tensor();
   check_same_device(name, gy, y);
+  if (is_half(y.dtype()))  // fused in float32, rounded once
+    return half_result(fused_grad(op, name, gy.astype(float32), y.astype(float32)), y.dtype());
   Tensor gx = Tensor::empty(y.shape(), y.dtype(), y.device());
   if (gx.size()) {
     Strided s = make_contiguous(Shape{y.size()});  // one flat run: the contiguous fast path
@@ -147,6 +151,7 @@ Tensor sce_labels(const char* op, const Tensor& x, const Tensor& t) {
 }
 
 Tensor softmax_cross_entropy(const Tensor& x, const Tensor& t) {
+  if (is_half(x.dtype())) return half_result(softmax_cross_entropy(x.astype(float32), t), x.dtype());
   Tensor loss = Tensor::empty(Shape{}, x.dtype(), x.device());
   backend_of(x).softmax_cross_entropy(x.dtype(), x.raw_data(), static_cast<const std::int64_t*>(t.raw_data()),
                                       loss.raw_data(), x.shape()[0], x.shape()[1]);
@@ -159,6 +164,8 @@ Tensor softmax_cross_entropy_grad(const Tensor& x, const Tensor& t, const Tensor
   check_same_device(op, x, gy0);
   if (gy0.size() != 1)
     throw ShapeError(std::string(op) + ": the loss gradient must have one element, got " + describe(gy0));
+  if (is_half(x.dtype()))
+    return half_result(softmax_cross_entropy_grad(x.astype(float32), t, half_operand(gy0, x.dtype())), x.dtype());
   Tensor gy = gy0.dtype() == x.dtype() ? gy0 : gy0.astype(x.dtype());
   Tensor gx = Tensor::empty(x.shape(), x.dtype(), x.device());
   if (gx.size())
@@ -186,9 +193,9 @@ void check_update(std::ptrdiff_t index, const Tensor* param, const Tensor* grad,
                      std::to_string(nstate) + " state tensors");
   if (!param->defined()) check_defined(where().c_str(), *param);
   const DType dt = param->dtype();
-  if (!is_floating(dt))
+  if (!is_floating(dt) || is_half(dt))
     throw DtypeError(where() + ": the parameter is " + describe(*param) + "; hint: only float32 and float64 "
-                     "parameters can be optimised");
+                     "parameters can be optimised (keep float32 master parameters and run the model in 16 bits)");
   const Device dev = param->device();
   auto like = [&](const char* what, const Tensor& t) {
     if (!t.defined()) check_defined(where().c_str(), t);

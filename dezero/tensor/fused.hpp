@@ -80,7 +80,11 @@ Tensor softmax_cross_entropy_grad(const Tensor& x, const Tensor& t, const Tensor
 // 2-D matmul with transpose flags: op(a) @ op(b), op = transpose when the flag is set.
 // If bias is defined, y = op(a) @ op(b) + bias (bias broadcast over rows).
 // a: (m, k), or (k, m) when ta; b: (k, n), or (n, k) when tb; bias: (n,) or broadcastable to (m, n).
-Tensor matmul_t(const Tensor& a, const Tensor& b, bool ta, bool tb, const Tensor& bias = Tensor());
+// compute: bfloat16 or float16 (autocast) makes a float32 product round a and b to that type
+// and sum in float32 (Backend::gemm_lowp, or rounded copies and the float32 gemm where the
+// backend has no such kernel); float32, the default, and every other dtype: no rounding.
+Tensor matmul_t(const Tensor& a, const Tensor& b, bool ta, bool tb, const Tensor& bias = Tensor(),
+                DType compute = DType::Float32);
 
 // --- convolution and pooling (conv.cpp; functions/conv.cpp and pooling.cpp) -------------
 // NCHW, zero padding, DeZero's output size (h + 2 ph - kh) / sh + 1. Each entry checks

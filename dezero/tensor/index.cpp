@@ -286,6 +286,8 @@ Tensor get_item(const Tensor& x, const Indices& indices) {
 
 Tensor scatter_add(const Tensor& gy, const Shape& shape, const Indices& indices) {
   detail::check_defined("scatter_add", gy);
+  if (is_half(gy.dtype()))  // accumulated in float32, rounded once
+    return detail::half_result(scatter_add(gy.astype(float32), shape, indices), gy.dtype());
   Tensor gx = zeros(shape, gy.dtype(), gy.device());
   Resolved r = resolve("scatter_add", gx, indices);
   if (r.shape != gy.shape())

@@ -71,7 +71,7 @@ namespace dezero::detail {
 // --- matmul_t: op(a) @ op(b) (+ bias), 2-D ---------------------------------------------
 // a0: (m, k), or (k, m) when ta; b0: (k, n), or (n, k) when tb; bias: undefined, or any
 // shape that broadcasts to (m, n) -> y: (m, n).
-Tensor matmul_t(const Tensor& a0, const Tensor& b0, bool ta, bool tb, const Tensor& bias) {
+Tensor matmul_t(const Tensor& a0, const Tensor& b0, bool ta, bool tb, const Tensor& bias, DType compute) {
   check_same_device("matmul", a0, b0);
   if (a0.ndim() != 2 || b0.ndim() != 2)
     throw ShapeError("matmul: expected 2-d operands, got " + a0.shape().str() + " and " + b0.shape().str());
@@ -83,6 +83,22 @@ Tensor matmul_t(const Tensor& a0, const Tensor& b0, bool ta, bool tb, const Tens
   if (k != k2)
     throw ShapeError("matmul: shapes " + a0.shape().str() + (ta ? "^T" : "") + " and " + b0.shape().str() +
                      (tb ? "^T" : "") + " are not aligned: " + std::to_string(k) + " != " + std::to_string(k2));
+  const bool lowp = dt == DType::Float32 && (compute == DType::BFloat16 || compute == DType::Float16);
+  if (lowp && m > 0 && n > 0 && k > 0) {
+    // Mixed precision: the backend's low-precision kernel, onto a broadcast copy of a bias
+    // that is not a row per output feature.
+    Tensor bb = bias.defined() ? (check_same_device("linear", a0, bias), bias.dtype() == dt ? bias : bias.astype(dt))
+                               : Tensor();
+    const bool row = bb.defined() && bb.ndim() == 1 && bb.size() == n;
+    Tensor y = bb.defined() && !row ? broadcast_to(bb, Shape{m, n}).copy() : Tensor::empty(Shape{m, n}, dt, a.device());
+    if (backend_of(a).gemm_lowp(compute, ta, tb, m, n, k, static_cast<const float*>(a.raw_data()), a.shape()[1],
+                                static_cast<const float*>(b.raw_data()), b.shape()[1],
+                                row ? static_cast<const float*>(bb.raw_data()) : nullptr,
+                                static_cast<float*>(y.raw_data()), n, bb.defined() && !row))
+      return y;
+    // No such kernel here: the operands rounded to `compute` (and back), then float32.
+    return matmul_t(a.astype(compute).astype(dt), b.astype(compute).astype(dt), ta, tb, bias);
+  }
   Tensor y;
   double beta = 0.0;
   if (bias.defined()) {

@@ -6,9 +6,12 @@
 // largest magnitude is >= 1e16, the smallest nonzero is < 1e-4, or their ratio
 // exceeds 1e3. A 0-d array prints like Python's repr of the scalar. Arrays over
 // 1000 elements are summarised with "..." (3 edge items); lines wrap at 75.
+// bfloat16 and float16 print their shortest decimals that read back as the same
+// 16-bit value, as NumPy prints float16 (and ml_dtypes bfloat16).
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 #include "dezero/tensor/strided.hpp"
@@ -29,6 +32,23 @@ std::string shortest_sci(double v, bool single) {
   auto r = single ? std::to_chars(buf, buf + sizeof buf, static_cast<float>(v), std::chars_format::scientific)
                   : std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
   return std::string(buf, r.ptr);
+}
+
+// The shortest decimal that reads back as the same 16-bit value v (bfloat16 or float16), as a
+// double: its own shortest digits are then that decimal's (NumPy prints float16 so: 0.1, not the
+// 0.09998 of the value widened to float32). Each length from 1 digit, correctly rounded.
+double shortest_16(double v, DType dt) {
+  if (!std::isfinite(v) || v == 0) return v;
+  auto bits = [dt](double d) { return dt == bfloat16 ? bfloat16_t(d).bits : float16_t(d).bits; };
+  const std::uint16_t want = bits(v);
+  for (int digits = 1; digits <= 9; ++digits) {
+    char buf[64];
+    auto r = std::to_chars(buf, buf + sizeof buf - 1, v, std::chars_format::scientific, digits - 1);
+    *r.ptr = '\0';
+    const double d = std::strtod(buf, nullptr);
+    if (bits(d) == want) return d;
+  }
+  return v;
 }
 
 // Python's repr(float): shortest round-trip, scientific when exp < -4 or >= 16.
@@ -269,6 +289,8 @@ std::string format_array(const Tensor& h, const std::string& sep, const std::str
   if (h.size() == 0) return "[]";
   Printer p{shape, {}, h.size() > 1000, {}, {}, isf, {}, 0};
   if (isf) p.dvals = h.to_vector<double>();
+  if (is_half(h.dtype()))
+    for (double& v : p.dvals) v = shortest_16(v, h.dtype());
   else p.ivals = h.to_vector<std::int64_t>();
   // Only the shown elements take part in the column format.
   std::vector<double> shown_vals;
@@ -298,6 +320,7 @@ std::string Tensor::str() const {
   if (!defined()) return "None";
   Tensor h = to_cpu();
   if (ndim() == 0) {  // str(a[()]): Python's repr of the scalar
+    if (is_half(dtype())) return python_repr(shortest_16(h.astype(float64).item<double>(), dtype()), false);
     if (is_floating(dtype())) return python_repr(h.astype(float64).item<double>(), dtype() == float32);
     return std::to_string(h.astype(int64).item<std::int64_t>());
   }

@@ -33,7 +33,7 @@ std::uint32_t checked_seed(const char* op, std::uint64_t s) {
 
 void check_float(const char* op, DType dt) {
   if (!is_floating(dt))
-    throw DtypeError(std::string("random::") + op + ": dtype must be float32 or float64, got " + dtype_name(dt) +
+    throw DtypeError(std::string("random::") + op + ": dtype must be a floating dtype, got " + dtype_name(dt) +
                      "; hint: draw float64 and call astype(), or use randint for integers");
 }
 
@@ -82,6 +82,7 @@ void Generator::seed(std::uint64_t s) {
 
 Tensor Generator::randn(const Shape& shape, DType dtype, Device device) {
   check_float("randn", dtype);
+  if (is_half(dtype)) return randn(shape, float32, device).astype(dtype);  // drawn in float32, rounded
   Tensor t = Tensor::empty(shape, dtype, device, "random::randn");
   if (t.size()) detail::backend_for(device).random_normal(*impl_, dtype, t.raw_data(), t.size());
   return t;
@@ -89,6 +90,7 @@ Tensor Generator::randn(const Shape& shape, DType dtype, Device device) {
 
 Tensor Generator::rand(const Shape& shape, DType dtype, Device device) {
   check_float("rand", dtype);
+  if (is_half(dtype)) return rand(shape, float32, device).astype(dtype);
   Tensor t = Tensor::empty(shape, dtype, device, "random::rand");
   if (t.size()) detail::backend_for(device).random_uniform(*impl_, dtype, t.raw_data(), t.size());
   return t;

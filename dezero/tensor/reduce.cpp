@@ -53,6 +53,8 @@ void plan_reduction(const char* op, const Tensor& x, const Axes& axes, Plan& p) 
 }
 
 Tensor reduce(detail::ReduceOp op, const char* name, const Tensor& x, const Axes& axes, bool keepdims) {
+  if (is_half(x.dtype()))  // accumulated in float32, rounded once
+    return detail::half_result(reduce(op, name, x.astype(float32), axes, keepdims), x.dtype());
   Plan p;
   plan_reduction(name, x, axes, p);
   if (op != detail::ReduceOp::Sum && p.r == 0)
@@ -65,6 +67,7 @@ Tensor reduce(detail::ReduceOp op, const char* name, const Tensor& x, const Axes
 
 Tensor arg_reduce(detail::ArgReduceOp op, const char* name, const Tensor& x, std::optional<int> axis) {
   detail::check_defined(name, x);
+  if (is_half(x.dtype())) return arg_reduce(op, name, x.astype(float32), axis);  // widening is exact
   Tensor src = axis ? x : x.reshape(Shape{x.size()});
   int a = detail::normalize_axis(name, axis ? *axis : 0, src.ndim());
   if (src.shape()[a] == 0) throw ValueError(std::string(name) + ": attempt to get " + name + " of an empty sequence");
@@ -89,6 +92,7 @@ Tensor min(const Tensor& x, const Axes& axes, bool keepdims) {
   return reduce(detail::ReduceOp::Min, "min", x, axes, keepdims);
 }
 Tensor mean(const Tensor& x, const Axes& axes, bool keepdims) {
+  if (is_half(x.dtype())) return detail::half_result(mean(x.astype(float32), axes, keepdims), x.dtype());
   Tensor xf = is_integer(x.dtype()) ? x.astype(float64) : x;  // NumPy: mean of ints is float64
   Tensor s = sum(xf, axes, keepdims);
   std::int64_t n = s.size() ? x.size() / s.size() : 0;
@@ -113,6 +117,7 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
                        "; hint: the target must be a shape that broadcasts to the input");
   }
   if (axes.empty()) return x.reshape(shape);
+  if (is_half(x.dtype())) return detail::half_result(sum_to(x.astype(float32), shape), x.dtype());
   if (axes.back() - axes.front() + 1 == static_cast<int>(axes.size())) {
     std::int64_t outer = 1, r = 1, inner = 1;
     for (int i = 0; i < axes.front(); ++i) outer *= x.shape()[i];

@@ -30,4 +30,11 @@ void coalesce(Strided* views[], int nviews);
 
 inline Backend& backend_of(const Tensor& t) { return backend_for(t.device()); }
 
+// --- the 16-bit floats' route through float32 ---------------------------------------------
+// An op whose result dtype `dt` is bfloat16 or float16 runs on float32: each operand is cast to
+// dt first (as any operand is cast to the result dtype), then widened to float32 (exact); the
+// float32 result is rounded once to dt. The backends have no 16-bit arithmetic kernels.
+inline Tensor half_operand(const Tensor& t, DType dt) { return (t.dtype() == dt ? t : t.astype(dt)).astype(float32); }
+inline Tensor half_result(const Tensor& y, DType dt) { return y.astype(dt); }
+
 }  // namespace dezero::detail

@@ -218,6 +218,8 @@ DEZERO_INSTANTIATE_ACCESS(float)
 DEZERO_INSTANTIATE_ACCESS(double)
 DEZERO_INSTANTIATE_ACCESS(std::int32_t)
 DEZERO_INSTANTIATE_ACCESS(std::int64_t)
+DEZERO_INSTANTIATE_ACCESS(bfloat16_t)
+DEZERO_INSTANTIATE_ACCESS(float16_t)
 #undef DEZERO_INSTANTIATE_ACCESS
 
 // --- conversions: astype, to, reshape, copy, transpose ---------------------------------
@@ -365,12 +367,14 @@ Tensor& Tensor::operator*=(const Tensor& o) { inplace(*this, *this * o, "operato
 Tensor& Tensor::operator/=(const Tensor& o) { inplace(*this, *this / o, "operator/="); return *this; }
 Tensor& Tensor::operator+=(double s) {
   detail::check_defined("operator+=", *this);
+  if (is_half(dtype())) { inplace(*this, *this + s, "operator+="); return *this; }  // through float32
   backend_of(*this).unary(UnaryOp::AddScalar, dtype(), raw_data(), raw_data(), size(), s);
   return *this;
 }
 Tensor& Tensor::operator-=(double s) { return *this += -s; }
 Tensor& Tensor::operator*=(double s) {
   detail::check_defined("operator*=", *this);
+  if (is_half(dtype())) { inplace(*this, *this * s, "operator*="); return *this; }  // through float32
   backend_of(*this).unary(UnaryOp::MulScalar, dtype(), raw_data(), raw_data(), size(), s);
   return *this;
 }

@@ -248,6 +248,10 @@ const char* npy_descr(DType dt) {
     case float64: return "<f8";
     case int32: return "<i4";
     case int64: return "<i8";
+    case float16: return "<f2";
+    // bfloat16 as np.save writes an ml_dtypes.bfloat16 array: two opaque bytes (NumPy has no
+    // bfloat16); np.load(...).view(ml_dtypes.bfloat16) restores it, jnp.load reads it directly
+    case bfloat16: return "<V2";
   }
   return "?";
 }
@@ -281,7 +285,7 @@ Tensor parse_npy(const std::string& bytes, const std::string& what) {
   if (h.fortran_order)
     throw IOError(what + ": fortran_order=True arrays are not supported; hint: save np.ascontiguousarray(a) instead");
 
-  const std::string& d = h.descr;
+  const std::string d = h.descr == "bfloat16" ? std::string("<V2") : h.descr;  // ml_dtypes' str(dtype) form too
   if (d.size() < 3) throw DtypeError(what + ": unsupported dtype '" + d + "'");
   const char order = d[0];
   const std::string code = d.substr(1);
@@ -313,6 +317,8 @@ Tensor parse_npy(const std::string& bytes, const std::string& what) {
   if (code == "f8") return direct(float64);
   if (code == "i4") return direct(int32);
   if (code == "i8") return direct(int64);
+  if (code == "f2") return direct(float16);
+  if (code == "V2") return direct(bfloat16);  // two opaque bytes: bfloat16, as np.save writes ml_dtypes'
   // Narrow integer and bool arrays widen losslessly.
   if (code == "u1" || code == "b1") return array(widen<std::uint8_t, std::int32_t>(data(1), n, false), h.shape, int32);
   if (code == "i1") return array(widen<std::int8_t, std::int32_t>(data(1), n, false), h.shape, int32);
@@ -320,7 +326,8 @@ Tensor parse_npy(const std::string& bytes, const std::string& what) {
   if (code == "i2") return array(widen<std::int16_t, std::int32_t>(data(2), n, swap), h.shape, int32);
   if (code == "u4") return array(widen<std::uint32_t, std::int64_t>(data(4), n, swap), h.shape, int64);
   throw DtypeError(what + ": unsupported dtype '" + d +
-                   "'; dezero reads float32 ('<f4'), float64 ('<f8'), int32 ('<i4'), int64 ('<i8') and, widened, "
+                   "'; dezero reads float32 ('<f4'), float64 ('<f8'), int32 ('<i4'), int64 ('<i8'), float16 ('<f2'), "
+                   "bfloat16 ('<V2', ml_dtypes' bfloat16 as np.save writes it) and, widened, "
                    "'|u1' '|i1' '|b1' '<u2' '<i2' (int32) and '<u4' (int64)");
 }
 

@@ -53,6 +53,7 @@ using namespace dezero;
 
 struct Options {
   std::string dataset, data_dir, device, save, load, plot, out;
+  std::string precision = "fp32";  // fp32, or bf16 / fp16: mixed precision (dezero::autocast)
   int epochs = 5;
   std::int64_t batch_size = 100;
   std::int64_t snapshot_every = 0;  // iterations; 0: at epoch ends only (when --out is given)
@@ -63,7 +64,7 @@ inline void usage(const char* program) {
   const std::string pad(8 + std::string(program).size(), ' ');
   std::cerr << "usage: " << program << " [--dataset mnist|fashion-mnist] [--data DIR] [--epochs N] [--batch-size N]\n"
             << pad << "[--device cpu|cuda] [--save FILE.npz] [--load FILE.npz] [--plot FILE.png]\n"
-            << pad << "[--out DIR] [--snapshot-every N] [--resume] [--quiet]\n";
+            << pad << "[--out DIR] [--snapshot-every N] [--resume] [--quiet] [--precision fp32|bf16|fp16]\n";
 }
 
 // `plot` is the default --plot file. `extra`, when given, sees every option first and returns
@@ -88,6 +89,11 @@ inline Options parse(int argc, char** argv, const char* program, const std::stri
     else if (a == "--snapshot-every") o.snapshot_every = example::integer_option(a, value(), 1);
     else if (a == "--resume") o.resume = true;
     else if (a == "--quiet") o.quiet = true;
+    else if (a == "--precision") {
+      o.precision = value();
+      if (o.precision != "fp32" && o.precision != "bf16" && o.precision != "fp16")
+        throw ValueError("--precision must be fp32, bf16 or fp16, got '" + o.precision + "'");
+    }
     else if (a == "-h" || a == "--help") { usage(program); std::exit(0); }
     else throw ValueError("unknown option " + a);
     return true;
@@ -172,6 +178,12 @@ inline Curves train(Model& model, optimizers::Optimizer& optimizer, datasets::Da
     if (o.resume) ckpt->resume();
   }
 
+  // Mixed precision (--precision bf16|fp16): the products in 16 bits with float32 sums, all
+  // else float32; float16 with Chainer's dynamic loss scaling, since its gradients underflow.
+  auto amp = autocast(o.precision == "bf16" ? bfloat16 : o.precision == "fp16" ? float16 : float32);
+  if (o.precision == "fp16") optimizer.loss_scaling();
+  if (o.precision != "fp32") std::printf("precision: %s (autocast)\n", o.precision.c_str());
+
   const std::int64_t per_epoch = train_loader.size();
   training::ProgressOptions po;
   po.quiet = o.quiet;
@@ -186,7 +198,7 @@ inline Curves train(Model& model, optimizers::Optimizer& optimizer, datasets::Da
       Variable loss = F::softmax_cross_entropy(y, t);
       Variable acc = F::accuracy(y, t);
       model.cleargrads();
-      loss.backward();
+      optimizer.backward(loss);  // loss.backward(), scaled when loss scaling is on
       optimizer.update();
       double bs = static_cast<double>(t.len());
       sum_loss += loss.data().astype(float64) * bs;

@@ -38,6 +38,12 @@ void where(int device, DType dt, const void* cond, const Strided& sc, const void
 void copy_strided(int device, DType dt, const void* src, const Strided& s, void* dst, const Strided& d,
                   bool accumulate);
 
+// --- the 16-bit floats (half.cu): what moves or converts bfloat16 / float16 elements ------
+// cast_half: cast where `from` or `to` is bfloat16 or float16 (elementwise.cu's cast forwards);
+// copy_strided_16: copy_strided of 2-byte elements, never accumulating.
+void cast_half(int device, DType from, const void* x, DType to, void* y, std::int64_t n);
+void copy_strided_16(int device, const void* src, const Strided& s, void* dst, const Strided& d);
+
 // --- reductions (reduce.cu) --------------------------------------------------------------
 void reduce(int device, ReduceOp op, DType dt, const void* x, void* y, std::int64_t outer, std::int64_t r,
             std::int64_t inner);

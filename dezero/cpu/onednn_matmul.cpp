@@ -1,0 +1,184 @@
+// dezero/cpu/onednn_matmul.cpp - the host's low-precision products for mixed precision
+// (issue 31; Chainer's mixed16, PyTorch's CPU autocast): C = op(A) op(B) (+ bias) with
+// float32 A, B and C, where A and B are rounded to bfloat16 (or float16) and the products
+// are summed in float32. Compiled only with oneDNN (onednn_stub.cpp stands in otherwise,
+// and the caller then rounds the operands itself and runs the float32 GEMM: the same values,
+// more slowly).
+//
+//   A (m, k) = op(a):  a is (m, k), or (k, m) when ta, rows lda apart  -- float32
+//   B (k, n) = op(b):  b is (k, n), or (n, k) when tb, rows ldb apart  -- float32
+//   C (m, n), rows ldc apart: C = A B + bias (n), or C += A B (accumulate) -- float32
+//
+// A oneDNN reorder rounds each operand to the low-precision type (round to nearest even)
+// into a per-thread buffer, transposing it to row-major where op() transposes, and a
+// matmul primitive (brgemm: AMX tiles on CPUs that have them, AVX512-BF16 dot products on
+// those that have that) multiplies them with float32 accumulation into C. Nothing is kept
+// between calls: the weights change at every step.
+//
+// Each (m, n, k, ta, tb, lda, ldb, ldc, bias, accumulate, type, threads) gets its
+// primitives once, in a cache like onednn_conv.cpp's.
+#include <dnnl.hpp>
+#include <omp.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <unordered_map>
+
+#include "dezero/cpu/kernels.hpp"
+#include "dezero/cpu/onednn_engine.hpp"
+#include "dezero/onednn.hpp"
+
+namespace dezero::detail::cpu {
+
+namespace {
+
+using i64 = std::int64_t;
+using dnnl::memory;
+using tag = memory::format_tag;
+using dt = memory::data_type;
+
+struct Key {
+  i64 v[12];
+  bool operator==(const Key& o) const { return std::memcmp(v, o.v, sizeof v) == 0; }
+};
+struct KeyHash {
+  std::size_t operator()(const Key& k) const {
+    std::size_t h = 1469598103934665603ULL;
+    for (i64 x : k.v) h = (h ^ static_cast<std::size_t>(x)) * 1099511628211ULL;
+    return h;
+  }
+};
+
+// The two reorders (float32 -> low precision, row-major) and the product; ok = false:
+// oneDNN has no primitive for this case here (e.g. no float16 matmul on this CPU).
+struct Plan {
+  bool ok = false;
+  dnnl::reorder ra, rb;
+  dnnl::matmul mm;
+  memory::desc a_user, b_user, a_low, b_low, c_user, bias_md;
+  std::size_t scratch_bytes = 0;
+};
+
+std::shared_ptr<const Plan> make_plan(const Key& key) {
+  auto plan = std::make_shared<Plan>();
+  const i64 m = key.v[0], n = key.v[1], k = key.v[2], ta = key.v[3], tb = key.v[4], lda = key.v[5],
+            ldb = key.v[6], ldc = key.v[7], has_bias = key.v[8], accumulate = key.v[9];
+  const dt low = key.v[10] == static_cast<i64>(DType::Float16) ? dt::f16 : dt::bf16;
+  dnnl::engine& eng = *onednn_engine();
+  try {
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    // op(a) as an (m, k) view of the caller's buffer: strides (lda, 1), or (1, lda) transposed.
+    plan->a_user = memory::desc({m, k}, dt::f32, ta ? memory::dims{1, lda} : memory::dims{lda, 1});
+    plan->b_user = memory::desc({k, n}, dt::f32, tb ? memory::dims{1, ldb} : memory::dims{ldb, 1});
+    plan->a_low = memory::desc({m, k}, low, tag::ab);
+    plan->b_low = memory::desc({k, n}, low, tag::ab);
+    plan->c_user = memory::desc({m, n}, dt::f32, memory::dims{ldc, 1});
+    plan->bias_md = memory::desc({1, n}, dt::f32, tag::ab);
+    plan->ra = dnnl::reorder(dnnl::reorder::primitive_desc(eng, plan->a_user, eng, plan->a_low, attr));
+    plan->rb = dnnl::reorder(dnnl::reorder::primitive_desc(eng, plan->b_user, eng, plan->b_low, attr));
+    dnnl::primitive_attr mattr;
+    mattr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (accumulate) {
+      dnnl::post_ops po;
+      po.append_sum(1.0f);
+      mattr.set_post_ops(po);
+    }
+    auto d = has_bias ? dnnl::matmul::desc(plan->a_low, plan->b_low, plan->bias_md, plan->c_user)
+                      : dnnl::matmul::desc(plan->a_low, plan->b_low, plan->c_user);
+    dnnl::matmul::primitive_desc pd(d, mattr, eng);
+    // A reference implementation would be slower than rounding + our float32 SGEMM.
+    const char* impl = pd.impl_info_str();
+    if (std::strncmp(impl, "ref", 3) == 0) return plan;
+    plan->mm = dnnl::matmul(pd);
+    plan->scratch_bytes = pd.scratchpad_desc().get_size();
+    plan->ok = true;
+  } catch (const dnnl::error&) {
+    plan->ok = false;
+  }
+  return plan;
+}
+
+std::shared_ptr<const Plan> plan_for(const Key& k) {
+  static std::mutex mu;
+  static auto* plans = new std::unordered_map<Key, std::shared_ptr<const Plan>, KeyHash>();
+  constexpr std::size_t kMaxPlans = 512;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = plans->find(k);
+    if (it != plans->end()) return it->second;
+  }
+  auto plan = make_plan(k);  // outside the lock: making primitives takes a while
+  std::lock_guard<std::mutex> lock(mu);
+  if (plans->size() >= kMaxPlans) plans->clear();
+  return plans->emplace(k, plan).first->second;
+}
+
+// Per-thread stream and buffers: the scratchpad, the rounded A and the rounded B.
+struct ThreadState {
+  dnnl::stream stream{*onednn_engine()};
+  OnednnBuffer buffers[3];
+};
+
+ThreadState& thread_state() {
+  thread_local ThreadState st;
+  return st;
+}
+
+}  // namespace
+
+bool onednn_gemm_lowp(DType compute, bool ta, bool tb, i64 m, i64 n, i64 k, const float* a, i64 lda,
+                      const float* b, i64 ldb, const float* bias, float* c, i64 ldc, bool accumulate) {
+  if (!onednn_enabled() || m <= 0 || n <= 0 || k <= 0) return false;
+  if (compute != DType::BFloat16 && compute != DType::Float16) return false;
+  const Key key{{m, n, k, ta, tb, lda, ldb, ldc, bias != nullptr, accumulate, static_cast<i64>(compute),
+                 static_cast<i64>(omp_get_max_threads())}};
+  auto plan = plan_for(key);
+  if (!plan->ok) return false;
+  try {
+    dnnl::engine& eng = *onednn_engine();
+    ThreadState& ts = thread_state();
+    memory au(plan->a_user, eng, const_cast<float*>(a)), bu(plan->b_user, eng, const_cast<float*>(b));
+    memory al(plan->a_low, eng, ts.buffers[1].get(plan->a_low.get_size()));
+    memory bl(plan->b_low, eng, ts.buffers[2].get(plan->b_low.get_size()));
+    plan->ra.execute(ts.stream, au, al);
+    plan->rb.execute(ts.stream, bu, bl);
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, al}, {DNNL_ARG_WEIGHTS, bl},
+                                         {DNNL_ARG_DST, memory(plan->c_user, eng, c)}};
+    if (bias) args.emplace(DNNL_ARG_BIAS, memory(plan->bias_md, eng, const_cast<float*>(bias)));
+    if (plan->scratch_bytes > 0)
+      args.emplace(DNNL_ARG_SCRATCHPAD,
+                   memory(memory::desc({static_cast<i64>(plan->scratch_bytes)}, dt::u8, tag::x), eng,
+                          ts.buffers[0].get(plan->scratch_bytes)));
+    plan->mm.execute(ts.stream, args);
+    ts.stream.wait();
+  } catch (const dnnl::error&) {
+    return false;  // nothing was written to C before the product, which did not run
+  }
+  return true;
+}
+
+}  // namespace dezero::detail::cpu
+
+namespace dezero {
+// A probe product (16 x 32 x 32, no bias) for each type, made once: a fast kernel exists
+// when its plan is not a reference implementation.
+bool cpu_supports_bf16() {
+  static const bool yes = [] {
+    float a[16 * 32] = {}, b[32 * 32] = {}, c[16 * 32];
+    return detail::cpu::onednn_gemm_lowp(DType::BFloat16, false, false, 16, 32, 32, a, 32, b, 32, nullptr, c, 32, false);
+  }();
+  return yes;
+}
+bool cpu_supports_fp16() {
+  static const bool yes = [] {
+    float a[16 * 32] = {}, b[32 * 32] = {}, c[16 * 32];
+    return detail::cpu::onednn_gemm_lowp(DType::Float16, false, false, 16, 32, 32, a, 32, b, 32, nullptr, c, 32, false);
+  }();
+  return yes;
+}
+}  // namespace dezero
