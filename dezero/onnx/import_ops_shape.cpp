@@ -494,7 +494,7 @@ void register_shape_ops(OpTable& table) {
                               : nullptr;
           unsupported(a.node, a.opset,
                       "a cast to " + (n ? std::string(n) : "element type " + std::to_string(to)) +
-                          " (dezero casts to FLOAT, DOUBLE, INT32, INT64 and BOOL)");
+                          " (dezero casts to FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT32, INT64 and BOOL)");
         }
       }));
   table.push_back(simple(
