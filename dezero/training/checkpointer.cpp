@@ -60,6 +60,13 @@ std::vector<std::string> Checkpointer::snapshots() const {
   return out;
 }
 
+namespace {
+// One line to stderr in one write: std::cerr flushes after every <<, so a line built
+// from pieces could interleave with another process's output (mpirun's ranks share a
+// terminal or a log; the mn_resume test reads such a log).
+void tell(const std::string& line) { std::cerr << line; }
+}  // namespace
+
 std::optional<std::int64_t> Checkpointer::resume() {
   // A process killed while writing a snapshot leaves its temporary file behind
   // ("snapshot_iter_<N>.npz.<random>.tmp"): never a snapshot, removed here.
@@ -76,14 +83,14 @@ std::optional<std::int64_t> Checkpointer::resume() {
       snap_.load(path);
     } catch (const Error& e) {
       if (!opt_.quiet)
-        std::cerr << "dezero: cannot resume from " << path << " (" << e.what() << "); trying the one before it\n";
+        tell("dezero: cannot resume from " + path + " (" + e.what() + "); trying the one before it\n");
       continue;
     }
     last_ = iteration_of(fs::path(path).filename().string());
-    if (!opt_.quiet) std::cerr << "dezero: resumed from " << path << " (iteration " << last_ << ")\n";
+    if (!opt_.quiet) tell("dezero: resumed from " + path + " (iteration " + std::to_string(last_) + ")\n");
     return last_;
   }
-  if (!opt_.quiet) std::cerr << "dezero: no snapshot to resume from in " << dir_ << "; starting from the beginning\n";
+  if (!opt_.quiet) tell("dezero: no snapshot to resume from in " + dir_ + "; starting from the beginning\n");
   return std::nullopt;
 }
 
