@@ -68,17 +68,7 @@ bool enabled() {
 
 // The geometry, the direction and the thread count (a primitive splits its work for the
 // threads there were when it was made; omp_set_num_threads may change them later).
-struct Key {
-  i64 v[15];
-  bool operator==(const Key& o) const { return std::memcmp(v, o.v, sizeof v) == 0; }
-};
-struct KeyHash {
-  std::size_t operator()(const Key& k) const {
-    std::size_t h = 1469598103934665603ULL;
-    for (i64 x : k.v) h = (h ^ static_cast<std::size_t>(x)) * 1099511628211ULL;
-    return h;
-  }
-};
+using Key = OnednnKey<15>;
 
 Key key_of(const ConvGeom& g, Dir d) {
   return Key{{g.n, g.c, g.h, g.w, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, g.oh, g.ow, g.oc, static_cast<i64>(d),
@@ -169,22 +159,9 @@ std::shared_ptr<const Plan> make_plan(const ConvGeom& g, Dir dir) {
   return plan;
 }
 
-// The plan for (g, dir), made once. The map is cleared when it grows past kMaxPlans
-// (a program feeding ever new shapes); plans in use stay alive through their shared_ptr.
+// The plan for (g, dir), made once (onednn_plan's cache).
 std::shared_ptr<const Plan> plan_for(const ConvGeom& g, Dir dir) {
-  static std::mutex mu;
-  static auto* plans = new std::unordered_map<Key, std::shared_ptr<const Plan>, KeyHash>();
-  constexpr std::size_t kMaxPlans = 512;
-  const Key k = key_of(g, dir);
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = plans->find(k);
-    if (it != plans->end()) return it->second;
-  }
-  auto plan = make_plan(g, dir);  // outside the lock: making a primitive takes a while
-  std::lock_guard<std::mutex> lock(mu);
-  if (plans->size() >= kMaxPlans) plans->clear();
-  return plans->emplace(k, plan).first->second;  // another thread's, if it was first
+  return onednn_plan<Plan>(key_of(g, dir), [&](const Key&) { return make_plan(g, dir); });
 }
 
 // Per-thread stream, scratchpad and reorder buffers.

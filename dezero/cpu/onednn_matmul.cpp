@@ -16,7 +16,7 @@
 // between calls: the weights change at every step.
 //
 // Each (m, n, k, ta, tb, lda, ldb, ldc, bias, accumulate, type, threads) gets its
-// primitives once, in a cache like onednn_conv.cpp's.
+// primitives once, in onednn_plan's cache (onednn_engine.hpp), as onednn_conv.cpp's do.
 #include <dnnl.hpp>
 #include <omp.h>
 
@@ -41,17 +41,7 @@ using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
-struct Key {
-  i64 v[12];
-  bool operator==(const Key& o) const { return std::memcmp(v, o.v, sizeof v) == 0; }
-};
-struct KeyHash {
-  std::size_t operator()(const Key& k) const {
-    std::size_t h = 1469598103934665603ULL;
-    for (i64 x : k.v) h = (h ^ static_cast<std::size_t>(x)) * 1099511628211ULL;
-    return h;
-  }
-};
+using Key = OnednnKey<12>;
 
 // The two reorders (float32 -> low precision, row-major) and the product; ok = false:
 // oneDNN has no primitive for this case here (e.g. no float16 matmul on this CPU).
@@ -106,20 +96,7 @@ std::shared_ptr<const Plan> make_plan(const Key& key) {
   return plan;
 }
 
-std::shared_ptr<const Plan> plan_for(const Key& k) {
-  static std::mutex mu;
-  static auto* plans = new std::unordered_map<Key, std::shared_ptr<const Plan>, KeyHash>();
-  constexpr std::size_t kMaxPlans = 512;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = plans->find(k);
-    if (it != plans->end()) return it->second;
-  }
-  auto plan = make_plan(k);  // outside the lock: making primitives takes a while
-  std::lock_guard<std::mutex> lock(mu);
-  if (plans->size() >= kMaxPlans) plans->clear();
-  return plans->emplace(k, plan).first->second;
-}
+std::shared_ptr<const Plan> plan_for(const Key& k) { return onednn_plan<Plan>(k, make_plan); }
 
 // Per-thread stream and buffers: the scratchpad, the rounded A and the rounded B.
 struct ThreadState {
