@@ -198,15 +198,17 @@ bool Optimizer::unscale_or_skip() {
     throw ValueError("Optimizer::update: loss scaling is on, but the gradients were not computed by "
                      "optimizer.backward(loss); hint: call optimizer.backward(loss) instead of loss.backward()");
   scaled_grads_ = false;
-  bool finite = true;
+  // (g * 0).sum() is 0 unless g holds an inf or a NaN; the sums are added on their device
+  // (float64) and read once, so a GPU waits for one value per step, not one per parameter.
+  Tensor nonfinite;
   for (const auto& p : params_) {
     const Tensor& g = p.node()->grad->data;
-    // (g * 0).sum() is 0 unless g holds an inf or a NaN
-    if (is_floating(g.dtype()) && !std::isfinite((g * 0).sum().item<double>())) {
-      finite = false;
-      break;
-    }
+    if (!is_floating(g.dtype())) continue;
+    Tensor s = (g * 0).sum().astype(float64);
+    nonfinite = !nonfinite.defined() ? s : s.device() == nonfinite.device() ? nonfinite + s
+                                                                            : nonfinite + s.to(nonfinite.device());
   }
+  const bool finite = !nonfinite.defined() || std::isfinite(nonfinite.item<double>());
   if (!finite) {
     if (scale_dynamic_) loss_scale_ = std::max(1.0, loss_scale_ / 2);
     good_steps_ = 0;
