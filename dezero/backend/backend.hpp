@@ -91,11 +91,16 @@ struct UpdateChunk {
 // and output (oh, ow) = ((h + 2ph - kh) / sh + 1, (w + 2pw - kw) / sw + 1), or a
 // deconvolution's larger `outsize`. `oc` is the other side's channel count: a conv's
 // output channels (weights (oc, c, kh, kw)); 0 for pooling and im2col.
+// `compute` asks for mixed precision (issue 31, autocast): bfloat16 or float16 with
+// float32 buffers, whose values are then rounded to it and the products summed in
+// float32; float32 (the default) means the buffers' own dtype. A library path without
+// such a kernel returns false when is_half(compute), and the caller rounds the operands.
 struct ConvGeom {
   std::int64_t n = 0, c = 0, h = 0, w = 0;
   std::int64_t kh = 0, kw = 0, sh = 1, sw = 1, ph = 0, pw = 0;
   std::int64_t oh = 0, ow = 0;
   std::int64_t oc = 0;
+  DType compute = DType::Float32;
 };
 
 class Backend {

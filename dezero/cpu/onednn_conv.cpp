@@ -236,18 +236,18 @@ bool onednn_usable() { return onednn_engine() != nullptr; }
 bool onednn_enabled() { return enabled(); }
 
 bool onednn_conv2d_forward(DType dt, const void* x, const void* w, const void* b, void* y, const ConvGeom& g) {
-  if (dt != DType::Float32) return false;
+  if (dt != DType::Float32 || is_half(g.compute)) return false;
   if (b) return run(g, Dir::ForwardBias, {x, w, b, y});
   return run(g, Dir::Forward, {x, w, y});
 }
 
 bool onednn_conv2d_backward_data(DType dt, const void* w, const void* gy, void* gx, const ConvGeom& g) {
-  if (dt != DType::Float32) return false;
+  if (dt != DType::Float32 || is_half(g.compute)) return false;
   return run(g, Dir::Data, {w, gy, gx});
 }
 
 bool onednn_conv2d_backward_filter(DType dt, const void* x, const void* gy, void* gw, const ConvGeom& g) {
-  if (dt != DType::Float32) return false;
+  if (dt != DType::Float32 || is_half(g.compute)) return false;
   return run(g, Dir::Filter, {x, gy, gw});
 }
 

@@ -334,7 +334,7 @@ const char* pass_call(ConvPass pass) {
 template <class Run>
 bool with_cudnn(ConvPass pass, int device, DType dt, const ConvGeom& g, void* output,
                 std::initializer_list<std::pair<const void**, std::size_t>> inputs, Run run) {
-  if (dt != float32 && dt != float64) return false;
+  if ((dt != float32 && dt != float64) || is_half(g.compute)) return false;  // autocast: its own path
   if (!cd::conv_geometry_fits_cudnn(g) || !cudnn_usable()) return false;
   if (!cd::cudnn_aligned(output)) return false;
   cd::ScopedDevice sd(device);
