@@ -32,6 +32,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -592,7 +593,10 @@ void check_forward(const Row& r, Device dev, Report& rep) {
 // Rows whose function has no 16-bit path yet throw DtypeError; the test case lists them.
 double rtol16(DType dt, int terms) { return (dt == bfloat16 ? 0x1p-8 : 0x1p-11) * (4 + terms); }
 
-void check_forward_16(const Row& r, Device dev, Report& rep, DType dt) {
+// With `under_autocast`, the inputs stay float32 and the row runs under autocast(dt) (issue 31's
+// policy: the products round their operands to dt and sum in float32): the same reference and
+// tolerance, float32 results and gradients.
+void check_forward_16(const Row& r, Device dev, Report& rep, DType dt, bool under_autocast = false) {
   Inputs in = make_inputs(r);
   Inputs rounded = in;  // the same values, rounded to dt: the reference's inputs
   for (std::size_t i = 0; i < r.args.size(); ++i)
@@ -605,22 +609,26 @@ void check_forward_16(const Row& r, Device dev, Report& rep, DType dt) {
   double scale = max_abs(in.W);
   for (std::size_t i = 0; i < r.args.size(); ++i)
     if (!r.args[i].integer()) scale = std::max(scale, max_abs(in.args[i]));
-  const std::string what = label(r, dev, dt);
-  Args a = on(r, in, dev, dt);
+  const std::string what = under_autocast ? label(r, dev, float32) + " under autocast(" + dtype_name(dt) + ")"
+                                           : label(r, dev, dt);
+  const DType data_dt = under_autocast ? float32 : dt;  // the inputs', results' and gradients' dtype
+  std::optional<AutocastGuard> policy;
+  if (under_autocast) policy.emplace(dt);
+  Args a = on(r, in, dev, data_dt);
   Variable y = r.fn(a);
   rep.expect(y.device() == dev, cat(what, ": result on ", y.device()));
-  if (!r.out_dtype) rep.expect(y.dtype() == dt, cat(what, ": result dtype ", y.dtype()));
+  if (!r.out_dtype) rep.expect(y.dtype() == data_dt, cat(what, ": result dtype ", y.dtype()));
   rep.expect(y.shape() == ref_y.shape(), cat(what, ": result shape ", y.shape(), ", want ", ref_y.shape()));
   Tensor want = r.device_ref ? r.device_ref(a).data() : ref_y.data();
   rep.expect_close(mismatch(y.data(), want, rtol16(dt, r.terms), scale), what + ": forward ");
   if (r.grad == Grad::none || r.device_ref) return;
-  std::vector<Variable> g = first_grads(r, fresh(a), in.W.astype(dt).to(dev), false);
+  std::vector<Variable> g = first_grads(r, fresh(a), in.W.astype(data_dt).to(dev), false);
   for (std::size_t i = 0; i < g.size(); ++i) {
     if (!r.args[i].diff) continue;
     const std::string gw = what + ": gradient of " + r.args[i].name;
     rep.expect(g[i].defined() && ref_g[i].defined(), gw + ": none reached the argument");
     if (!g[i].defined() || !ref_g[i].defined()) continue;
-    rep.expect(g[i].dtype() == dt, cat(gw, ": dtype ", g[i].dtype()));
+    rep.expect(g[i].dtype() == data_dt, cat(gw, ": dtype ", g[i].dtype()));
     rep.expect(g[i].device() == dev, cat(gw, ": on ", g[i].device()));
     rep.expect_close(mismatch(g[i].data(), ref_g[i].data(), rtol16(dt, r.terms), scale), gw + ": ");
   }
@@ -702,7 +710,11 @@ bool differentiable(const Row& r) { return r.grad != Grad::none; }
 // convolutions (matmul, linear, conv2d, deconv2d, their im2col forms), pooling and batch norm.
 const std::vector<std::string> kNo16BitPath = {
     "average_pooling", "batch_norm", "batch_nrom", "col2im", "conv2d", "conv2d_simple", "deconv2d",
-    "im2col", "linear", "matmul", "pooling", "pooling_simple"};
+    "im2col", "pooling", "pooling_simple"};
+
+// The functions whose products autocast() computes in 16 bits (issue 31's policy; README "Mixed
+// precision"): their rows run again with float32 inputs under autocast, test case (ac).
+const std::set<std::string> kAutocastOps = {"matmul", "linear", "conv2d", "conv2d_simple", "deconv2d"};
 
 using Check = void (*)(const Row&, Device, Report&);
 
@@ -845,7 +857,27 @@ TEST_CASE("op table: (a16) forward and gradients in bfloat16 and float16 agree w
       for (const std::string& n : no_path) listed += n + " ";
       CHECK_MESSAGE(no_path == std::set<std::string>(kNo16BitPath.begin(), kNo16BitPath.end()),
                     dtype_name(dt) << ": the rows without a 16-bit path are " << listed);
-      MESSAGE(dev << ", " << dtype_name(dt) << ": " << checks << " comparisons");
+      MESSAGE(dev << ", " << std::string(dtype_name(dt)) << ": " << checks << " comparisons");
+    }
+  });
+}
+
+// The (ac) case: forward and gradients of the rows whose products autocast rounds, float32 inputs
+// under autocast(bfloat16) and autocast(float16), against float64 on the rounded inputs.
+TEST_CASE("op table: (ac) under autocast, products and their gradients agree with float64 to 16-bit precision") {
+  dzt::on_each_device([](Device dev) {
+    for (DType dt : {bfloat16, float16}) {
+      int checks = 0, rows = 0;
+      for (const Row& r : table()) {
+        if (!kAutocastOps.count(r.name)) continue;
+        Report rep;
+        rep.guard(label(r, dev, float32), [&] { check_forward_16(r, dev, rep, dt, true); });
+        checks += rep.checks;
+        ++rows;
+        CHECK_MESSAGE(rep.ok(), "[" << r.id << "]" << rep.str());
+      }
+      CHECK(rows >= 8);
+      MESSAGE(dev << ", autocast(" << std::string(dtype_name(dt)) << "): " << rows << " rows, " << checks << " comparisons");
     }
   });
 }

@@ -28,6 +28,8 @@ Tensor matmul(const Tensor& a0, const Tensor& b0) {
     throw ShapeError("matmul: operands must be at least 1-d, got shapes " + a0.shape().str() + " and " +
                      b0.shape().str() + "; hint: use * for scalars");
   DType dt = promote_types(a0.dtype(), b0.dtype());
+  // bfloat16 / float16: the float32 product of the (exactly widened) values, rounded once.
+  if (is_half(dt)) return detail::half_result(matmul(detail::half_operand(a0, dt), detail::half_operand(b0, dt)), dt);
   Tensor a = a0.dtype() == dt ? a0 : a0.astype(dt);
   Tensor b = b0.dtype() == dt ? b0 : b0.astype(dt);
   bool a1 = a.ndim() == 1, b1 = b.ndim() == 1;
@@ -76,6 +78,10 @@ Tensor matmul_t(const Tensor& a0, const Tensor& b0, bool ta, bool tb, const Tens
   if (a0.ndim() != 2 || b0.ndim() != 2)
     throw ShapeError("matmul: expected 2-d operands, got " + a0.shape().str() + " and " + b0.shape().str());
   DType dt = promote_types(a0.dtype(), b0.dtype());
+  if (is_half(dt))  // as matmul: in float32 (under the same autocast type), rounded once
+    return half_result(matmul_t(half_operand(a0, dt), half_operand(b0, dt), ta, tb,
+                                bias.defined() ? half_operand(bias, dt) : bias, compute),
+                       dt);
   Tensor a = a0.dtype() == dt ? a0 : a0.astype(dt);
   Tensor b = b0.dtype() == dt ? b0 : b0.astype(dt);
   std::int64_t m = ta ? a.shape()[1] : a.shape()[0], k = ta ? a.shape()[0] : a.shape()[1];
