@@ -139,6 +139,27 @@ TEST_CASE("autocast: F::linear's forward and backward compute in the type it was
   CHECK(W.grad().data().dtype() == float32);
 }
 
+// The products of a backward recorded with create_graph are MatMul nodes with transposes (gx =
+// gy W^T); a second backward through them runs from the operands they rounded and kept.
+TEST_CASE("autocast: a double backward through the kept rounded operands (gx = C W^T, then D^T C)") {
+  for (DType t : {bfloat16, float16}) {
+    CAPTURE(std::string(dtype_name(t)));
+    Variable x(filled(Shape{6, 13}, 31)), W(filled(Shape{13, 9}, 32));
+    Tensor C = filled(Shape{6, 9}, 33), D = filled(Shape{6, 13}, 34);
+    auto g = autocast(t);
+    Variable y = F::matmul(x, W);
+    F::sum(y * Variable(C)).backward([] { BackwardOptions o; o.create_graph = true; return o; }());
+    Variable gx = x.grad();
+    CHECK(rel_err(gx.data(), reference(t, C, W.data(), false, true, nullptr)) < 1e-5);
+    W.cleargrad();
+    x.cleargrad();
+    F::sum(gx * Variable(D)).backward();  // d/dW sum(D * (C W^T)) = D^T C
+    REQUIRE(W.has_grad());
+    CHECK(W.grad().dtype() == float32);
+    CHECK(rel_err(W.grad().data(), reference(t, D, C, true, false, nullptr)) < 1e-5);
+  }
+}
+
 TEST_CASE("autocast: float64 products and the default are not rounded") {
   Tensor a = filled(Shape{8, 9}, 21), b = filled(Shape{9, 10}, 22);
   Variable x(a.astype(float64)), W(b.astype(float64));

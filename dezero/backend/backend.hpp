@@ -156,15 +156,21 @@ class Backend {
     return false;
   }
 
-  // Mixed precision (dezero::autocast): C (m, n) = op(A) op(B) on float32 buffers with A and
+  // Mixed precision (dezero::autocast): C (m, n) = op(A) op(B) into a float32 C, with A and
   // B rounded to `compute` (bfloat16 or float16) and the products summed in float32, plus
-  // the row `bias` (n) when not null, plus C itself when accumulate. False, with nothing
-  // done, where the backend has no kernel for it: the caller then rounds the operands and
-  // runs the float32 gemm (the same values up to the order of the sums).
+  // the row `bias` (n) when not null, plus C itself when accumulate. Each operand is float32
+  // (rounded here) or already of type `compute` (a copy the caller rounded once and keeps,
+  // as F::linear does for its backward). False, with nothing done, where the backend has no
+  // kernel for it: the caller then rounds the operands and runs the float32 gemm (the same
+  // values up to the order of the sums).
+  struct LowpOperand {
+    const void* data;
+    DType dtype;        // float32, or `compute`
+    std::int64_t ld;    // elements between rows as stored
+  };
   virtual bool gemm_lowp(DType /*compute*/, bool /*ta*/, bool /*tb*/, std::int64_t /*m*/, std::int64_t /*n*/,
-                         std::int64_t /*k*/, const float* /*a*/, std::int64_t /*lda*/, const float* /*b*/,
-                         std::int64_t /*ldb*/, const float* /*bias*/, float* /*c*/, std::int64_t /*ldc*/,
-                         bool /*accumulate*/) {
+                         std::int64_t /*k*/, const LowpOperand& /*a*/, const LowpOperand& /*b*/,
+                         const float* /*bias*/, float* /*c*/, std::int64_t /*ldc*/, bool /*accumulate*/) {
     return false;
   }
 

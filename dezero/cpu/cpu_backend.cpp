@@ -84,10 +84,11 @@ class CpuBackend final : public Backend {
     return cpu::gemm_bias(dt, ta, tb, m, n, k, a, lda, b, ldb, bias, c, ldc);
   }
 
-  bool gemm_lowp(DType compute, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const float* a,
-                 std::int64_t lda, const float* b, std::int64_t ldb, const float* bias, float* c, std::int64_t ldc,
+  bool gemm_lowp(DType compute, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
+                 const LowpOperand& a, const LowpOperand& b, const float* bias, float* c, std::int64_t ldc,
                  bool accumulate) override {
-    return cpu::onednn_gemm_lowp(compute, ta, tb, m, n, k, a, lda, b, ldb, bias, c, ldc, accumulate);
+    return cpu::onednn_gemm_lowp(compute, ta, tb, m, n, k, a.data, a.dtype, a.ld, b.data, b.dtype, b.ld, bias, c,
+                                 ldc, accumulate);
   }
 
   // --- convolution and pooling helpers (im2col.cpp, pool.cpp) --------------------------------

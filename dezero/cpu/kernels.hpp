@@ -79,12 +79,12 @@ bool onednn_conv2d_forward(DType dt, const void* x, const void* w, const void* b
 bool onednn_conv2d_backward_data(DType dt, const void* w, const void* gy, void* gx, const ConvGeom& g);
 bool onednn_conv2d_backward_filter(DType dt, const void* x, const void* gy, void* gw, const ConvGeom& g);
 // Mixed precision (onednn_matmul.cpp): C (m, n) = op(A) op(B) (+ bias (n), or + C when
-// accumulate) on float32 buffers, A and B rounded to `compute` (bfloat16 or float16) and
-// the products summed in float32; false, with nothing done, without oneDNN, with it turned
+// accumulate) into float32 C, A and B float32 (rounded to `compute`, bfloat16 or float16)
+// or already `compute` (a_dt, b_dt), the products summed in float32; false, with nothing done, without oneDNN, with it turned
 // off, or where it has no fast kernel for the type on this CPU.
 bool onednn_gemm_lowp(DType compute, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
-                      const float* a, std::int64_t lda, const float* b, std::int64_t ldb, const float* bias, float* c,
-                      std::int64_t ldc, bool accumulate);
+                      const void* a, DType a_dt, std::int64_t lda, const void* b, DType b_dt, std::int64_t ldb,
+                      const float* bias, float* c, std::int64_t ldc, bool accumulate);
 void max_pool_forward(DType dt, const void* x, void* y, std::int64_t* idx, const ConvGeom& g);
 void max_pool_backward(DType dt, const void* gy, const std::int64_t* idx, void* gx, const ConvGeom& g);
 void max_pool_gather(DType dt, const void* x, const std::int64_t* idx, void* y, const ConvGeom& g);

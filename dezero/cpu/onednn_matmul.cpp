@@ -5,18 +5,18 @@
 // and the caller then rounds the operands itself and runs the float32 GEMM: the same values,
 // more slowly).
 //
-//   A (m, k) = op(a):  a is (m, k), or (k, m) when ta, rows lda apart  -- float32
-//   B (k, n) = op(b):  b is (k, n), or (n, k) when tb, rows ldb apart  -- float32
+//   A (m, k) = op(a):  a is (m, k), or (k, m) when ta, rows lda apart  -- float32 or low
+//   B (k, n) = op(b):  b is (k, n), or (n, k) when tb, rows ldb apart  -- float32 or low
 //   C (m, n), rows ldc apart: C = A B + bias (n), or C += A B (accumulate) -- float32
 //
-// A oneDNN reorder rounds each operand to the low-precision type (round to nearest even)
-// into a per-thread buffer, dense and in the operand's own orientation, and a
-// matmul primitive (brgemm: AMX tiles on CPUs that have them, AVX512-BF16 dot products on
-// those that have that) multiplies them with float32 accumulation into C. Nothing is kept
-// between calls: the weights change at every step.
+// A oneDNN reorder rounds each float32 operand to the low-precision type (round to nearest
+// even) into a per-thread buffer, and a matmul primitive (brgemm: AMX tiles on CPUs that
+// have them, AVX512-BF16 dot products on those that have that) multiplies them with float32
+// accumulation into C. An operand that is already low precision (F::linear keeps the copies
+// its forward rounded, for its backward) is read where it is. Nothing is kept between calls.
 //
-// Each (m, n, k, ta, tb, lda, ldb, ldc, bias, accumulate, type, threads) gets its
-// primitives once, in onednn_plan's cache (onednn_engine.hpp), as onednn_conv.cpp's do.
+// Each (m, n, k, ta, tb, lda, ldb, ldc, bias, accumulate, type, threads, operand types) gets
+// its primitives once, in onednn_plan's cache (onednn_engine.hpp), as onednn_conv.cpp's do.
 #include <dnnl.hpp>
 #include <omp.h>
 
@@ -41,12 +41,14 @@ using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
-using Key = OnednnKey<12>;
+using Key = OnednnKey<14>;
 
-// The two reorders (float32 -> low precision, row-major) and the product; ok = false:
-// oneDNN has no primitive for this case here (e.g. no float16 matmul on this CPU).
+// The two reorders (float32 -> low precision; none for an operand that is low precision
+// already) and the product; ok = false: oneDNN has no primitive for this case here (e.g. no
+// float16 matmul on this CPU).
 struct Plan {
   bool ok = false;
+  bool round_a = false, round_b = false;
   dnnl::reorder ra, rb;
   dnnl::matmul mm;
   memory::desc a_user, b_user, a_low, b_low, c_user, bias_md;
@@ -58,13 +60,15 @@ std::shared_ptr<const Plan> make_plan(const Key& key) {
   const i64 m = key.v[0], n = key.v[1], k = key.v[2], ta = key.v[3], tb = key.v[4], lda = key.v[5],
             ldb = key.v[6], ldc = key.v[7], has_bias = key.v[8], accumulate = key.v[9];
   const dt low = key.v[10] == static_cast<i64>(DType::Float16) ? dt::f16 : dt::bf16;
+  plan->round_a = key.v[12] == 0;
+  plan->round_b = key.v[13] == 0;
   dnnl::engine& eng = *onednn_engine();
   try {
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     // op(a) as an (m, k) view of the caller's buffer: strides (lda, 1), or (1, lda) transposed.
-    plan->a_user = memory::desc({m, k}, dt::f32, ta ? memory::dims{1, lda} : memory::dims{lda, 1});
-    plan->b_user = memory::desc({k, n}, dt::f32, tb ? memory::dims{1, ldb} : memory::dims{ldb, 1});
+    plan->a_user = memory::desc({m, k}, plan->round_a ? dt::f32 : low, ta ? memory::dims{1, lda} : memory::dims{lda, 1});
+    plan->b_user = memory::desc({k, n}, plan->round_b ? dt::f32 : low, tb ? memory::dims{1, ldb} : memory::dims{ldb, 1});
     // The rounded copies keep the operands' orientation (a transposed one stays transposed,
     // packed densely): a reorder that transposes as it rounds took 3x as long (W1's
     // (1000, 1000) weight, 2 threads: 426 against 136 us), and brgemm reads either.
@@ -73,12 +77,12 @@ std::shared_ptr<const Plan> make_plan(const Key& key) {
     // (m, k) rows costs less than that copy (W1's x^T gy, 1000 x 100 x 1000, one thread:
     // 0.77 against 0.84 ms for the rounding and the product).
     const bool a_rows = ta && m <= n;
-    plan->a_low = memory::desc({m, k}, low, ta && !a_rows ? tag::ba : tag::ab);
-    plan->b_low = memory::desc({k, n}, low, tb ? tag::ba : tag::ab);
+    plan->a_low = plan->round_a ? memory::desc({m, k}, low, ta && !a_rows ? tag::ba : tag::ab) : plan->a_user;
+    plan->b_low = plan->round_b ? memory::desc({k, n}, low, tb ? tag::ba : tag::ab) : plan->b_user;
     plan->c_user = memory::desc({m, n}, dt::f32, memory::dims{ldc, 1});
     plan->bias_md = memory::desc({1, n}, dt::f32, tag::ab);
-    plan->ra = dnnl::reorder(dnnl::reorder::primitive_desc(eng, plan->a_user, eng, plan->a_low, attr));
-    plan->rb = dnnl::reorder(dnnl::reorder::primitive_desc(eng, plan->b_user, eng, plan->b_low, attr));
+    if (plan->round_a) plan->ra = dnnl::reorder(dnnl::reorder::primitive_desc(eng, plan->a_user, eng, plan->a_low, attr));
+    if (plan->round_b) plan->rb = dnnl::reorder(dnnl::reorder::primitive_desc(eng, plan->b_user, eng, plan->b_low, attr));
     dnnl::primitive_attr mattr;
     mattr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     if (accumulate) {
@@ -116,22 +120,28 @@ ThreadState& thread_state() {
 
 }  // namespace
 
-bool onednn_gemm_lowp(DType compute, bool ta, bool tb, i64 m, i64 n, i64 k, const float* a, i64 lda,
-                      const float* b, i64 ldb, const float* bias, float* c, i64 ldc, bool accumulate) {
+bool onednn_gemm_lowp(DType compute, bool ta, bool tb, i64 m, i64 n, i64 k, const void* a, DType a_dt, i64 lda,
+                      const void* b, DType b_dt, i64 ldb, const float* bias, float* c, i64 ldc, bool accumulate) {
   if (!onednn_enabled() || m <= 0 || n <= 0 || k <= 0) return false;
   if (compute != DType::BFloat16 && compute != DType::Float16) return false;
+  if ((a_dt != DType::Float32 && a_dt != compute) || (b_dt != DType::Float32 && b_dt != compute)) return false;
   const Key key{{m, n, k, ta, tb, lda, ldb, ldc, bias != nullptr, accumulate, static_cast<i64>(compute),
-                 static_cast<i64>(omp_get_max_threads())}};
+                 static_cast<i64>(omp_get_max_threads()), a_dt == compute, b_dt == compute}};
   auto plan = plan_for(key);
   if (!plan->ok) return false;
   try {
     dnnl::engine& eng = *onednn_engine();
     ThreadState& ts = thread_state();
-    memory au(plan->a_user, eng, const_cast<float*>(a)), bu(plan->b_user, eng, const_cast<float*>(b));
-    memory al(plan->a_low, eng, ts.buffers[1].get(plan->a_low.get_size()));
-    memory bl(plan->b_low, eng, ts.buffers[2].get(plan->b_low.get_size()));
-    plan->ra.execute(ts.stream, au, al);
-    plan->rb.execute(ts.stream, bu, bl);
+    memory au(plan->a_user, eng, const_cast<void*>(a)), bu(plan->b_user, eng, const_cast<void*>(b));
+    memory al = au, bl = bu;
+    if (plan->round_a) {
+      al = memory(plan->a_low, eng, ts.buffers[1].get(plan->a_low.get_size()));
+      plan->ra.execute(ts.stream, au, al);
+    }
+    if (plan->round_b) {
+      bl = memory(plan->b_low, eng, ts.buffers[2].get(plan->b_low.get_size()));
+      plan->rb.execute(ts.stream, bu, bl);
+    }
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, al}, {DNNL_ARG_WEIGHTS, bl},
                                          {DNNL_ARG_DST, memory(plan->c_user, eng, c)}};
     if (bias) args.emplace(DNNL_ARG_BIAS, memory(plan->bias_md, eng, const_cast<float*>(bias)));
@@ -155,14 +165,16 @@ namespace dezero {
 bool cpu_supports_bf16() {
   static const bool yes = [] {
     float a[16 * 32] = {}, b[32 * 32] = {}, c[16 * 32];
-    return detail::cpu::onednn_gemm_lowp(DType::BFloat16, false, false, 16, 32, 32, a, 32, b, 32, nullptr, c, 32, false);
+    return detail::cpu::onednn_gemm_lowp(DType::BFloat16, false, false, 16, 32, 32, a, DType::Float32, 32, b,
+                                         DType::Float32, 32, nullptr, c, 32, false);
   }();
   return yes;
 }
 bool cpu_supports_fp16() {
   static const bool yes = [] {
     float a[16 * 32] = {}, b[32 * 32] = {}, c[16 * 32];
-    return detail::cpu::onednn_gemm_lowp(DType::Float16, false, false, 16, 32, 32, a, 32, b, 32, nullptr, c, 32, false);
+    return detail::cpu::onednn_gemm_lowp(DType::Float16, false, false, 16, 32, 32, a, DType::Float32, 32, b,
+                                         DType::Float32, 32, nullptr, c, 32, false);
   }();
   return yes;
 }

@@ -12,8 +12,8 @@ bool onednn_enabled() { return false; }
 bool onednn_conv2d_forward(DType, const void*, const void*, const void*, void*, const ConvGeom&) { return false; }
 bool onednn_conv2d_backward_data(DType, const void*, const void*, void*, const ConvGeom&) { return false; }
 bool onednn_conv2d_backward_filter(DType, const void*, const void*, void*, const ConvGeom&) { return false; }
-bool onednn_gemm_lowp(DType, bool, bool, std::int64_t, std::int64_t, std::int64_t, const float*, std::int64_t,
-                      const float*, std::int64_t, const float*, float*, std::int64_t, bool) {
+bool onednn_gemm_lowp(DType, bool, bool, std::int64_t, std::int64_t, std::int64_t, const void*, DType, std::int64_t,
+                      const void*, DType, std::int64_t, const float*, float*, std::int64_t, bool) {
   return false;
 }
 

@@ -85,6 +85,10 @@ Tensor softmax_cross_entropy_grad(const Tensor& x, const Tensor& t, const Tensor
 // backend has no such kernel); float32, the default, and every other dtype: no rounding.
 Tensor matmul_t(const Tensor& a, const Tensor& b, bool ta, bool tb, const Tensor& bias = Tensor(),
                 DType compute = DType::Float32);
+// The mixed-precision product itself, float32 y whatever the operands: a and b 2-d, each
+// float32 (rounded to `compute` here) or already of type `compute` (bfloat16 / float16: a
+// copy rounded once and used twice, as F::linear keeps its forward's for its backward).
+Tensor matmul_lowp(const Tensor& a, const Tensor& b, bool ta, bool tb, const Tensor& bias, DType compute);
 
 // --- convolution and pooling (conv.cpp; functions/conv.cpp and pooling.cpp) -------------
 // NCHW, zero padding, DeZero's output size (h + 2 ph - kh) / sh + 1. Each entry checks

@@ -13,6 +13,7 @@
 
 #include <string>
 
+#include "dezero/tensor/checks.hpp"
 #include "dezero/tensor/fused.hpp"
 #include "dezero/tensor/strided.hpp"
 
@@ -89,22 +90,8 @@ Tensor matmul_t(const Tensor& a0, const Tensor& b0, bool ta, bool tb, const Tens
   if (k != k2)
     throw ShapeError("matmul: shapes " + a0.shape().str() + (ta ? "^T" : "") + " and " + b0.shape().str() +
                      (tb ? "^T" : "") + " are not aligned: " + std::to_string(k) + " != " + std::to_string(k2));
-  const bool lowp = dt == DType::Float32 && (compute == DType::BFloat16 || compute == DType::Float16);
-  if (lowp && m > 0 && n > 0 && k > 0) {
-    // Mixed precision: the backend's low-precision kernel, onto a broadcast copy of a bias
-    // that is not a row per output feature.
-    Tensor bb = bias.defined() ? (check_same_device("linear", a0, bias), bias.dtype() == dt ? bias : bias.astype(dt))
-                               : Tensor();
-    const bool row = bb.defined() && bb.ndim() == 1 && bb.size() == n;
-    Tensor y = bb.defined() && !row ? broadcast_to(bb, Shape{m, n}).copy() : Tensor::empty(Shape{m, n}, dt, a.device());
-    if (backend_of(a).gemm_lowp(compute, ta, tb, m, n, k, static_cast<const float*>(a.raw_data()), a.shape()[1],
-                                static_cast<const float*>(b.raw_data()), b.shape()[1],
-                                row ? static_cast<const float*>(bb.raw_data()) : nullptr,
-                                static_cast<float*>(y.raw_data()), n, bb.defined() && !row))
-      return y;
-    // No such kernel here: the operands rounded to `compute` (and back), then float32.
-    return matmul_t(a.astype(compute).astype(dt), b.astype(compute).astype(dt), ta, tb, bias);
-  }
+  if (dt == DType::Float32 && is_half(compute) && m > 0 && n > 0 && k > 0)  // mixed precision
+    return matmul_lowp(a0.dtype() == compute ? a0 : a, b0.dtype() == compute ? b0 : b, ta, tb, bias, compute);
   Tensor y;
   double beta = 0.0;
   if (bias.defined()) {
@@ -130,6 +117,41 @@ Tensor matmul_t(const Tensor& a0, const Tensor& b0, bool ta, bool tb, const Tens
   backend_of(a).gemm(dt, ta, tb, m, n, k, 1.0, a.raw_data(), a.shape()[1], 0, b.raw_data(), b.shape()[1], 0, beta,
                      y.raw_data(), n, 0, 1);
   return y;
+}
+
+// --- matmul_lowp: the autocast product -----------------------------------------------------
+// a, b: float32 or already `compute` (bfloat16 / float16), 2-d and aligned (matmul_t checked
+// them, or the caller rounded float32 tensors it had checked); y: (m, n) float32.
+Tensor matmul_lowp(const Tensor& a, const Tensor& b, bool ta, bool tb, const Tensor& bias, DType compute) {
+  check_same_device("matmul", a, b);
+  const DType dt = DType::Float32;
+  auto operand_ok = [&](const Tensor& t) {
+    return t.ndim() == 2 && (t.dtype() == dt || t.dtype() == compute);
+  };
+  if (!is_half(compute) || !operand_ok(a) || !operand_ok(b))
+    throw DtypeError(std::string("matmul: the mixed-precision product takes 2-d float32 or ") + dtype_name(compute) +
+                     " operands, got " + describe(a) + " and " + describe(b) + "; hint: use matmul_t");
+  const std::int64_t m = ta ? a.shape()[1] : a.shape()[0], k = ta ? a.shape()[0] : a.shape()[1];
+  const std::int64_t n = tb ? b.shape()[0] : b.shape()[1];
+  if ((tb ? b.shape()[1] : b.shape()[0]) != k)
+    throw ShapeError("matmul: shapes " + a.shape().str() + (ta ? "^T" : "") + " and " + b.shape().str() +
+                     (tb ? "^T" : "") + " are not aligned");
+  Tensor bb = bias.defined() ? (check_same_device("linear", a, bias), bias.dtype() == dt ? bias : bias.astype(dt))
+                             : Tensor();
+  if (m == 0 || n == 0 || k == 0)  // nothing to round: the float32 product's own rules
+    return matmul_t(a.astype(dt), b.astype(dt), ta, tb, bb);
+  // The backend's low-precision kernel, onto a broadcast copy of a bias that is not a row
+  // per output feature.
+  const bool row = bb.defined() && bb.ndim() == 1 && bb.size() == n;
+  Tensor y = bb.defined() && !row ? broadcast_to(bb, Shape{m, n}).copy() : Tensor::empty(Shape{m, n}, dt, a.device());
+  if (backend_of(a).gemm_lowp(compute, ta, tb, m, n, k, {a.raw_data(), a.dtype(), a.shape()[1]},
+                              {b.raw_data(), b.dtype(), b.shape()[1]},
+                              row ? static_cast<const float*>(bb.raw_data()) : nullptr,
+                              static_cast<float*>(y.raw_data()), n, bb.defined() && !row))
+    return y;
+  // No such kernel here: the operands rounded to `compute` (and back), then float32.
+  auto rounded = [&](const Tensor& t) { return (t.dtype() == compute ? t : t.astype(compute)).astype(dt); };
+  return matmul_t(rounded(a), rounded(b), ta, tb, bb);
 }
 
 }  // namespace dezero::detail
