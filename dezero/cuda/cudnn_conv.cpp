@@ -11,7 +11,8 @@
 // configuration with 16-bit inputs and a float32 output) and tensor-op math, into a 16-bit
 // buffer that is then widened into the float32 output; the bias is added in float32. So the
 // output carries one more rounding, to the 16-bit type, than the host's float32 fallback on
-// rounded operands (as PyTorch's autocast, whose convolutions return the 16-bit type).
+// rounded operands (as PyTorch's autocast, whose convolutions return the 16-bit type); a
+// float16 result beyond 65504 is inf (loss scaling then skips the step).
 // bfloat16 needs cuDNN 8.1+ and sm_80+ (conv_algo.hpp's cudnn_half_conv_supported); the
 // rest is declined and the caller rounds the operands and convolves in float32.
 //

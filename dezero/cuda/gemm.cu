@@ -14,7 +14,6 @@
 #include <type_traits>
 
 #include "dezero/backend/backend.hpp"
-#include "dezero/backend/dispatch.hpp"
 #include "dezero/cuda/detail/launch.cuh"
 #include "dezero/cuda/detail/launchers.hpp"
 #include "dezero/cuda/detail/runtime.hpp"
