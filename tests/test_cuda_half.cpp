@@ -223,6 +223,17 @@ TEST_CASE("cuda half: element-wise, reduction and shape ops on 16-bit GPU tensor
     CHECK(ad.argmax(1).to_cpu().to_vector<std::int64_t>() == a.argmax(1).to_vector<std::int64_t>());
     same("sum_to", sum_to(ad, Shape{1, 35}), sum_to(a, Shape{1, 35}));
     same("softmax", F::softmax(Variable(ad)).data(), F::softmax(Variable(a)).data());
+    exact("relu", F::relu(Variable(ad)).data(), F::relu(Variable(a)).data());
+    same("leaky_relu", F::leaky_relu(Variable(ad)).data(), F::leaky_relu(Variable(a)).data());
+    same("sigmoid", F::sigmoid(Variable(ad)).data(), F::sigmoid(Variable(a)).data());
+    Tensor labels = array(std::vector<std::int64_t>{0, 34, 7, 7, 1, 20});
+    Variable xg(ad), xc(a);
+    Variable lg = F::softmax_cross_entropy(xg, Variable(labels.to(gpu)));
+    Variable lc = F::softmax_cross_entropy(xc, Variable(labels));
+    same("softmax_cross_entropy", lg.data(), lc.data());
+    lg.backward();
+    lc.backward();
+    same("softmax_cross_entropy's gradient", xg.grad().data(), xc.grad().data());
     // moves: the 2-byte elements unchanged
     exact("transpose", ad.transpose(), a.transpose());
     exact("reshape", ad.reshape({35, 6}), a.reshape({35, 6}));
