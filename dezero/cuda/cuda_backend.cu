@@ -78,11 +78,17 @@ class CudaBackend final : public Backend {
   }
 
   // --- GEMM (gemm.cu; gemm_bias keeps backend.hpp's answer: false) ----------------------
+  // gemm_lowp: autocast's bfloat16 / float16 product on float32 buffers (cublasGemmEx)
   void gemm(DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, double alpha, const void* a,
             std::int64_t lda, std::int64_t stride_a, const void* b, std::int64_t ldb, std::int64_t stride_b,
             double beta, void* c, std::int64_t ldc, std::int64_t stride_c, std::int64_t batch) override {
     half_has_no_kernel("gemm", dt);
     gpu::gemm(id_, dt, ta, tb, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, batch);
+  }
+  bool gemm_lowp(DType compute, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const float* a,
+                 std::int64_t lda, const float* b, std::int64_t ldb, const float* bias, float* c, std::int64_t ldc,
+                 bool accumulate) override {
+    return gpu::gemm_lowp(id_, compute, ta, tb, m, n, k, a, lda, b, ldb, bias, c, ldc, accumulate);
   }
 
   // --- convolution and pooling helpers (im2col.cu, pool.cu) ---------------------------------

@@ -4,6 +4,18 @@
 // gW from x and gy (cudnnConvolutionBackwardFilter). NCHW, cross-correlation (what
 // DeZero's im2col + matmul computes, step 57), float32 and float64.
 //
+// Autocast (issue 31: ConvGeom::compute bfloat16 or float16, the buffers float32): the two
+// inputs are rounded (half.cu's cast, round to nearest even) into 16-bit pool buffers, cuDNN
+// convolves them with 16-bit tensor and filter descriptors, a float32 convolution descriptor
+// (float32 sums: PSEUDO_HALF_CONFIG / PSEUDO_BFLOAT16_CONFIG; the legacy API has no
+// configuration with 16-bit inputs and a float32 output) and tensor-op math, into a 16-bit
+// buffer that is then widened into the float32 output; the bias is added in float32. So the
+// output carries one more rounding, to the 16-bit type, than the host's float32 fallback on
+// rounded operands (as PyTorch's autocast, whose convolutions return the 16-bit type); a
+// float16 result beyond 65504 is inf (loss scaling then skips the step).
+// bfloat16 needs cuDNN 8.1+ and sm_80+ (conv_algo.hpp's cudnn_half_conv_supported); the
+// rest is declined and the caller rounds the operands and convolves in float32.
+//
 // Each entry point answers false, having done nothing, where cuDNN cannot take the case:
 // another dtype, a geometry cuDNN's 4-d descriptors cannot express, cuDNN missing or
 // older than 8 (cudnnGetVersion() at first use), DEZERO_CUDNN=0 in the environment, a
@@ -36,6 +48,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <initializer_list>
@@ -82,13 +95,15 @@ class FilterDesc : public cd::CudnnDescriptor<cudnnFilterDescriptor_t, cudnnCrea
   }
 };
 
-// Padding and stride of g, no dilation, cross-correlation, computed in the data's type.
+// Padding and stride of g, no dilation, cross-correlation, computed in the data's type
+// (float32 for the 16-bit types: the pseudo-half configurations).
 class ConvDesc : public cd::CudnnDescriptor<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor,
                                             cudnnDestroyConvolutionDescriptor> {
  public:
   ConvDesc(DType dt, const ConvGeom& g, ConvMath math) {
     DEZERO_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(*this, int(g.ph), int(g.pw), int(g.sh), int(g.sw), 1, 1,
-                                                       CUDNN_CROSS_CORRELATION, data_type(dt)));
+                                                       CUDNN_CROSS_CORRELATION,
+                                                       is_half(dt) ? CUDNN_DATA_FLOAT : data_type(dt)));
     set_math(math);
   }
   void set_math(ConvMath math) {
@@ -328,13 +343,16 @@ const char* pass_call(ConvPass pass) {
 
 // What the three entry points share: checks, the device and stream, the handle, the
 // descriptors, the algorithm, aligned copies of the `inputs` (pointer, bytes) that need
-// them; `run(h, d, algo, workspace, bytes)` enqueues the call and returns cuDNN's status.
+// them, then `prepare()` (autocast's rounded copies; once, when cuDNN takes the case);
+// `run(h, d, algo, workspace, bytes)` enqueues the call and returns cuDNN's status.
+// `dt` is the descriptors' type: the buffers' (float32, float64), or autocast's 16-bit
+// g.compute, whose buffers `prepare` makes.
 // A failing status moves to the next choice (conv_algo_after_failure), and the cache
 // keeps the one that worked, or algo -1 (declined: false, the caller's im2col path).
-template <class Run>
+template <class Prepare, class Run>
 bool with_cudnn(ConvPass pass, int device, DType dt, const ConvGeom& g, void* output,
-                std::initializer_list<std::pair<const void**, std::size_t>> inputs, Run run) {
-  if ((dt != float32 && dt != float64) || is_half(g.compute)) return false;  // autocast: its own path
+                std::initializer_list<std::pair<const void**, std::size_t>> inputs, Prepare prepare, Run run) {
+  if (is_half(g.compute) ? dt != g.compute : (dt != float32 && dt != float64)) return false;
   if (!cd::conv_geometry_fits_cudnn(g) || !cudnn_usable()) return false;
   if (!cd::cudnn_aligned(output)) return false;
   cd::ScopedDevice sd(device);
@@ -354,6 +372,7 @@ bool with_cudnn(ConvPass pass, int device, DType dt, const ConvGeom& g, void* ou
   if (c.algo < 0) return false;
   cd::CudnnAlignedInputs aligned(device, s);
   for (const auto& in : inputs) aligned.add(*in.first, in.second);
+  prepare();
   const ConvAlgoChoice first = c;
   std::string failures;
   while (c.algo >= 0) {
@@ -403,6 +422,123 @@ bool with_cudnn(ConvPass pass, int device, DType dt, const ConvGeom& g, void* ou
 
 // Bytes of `count` elements of dt (float32 or float64).
 std::size_t bytes_of(DType dt, std::int64_t count) { return static_cast<std::size_t>(count) * (dt == float32 ? 4u : 8u); }
+
+// --- autocast: 16-bit copies of float32 buffers ------------------------------------------------
+// The GPU's compute capability major, asked once per device.
+int sm_major(int device) {
+  static std::mutex mu;
+  static auto* known = new std::vector<int>();  // 0: not asked yet
+  std::lock_guard<std::mutex> lock(mu);
+  if (static_cast<std::size_t>(device) >= known->size()) known->resize(device + 1, 0);
+  int& v = (*known)[device];
+  if (v == 0) DEZERO_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrComputeCapabilityMajor, device));
+  return v;
+}
+
+// Whether autocast's convolution may go to cuDNN at all: float32 buffers, cuDNN usable, and
+// the compute type supported by this cuDNN on this GPU (more is checked by with_cudnn).
+bool lowp_possible(int device, DType dt, const ConvGeom& g) {
+  if (dt != float32 || !cd::conv_geometry_fits_cudnn(g) || !cudnn_usable()) return false;
+#if CUDNN_VERSION < 8100
+  if (g.compute == DType::BFloat16) return false;  // no CUDNN_DATA_BFLOAT16 in this header
+#endif
+  return cd::cudnn_half_conv_supported(g.compute, loaded_version(), sm_major(device));
+}
+
+// Pool buffers of `count` 16-bit elements on the current stream; round(x) also fills one with
+// the float32 x (count elements) rounded to the type.
+struct LowpBuffers {
+  int device;
+  DType type;
+  std::vector<std::unique_ptr<cd::DeviceBuffer>> bufs;
+  void* make(std::int64_t count) {
+    bufs.push_back(std::make_unique<cd::DeviceBuffer>(device, static_cast<std::size_t>(count) * 2u,
+                                                      cd::current_stream(device)));
+    return bufs.back()->get();
+  }
+  const void* round(const void* x, std::int64_t count) {
+    void* p = make(count);
+    cast(device, float32, x, type, p, count);
+    return p;
+  }
+};
+
+// y (float32) = conv(round(x), round(W)) in 16 bits, widened, + b in float32
+bool lowp_forward(int device, DType dt, const void* x, const void* w, const void* b, void* y, const ConvGeom& g) {
+  if (!lowp_possible(device, dt, g)) return false;
+  const DType ht = g.compute;
+  const std::int64_t ny = g.n * g.oc * g.oh * g.ow;
+  LowpBuffers lb{device, ht, {}};
+  const void *xh = nullptr, *wh = nullptr;
+  void* yh = nullptr;
+  return with_cudnn(ConvPass::forward, device, ht, g, y, {{&b, bytes_of(float32, g.oc)}},
+                    [&] {
+                      xh = lb.round(x, g.n * g.c * g.h * g.w);
+                      wh = lb.round(w, g.oc * g.c * g.kh * g.kw);
+                      yh = lb.make(ny);
+                    },
+                    [&](cudnnHandle_t h, const ConvDescs& d, int algo, void* ws, std::size_t ws_bytes) {
+                      Scalars k;
+                      cudnnStatus_t st = cudnnConvolutionForward(h, k.get(ht, 1), d.x, xh, d.w, wh, d.conv,
+                                                                 static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws,
+                                                                 ws_bytes, k.get(ht, 0), d.y, yh);
+                      if (st != CUDNN_STATUS_SUCCESS) return st;
+                      cast(device, ht, yh, float32, y, ny);
+                      if (b != nullptr) {  // y += b as (1, oc, 1, 1), in float32
+                        TensorDesc bd(float32, 1, g.oc, 1, 1), yd(float32, g.n, g.oc, g.oh, g.ow);
+                        DEZERO_CUDNN_CHECK(cudnnAddTensor(h, k.get(float32, 1), bd, b, k.get(float32, 1), yd, y));
+                      }
+                      return st;
+                    });
+}
+
+// gx (float32) from round(gy) and round(W)
+bool lowp_backward_data(int device, DType dt, const void* w, const void* gy, void* gx, const ConvGeom& g) {
+  if (!lowp_possible(device, dt, g)) return false;
+  const DType ht = g.compute;
+  const std::int64_t nx = g.n * g.c * g.h * g.w;
+  LowpBuffers lb{device, ht, {}};
+  const void *wh = nullptr, *gyh = nullptr;
+  void* gxh = nullptr;
+  return with_cudnn(ConvPass::backward_data, device, ht, g, gx, {},
+                    [&] {
+                      wh = lb.round(w, g.oc * g.c * g.kh * g.kw);
+                      gyh = lb.round(gy, g.n * g.oc * g.oh * g.ow);
+                      gxh = lb.make(nx);
+                    },
+                    [&](cudnnHandle_t h, const ConvDescs& d, int algo, void* ws, std::size_t ws_bytes) {
+                      Scalars k;
+                      cudnnStatus_t st = cudnnConvolutionBackwardData(
+                          h, k.get(ht, 1), d.w, wh, d.y, gyh, d.conv,
+                          static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), ws, ws_bytes, k.get(ht, 0), d.x, gxh);
+                      if (st == CUDNN_STATUS_SUCCESS) cast(device, ht, gxh, float32, gx, nx);
+                      return st;
+                    });
+}
+
+// gW (float32) from round(x) and round(gy)
+bool lowp_backward_filter(int device, DType dt, const void* x, const void* gy, void* gw, const ConvGeom& g) {
+  if (!lowp_possible(device, dt, g)) return false;
+  const DType ht = g.compute;
+  const std::int64_t nw = g.oc * g.c * g.kh * g.kw;
+  LowpBuffers lb{device, ht, {}};
+  const void *xh = nullptr, *gyh = nullptr;
+  void* gwh = nullptr;
+  return with_cudnn(ConvPass::backward_filter, device, ht, g, gw, {},
+                    [&] {
+                      xh = lb.round(x, g.n * g.c * g.h * g.w);
+                      gyh = lb.round(gy, g.n * g.oc * g.oh * g.ow);
+                      gwh = lb.make(nw);
+                    },
+                    [&](cudnnHandle_t h, const ConvDescs& d, int algo, void* ws, std::size_t ws_bytes) {
+                      Scalars k;
+                      cudnnStatus_t st = cudnnConvolutionBackwardFilter(
+                          h, k.get(ht, 1), d.x, xh, d.y, gyh, d.conv,
+                          static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), ws, ws_bytes, k.get(ht, 0), d.w, gwh);
+                      if (st == CUDNN_STATUS_SUCCESS) cast(device, ht, gwh, float32, gw, nw);
+                      return st;
+                    });
+}
 
 }  // namespace
 
@@ -480,9 +616,10 @@ namespace dezero::detail::gpu {
 // x (n, c, h, w), W (oc, c, kh, kw), b (oc) or null -> y (n, oc, oh, ow)
 bool cudnn_conv2d_forward(int device, DType dt, const void* x, const void* w, const void* b, void* y,
                           const ConvGeom& g) {
+  if (is_half(g.compute)) return lowp_forward(device, dt, x, w, b, y, g);
   return with_cudnn(ConvPass::forward, device, dt, g, y,
                     {{&x, bytes_of(dt, g.n * g.c * g.h * g.w)}, {&w, bytes_of(dt, g.oc * g.c * g.kh * g.kw)}, {&b, bytes_of(dt, g.oc)}},
-                    [&](cudnnHandle_t h, const ConvDescs& d, int algo, void* ws, std::size_t ws_bytes) {
+                    [] {}, [&](cudnnHandle_t h, const ConvDescs& d, int algo, void* ws, std::size_t ws_bytes) {
                       Scalars k;
                       cudnnStatus_t st = cudnnConvolutionForward(h, k.get(dt, 1), d.x, x, d.w, w, d.conv,
                                                                  static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws,
@@ -498,9 +635,10 @@ bool cudnn_conv2d_forward(int device, DType dt, const void* x, const void* w, co
 
 // gy (n, oc, oh, ow), W (oc, c, kh, kw) -> gx (n, c, h, w), overwritten
 bool cudnn_conv2d_backward_data(int device, DType dt, const void* w, const void* gy, void* gx, const ConvGeom& g) {
+  if (is_half(g.compute)) return lowp_backward_data(device, dt, w, gy, gx, g);
   return with_cudnn(ConvPass::backward_data, device, dt, g, gx,
                     {{&w, bytes_of(dt, g.oc * g.c * g.kh * g.kw)}, {&gy, bytes_of(dt, g.n * g.oc * g.oh * g.ow)}},
-                    [&](cudnnHandle_t h, const ConvDescs& d, int algo, void* ws, std::size_t ws_bytes) {
+                    [] {}, [&](cudnnHandle_t h, const ConvDescs& d, int algo, void* ws, std::size_t ws_bytes) {
                       Scalars k;
                       return cudnnConvolutionBackwardData(h, k.get(dt, 1), d.w, w, d.y, gy, d.conv,
                                                           static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), ws,
@@ -511,9 +649,10 @@ bool cudnn_conv2d_backward_data(int device, DType dt, const void* w, const void*
 // x (n, c, h, w), gy (n, oc, oh, ow) -> gW (oc, c, kh, kw), overwritten
 bool cudnn_conv2d_backward_filter(int device, DType dt, const void* x, const void* gy, void* gw,
                                   const ConvGeom& g) {
+  if (is_half(g.compute)) return lowp_backward_filter(device, dt, x, gy, gw, g);
   return with_cudnn(ConvPass::backward_filter, device, dt, g, gw,
                     {{&x, bytes_of(dt, g.n * g.c * g.h * g.w)}, {&gy, bytes_of(dt, g.n * g.oc * g.oh * g.ow)}},
-                    [&](cudnnHandle_t h, const ConvDescs& d, int algo, void* ws, std::size_t ws_bytes) {
+                    [] {}, [&](cudnnHandle_t h, const ConvDescs& d, int algo, void* ws, std::size_t ws_bytes) {
                       Scalars k;
                       return cudnnConvolutionBackwardFilter(h, k.get(dt, 1), d.x, x, d.y, gy, d.conv,
                                                             static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), ws,

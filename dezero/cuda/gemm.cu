@@ -1,9 +1,12 @@
 // dezero/cuda/gemm.cu - the CUDA backend's row-major batched GEMM: cuBLAS for
 // float32 / float64, a plain kernel (one thread per output element) for the integer
-// dtypes, which cuBLAS has none for.
+// dtypes, which cuBLAS has none for; and the mixed-precision product of autocast
+// (Backend::gemm_lowp, issue 31): cublasGemmEx on bfloat16 / float16 copies of the
+// float32 operands, summed in float32 (CUBLAS_COMPUTE_32F) into the float32 C.
 //
-// Twin of cpu/gemm.cpp. backend.hpp's gemm_bias is not overridden: the CUDA backend
-// answers false and the caller adds the bias and calls gemm with beta = 1.
+// Twin of cpu/gemm.cpp (and of cpu/onednn_matmul.cpp for gemm_lowp). backend.hpp's
+// gemm_bias is not overridden: the CUDA backend answers false and the caller adds the
+// bias and calls gemm with beta = 1.
 #include <climits>
 #include <cstdint>
 #include <mutex>
@@ -34,6 +37,14 @@ __global__ void gemm_naive_kernel(bool ta, bool tb, i64 m, i64 n, i64 k, T alpha
     for (i64 l = 0; l < k; ++l) acc += (ta ? A[l * lda + i] : A[i * lda + l]) * (tb ? B[j * ldb + l] : B[l * ldb + j]);
     T* C = c + bi * sc + i * ldc + j;
     *C = beta == T(0) ? alpha * acc : alpha * acc + beta * *C;
+  }
+}
+
+// gemm_lowp's bias: C (m, n), rows ldc apart, += the row bias (n).
+__global__ void add_bias_rows_kernel(float* c, const float* bias, i64 m, i64 n, i64 ldc) {
+  DEZERO_GRID_LOOP(t, m * n) {
+    i64 i = t / n, j = t - i * n;
+    c[i * ldc + j] += bias[j];
   }
 }
 
@@ -79,6 +90,49 @@ void gemm(int device, DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n
                                                   static_cast<const double*>(a), int(lda), stride_a, &beta,
                                                   static_cast<double*>(c), int(ldc), stride_c, int(batch)));
   }
+}
+
+// --- mixed precision: C (m, n) = op(A) op(B) (+ bias) (+ C) ------------------------------
+//   a: (m, k), or (k, m) when ta, rows lda apart -- float32, rounded to `compute`
+//   b: (k, n), or (n, k) when tb, rows ldb apart -- float32, rounded to `compute`
+//   c: (m, n), rows ldc apart                    -- float32, the sums' type
+// Each operand is rounded (half.cu's cast, round to nearest even) into a pool buffer with the
+// same layout, the span from its first to its last element, so lda / ldb carry over; the
+// product is one cublasGemmEx with the operands swapped as in gemm() above, C in float32 and
+// beta 1 when accumulating; the bias is added afterwards, so a cuBLAS refusal (a status
+// other than success, returned before anything runs) leaves C as it was and answers false.
+// Tensor cores: cuBLAS's default math uses them for 16-bit inputs with CUBLAS_COMPUTE_32F.
+bool gemm_lowp(int device, DType compute, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
+               const float* a, std::int64_t lda, const float* b, std::int64_t ldb, const float* bias, float* c,
+               std::int64_t ldc, bool accumulate) {
+  if (!is_half(compute) || m <= 0 || n <= 0 || k <= 0) return false;
+  constexpr i64 kMax = INT_MAX;
+  if (m > kMax || n > kMax || k > kMax || lda > kMax || ldb > kMax || ldc > kMax) return false;
+  // stored (rows, cols) of each operand and the span of elements they cover
+  const i64 ra = ta ? k : m, ca = ta ? m : k, rb = tb ? n : k, cb = tb ? k : n;
+  if (lda < ca || ldb < cb || ldc < n) return false;
+  const i64 span_a = (ra - 1) * lda + ca, span_b = (rb - 1) * ldb + cb;
+  cd::ScopedDevice g(device);
+  cudaStream_t s = cd::current_stream(device);
+  cd::DeviceBuffer al(device, static_cast<std::size_t>(span_a) * 2, s), bl(device, static_cast<std::size_t>(span_b) * 2, s);
+  cast_half(device, DType::Float32, a, compute, al.get(), span_a);
+  cast_half(device, DType::Float32, b, compute, bl.get(), span_b);
+  const cudaDataType type = compute == DType::BFloat16 ? CUDA_R_16BF : CUDA_R_16F;
+  const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+  cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasStatus_t st;
+  {
+    std::lock_guard<std::mutex> lock(cd::library_mutex(device));
+    cublasHandle_t h = cd::cublas_handle(device, s);
+    st = cublasGemmEx(h, opb, opa, int(n), int(m), int(k), &one, bl.get(), type, int(ldb), al.get(), type, int(lda),
+                      &beta, c, CUDA_R_32F, int(ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  }
+  if (st != CUBLAS_STATUS_SUCCESS) {
+    (void)cudaGetLastError();  // nothing of cuBLAS's for the next kernel's check
+    return false;
+  }
+  if (bias != nullptr) DEZERO_LAUNCH(add_bias_rows_kernel, m * n, s, c, bias, m, n, ldc);
+  return true;
 }
 
 }  // namespace gpu

@@ -316,6 +316,14 @@ DEZERO_FORWARD(kCublas, cublasStatus_t, cublasDgemmStridedBatched,
            (handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC,
             batchCount))
 
+DEZERO_FORWARD(kCublas, cublasStatus_t, cublasGemmEx,
+           (cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k,
+            const void* alpha, const void* A, cudaDataType Atype, int lda, const void* B, cudaDataType Btype, int ldb,
+            const void* beta, void* C, cudaDataType Ctype, int ldc, cublasComputeType_t computeType,
+            cublasGemmAlgo_t algo),
+           (handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc, computeType,
+            algo))
+
 // --- cuRAND -------------------------------------------------------------------------------
 DEZERO_FORWARD(kCurand, curandStatus_t, curandCreateGenerator, (curandGenerator_t * generator, curandRngType_t rng_type),
            (generator, rng_type))

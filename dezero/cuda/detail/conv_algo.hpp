@@ -3,9 +3,11 @@
 // tests/test_cuda_conv.cpp checks it on every machine).
 //
 // - ConvAlgoKey: what an algorithm is chosen once for. Everything that changes the
-//   answer is in it: the pass, the whole ConvGeom, the dtype, the device, the TF32
-//   switch and the workspace limit (set_max_workspace_size() after a choice makes a
-//   new one rather than reusing an algorithm that no longer fits).
+//   answer is in it: the pass, the whole ConvGeom (its compute type included: autocast's
+//   bfloat16 / float16 convolutions have their own descriptors), the dtype, the device,
+//   the TF32 switch and the workspace limit (set_max_workspace_size() after a choice
+//   makes a new one rather than reusing an algorithm that no longer fits).
+// - cudnn_half_conv_supported: which cuDNN and GPU take autocast's 16-bit convolutions.
 // - choose_conv_algo: cuDNN's heuristics (cudnnGet*Algorithm_v7) list algorithms
 //   fastest first; the first one that succeeded, whose math mode is allowed and whose
 //   workspace fits the limit is taken, else the pass's fallback, which needs none.
@@ -39,7 +41,9 @@ enum class ConvMath : int { default_math = 0, tensor_op = 1, tensor_op_allow_con
 // The math mode the convolution descriptor asks for: for float32, FMA only (no TF32:
 // cuDNN 8+'s default math lets float32 run on TF32 tensor cores, which keep 10 bits of
 // mantissa) unless TF32 is allowed; cuDNN's default for float64, which has no TF32.
+// The 16-bit types (autocast's descriptors, `dt` the compute type) ask for tensor cores.
 inline ConvMath requested_conv_math(DType dt, bool allow_tf32) {
+  if (is_half(dt)) return ConvMath::tensor_op;
   return dt == float32 && !allow_tf32 ? ConvMath::fma : ConvMath::default_math;
 }
 
@@ -50,6 +54,7 @@ inline bool conv_math_allowed(ConvMath m, DType dt, bool allow_tf32) {
   if (dt == float32 && !allow_tf32) return m == ConvMath::fma;
   return true;
 }
+
 
 struct ConvAlgoKey {
   ConvPass pass = ConvPass::forward;
@@ -66,7 +71,7 @@ inline bool operator==(const ConvAlgoKey& a, const ConvAlgoKey& b) {
   return a.pass == b.pass && a.device == b.device && a.dtype == b.dtype && a.allow_tf32 == b.allow_tf32 &&
          a.workspace_limit == b.workspace_limit && x.n == y.n && x.c == y.c && x.h == y.h && x.w == y.w &&
          x.kh == y.kh && x.kw == y.kw && x.sh == y.sh && x.sw == y.sw && x.ph == y.ph && x.pw == y.pw &&
-         x.oh == y.oh && x.ow == y.ow && x.oc == y.oc;
+         x.oh == y.oh && x.ow == y.ow && x.oc == y.oc && x.compute == y.compute;
 }
 inline bool operator!=(const ConvAlgoKey& a, const ConvAlgoKey& b) { return !(a == b); }
 
@@ -85,6 +90,7 @@ struct ConvAlgoKeyHash {
     mix(static_cast<std::uint64_t>(k.pass));
     mix(static_cast<std::uint64_t>(k.device));
     mix(static_cast<std::uint64_t>(k.dtype));
+    mix(static_cast<std::uint64_t>(g.compute));
     mix(k.allow_tf32 ? 1u : 0u);
     mix(static_cast<std::uint64_t>(k.workspace_limit));
     return static_cast<std::size_t>(h);
@@ -135,6 +141,18 @@ inline ConvAlgoChoice conv_algo_after_failure(const ConvAlgoChoice& failed, DTyp
 inline int cudnn_version_major(std::size_t v) { return static_cast<int>(v >= 10000 ? v / 10000 : v / 1000); }
 // The legacy convolution API with the _v7 heuristics and FMA math: cuDNN 8 or later.
 inline bool cudnn_version_usable(std::size_t v) { return cudnn_version_major(v) >= 8; }
+
+// Autocast's convolutions (ConvGeom::compute bfloat16 or float16 on float32 buffers) run
+// with 16-bit tensor and filter descriptors and float32 sums (cuDNN's PSEUDO_HALF_CONFIG and
+// PSEUDO_BFLOAT16_CONFIG). cuDNN `version` (cudnnGetVersion()) and the GPU's compute
+// capability major `sm_major`: float16 with any cuDNN this file takes (8+); bfloat16 from
+// cuDNN 8.1 on, on sm_80 (Ampere) or later. Anything else is declined (the caller rounds the
+// operands and convolves in float32).
+inline bool cudnn_half_conv_supported(DType compute, std::size_t version, int sm_major) {
+  if (compute == DType::Float16) return cudnn_version_usable(version);
+  if (compute != DType::BFloat16) return false;
+  return version >= 8100 && sm_major >= 8;  // 8.1.0 is 8100, and 9.x is 90000 and up
+}
 
 // Defined in cudnn_conv.cpp (CUDA builds only): what cudnnGetVersion() says, 0 when cuDNN
 // does not load; and whether the convolutions use cuDNN at all (it loads, is 8.x or later,

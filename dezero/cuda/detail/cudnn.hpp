@@ -32,7 +32,18 @@ cudnnHandle_t cudnn_handle(int device, cudaStream_t stream);
 // Later failures are errors. Defined in cudnn_conv.cpp.
 cudnnHandle_t cudnn_handle_or_null(int device, cudaStream_t stream);
 
-inline cudnnDataType_t cudnn_data_type(DType dt) { return dt == float32 ? CUDNN_DATA_FLOAT : CUDNN_DATA_DOUBLE; }
+// The tensor descriptors' data type: float32, float64, and autocast's bfloat16 / float16
+// copies (cudnn_conv.cpp). cuDNN's headers before 8.1 have no bfloat16 (declined earlier).
+inline cudnnDataType_t cudnn_data_type(DType dt) {
+  switch (dt) {
+    case DType::Float32: return CUDNN_DATA_FLOAT;
+    case DType::Float16: return CUDNN_DATA_HALF;
+#if CUDNN_VERSION >= 8100
+    case DType::BFloat16: return CUDNN_DATA_BFLOAT16;
+#endif
+    default: return CUDNN_DATA_DOUBLE;
+  }
+}
 
 // Owns one cuDNN descriptor: Create at construction, Destroy with its scope. The classes
 // below derive from it and set the descriptor in their constructors; when setting throws,
@@ -50,7 +61,7 @@ class CudnnDescriptor {
   D d_ = nullptr;
 };
 
-// An NCHW tensor descriptor (float32 or float64).
+// An NCHW tensor descriptor (float32 or float64; bfloat16 / float16 for autocast's convolutions).
 class CudnnTensorDesc : public CudnnDescriptor<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor,
                                                cudnnDestroyTensorDescriptor> {
  public:
@@ -82,10 +93,11 @@ class CudnnAlignedInputs {
   std::vector<std::unique_ptr<DeviceBuffer>> copies_;
 };
 
-// alpha = 1, beta = 0 (or 1) in the data's type, as cuDNN reads them: get(dt, 0) or get(dt, 1).
+// alpha = 1, beta = 0 (or 1) as cuDNN reads them: get(dt, 0) or get(dt, 1); double for
+// float64 data, float for every other type (the 16-bit ones included).
 struct CudnnScalars {
   float f[2] = {0.0f, 1.0f};
   double d[2] = {0.0, 1.0};
-  const void* get(DType dt, int v) const { return dt == float32 ? static_cast<const void*>(&f[v]) : &d[v]; }
+  const void* get(DType dt, int v) const { return dt == float64 ? static_cast<const void*>(&d[v]) : &f[v]; }
 };
 }  // namespace dezero::cuda::detail
