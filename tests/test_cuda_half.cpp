@@ -334,23 +334,26 @@ TEST_CASE("cuda half: matmul_t's mixed-precision product on the GPU, every trans
     Tensor c0 = filled(Shape{m, n}, 34);
     Tensor c = c0.copy().to(gpu);
     detail::Backend& be = detail::backend_for(gpu);
-    REQUIRE(be.gemm_lowp(t, false, false, m, n, k, static_cast<const float*>(a.raw_data()), k,
-                         static_cast<const float*>(b.raw_data()), n, static_cast<const float*>(bias.raw_data()),
-                         static_cast<float*>(c.raw_data()), n, true));
+    using Op = detail::Backend::LowpOperand;
+    REQUIRE(be.gemm_lowp(t, false, false, m, n, k, Op{a.raw_data(), float32, k}, Op{b.raw_data(), float32, n},
+                         static_cast<const float*>(bias.raw_data()), static_cast<float*>(c.raw_data()), n, true));
     Tensor want = detail::matmul_t(a.to_cpu().astype(t).astype(float32), b.to_cpu().astype(t).astype(float32), false,
                                    false, bias.to_cpu()) + c0;
     CHECK(rel_diff(c, want) < 1e-5);
     // the operands were rounded (to the type, not TF32's 10 bits): (1 + 3/4 ulp) - 1 = ulp
     Tensor pa = array(rounding_probe(t), Shape{1, 2}).to(gpu), pb = ones({2, 1}, float32, gpu);
     Tensor pc = Tensor::empty(Shape{1, 1}, float32, gpu);
-    REQUIRE(be.gemm_lowp(t, false, false, 1, 1, 2, static_cast<const float*>(pa.raw_data()), 2,
-                         static_cast<const float*>(pb.raw_data()), 1, nullptr, static_cast<float*>(pc.raw_data()), 1,
-                         false));
+    REQUIRE(be.gemm_lowp(t, false, false, 1, 1, 2, Op{pa.raw_data(), float32, 2}, Op{pb.raw_data(), float32, 1},
+                         nullptr, static_cast<float*>(pc.raw_data()), 1, false));
     CHECK(pc.to_cpu().item<double>() == ulp(t));
+    // an operand already in the type (F::linear's kept copies) is read as it is: the same product
+    Tensor a16 = a.astype(t), c16 = Tensor::empty(Shape{m, n}, float32, gpu);
+    REQUIRE(be.gemm_lowp(t, false, false, m, n, k, Op{a16.raw_data(), t, k}, Op{b.raw_data(), float32, n}, nullptr,
+                         static_cast<float*>(c16.raw_data()), n, false));
+    CHECK(rel_diff(c16, detail::matmul_t(a.to_cpu(), b.to_cpu(), false, false, Tensor(), t)) < 1e-5);
     // float32 asks for no rounding: not this kernel's case
-    CHECK_FALSE(be.gemm_lowp(float32, false, false, m, n, k, static_cast<const float*>(a.raw_data()), k,
-                             static_cast<const float*>(b.raw_data()), n, nullptr, static_cast<float*>(c.raw_data()), n,
-                             false));
+    CHECK_FALSE(be.gemm_lowp(float32, false, false, m, n, k, Op{a.raw_data(), float32, k},
+                             Op{b.raw_data(), float32, n}, nullptr, static_cast<float*>(c.raw_data()), n, false));
   }
 }
 

@@ -85,10 +85,11 @@ class CudaBackend final : public Backend {
     half_has_no_kernel("gemm", dt);
     gpu::gemm(id_, dt, ta, tb, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, batch);
   }
-  bool gemm_lowp(DType compute, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const float* a,
-                 std::int64_t lda, const float* b, std::int64_t ldb, const float* bias, float* c, std::int64_t ldc,
+  bool gemm_lowp(DType compute, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
+                 const LowpOperand& a, const LowpOperand& b, const float* bias, float* c, std::int64_t ldc,
                  bool accumulate) override {
-    return gpu::gemm_lowp(id_, compute, ta, tb, m, n, k, a, lda, b, ldb, bias, c, ldc, accumulate);
+    return gpu::gemm_lowp(id_, compute, ta, tb, m, n, k, a.data, a.dtype, a.ld, b.data, b.dtype, b.ld, bias, c, ldc,
+                          accumulate);
   }
 
   // --- convolution and pooling helpers (im2col.cu, pool.cu) ---------------------------------

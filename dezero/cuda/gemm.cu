@@ -10,6 +10,7 @@
 #include <climits>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <type_traits>
 
@@ -93,19 +94,21 @@ void gemm(int device, DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n
 }
 
 // --- mixed precision: C (m, n) = op(A) op(B) (+ bias) (+ C) ------------------------------
-//   a: (m, k), or (k, m) when ta, rows lda apart -- float32, rounded to `compute`
-//   b: (k, n), or (n, k) when tb, rows ldb apart -- float32, rounded to `compute`
+//   a: (m, k), or (k, m) when ta, rows lda apart -- float32 (rounded to `compute`) or `compute`
+//   b: (k, n), or (n, k) when tb, rows ldb apart -- float32 (rounded to `compute`) or `compute`
 //   c: (m, n), rows ldc apart                    -- float32, the sums' type
-// Each operand is rounded (half.cu's cast, round to nearest even) into a pool buffer with the
-// same layout, the span from its first to its last element, so lda / ldb carry over; the
+// Each float32 operand is rounded (half.cu's cast, round to nearest even) into a pool buffer
+// with the same layout, the span from its first to its last element, so lda / ldb carry over
+// (an operand already of type `compute`, a copy F::linear kept, is read where it is); the
 // product is one cublasGemmEx with the operands swapped as in gemm() above, C in float32 and
 // beta 1 when accumulating; the bias is added afterwards, so a cuBLAS refusal (a status
 // other than success, returned before anything runs) leaves C as it was and answers false.
 // Tensor cores: cuBLAS's default math uses them for 16-bit inputs with CUBLAS_COMPUTE_32F.
 bool gemm_lowp(int device, DType compute, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
-               const float* a, std::int64_t lda, const float* b, std::int64_t ldb, const float* bias, float* c,
-               std::int64_t ldc, bool accumulate) {
+               const void* a, DType a_dt, std::int64_t lda, const void* b, DType b_dt, std::int64_t ldb,
+               const float* bias, float* c, std::int64_t ldc, bool accumulate) {
   if (!is_half(compute) || m <= 0 || n <= 0 || k <= 0) return false;
+  if ((a_dt != DType::Float32 && a_dt != compute) || (b_dt != DType::Float32 && b_dt != compute)) return false;
   constexpr i64 kMax = INT_MAX;
   if (m > kMax || n > kMax || k > kMax || lda > kMax || ldb > kMax || ldc > kMax) return false;
   // stored (rows, cols) of each operand and the span of elements they cover
@@ -114,9 +117,19 @@ bool gemm_lowp(int device, DType compute, bool ta, bool tb, std::int64_t m, std:
   const i64 span_a = (ra - 1) * lda + ca, span_b = (rb - 1) * ldb + cb;
   cd::ScopedDevice g(device);
   cudaStream_t s = cd::current_stream(device);
-  cd::DeviceBuffer al(device, static_cast<std::size_t>(span_a) * 2, s), bl(device, static_cast<std::size_t>(span_b) * 2, s);
-  cast_half(device, DType::Float32, a, compute, al.get(), span_a);
-  cast_half(device, DType::Float32, b, compute, bl.get(), span_b);
+  std::optional<cd::DeviceBuffer> al, bl;
+  const void* a16 = a;
+  const void* b16 = b;
+  if (a_dt != compute) {
+    al.emplace(device, static_cast<std::size_t>(span_a) * 2, s);
+    cast_half(device, DType::Float32, a, compute, al->get(), span_a);
+    a16 = al->get();
+  }
+  if (b_dt != compute) {
+    bl.emplace(device, static_cast<std::size_t>(span_b) * 2, s);
+    cast_half(device, DType::Float32, b, compute, bl->get(), span_b);
+    b16 = bl->get();
+  }
   const cudaDataType type = compute == DType::BFloat16 ? CUDA_R_16BF : CUDA_R_16F;
   const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -124,7 +137,7 @@ bool gemm_lowp(int device, DType compute, bool ta, bool tb, std::int64_t m, std:
   {
     std::lock_guard<std::mutex> lock(cd::library_mutex(device));
     cublasHandle_t h = cd::cublas_handle(device, s);
-    st = cublasGemmEx(h, opb, opa, int(n), int(m), int(k), &one, bl.get(), type, int(ldb), al.get(), type, int(lda),
+    st = cublasGemmEx(h, opb, opa, int(n), int(m), int(k), &one, b16, type, int(ldb), a16, type, int(lda),
                       &beta, c, CUDA_R_32F, int(ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
   }
   if (st != CUBLAS_STATUS_SUCCESS) {

@@ -56,8 +56,8 @@ void gemm(int device, DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n
           std::int64_t stride_b, double beta, void* c, std::int64_t ldc, std::int64_t stride_c, std::int64_t batch);
 // Backend::gemm_lowp: false, with C untouched, where cuBLAS has no such product here.
 bool gemm_lowp(int device, DType compute, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
-               const float* a, std::int64_t lda, const float* b, std::int64_t ldb, const float* bias, float* c,
-               std::int64_t ldc, bool accumulate);
+               const void* a, DType a_dt, std::int64_t lda, const void* b, DType b_dt, std::int64_t ldb,
+               const float* bias, float* c, std::int64_t ldc, bool accumulate);
 
 // --- convolution and pooling helpers (im2col.cu, pool.cu) -------------------------------
 void im2col(int device, DType dt, const void* x, void* col, const ConvGeom& g);
