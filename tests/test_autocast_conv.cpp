@@ -116,10 +116,13 @@ TEST_CASE("autocast conv: conv2d and deconv2d and both gradients in bfloat16 / f
   // conv: x (N, C, H, W), W (OC, C, KH, KW); deconv: x (N, C, H, W), W (C, OC, KH, KW).
   const Case cases[] = {{false, {2, 5, 9, 8}, {6, 5, 3, 3}, 1, 1},
                         {false, {3, 16, 10, 10}, {32, 16, 3, 3}, 2, 1},
+                        {false, {2, 16, 6, 6}, {32, 16, 1, 1}, 1, 0},
+                        {false, {2, 32, 7, 7}, {16, 32, 1, 1}, 2, 0},
                         {true, {2, 6, 5, 4}, {6, 5, 3, 3}, 2, 1},
                         {true, {2, 32, 5, 5}, {32, 16, 3, 3}, 2, 1}};
-  // (Channels of 16 and 32 take oneDNN's bf16 kernels on a CPU with them; 5 and 6 the
-  // rounding fallback: oneDNN's blocked formats would pad them more than twice over.)
+  // (Channels of 16 and 32 take oneDNN's bf16 kernels on a CPU with them, blocked for 3x3,
+  // plain for 1x1; 5 and 6 the rounding fallback: oneDNN's blocked formats would pad them
+  // more than twice over.)
   for (DType t : {bfloat16, float16}) {
     for (const Case& c : cases) {
       CAPTURE(std::string(dtype_name(t)));
