@@ -19,6 +19,8 @@ ratio LibTorch / ours of every pair (> 1: ours is faster) and the median ratio.
                                     FTZ/DAZ in the LibTorch twin)
   python3 bench/compare_libtorch.py --only w4 --pairs 3   (ResNet50, not in the default set:
                                     about a minute per pair at 2 threads)
+  python3 bench/compare_libtorch.py --only w2bf16,w4bf16   (W2 and W4 with --precision bf16 on
+                                    both sides, as w1bf16)
 
 The twins are build/bench/libtorch/torch_*; they are built when CMake finds LibTorch
 (Debian's libtorch-dev).
@@ -38,8 +40,11 @@ WORKLOADS = {
     "w1bf16": ("w1_mlp_epoch", "libtorch/torch_w1_mlp_epoch", r"epoch 1: ([0-9.e+-]+) s", "s/epoch",
                ["--precision", "bf16"]),
     "w2": ("w2_cnn", "libtorch/torch_w2_cnn", r"epoch 1: ([0-9.e+-]+) s", "s/epoch"),
+    "w2bf16": ("w2_cnn", "libtorch/torch_w2_cnn", r"epoch 1: ([0-9.e+-]+) s", "s/epoch", ["--precision", "bf16"]),
     "w3": ("w3_overhead", "libtorch/torch_w3_overhead", r"median ([0-9.e+-]+) us/step", "us/step"),
     "w4": ("w4_resnet50", "libtorch/torch_w4_resnet50", r"median ([0-9.e+-]+) s/step", "s/step"),
+    "w4bf16": ("w4_resnet50", "libtorch/torch_w4_resnet50", r"median ([0-9.e+-]+) s/step", "s/step",
+               ["--precision", "bf16"]),
 }
 
 
@@ -69,7 +74,7 @@ def main():
             if not os.access(p, os.X_OK):
                 sys.exit(f"{p} is missing; build it (cmake --build {a.build} --target {os.path.basename(p)})")
         w1 = w in ("w1", "w1adam", "w1bf16")
-        extra = (args[0] if args else []) + (["--data", a.data] if (w1 or w == "w2") and a.data else [])
+        extra = (args[0] if args else []) + (["--data", a.data] if (w1 or w in ("w2", "w2bf16")) and a.data else [])
         if w1:
             extra += ["--dataset", a.dataset]
         torch_extra = ["--flush-denormal", "1"] if (w1 and a.flush_denormal) else []

@@ -10,9 +10,12 @@
 // forward is 2 x N x OC x OH x OW x C x KH x KW: 58.7 GFLOP for 10,000 images. Then it
 // times the two convolutions alone (the same forward + backward, batch 100) for their
 // achieved GFLOP/s. bench/libtorch/torch_w2_cnn.cpp is the LibTorch twin.
-//   w2_cnn [--device cpu|cuda] [--data DIR] [--epochs N] [--reps N]
+//   w2_cnn [--device cpu|cuda] [--data DIR] [--epochs N] [--reps N] [--precision fp32|bf16|fp16]
 //   DIR as for datasets::FashionMNIST (default: the cache, then Debian's
 //   /usr/share/datasets/fashion-mnist)
+// --precision bf16|fp16 runs the loop and the convolutions alone under dezero::autocast: the
+// convolutions and the linear layer in bfloat16 or float16 with float32 sums, everything
+// else float32 (issue 31).
 #include <algorithm>
 #include <dezero/datasets.hpp>
 #include <dezero/dezero.hpp>
@@ -52,6 +55,10 @@ int main(int argc, char** argv) try {
   std::string dir = bench::arg(argc, argv, "--data", "");
   int epochs = std::stoi(bench::arg(argc, argv, "--epochs", "1"));
   int reps = std::stoi(bench::arg(argc, argv, "--reps", "20"));
+  const std::string precision = bench::arg(argc, argv, "--precision", "fp32");
+  if (precision != "fp32" && precision != "bf16" && precision != "fp16")
+    throw ValueError("--precision must be fp32, bf16 or fp16, got " + precision);
+  auto amp = autocast(precision == "bf16" ? bfloat16 : precision == "fp16" ? float16 : float32);
   const std::int64_t N = 10000, B = 100;
   datasets::FashionMNIST train(true, transforms::Compose({transforms::ToFloat(), transforms::Normalize(0.0, 255.0)}),
                                transforms::Transform{}, dir);
@@ -65,7 +72,7 @@ int main(int argc, char** argv) try {
   const double f1 = conv_flops(N, 1, 16, 28, 3), f2 = conv_flops(N, 16, 32, 14, 3);
   const double train_flops = 2 * f1 + 3 * f2;
   std::cout << "W2: CNN conv3x3(1->16)-pool-conv3x3(16->32)-pool-linear, SGD 0.1, batch " << B << ", " << N
-            << " Fashion-MNIST images, device " << dev << "\n";
+            << " Fashion-MNIST images, device " << dev << ", precision " << precision << "\n";
   for (int e = 0; e < epochs; ++e) {
     double t0 = bench::now_s();
     Tensor perm = random::permutation(N).to(dev);

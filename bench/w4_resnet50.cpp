@@ -14,6 +14,10 @@
 // bench/libtorch/torch_w4_resnet50.cpp is the
 // LibTorch twin (the same architecture from torch::nn modules, same printed lines).
 //   w4_resnet50 [--device cpu|cuda] [--batch N] [--steps N] [--warmup N] [--profile 1]
+//               [--precision fp32|bf16|fp16]
+// --precision bf16|fp16 runs the steps under dezero::autocast: the convolutions and fc6 in
+// bfloat16 or float16 with float32 sums; batch norm, ReLU, pooling, the loss and every
+// buffer float32 (issue 31).
 #include <algorithm>
 #include <dezero/dezero.hpp>
 #include <dezero/models.hpp>
@@ -121,6 +125,10 @@ int main(int argc, char** argv) try {
   const int steps = std::stoi(bench::arg(argc, argv, "--steps", "5"));
   const int warmup = std::stoi(bench::arg(argc, argv, "--warmup", "1"));
   const bool profile = bench::arg(argc, argv, "--profile", "0") != std::string("0");
+  const std::string precision = bench::arg(argc, argv, "--precision", "fp32");
+  if (precision != "fp32" && precision != "bf16" && precision != "fp16")
+    throw ValueError("--precision must be fp32, bf16 or fp16, got " + precision);
+  auto amp = autocast(precision == "bf16" ? bfloat16 : precision == "fp16" ? float16 : float32);
   random::seed(0);
   std::unique_ptr<Model> net;
   if (profile) net = std::make_unique<ProfiledResNet50>();
@@ -129,7 +137,7 @@ int main(int argc, char** argv) try {
   Tensor x = random::rand({B, 3, 224, 224}, float32).to(dev);
   Tensor t = random::randint(0, 1000, {B}).to(dev);
   std::cout << "W4: ResNet50 forward + softmax cross entropy + backward, batch " << B
-            << " x 3 x 224 x 224 float32, train mode, device " << dev
+            << " x 3 x 224 x 224 float32, train mode, device " << dev << ", precision " << precision
             << (profile ? " (the profiled twin of models::ResNet50)" : "") << "\n";
   std::vector<double> times;
   double loss = 0, fwd_total = 0, bwd_total = 0;

@@ -706,11 +706,8 @@ void check_double_backward(const Row& r, Device dev, Report& rep) {
 
 bool differentiable(const Row& r) { return r.grad != Grad::none; }
 
-// The F:: functions that throw DtypeError for bfloat16 / float16 (test case (a16)): the GEMMs and
-// convolutions (matmul, linear, conv2d, deconv2d, their im2col forms), pooling and batch norm.
-const std::vector<std::string> kNo16BitPath = {
-    "average_pooling", "batch_norm", "batch_nrom", "col2im", "conv2d", "conv2d_simple", "deconv2d",
-    "im2col", "pooling", "pooling_simple"};
+// The F:: functions that throw DtypeError for bfloat16 / float16 (test case (a16)): none now.
+const std::vector<std::string> kNo16BitPath = {};
 
 // The functions whose products autocast() computes in 16 bits (issue 31's policy; README "Mixed
 // precision"): their rows run again with float32 inputs under autocast, test case (ac).
@@ -831,10 +828,11 @@ TEST_CASE("op table: (c) double backward against differences of the first gradie
   dzt::on_each_device([](Device dev) { run_table(check_double_backward, dev, false); });
 }
 
-// The functions without a 16-bit path (DtypeError in bfloat16 and float16, kNo16BitPath): matmul,
-// linear and the convolutions get theirs with the mixed-precision GEMMs (issue 31, item 4); pooling
-// and batch norm stay float32 under autocast. Any other row that throws, or a listed one that
-// starts to pass, fails here, so that the list stays the truth.
+// The functions without a 16-bit path (DtypeError in bfloat16 and float16, kNo16BitPath): none.
+// matmul and linear compute 16-bit tensors in float32 and round once (tensor/linalg.cpp), as the
+// convolutions, pooling, im2col / col2im (tensor/conv.cpp) and batch norm (its composite formula)
+// do. Any row that throws, or a listed one that starts to pass, fails here, so that the list stays
+// the truth.
 TEST_CASE("op table: (a16) forward and gradients in bfloat16 and float16 agree with float64 on the rounded inputs") {
   dzt::on_each_device([](Device dev) {
     for (DType dt : {bfloat16, float16}) {

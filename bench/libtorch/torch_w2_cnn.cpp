@@ -4,9 +4,13 @@
 // Fashion-MNIST training images (/255, float32), shuffled; softmax cross entropy.
 // Then the two convolutions alone (forward + the backward the training loop needs),
 // batch 100, for their achieved GFLOP/s. Same FLOP counts and printed lines as ours.
-//   torch_w2_cnn [--data DIR] [--epochs N] [--reps N]
+//   torch_w2_cnn [--data DIR] [--epochs N] [--reps N] [--precision fp32|bf16]
+// --precision bf16: LibTorch's CPU autocast to bfloat16 around each forward and loss, as
+// torch_w1_mlp_epoch.cpp does (the twin of ours under dezero::autocast).
 //   DIR holds train-images-idx3-ubyte.gz and train-labels-idx1-ubyte.gz
 //   (default /usr/share/datasets/fashion-mnist, Debian's dataset-fashion-mnist)
+#include <ATen/autocast_mode.h>
+
 #include <stdexcept>
 #include <vector>
 
@@ -44,6 +48,10 @@ int main(int argc, char** argv) try {
   std::string dir = tbench::arg(argc, argv, "--data", "/usr/share/datasets/fashion-mnist");
   int epochs = std::stoi(tbench::arg(argc, argv, "--epochs", "1"));
   int reps = std::stoi(tbench::arg(argc, argv, "--reps", "20"));
+  const std::string precision = tbench::arg(argc, argv, "--precision", "fp32");
+  if (precision != "fp32" && precision != "bf16") throw std::runtime_error("--precision must be fp32 or bf16");
+  const bool amp = precision == "bf16";
+  if (amp) at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
   tbench::setup("W2");
   const std::int64_t N = 10000, B = 100;
   torch::Tensor X, T;
@@ -57,14 +65,17 @@ int main(int argc, char** argv) try {
   const double f1 = conv_flops(N, 1, 16, 28, 3), f2 = conv_flops(N, 16, 32, 14, 3);
   const double train_flops = 2 * f1 + 3 * f2;
   std::cout << "W2: CNN conv3x3(1->16)-pool-conv3x3(16->32)-pool-linear, SGD 0.1, batch " << B << ", " << N
-            << " Fashion-MNIST images, device cpu (LibTorch)\n";
+            << " Fashion-MNIST images, device cpu (LibTorch), precision " << precision << "\n";
   for (int e = 0; e < epochs; ++e) {
     double t0 = tbench::now_s();
     torch::Tensor perm = torch::randperm(N, torch::kInt64);
     double last = 0;
     for (std::int64_t i = 0; i < N / B; ++i) {
       torch::Tensor idx = perm.slice(0, i * B, (i + 1) * B);
+      at::autocast::set_cpu_enabled(amp);
       torch::Tensor loss = torch::nn::functional::cross_entropy(model->forward(X.index_select(0, idx)), T.index_select(0, idx));
+      at::autocast::set_cpu_enabled(false);
+      if (amp) at::autocast::clear_cache();  // what leaving torch.autocast's scope does
       opt.zero_grad();
       loss.backward();
       opt.step();
@@ -84,7 +95,10 @@ int main(int argc, char** argv) try {
     for (int round = 0; round < 3; ++round) {
       double t0 = tbench::now_s();
       for (int r = 0; r < reps; ++r) {
+        at::autocast::set_cpu_enabled(amp);
         torch::Tensor y = conv->forward(x).sum();
+        at::autocast::set_cpu_enabled(false);
+        if (amp) at::autocast::clear_cache();
         conv->zero_grad();
         if (x.grad().defined()) x.grad().zero_();
         y.backward();

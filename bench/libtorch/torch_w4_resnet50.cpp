@@ -11,7 +11,12 @@
 // One step = forward + softmax cross entropy on random labels + backward (no
 // optimizer step) on a (8, 3, 224, 224) float32 batch; after --warmup steps, --steps
 // steps are timed one by one and the median printed. Same printed lines as ours.
-//   torch_w4_resnet50 [--batch N] [--steps N] [--warmup N]
+//   torch_w4_resnet50 [--batch N] [--steps N] [--warmup N] [--precision fp32|bf16]
+// --precision bf16: LibTorch's CPU autocast to bfloat16 around the forward and the loss
+// (the convolutions and the linear layer in bfloat16, batch norm in float32, as PyTorch's
+// CPU autocast lists say); the twin of ours under dezero::autocast.
+#include <ATen/autocast_mode.h>
+
 #include <algorithm>
 #include <vector>
 
@@ -89,6 +94,10 @@ int main(int argc, char** argv) try {
   const std::int64_t B = std::stoi(tbench::arg(argc, argv, "--batch", "8"));
   const int steps = std::stoi(tbench::arg(argc, argv, "--steps", "5"));
   const int warmup = std::stoi(tbench::arg(argc, argv, "--warmup", "1"));
+  const std::string precision = tbench::arg(argc, argv, "--precision", "fp32");
+  if (precision != "fp32" && precision != "bf16") throw std::runtime_error("--precision must be fp32 or bf16");
+  const bool amp = precision == "bf16";
+  if (amp) at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
   tbench::setup("W4");
   torch::manual_seed(0);
   auto model = std::make_shared<ResNet50>();
@@ -96,13 +105,16 @@ int main(int argc, char** argv) try {
   torch::Tensor x = torch::rand({B, 3, 224, 224});
   torch::Tensor t = torch::randint(0, 1000, {B}, torch::kInt64);
   std::cout << "W4: ResNet50 forward + softmax cross entropy + backward, batch " << B
-            << " x 3 x 224 x 224 float32, train mode, device cpu (LibTorch)\n";
+            << " x 3 x 224 x 224 float32, train mode, device cpu (LibTorch), precision " << precision << "\n";
   std::vector<double> times;
   double loss = 0;
   for (int i = 0; i < warmup + steps; ++i) {
     double t0 = tbench::now_s();
     model->zero_grad();
+    at::autocast::set_cpu_enabled(amp);
     torch::Tensor l = torch::nn::functional::cross_entropy(model->forward(x), t);
+    at::autocast::set_cpu_enabled(false);
+    if (amp) at::autocast::clear_cache();  // what leaving torch.autocast's scope does
     l.backward();
     loss = l.item<double>();
     if (i >= warmup) times.push_back(tbench::now_s() - t0);

@@ -320,7 +320,10 @@ void col2im(DType dt, const void* col, void* x, const ConvGeom& g) {
 }
 
 // --- the convolution products (Backend::conv2d_*): float32 and float64, always taken -------
+// except for a mixed-precision request (is_half(g.compute)), which is left to the caller's
+// rounding fallback (tensor/conv.cpp).
 bool conv2d_forward(DType dt, const void* x, const void* w, const void* b, void* y, const ConvGeom& g) {
+  if (is_half(g.compute)) return false;
   if (dt == DType::Float32)
     conv_forward_typed(static_cast<const float*>(x), static_cast<const float*>(w), static_cast<const float*>(b),
                        static_cast<float*>(y), g);
@@ -331,6 +334,7 @@ bool conv2d_forward(DType dt, const void* x, const void* w, const void* b, void*
 }
 
 bool conv2d_backward_data(DType dt, const void* w, const void* gy, void* gx, const ConvGeom& g) {
+  if (is_half(g.compute)) return false;
   if (dt == DType::Float32)
     conv_backward_data_typed(static_cast<const float*>(w), static_cast<const float*>(gy), static_cast<float*>(gx), g);
   else
@@ -340,6 +344,7 @@ bool conv2d_backward_data(DType dt, const void* w, const void* gy, void* gx, con
 }
 
 bool conv2d_backward_filter(DType dt, const void* x, const void* gy, void* gw, const ConvGeom& g) {
+  if (is_half(g.compute)) return false;
   if (dt == DType::Float32)
     conv_backward_filter_typed(static_cast<const float*>(x), static_cast<const float*>(gy), static_cast<float*>(gw),
                                g);

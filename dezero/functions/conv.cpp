@@ -9,6 +9,11 @@
 //   Conv2DGradW gW = sum gy @ col(x)^T, linear in both inputs:
 //               gx = deconv2d(gy, ggW), ggy = conv2d(x, ggW)
 // (DeZero's Conv2DGradW.backward took a weakref for a Variable and crashed.)
+//
+// Mixed precision (issue 31): each of the three keeps the autocast type it was called
+// under (Config::autocast, float32 when none) and passes it on to the Functions of its
+// backward, so that the forward and both gradient products run in it wherever backward
+// runs (tensor/conv.cpp rounds float32 operands to it; other dtypes ignore it).
 #include "dezero/functions/conv.hpp"
 
 #include <string>
@@ -75,64 +80,75 @@ VariableList Im2col::backward(const VariableList& gys) { return {call<Col2im>(de
 // gW (OC, C, KH, KW) of y = conv(x, W) from x (N, C, H, W) and gy (N, OC, OH, OW).
 class Conv2DGradW : public Function {
  public:
-  Conv2DGradW(Pair k, Pair s, Pair p) : k_(k), s_(s), p_(p) {}
+  Conv2DGradW(Pair k, Pair s, Pair p, DType compute) : k_(k), s_(s), p_(p), compute_(compute) {}
   TensorList forward(const TensorList& xs) override {
-    return {detail::conv2d_backward_filter("conv2d", xs[0], xs[1], k_, s_, p_)};
+    return {detail::conv2d_backward_filter("conv2d", xs[0], xs[1], k_, s_, p_, compute_)};
   }
-  VariableList backward(const VariableList& ggs) override {
-    const Variable &x = input(0), &gy = input(1), &ggW = ggs[0];
-    Variable gx, ggy;
-    if (needs_input_grad(0)) gx = F::deconv2d(gy, ggW, Variable(), s_, p_, image_of(x.shape()));
-    if (needs_input_grad(1)) ggy = F::conv2d(x, ggW, Variable(), s_, p_);
-    return {gx, ggy};
-  }
+  VariableList backward(const VariableList& ggs) override;
 
  private:
   Pair k_, s_, p_;
+  DType compute_;
 };
 
 // y (N, OC, OH, OW) = x (N, C, H, W) * W (OC, C, KH, KW) [+ b (OC,)]
 class Conv2d : public Function {
  public:
-  Conv2d(Pair s, Pair p) : s_(s), p_(p) {}
+  Conv2d(Pair s, Pair p, DType compute) : s_(s), p_(p), compute_(compute) {}
   TensorList forward(const TensorList& xs) override {
-    return {detail::conv2d_forward("conv2d", xs[0], xs[1], xs.size() > 2 ? xs[2] : Tensor(), s_, p_)};
+    return {detail::conv2d_forward("conv2d", xs[0], xs[1], xs.size() > 2 ? xs[2] : Tensor(), s_, p_, compute_)};
   }
-  VariableList backward(const VariableList& gys) override {
-    const Variable &x = input(0), &W = input(1), &gy = gys[0];
-    VariableList g(inputs().size());
-    if (needs_input_grad(0)) g[0] = F::deconv2d(gy, W, Variable(), s_, p_, image_of(x.shape()));
-    if (needs_input_grad(1)) g[1] = call<Conv2DGradW>(detail::in(x, gy), kernel_of(W.shape()), s_, p_);
-    if (g.size() > 2 && needs_input_grad(2)) g[2] = bias_grad(gy);
-    return g;
-  }
+  VariableList backward(const VariableList& gys) override;
   FunctionAttrs attributes() const override { return {{"stride", hw(s_)}, {"pad", hw(p_)}}; }
 
  private:
   Pair s_, p_;
+  DType compute_;
 };
 
 // y (N, OC, OH, OW) = deconv(x (N, C, H, W), W (C, OC, KH, KW)) [+ b (OC,)], (OH, OW) = out
 class Deconv2d : public Function {
  public:
-  Deconv2d(Pair s, Pair p, Pair out) : s_(s), p_(p), out_(out) {}
+  Deconv2d(Pair s, Pair p, Pair out, DType compute) : s_(s), p_(p), out_(out), compute_(compute) {}
   TensorList forward(const TensorList& xs) override {
-    return {detail::conv2d_backward_data("deconv2d", xs[0], xs[1], xs.size() > 2 ? xs[2] : Tensor(), s_, p_, out_)};
+    return {detail::conv2d_backward_data("deconv2d", xs[0], xs[1], xs.size() > 2 ? xs[2] : Tensor(), s_, p_, out_,
+                                         compute_)};
   }
-  VariableList backward(const VariableList& gys) override {
-    const Variable &x = input(0), &W = input(1), &gy = gys[0];
-    VariableList g(inputs().size());
-    if (needs_input_grad(0)) g[0] = F::conv2d(gy, W, Variable(), s_, p_);
-    if (needs_input_grad(1)) g[1] = call<Conv2DGradW>(detail::in(gy, x), kernel_of(W.shape()), s_, p_);
-    if (g.size() > 2 && needs_input_grad(2)) g[2] = bias_grad(gy);
-    return g;
-  }
+  VariableList backward(const VariableList& gys) override;
   // "outsize": (OH, OW) of the result.
   FunctionAttrs attributes() const override { return {{"stride", hw(s_)}, {"pad", hw(p_)}, {"outsize", hw(out_)}}; }
 
  private:
   Pair s_, p_, out_;
+  DType compute_;
 };
+
+// The backward products, each in the type of the Function that asks for them.
+VariableList Conv2DGradW::backward(const VariableList& ggs) {
+  const Variable &x = input(0), &gy = input(1), &ggW = ggs[0];
+  Variable gx, ggy;
+  if (needs_input_grad(0)) gx = call<Deconv2d>(detail::in(gy, ggW), s_, p_, image_of(x.shape()), compute_);
+  if (needs_input_grad(1)) ggy = call<Conv2d>(detail::in(x, ggW), s_, p_, compute_);
+  return {gx, ggy};
+}
+
+VariableList Conv2d::backward(const VariableList& gys) {
+  const Variable &x = input(0), &W = input(1), &gy = gys[0];
+  VariableList g(inputs().size());
+  if (needs_input_grad(0)) g[0] = call<Deconv2d>(detail::in(gy, W), s_, p_, image_of(x.shape()), compute_);
+  if (needs_input_grad(1)) g[1] = call<Conv2DGradW>(detail::in(x, gy), kernel_of(W.shape()), s_, p_, compute_);
+  if (g.size() > 2 && needs_input_grad(2)) g[2] = bias_grad(gy);
+  return g;
+}
+
+VariableList Deconv2d::backward(const VariableList& gys) {
+  const Variable &x = input(0), &W = input(1), &gy = gys[0];
+  VariableList g(inputs().size());
+  if (needs_input_grad(0)) g[0] = call<Conv2d>(detail::in(gy, W), s_, p_, compute_);
+  if (needs_input_grad(1)) g[1] = call<Conv2DGradW>(detail::in(gy, x), kernel_of(W.shape()), s_, p_, compute_);
+  if (g.size() > 2 && needs_input_grad(2)) g[2] = bias_grad(gy);
+  return g;
+}
 
 void check_4d(const char* op, const char* what, const Variable& v, const char* layout) {
   const Tensor& t = v.defined_data(op);
@@ -149,8 +165,8 @@ namespace F {
 Variable conv2d(const Variable& x, const Variable& W, const Variable& b, Pair stride, Pair pad) {
   x.defined_data("conv2d");
   W.defined_data("conv2d");
-  if (has_bias(b)) return call<Conv2d>(detail::in(x, W, b), stride, pad);
-  return call<Conv2d>(detail::in(x, W), stride, pad);
+  if (has_bias(b)) return call<Conv2d>(detail::in(x, W, b), stride, pad, Config::autocast);
+  return call<Conv2d>(detail::in(x, W), stride, pad, Config::autocast);
 }
 
 Variable conv2d_simple(const Variable& x, const Variable& W, const Variable& b, Pair stride, Pair pad) {
@@ -180,8 +196,8 @@ Variable deconv2d(const Variable& x, const Variable& W, const Variable& b, Pair 
   if (!outsize && xd.ndim() == 4 && wd.ndim() == 4)  // else the forward reports the bad rank
     out = Pair(static_cast<int>(deconv_outsize(xd.shape()[2], wd.shape()[2], stride.h, pad.h)),
                static_cast<int>(deconv_outsize(xd.shape()[3], wd.shape()[3], stride.w, pad.w)));
-  if (has_bias(b)) return call<Deconv2d>(detail::in(x, W, b), stride, pad, out);
-  return call<Deconv2d>(detail::in(x, W), stride, pad, out);
+  if (has_bias(b)) return call<Deconv2d>(detail::in(x, W, b), stride, pad, out, Config::autocast);
+  return call<Deconv2d>(detail::in(x, W), stride, pad, out, Config::autocast);
 }
 
 // --- im2col / col2im (step 57) -------------------------------------------------------------------

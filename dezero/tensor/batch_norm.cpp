@@ -31,7 +31,8 @@ void check_operand(const char* what, const Tensor& x, const Tensor& p, const Sha
 
 bool batch_norm_fusable(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
                         const Tensor& running_var) {
-  if (!x.defined() || !is_floating(x.dtype()) || (x.ndim() != 2 && x.ndim() != 4)) return false;
+  // 16-bit x: the composite route, each op computed in float32 and stored in the dtype.
+  if (!x.defined() || !is_floating(x.dtype()) || is_half(x.dtype()) || (x.ndim() != 2 && x.ndim() != 4)) return false;
   const Shape c{x.shape()[1]};
   for (const Tensor* p : {&gamma, &beta, &running_mean, &running_var})
     if (!p->defined() || p->shape() != c || p->dtype() != x.dtype() || !(p->device() == x.device())) return false;

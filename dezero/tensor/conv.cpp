@@ -15,6 +15,15 @@
 // backend's library first (Backend::library_max_pool_* / library_avg_pool_*: cuDNN),
 // then its own kernels. set_conv_library_path(false) turns every library path off
 // (batch normalisation's too, tensor/batch_norm.cpp), for the tests that compare them.
+//
+// 16-bit floats (issue 31): bfloat16 / float16 operands are widened to float32, computed
+// there and the result rounded back once (as tensor/elementwise.cpp does); the products
+// then ask for `compute` = their own dtype, which rounds nothing (their values are exact
+// in it) and lets a low-precision kernel take them. Mixed precision (autocast) passes
+// `compute` = bfloat16 / float16 with float32 operands: Backend::conv2d_* with
+// ConvGeom::compute set (oneDNN's bf16 convolutions on the host, cuDNN's on a GPU), else
+// the operands rounded to it and back and the float32 path (the same values, with the
+// sums in another order).
 #include <atomic>
 #include <string>
 
@@ -35,9 +44,16 @@ void check_float4d(const char* op, const char* what, const Tensor& t, const char
     throw ShapeError(std::string(op) + ": " + what + " must be 4-d " + layout + ", got " + describe(t) +
                      "; hint: a single image is x.reshape({1, C, H, W})");
   if (!is_floating(t.dtype()))
-    throw DtypeError(std::string(op) + ": " + what + " must be float32 or float64, got " + describe(t) +
+    throw DtypeError(std::string(op) + ": " + what + " must be a floating dtype, got " + describe(t) +
                      "; hint: " + what + ".astype(dezero::float32)");
 }
+
+// A 16-bit operand widened to float32 (undefined stays undefined).
+Tensor wide(const Tensor& t) { return t.defined() ? t.astype(DType::Float32) : t; }
+// Whether a product of dtype dt runs in the low-precision `compute` (autocast).
+bool lowp(DType dt, DType compute) { return dt == DType::Float32 && is_half(compute); }
+// A float32 operand rounded to `t` and back: the values a `t` kernel would multiply.
+Tensor rounded(const Tensor& x, DType t) { return x.astype(t).astype(DType::Float32); }
 
 void check_same(const char* op, const Tensor& a, const char* an, const Tensor& b, const char* bn) {
   check_same_device(op, a, b);
@@ -99,6 +115,7 @@ void check_window(const char* op, const Tensor& x, Pair k, Pair s, Pair p) {
 Tensor im2col(const char* op, const Tensor& x, Pair k, Pair s, Pair p) {
   check_float4d(op, "x", x, "(N, C, H, W)");
   ConvGeom g = geometry(op, x.shape(), describe(x), k, s, p);
+  if (is_half(x.dtype())) return half_result(im2col(op, wide(x), k, s, p), x.dtype());
   Tensor col = Tensor::empty(Shape{g.n, g.c, g.kh, g.kw, g.oh, g.ow}, x.dtype(), x.device());
   if (col.size()) backend_of(x).im2col(x.dtype(), x.raw_data(), col.raw_data(), g);
   return col;
@@ -111,7 +128,8 @@ Tensor col2im(const char* op, const Tensor& col, const Shape& x_shape, Pair s, P
                      describe(col) + " and input shape " + x_shape.str() +
                      "; hint: col2im(col, input_shape, kernel_size, stride, pad)");
   if (!is_floating(col.dtype()))
-    throw DtypeError(std::string(op) + ": col must be float32 or float64, got " + describe(col));
+    throw DtypeError(std::string(op) + ": col must be a floating dtype, got " + describe(col));
+  if (is_half(col.dtype())) return half_result(col2im(op, wide(col), x_shape, s, p), col.dtype());
   const Shape& cs = col.shape();
   ConvGeom g = geometry(op, x_shape, "shape " + x_shape.str(), Pair(static_cast<int>(cs[2]), static_cast<int>(cs[3])),
                         s, p);
@@ -131,7 +149,8 @@ Tensor col2im(const char* op, const Tensor& col, const Shape& x_shape, Pair s, P
 }
 
 // --- the three convolution products ----------------------------------------------------------
-Tensor conv2d_forward(const char* op, const Tensor& x, const Tensor& W, const Tensor& b, Pair s, Pair p) {
+Tensor conv2d_forward(const char* op, const Tensor& x, const Tensor& W, const Tensor& b, Pair s, Pair p,
+                      DType compute) {
   check_float4d(op, "x", x, "(N, C, H, W)");
   check_float4d(op, "W", W, "(out_channels, in_channels, KH, KW)");
   check_same(op, x, "x", W, "W");
@@ -142,6 +161,9 @@ Tensor conv2d_forward(const char* op, const Tensor& x, const Tensor& W, const Te
                      "; hint: W is (out_channels, in_channels, KH, KW)");
   check_bias(op, b, x, ws[0]);
   ConvGeom g = geometry(op, x.shape(), describe(x), Pair(static_cast<int>(ws[2]), static_cast<int>(ws[3])), s, p);
+  if (is_half(x.dtype())) return half_result(conv2d_forward(op, wide(x), wide(W), wide(b), s, p, x.dtype()), x.dtype());
+  const bool low = lowp(x.dtype(), compute);
+  if (low) g.compute = compute;
   g.oc = ws[0];
   Tensor y = Tensor::empty(Shape{g.n, g.oc, g.oh, g.ow}, x.dtype(), x.device());
   if (y.size() == 0) return y;
@@ -155,6 +177,7 @@ Tensor conv2d_forward(const char* op, const Tensor& x, const Tensor& W, const Te
   }
   const void* bp = b.defined() ? b.raw_data() : nullptr;
   if (library() && be.conv2d_forward(dt, x.raw_data(), W.raw_data(), bp, y.raw_data(), g)) return y;
+  if (low) return conv2d_forward(op, rounded(x, compute), rounded(W, compute), b, s, p);
   Tensor col = Tensor::empty(Shape{g.n, ckk, ohw}, dt, x.device());
   be.im2col(dt, x.raw_data(), col.raw_data(), g);
   double beta = 0.0;
@@ -169,7 +192,7 @@ Tensor conv2d_forward(const char* op, const Tensor& x, const Tensor& W, const Te
 }
 
 Tensor conv2d_backward_data(const char* op, const Tensor& gy, const Tensor& W, const Tensor& b, Pair s, Pair p,
-                            Pair out) {
+                            Pair out, DType compute) {
   check_float4d(op, "x", gy, "(N, C, H, W)");
   check_float4d(op, "W", W, "(in_channels, out_channels, KH, KW)");
   check_same(op, gy, "x", W, "W");
@@ -191,6 +214,10 @@ Tensor conv2d_backward_data(const char* op, const Tensor& gy, const Tensor& W, c
                      ": a convolution of it gives " + hw(g.oh, g.ow) + ", not " + hw(ys[2], ys[3]) +
                      "; hint: outsize must satisfy (outsize + 2 pad - k) / stride + 1 == input size, e.g. " +
                      hw(s.h * (ys[2] - 1) + ws[2] - 2 * p.h, s.w * (ys[3] - 1) + ws[3] - 2 * p.w) + " (the default)");
+  if (is_half(gy.dtype()))
+    return half_result(conv2d_backward_data(op, wide(gy), wide(W), wide(b), s, p, out, gy.dtype()), gy.dtype());
+  const bool low = lowp(gy.dtype(), compute);
+  if (low) g.compute = compute;
   g.oc = ws[0];
   Tensor gx = Tensor::empty(xs, gy.dtype(), gy.device());
   if (gx.size() == 0) return gx;
@@ -200,6 +227,7 @@ Tensor conv2d_backward_data(const char* op, const Tensor& gy, const Tensor& W, c
   if (g.oc == 0 || ohw == 0) {
     gx.fill_(0);
   } else if (!library() || !be.conv2d_backward_data(dt, W.raw_data(), gy.raw_data(), gx.raw_data(), g)) {
+    if (low) return conv2d_backward_data(op, rounded(gy, compute), rounded(W, compute), b, s, p, out);
     Tensor gcol = Tensor::empty(Shape{g.n, ckk, ohw}, dt, gy.device());
     be.gemm(dt, true, false, ckk, ohw, g.oc, 1.0, W.raw_data(), ckk, 0, gy.raw_data(), ohw, g.oc * ohw, 0.0,
             gcol.raw_data(), ohw, ckk * ohw, g.n);
@@ -209,7 +237,8 @@ Tensor conv2d_backward_data(const char* op, const Tensor& gy, const Tensor& W, c
   return gx;
 }
 
-Tensor conv2d_backward_filter(const char* op, const Tensor& x, const Tensor& gy, Pair k, Pair s, Pair p) {
+Tensor conv2d_backward_filter(const char* op, const Tensor& x, const Tensor& gy, Pair k, Pair s, Pair p,
+                              DType compute) {
   check_float4d(op, "x", x, "(N, C, H, W)");
   check_float4d(op, "gy", gy, "(N, OC, OH, OW)");
   check_same(op, x, "x", gy, "gy");
@@ -219,6 +248,10 @@ Tensor conv2d_backward_filter(const char* op, const Tensor& x, const Tensor& gy,
     throw ShapeError(std::string(op) + ": gy " + describe(gy) + " does not fit x " + describe(x) + " with kernel " +
                      k.str() + ", stride " + s.str() + " and pad " + p.str() + " (output " + hw(g.oh, g.ow) +
                      "); hint: gy is the gradient of the convolution's output");
+  if (is_half(x.dtype()))
+    return half_result(conv2d_backward_filter(op, wide(x), wide(gy), k, s, p, x.dtype()), x.dtype());
+  const bool low = lowp(x.dtype(), compute);
+  if (low) g.compute = compute;
   g.oc = ys[1];
   Tensor gW = Tensor::empty(Shape{g.oc, g.c, g.kh, g.kw}, x.dtype(), x.device());
   if (gW.size() == 0) return gW;
@@ -230,6 +263,7 @@ Tensor conv2d_backward_filter(const char* op, const Tensor& x, const Tensor& gy,
     return gW;
   }
   if (library() && be.conv2d_backward_filter(dt, x.raw_data(), gy.raw_data(), gW.raw_data(), g)) return gW;
+  if (low) return conv2d_backward_filter(op, rounded(x, compute), rounded(gy, compute), k, s, p);
   Tensor col = Tensor::empty(Shape{g.n, ckk, ohw}, dt, x.device());
   be.im2col(dt, x.raw_data(), col.raw_data(), g);
   if (g.n == 1) {
@@ -249,6 +283,10 @@ Tensor conv2d_backward_filter(const char* op, const Tensor& x, const Tensor& gy,
 std::pair<Tensor, Tensor> max_pool(const char* op, const Tensor& x, Pair k, Pair s, Pair p) {
   check_float4d(op, "x", x, "(N, C, H, W)");
   ConvGeom g = geometry(op, x.shape(), describe(x), k, s, p);
+  if (is_half(x.dtype())) {  // a max is one of the values: exact in the dtype
+    auto [y, idx] = max_pool(op, wide(x), k, s, p);
+    return {half_result(y, x.dtype()), idx};
+  }
   Shape ys{g.n, g.c, g.oh, g.ow};
   Tensor y = Tensor::empty(ys, x.dtype(), x.device());
   Tensor idx = Tensor::empty(ys, int64, x.device());
@@ -264,6 +302,7 @@ Tensor max_pool_backward(const Tensor& gy, const Tensor& idx, const Shape& x_sha
   if (gy.shape() != idx.shape() || gy.shape() != Shape{g.n, g.c, g.oh, g.ow} || idx.dtype() != int64)
     throw ShapeError("pooling: the gradient " + describe(gy) + " and the indexes " + describe(idx) +
                      " do not fit the input shape " + x_shape.str() + "; hint: an internal call went wrong");
+  if (is_half(gy.dtype())) return half_result(max_pool_backward(wide(gy), idx, x_shape, k, s, p), gy.dtype());
   Tensor gx = Tensor::empty(x_shape, gy.dtype(), gy.device());
   if (gx.size() == 0) return gx;
   if (gy.size() == 0) {
@@ -283,6 +322,7 @@ Tensor max_pool_gather(const Tensor& x, const Tensor& idx, Pair k, Pair s, Pair 
   if (idx.shape() != ys || idx.dtype() != int64)
     throw ShapeError("pooling: the indexes " + describe(idx) + " do not fit x " + describe(x) +
                      "; hint: an internal call went wrong");
+  if (is_half(x.dtype())) return half_result(max_pool_gather(wide(x), idx, k, s, p), x.dtype());
   Tensor y = Tensor::empty(ys, x.dtype(), x.device());
   if (y.size())
     backend_of(x).max_pool_gather(x.dtype(), x.raw_data(), static_cast<const std::int64_t*>(idx.raw_data()),
@@ -306,6 +346,10 @@ void check_pool_grad(const char* op, const Tensor& gy, const Tensor& x, const Te
 std::pair<Tensor, Tensor> max_pool_library_first(const char* op, const Tensor& x, Pair k, Pair s, Pair p) {
   check_float4d(op, "x", x, "(N, C, H, W)");
   ConvGeom g = geometry(op, x.shape(), describe(x), k, s, p);
+  if (is_half(x.dtype())) {
+    auto [y, idx] = max_pool_library_first(op, wide(x), k, s, p);
+    return {half_result(y, x.dtype()), idx};
+  }
   Shape ys{g.n, g.c, g.oh, g.ow};
   Tensor y = Tensor::empty(ys, x.dtype(), x.device());
   if (y.size() == 0) return {y, Tensor::empty(ys, int64, x.device())};
@@ -320,6 +364,10 @@ Tensor library_max_pool_backward(const Tensor& gy, const Tensor& x, const Tensor
   ConvGeom g = geometry("pooling", x.shape(), describe(x), k, s, p);
   check_pool_grad("pooling", gy, x, y, g);
   if (!library() || gy.size() == 0) return Tensor();
+  if (is_half(gy.dtype())) {  // y, each window's max, is exact in float32 too: the library finds it in x
+    Tensor gx = library_max_pool_backward(wide(gy), wide(x), wide(y), k, s, p);
+    return gx.defined() ? half_result(gx, gy.dtype()) : gx;
+  }
   Tensor gx = Tensor::empty(x.shape(), gy.dtype(), gy.device());
   if (!backend_of(gy).library_max_pool_backward(gy.dtype(), x.raw_data(), y.raw_data(), gy.raw_data(),
                                                 gx.raw_data(), g))
@@ -330,6 +378,7 @@ Tensor library_max_pool_backward(const Tensor& gy, const Tensor& x, const Tensor
 Tensor avg_pool(const char* op, const Tensor& x, Pair k, Pair s, Pair p) {
   check_float4d(op, "x", x, "(N, C, H, W)");
   ConvGeom g = geometry(op, x.shape(), describe(x), k, s, p);
+  if (is_half(x.dtype())) return half_result(avg_pool(op, wide(x), k, s, p), x.dtype());
   Tensor y = Tensor::empty(Shape{g.n, g.c, g.oh, g.ow}, x.dtype(), x.device());
   if (y.size() == 0) return y;
   Backend& be = backend_of(x);
@@ -341,6 +390,7 @@ Tensor avg_pool(const char* op, const Tensor& x, Pair k, Pair s, Pair p) {
 Tensor avg_pool_backward(const Tensor& gy, const Tensor& x, const Tensor& y, Pair k, Pair s, Pair p) {
   ConvGeom g = geometry("average_pooling", x.shape(), describe(x), k, s, p);
   check_pool_grad("average_pooling", gy, x, y, g);
+  if (is_half(gy.dtype())) return half_result(avg_pool_backward(wide(gy), wide(x), wide(y), k, s, p), gy.dtype());
   Tensor gx = Tensor::empty(x.shape(), gy.dtype(), gy.device());
   if (gx.size() == 0) return gx;
   if (gy.size() == 0) {

@@ -95,7 +95,14 @@ Tensor matmul_lowp(const Tensor& a, const Tensor& b, bool ta, bool tb, const Ten
 // its operands and throws a dezero::Error naming `op` (the user's function), the
 // shapes and a hint: a non-4-d input, an integer dtype or mixed dtypes, two devices,
 // a kernel or stride < 1, a pad < 0, a kernel larger than the padded input, a channel
-// mismatch. Floating dtypes only (float32, float64), x and W alike.
+// mismatch. Floating dtypes only, x and W alike: float32, float64, and bfloat16 / float16,
+// which are computed in float32 and stored back in their dtype.
+//
+// `compute` (the three products; issue 31's autocast): bfloat16 or float16 on float32
+// operands asks for the products in that type with float32 sums and a float32 result:
+// the backend's low-precision kernel (ConvGeom::compute; oneDNN's bf16 convolutions on
+// the host), else the two operands rounded to `compute` and back, then the float32 path.
+// The bias stays float32. Other dtypes ignore it.
 
 // Only the checks of im2col (for the composite functions: conv2d_simple, pooling_simple,
 // average_pooling, so that their errors name them).
@@ -108,17 +115,19 @@ Tensor col2im(const char* op, const Tensor& col, const Shape& x_shape, Pair s, P
 // y (n, oc, oh, ow) = x (n, c, h, w) * W (oc, c, kh, kw) + b (oc,) (b may be undefined):
 // Backend::conv2d_forward (the library path) when it takes the case, else im2col and
 // one GEMM per image, W (oc, c kh kw) @ col (c kh kw, oh ow), which lands in NCHW.
-Tensor conv2d_forward(const char* op, const Tensor& x, const Tensor& W, const Tensor& b, Pair s, Pair p);
+Tensor conv2d_forward(const char* op, const Tensor& x, const Tensor& W, const Tensor& b, Pair s, Pair p,
+                      DType compute = DType::Float32);
 // The convolution's gradient with respect to its input, and deconv2d's forward:
 // gx (n, c, out.h, out.w) from gy (n, oc, oh, ow) and W (oc, c, kh, kw), plus b (c,)
 // when defined. out must give back (oh, ow) through the conv size formula.
 // Backend::conv2d_backward_data, else W^T @ gy per image, then col2im.
 Tensor conv2d_backward_data(const char* op, const Tensor& gy, const Tensor& W, const Tensor& b, Pair s, Pair p,
-                            Pair out);
+                            Pair out, DType compute = DType::Float32);
 // The convolution's gradient with respect to W: gW (oc, c, kh, kw) from x (n, c, h, w)
 // and gy (n, oc, oh, ow). Backend::conv2d_backward_filter, else gy @ col^T per image,
 // summed over the batch.
-Tensor conv2d_backward_filter(const char* op, const Tensor& x, const Tensor& gy, Pair k, Pair s, Pair p);
+Tensor conv2d_backward_filter(const char* op, const Tensor& x, const Tensor& gy, Pair k, Pair s, Pair p,
+                              DType compute = DType::Float32);
 
 // Whether the three products, max and average pooling and batch normalisation try the
 // backend's library path (default true: cuDNN on a GPU, where it takes the case). false
