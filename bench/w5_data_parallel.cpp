@@ -25,6 +25,8 @@
 //   applies the previous step's averages while this step's are averaged on a thread.
 //   --overlap 1: DDP's overlap (mn::MultiNodeOptimizerOptions::overlap): buckets of gradients are
 //   averaged on a thread while backward still runs; --bucket-mb N (25) and --first-bucket-mb N (1).
+//   --breakdown 1: where a step's time goes (computing, waiting for the slower rank, averaging, the
+//   optimizer's step), with a barrier before each update() that takes the wait out of the averaging.
 #include <mpi.h>
 
 #include <algorithm>
@@ -110,17 +112,42 @@ int main(int argc, char** argv) try {
   std::int64_t params = 0;
   for (const auto& p : model.params()) params += p.data().size();
 
+  // --breakdown 1: per step, the computing (forward + backward), the wait for the slower rank (a
+  // barrier before update(): it takes that wait out of the averaging), the averaging and the
+  // optimizer's step, summed over the steps (rank 0's). The barrier itself costs a few us per step.
+  const bool breakdown = bench::arg(argc, argv, "--breakdown", "0") != std::string("0");
+  double compute_s = 0, wait_s = 0, update_s = 0, probe_s = 0;
+  const bool bare_in_loop = bench::arg(argc, argv, "--bare-in-loop", "0") != std::string("0");
+  std::vector<float> probe(bare_in_loop ? static_cast<std::size_t>(params) : 0, 1.0f);
   comm->barrier();
   const double t0 = bench::now_s();
   Tensor perm = random::permutation(N);
   double last = 0;
   for (std::int64_t i = 0; i < steps; ++i) {
+    const double a = breakdown ? bench::now_s() : 0;
     Tensor idx = perm[Slice(i * B + comm->rank() * local, i * B + (comm->rank() + 1) * local)];
     Tensor x = take(X, idx), t = take(T, idx);
     Variable loss = F::softmax_cross_entropy(model(x), t);
     model.cleargrads();
     loss.backward();
-    opt.update();
+    if (breakdown) {
+      const double b = bench::now_s();
+      MPI_Barrier(MPI_COMM_WORLD);
+      if (bare_in_loop) {  // the bare allreduce in the same state of the caches as the averaging
+        const double e = bench::now_s();
+        MPI_Allreduce(MPI_IN_PLACE, probe.data(), static_cast<int>(probe.size()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        probe_s += bench::now_s() - e;
+        MPI_Barrier(MPI_COMM_WORLD);
+      }
+      const double c = bench::now_s();
+      opt.update();
+      const double d = bench::now_s();
+      compute_s += b - a;
+      wait_s += c - b;
+      update_s += d - c;
+    } else {
+      opt.update();
+    }
     if (i == steps - 1) last = loss.data().item<double>();
   }
   double secs = bench::now_s() - t0, slowest = 0;
@@ -168,6 +195,14 @@ int main(int argc, char** argv) try {
               << "communicator's allreduce (" << mn::allreduce_algorithm_name(comm->allreduce_algorithm())
               << ") of " << params * 4 / 1e6 << " MB: " << comm_ms << " ms (median of 21)\n"
               << "steps x bare allreduce: " << static_cast<double>(steps) * bare_ms / 1e3 << " s\n";
+    if (breakdown) {
+      const double k = 1e3 / static_cast<double>(steps);
+      std::cout << "breakdown (rank 0, ms/step): compute " << compute_s * k << ", wait for the slower rank "
+                << wait_s * k << ", averaging " << comm->mean_grad_seconds() * k << ", optimizer step "
+                << (update_s - comm->mean_grad_seconds()) * k << ", update in all " << update_s * k;
+      if (bare_in_loop) std::cout << ", bare allreduce in the loop " << probe_s * k;
+      std::cout << "\n";
+    }
   }
   return 0;
 } catch (const std::exception& e) {

@@ -34,6 +34,7 @@ struct Communicator::State {
   MPI_Comm intra = MPI_COMM_NULL;
   std::vector<std::function<void()>> release;  // run once, before the MPI communicators go
   MPI_Op wire_sum[2] = {MPI_OP_NULL, MPI_OP_NULL};  // the 16-bit sums (bfloat16, float16), made on first use
+  MPI_Op mean_of_two = MPI_OP_NULL;  // a / 2 + b / 2 for float and double ("flat" on 2 ranks), made on first use
   bool freed = false;
   void free() noexcept;
   ~State() { free(); }
