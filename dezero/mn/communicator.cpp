@@ -81,7 +81,13 @@ std::int64_t memory_cap() {
   return cap;
 }
 
-bool is_dtype_code(std::int64_t code) { return code >= 0 && code <= static_cast<std::int64_t>(DType::Int64); }
+// The last dtype code (dezero/dtype.hpp's DType: float32, float64, int32, int64, bfloat16, float16).
+constexpr DType kLastDtype = DType::Float16;
+
+bool is_dtype_code(std::int64_t code) { return code >= 0 && code <= static_cast<std::int64_t>(kLastDtype); }
+
+// The wire type of a 16-bit dtype (their sums add in float32 and round back, as the wires do).
+GradWireDtype wire_of(DType dtype) { return dtype == bfloat16 ? GradWireDtype::bfloat16 : GradWireDtype::float16; }
 
 // Checks a declared tensor: `nd` axes with extents `dims`, dtype `code`. Returns "" when sound (and
 // its bytes in `bytes`), else what is wrong ("axis count 1000 (at most 12)").
@@ -90,7 +96,7 @@ std::string check_declared(std::int64_t nd, const std::int64_t* dims, std::int64
     return "axis count " + std::to_string(nd) + " (at most " + std::to_string(detail::kMaxAxes) + ")";
   if (!is_dtype_code(code))
     return "dtype code " + std::to_string(code) + " (the dtypes are 0 to " +
-           std::to_string(static_cast<int>(DType::Int64)) + ")";
+           std::to_string(static_cast<int>(kLastDtype)) + ")";
   std::int64_t elements = 1;
   bool overflow = false;
   for (std::int64_t k = 0; k < nd; ++k) {
@@ -241,7 +247,14 @@ Communicator::Communicator(std::string name) : name_(std::move(name)), state_(st
 
 // The ring for float32 and float64 buffers of 64 KiB or more (below that its 2 (N - 1) messages
 // cost more than the bandwidth it saves), MPI_Allreduce otherwise.
+//
+// bfloat16 and float16 buffers are added in float32 and each partial sum rounded back (the 16-bit
+// wires' reduction), by the ring or by MPI_Allreduce on 16-bit words.
 void Communicator::allreduce_host(void* buffer, std::int64_t n, DType dtype, const char* op) {
+  if (is_half(dtype)) {
+    sum16(static_cast<std::uint16_t*>(buffer), n, wire_of(dtype), op);
+    return;
+  }
   const bool floating = dtype == float32 || dtype == float64;
   if (algorithm_ == AllreduceAlgorithm::ring && floating && size_ > 1 &&
       n * static_cast<std::int64_t>(dtype_size(dtype)) >= kRingMinBytes) {
@@ -463,7 +476,7 @@ void Communicator::multi_node_mean_grad(const NamedParams& params, bool zero_fil
                        " are impossible: largest dtype code " + std::to_string(top) + ", smallest dtype code " +
                        std::to_string(bottom) + ", some-rank flag " + std::to_string(a[2]) + ", every-rank flag " +
                        std::to_string(-a[3]) + " (a rank sent a dtype code outside 0 to " +
-                       std::to_string(static_cast<int>(DType::Int64)) + " or a flag outside 0 and 1)" + kPeerHint);
+                       std::to_string(static_cast<int>(kLastDtype)) + " or a flag outside 0 and 1)" + kPeerHint);
     if (!some) continue;  // no rank has a gradient for it
     if (top != bottom)
       throw ValueError(std::string(op) + ": the gradient of " + key + " is " +
@@ -486,7 +499,9 @@ void Communicator::multi_node_mean_grad(const NamedParams& params, bool zero_fil
     std::map<std::pair<int, std::string>, std::vector<Tensor*>> groups;
     for (Tensor* g : grads) groups[{static_cast<int>(g->dtype()), g->device().str()}].push_back(g);
     for (auto& [k, group] : groups) {
-      if (wire_dtype_ != GradWireDtype::same && is_floating(static_cast<DType>(k.first))) mean_half_wire(group);
+      const auto dt = static_cast<DType>(k.first);
+      if (is_half(dt)) mean_half_wire(group, wire_of(dt));  // 16-bit gradients travel in their own type
+      else if (wire_dtype_ != GradWireDtype::same && is_floating(dt)) mean_half_wire(group, wire_dtype_);
       else mean_inplace(group);
     }
   }
@@ -507,17 +522,31 @@ void Communicator::mean_inplace(std::vector<Tensor*>& grads) {
 // wire.cpp (add in float32, round back) sums them, and each gradient is overwritten with the widened
 // sums, in place as mean_inplace scales in place. GPU gradients go through host copies (the NCCL
 // communicator refuses the option at creation).
-void Communicator::mean_half_wire(std::vector<Tensor*>& grads) {
-  const int which = wire_dtype_ == GradWireDtype::bfloat16 ? 0 : 1;
+// n 16-bit words of `wire` at `buffer` summed over the ranks in place (add in float32, round back):
+// the ring for 64 KiB and up when it is the algorithm, else MPI_Allreduce with the wire's MPI_Op.
+void Communicator::sum16(std::uint16_t* buffer, std::int64_t n, GradWireDtype wire, const char* op) {
+  const int which = wire == GradWireDtype::bfloat16 ? 0 : 1;
+  if (algorithm_ == AllreduceAlgorithm::ring && size_ > 1 && n * 2 >= kRingMinBytes) {
+    detail::ring_allreduce(state_->world, buffer, n, which == 0 ? detail::RingSum::bfloat16 : detail::RingSum::float16,
+                           ring_segment_bytes_, op);
+    return;
+  }
   if (state_->wire_sum[which] == MPI_OP_NULL) {
-    DEZERO_MPI_CHECK(MPI_Op_create(detail::wire_sum_function(wire_dtype_), 1, &state_->wire_sum[which]));
+    DEZERO_MPI_CHECK(MPI_Op_create(detail::wire_sum_function(wire), 1, &state_->wire_sum[which]));
     State* st = state_.get();
     st->release.push_back([st, which] { MPI_Op_free(&st->wire_sum[which]); });
   }
+  detail::in_chunks(n, [&](std::int64_t off, int count) {
+    DEZERO_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buffer + off, count, MPI_UINT16_T, state_->wire_sum[which],
+                                   state_->world));
+  });
+}
+
+void Communicator::mean_half_wire(std::vector<Tensor*>& grads, GradWireDtype wire) {
   std::int64_t total = 0;
   for (const Tensor* g : grads) total += g->size();
   wire_buffer_.resize(static_cast<std::size_t>(total));
-  std::uint16_t* wire = wire_buffer_.data();
+  std::uint16_t* words = wire_buffer_.data();
   const double scale = 1.0 / static_cast<double>(size_);
   std::vector<Tensor> host(grads.size());  // float32 host copies of the gradients that are not one
   std::int64_t at = 0;
@@ -526,25 +555,16 @@ void Communicator::mean_half_wire(std::vector<Tensor*>& grads) {
     const bool direct = g.device().is_cpu() && g.dtype() == float32;
     if (!direct) host[i] = g.to(Device::cpu()).astype(float32);
     const float* src = direct ? g.data<float>() : host[i].data<float>();
-    detail::pack16(wire_dtype_, src, static_cast<float>(scale), g.size(), wire + at);
+    detail::pack16(wire, src, static_cast<float>(scale), g.size(), words + at);
     at += g.size();
   }
-  if (algorithm_ == AllreduceAlgorithm::ring && total * 2 >= kRingMinBytes) {
-    detail::ring_allreduce(state_->world, wire, total,
-                           which == 0 ? detail::RingSum::bfloat16 : detail::RingSum::float16, ring_segment_bytes_,
-                           "multi_node_mean_grad");
-  } else {
-    detail::in_chunks(total, [&](std::int64_t off, int count) {
-      DEZERO_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, wire + off, count, MPI_UINT16_T, state_->wire_sum[which],
-                                     state_->world));
-    });
-  }
+  sum16(words, total, wire, "multi_node_mean_grad");
   at = 0;
   for (std::size_t i = 0; i < grads.size(); ++i) {
     Tensor& g = *grads[i];
     const bool direct = g.device().is_cpu() && g.dtype() == float32;
     float* dst = direct ? g.data<float>() : host[i].data<float>();
-    detail::unpack16(wire_dtype_, wire + at, g.size(), dst);
+    detail::unpack16(wire, words + at, g.size(), dst);
     at += g.size();
     if (!direct) copyto(g, host[i].astype(g.dtype()));
   }
@@ -631,7 +651,7 @@ Evaluation Communicator::allreduce_evaluation(const Evaluation& local) {
 // One MPI_Bcast per tensor, through host memory for a GPU tensor.
 void Communicator::bcast_inplace(std::vector<Tensor>& tensors, int root) {
   for (Tensor& t : tensors) {
-    const MPI_Datatype type = detail::mpi_type(t.dtype());
+    const MPI_Datatype type = detail::mpi_transfer_type(t.dtype());
     const std::size_t es = dtype_size(t.dtype());
     if (t.device().is_cpu()) {
       auto* p = static_cast<unsigned char*>(t.raw_data());
