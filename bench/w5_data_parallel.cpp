@@ -25,10 +25,17 @@
 //   applies the previous step's averages while this step's are averaged on a thread.
 //   --overlap 1: DDP's overlap (mn::MultiNodeOptimizerOptions::overlap): buckets of gradients are
 //   averaged on a thread while backward still runs; --bucket-mb N (25) and --first-bucket-mb N (1).
+//   --breakdown 1: where a step's time goes (computing, waiting for the slower rank, averaging, the
+//   optimizer's step), with a barrier before each update() that takes the wait out of the averaging.
 #include <mpi.h>
+
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <dezero/datasets.hpp>
 #include <dezero/dezero.hpp>
 #include <dezero/mn.hpp>
@@ -57,6 +64,35 @@ class Cnn : public Model {
   L::LayerRef<L::Conv2d> c1, c2;
   L::LayerRef<L::Linear> l;
 };
+
+// This process's CPU time (every thread, user + system), in seconds.
+double cpu_s() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+// The machine's CPU time from /proc/stat's first line, in clock ticks: {busy, softirq, total}
+// (busy: all but idle and iowait; softirq: the kernel's deferred work, which forwards
+// tools/netsim.sh's packets through veth, bridge and tc). Not per namespace: the whole machine.
+struct MachineTicks {
+  double busy = 0, softirq = 0, total = 0;
+};
+MachineTicks machine_ticks() {
+  std::ifstream f("/proc/stat");
+  std::string line, cpu;
+  std::getline(f, line);
+  std::istringstream in(line);
+  in >> cpu;
+  double v[10] = {0};
+  for (double& x : v) in >> x;
+  MachineTicks t;
+  for (int i = 0; i < 8; ++i) t.total += v[i];  // user nice system idle iowait irq softirq steal
+  t.busy = t.total - v[3] - v[4];
+  t.softirq = v[6];
+  return t;
+}
 
 }  // namespace
 
@@ -110,21 +146,51 @@ int main(int argc, char** argv) try {
   std::int64_t params = 0;
   for (const auto& p : model.params()) params += p.data().size();
 
+  // --breakdown 1: per step, the computing (forward + backward), the wait for the slower rank (a
+  // barrier before update(): it takes that wait out of the averaging), the averaging and the
+  // optimizer's step, summed over the steps (rank 0's). The barrier itself costs a few us per step.
+  const bool breakdown = bench::arg(argc, argv, "--breakdown", "0") != std::string("0");
+  double compute_s = 0, wait_s = 0, update_s = 0, probe_s = 0;
+  const bool bare_in_loop = bench::arg(argc, argv, "--bare-in-loop", "0") != std::string("0");
+  std::vector<float> probe(bare_in_loop ? static_cast<std::size_t>(params) : 0, 1.0f);
   comm->barrier();
+  const MachineTicks m0 = machine_ticks();
+  const double c0 = cpu_s();
   const double t0 = bench::now_s();
   Tensor perm = random::permutation(N);
   double last = 0;
   for (std::int64_t i = 0; i < steps; ++i) {
+    const double a = breakdown ? bench::now_s() : 0;
     Tensor idx = perm[Slice(i * B + comm->rank() * local, i * B + (comm->rank() + 1) * local)];
     Tensor x = take(X, idx), t = take(T, idx);
     Variable loss = F::softmax_cross_entropy(model(x), t);
     model.cleargrads();
     loss.backward();
-    opt.update();
+    if (breakdown) {
+      const double b = bench::now_s();
+      MPI_Barrier(MPI_COMM_WORLD);
+      if (bare_in_loop) {  // the bare allreduce in the same state of the caches as the averaging
+        const double e = bench::now_s();
+        MPI_Allreduce(MPI_IN_PLACE, probe.data(), static_cast<int>(probe.size()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        probe_s += bench::now_s() - e;
+        MPI_Barrier(MPI_COMM_WORLD);
+      }
+      const double c = bench::now_s();
+      opt.update();
+      const double d = bench::now_s();
+      compute_s += b - a;
+      wait_s += c - b;
+      update_s += d - c;
+    } else {
+      opt.update();
+    }
     if (i == steps - 1) last = loss.data().item<double>();
   }
   double secs = bench::now_s() - t0, slowest = 0;
+  double train_cpu = cpu_s() - c0, all_train_cpu = 0;
+  const MachineTicks m1 = machine_ticks();
   MPI_Allreduce(&secs, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Allreduce(&train_cpu, &all_train_cpu, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
   // With double buffering or overlap the averaging runs on the optimizer's own communicator (except
   // overlap's first step): this one counts what it ran.
   const double averaging_ms = 1e3 * comm->mean_grad_seconds() / static_cast<double>(std::max<std::int64_t>(1, comm->mean_grad_calls()));
@@ -132,12 +198,19 @@ int main(int argc, char** argv) try {
   // The bare MPI_Allreduce of the same bytes (float32, in place), the median of 21.
   std::vector<float> buf(static_cast<std::size_t>(params), 1.0f);
   std::vector<double> ms;
+  MPI_Barrier(MPI_COMM_WORLD);
+  const MachineTicks m2 = machine_ticks();
+  const double c2 = cpu_s(), t2 = bench::now_s();
   for (int k = 0; k < 24; ++k) {
     MPI_Barrier(MPI_COMM_WORLD);
     const double a = bench::now_s();
     MPI_Allreduce(MPI_IN_PLACE, buf.data(), static_cast<int>(buf.size()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     if (k >= 3) ms.push_back(1e3 * (bench::now_s() - a));
   }
+  const double bare_wall = bench::now_s() - t2;
+  double bare_cpu = cpu_s() - c2, all_bare_cpu = 0;
+  const MachineTicks m3 = machine_ticks();
+  MPI_Allreduce(&bare_cpu, &all_bare_cpu, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
   std::sort(ms.begin(), ms.end());
   const double bare_ms = P > 1 ? ms[ms.size() / 2] : 0.0;
   // The same bytes through the communicator's own sum (its allreduce_algorithm), the median of 21.
@@ -168,6 +241,26 @@ int main(int argc, char** argv) try {
               << "communicator's allreduce (" << mn::allreduce_algorithm_name(comm->allreduce_algorithm())
               << ") of " << params * 4 / 1e6 << " MB: " << comm_ms << " ms (median of 21)\n"
               << "steps x bare allreduce: " << static_cast<double>(steps) * bare_ms / 1e3 << " s\n";
+    // Cores in use: our ranks' CPU seconds (all threads) per second of the phase, and the machine's
+    // (every process, and the kernel's softirq share) from /proc/stat.
+    const double ncpu = static_cast<double>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+    auto cores = [&](const MachineTicks& a, const MachineTicks& b, double what) {
+      return b.total > a.total ? ncpu * what / (b.total - a.total) : 0.0;
+    };
+    std::cout << "cpu, training: our ranks " << all_train_cpu / secs << " cores, the machine "
+              << cores(m0, m1, m1.busy - m0.busy) << " of " << ncpu << " (softirq " << cores(m0, m1, m1.softirq - m0.softirq)
+              << ")\n"
+              << "cpu, bare allreduces: our ranks " << all_bare_cpu / bare_wall << " cores, the machine "
+              << cores(m2, m3, m3.busy - m2.busy) << " of " << ncpu << " (softirq "
+              << cores(m2, m3, m3.softirq - m2.softirq) << ")\n";
+    if (breakdown) {
+      const double k = 1e3 / static_cast<double>(steps);
+      std::cout << "breakdown (rank 0, ms/step): compute " << compute_s * k << ", wait for the slower rank "
+                << wait_s * k << ", averaging " << comm->mean_grad_seconds() * k << ", optimizer step "
+                << (update_s - comm->mean_grad_seconds()) * k << ", update in all " << update_s * k;
+      if (bare_in_loop) std::cout << ", bare allreduce in the loop " << probe_s * k;
+      std::cout << "\n";
+    }
   }
   return 0;
 } catch (const std::exception& e) {

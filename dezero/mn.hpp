@@ -36,6 +36,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -117,7 +118,9 @@ struct Evaluation {
 ///   (relative error up to 2^-8 per rounding); float16 has 11 bits but overflows past 65504 and
 ///   loses gradients below 2^-24 (6e-8), so it needs gradients of moderate size (loss scaling,
 ///   which is not part of this option, keeps them there). A non-finite gradient stays non-finite.
-///   Integer gradients always travel in their own type.
+///   Integer gradients always travel in their own type, and so do bfloat16 and float16 gradients
+///   (scaled, then summed in float32 with each partial sum rounded back, whatever this option says).
+///   The conversions are dezero/half.hpp's.
 enum class GradWireDtype : std::uint8_t { same, bfloat16, float16 };
 
 /// The name of a GradWireDtype: "same", "bfloat16" or "float16".
@@ -219,7 +222,8 @@ class Communicator {
   void allreduce_persistent(L::Layer& model);
 
   /// The element-wise sum of `t` over the ranks (same shape and dtype on every rank, else every
-  /// rank throws ValueError). A new tensor on t's device; `t` is unchanged.
+  /// rank throws ValueError). A new tensor on t's device; `t` is unchanged. bfloat16 and float16
+  /// are added in float32, each partial sum rounded back to the dtype.
   Tensor allreduce(const Tensor& t);
   /// Rank `root`'s tensor on every rank (a new tensor; on the other ranks `t` may be undefined,
   /// and the result takes root's shape and dtype and t's device, or the CPU). Throws ValueError
@@ -269,8 +273,10 @@ class Communicator {
  private:
   friend std::shared_ptr<Communicator> create_communicator(const std::string&, const CommunicatorOptions&);
   void check_same_everywhere(const std::string& op, const std::vector<std::pair<std::string, Parameter>>& params);
-  // The mean of a group of floating gradients through a 16-bit wire (allreduce_grad_dtype).
-  void mean_half_wire(std::vector<Tensor*>& grads);
+  // The mean of a group of floating gradients through a 16-bit wire (allreduce_grad_dtype, or the
+  // gradients' own 16-bit type), and the sum of 16-bit words it makes.
+  void mean_half_wire(std::vector<Tensor*>& grads, GradWireDtype wire);
+  void sum16(std::uint16_t* buffer, std::int64_t n, GradWireDtype wire, const char* op);
   [[noreturn]] void differ(const std::string& op, const std::string& signature);
 
   std::string name_;
@@ -360,8 +366,28 @@ class MultiNodeOptimizer {
                      const MultiNodeOptimizerOptions& options);
   /// Averages the gradients over the ranks, then updates (see the class comment for the first
   /// update after parameters appear, and MultiNodeOptimizerOptions::double_buffering). Returns
-  /// false when this update changed no parameter (a broadcast, or double buffering's first step).
+  /// false when this update changed no parameter (a broadcast, double buffering's first step, or a
+  /// step that loss scaling skipped).
   bool update();
+
+  /// Loss scaling (Optimizer::loss_scaling) of the wrapped optimizer: turns it on there and returns
+  /// `*this`. Compute the gradients with backward() below. The wrapped optimizer judges the
+  /// gradients after they have been averaged: every rank then holds the same bits (every allreduce
+  /// here gives all ranks the same result), and a gradient that is not finite on one rank makes its
+  /// average not finite on every rank (an inf or a NaN survives the sum), so every rank skips the
+  /// same steps and keeps the same scale. With double buffering an update applies the previous
+  /// step's gradients, which backward() scaled by the scale of that time: when a skipped step has
+  /// halved the scale (or a good run doubled it) since, they are rescaled to the current scale
+  /// (by a power of two: exact) before the wrapped optimizer divides by it.
+  MultiNodeOptimizer& loss_scaling(std::int64_t interval = 1000, std::optional<double> scale = std::nullopt);
+  /// The wrapped optimizer's Optimizer::loss_scale().
+  double loss_scale() const { return actual_->loss_scale(); }
+  /// The wrapped optimizer's Optimizer::last_step_skipped(): whether the last update() of this
+  /// optimizer reached it and it skipped the step (the same on every rank).
+  bool last_step_skipped() const;
+  /// The wrapped optimizer's Optimizer::backward(): loss.backward(options) with the first gradient
+  /// loss_scale(). With overlap the buckets are averaged during it, as during loss.backward().
+  void backward(Variable loss, const BackwardOptions& options = {});
   /// Whether update() works with double buffering (MultiNodeOptimizerOptions).
   bool double_buffering() const;
   bool overlap() const;  ///< Whether update() works with overlap (MultiNodeOptimizerOptions).
@@ -372,11 +398,13 @@ class MultiNodeOptimizer {
   std::vector<std::pair<std::string, Parameter>> named_targets() const;
   bool update_overlapped(const std::vector<std::pair<std::string, Parameter>>& params,
                          std::vector<std::string> initialised);
+  bool update_actual();
   optimizers::Optimizer* actual_;
   std::shared_ptr<Communicator> comm_;
   std::vector<std::string> initialised_;  // keys whose data had been broadcast, sorted
   struct Buffering;                       // double buffering's thread and gradients (optimizer.cpp)
   std::shared_ptr<Buffering> buffering_;  // null without double buffering
+  bool reached_actual_ = false;           // the last update() ran the wrapped optimizer's update()
 };
 
 /// A MultiNodeOptimizer of `actual` on `comm`, by value (ChainerMN's create_multi_node_optimizer).

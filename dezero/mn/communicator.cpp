@@ -81,7 +81,13 @@ std::int64_t memory_cap() {
   return cap;
 }
 
-bool is_dtype_code(std::int64_t code) { return code >= 0 && code <= static_cast<std::int64_t>(DType::Int64); }
+// The last dtype code (dezero/dtype.hpp's DType: float32, float64, int32, int64, bfloat16, float16).
+constexpr DType kLastDtype = DType::Float16;
+
+bool is_dtype_code(std::int64_t code) { return code >= 0 && code <= static_cast<std::int64_t>(kLastDtype); }
+
+// The wire type of a 16-bit dtype (their sums add in float32 and round back, as the wires do).
+GradWireDtype wire_of(DType dtype) { return dtype == bfloat16 ? GradWireDtype::bfloat16 : GradWireDtype::float16; }
 
 // Checks a declared tensor: `nd` axes with extents `dims`, dtype `code`. Returns "" when sound (and
 // its bytes in `bytes`), else what is wrong ("axis count 1000 (at most 12)").
@@ -90,7 +96,7 @@ std::string check_declared(std::int64_t nd, const std::int64_t* dims, std::int64
     return "axis count " + std::to_string(nd) + " (at most " + std::to_string(detail::kMaxAxes) + ")";
   if (!is_dtype_code(code))
     return "dtype code " + std::to_string(code) + " (the dtypes are 0 to " +
-           std::to_string(static_cast<int>(DType::Int64)) + ")";
+           std::to_string(static_cast<int>(kLastDtype)) + ")";
   std::int64_t elements = 1;
   bool overflow = false;
   for (std::int64_t k = 0; k < nd; ++k) {
@@ -241,7 +247,14 @@ Communicator::Communicator(std::string name) : name_(std::move(name)), state_(st
 
 // The ring for float32 and float64 buffers of 64 KiB or more (below that its 2 (N - 1) messages
 // cost more than the bandwidth it saves), MPI_Allreduce otherwise.
+//
+// bfloat16 and float16 buffers are added in float32 and each partial sum rounded back (the 16-bit
+// wires' reduction), by the ring or by MPI_Allreduce on 16-bit words.
 void Communicator::allreduce_host(void* buffer, std::int64_t n, DType dtype, const char* op) {
+  if (is_half(dtype)) {
+    sum16(static_cast<std::uint16_t*>(buffer), n, wire_of(dtype), op);
+    return;
+  }
   const bool floating = dtype == float32 || dtype == float64;
   if (algorithm_ == AllreduceAlgorithm::ring && floating && size_ > 1 &&
       n * static_cast<std::int64_t>(dtype_size(dtype)) >= kRingMinBytes) {
@@ -463,7 +476,7 @@ void Communicator::multi_node_mean_grad(const NamedParams& params, bool zero_fil
                        " are impossible: largest dtype code " + std::to_string(top) + ", smallest dtype code " +
                        std::to_string(bottom) + ", some-rank flag " + std::to_string(a[2]) + ", every-rank flag " +
                        std::to_string(-a[3]) + " (a rank sent a dtype code outside 0 to " +
-                       std::to_string(static_cast<int>(DType::Int64)) + " or a flag outside 0 and 1)" + kPeerHint);
+                       std::to_string(static_cast<int>(kLastDtype)) + " or a flag outside 0 and 1)" + kPeerHint);
     if (!some) continue;  // no rank has a gradient for it
     if (top != bottom)
       throw ValueError(std::string(op) + ": the gradient of " + key + " is " +
@@ -486,7 +499,9 @@ void Communicator::multi_node_mean_grad(const NamedParams& params, bool zero_fil
     std::map<std::pair<int, std::string>, std::vector<Tensor*>> groups;
     for (Tensor* g : grads) groups[{static_cast<int>(g->dtype()), g->device().str()}].push_back(g);
     for (auto& [k, group] : groups) {
-      if (wire_dtype_ != GradWireDtype::same && is_floating(static_cast<DType>(k.first))) mean_half_wire(group);
+      const auto dt = static_cast<DType>(k.first);
+      if (is_half(dt)) mean_half_wire(group, wire_of(dt));  // 16-bit gradients travel in their own type
+      else if (wire_dtype_ != GradWireDtype::same && is_floating(dt)) mean_half_wire(group, wire_dtype_);
       else mean_inplace(group);
     }
   }
@@ -507,17 +522,31 @@ void Communicator::mean_inplace(std::vector<Tensor*>& grads) {
 // wire.cpp (add in float32, round back) sums them, and each gradient is overwritten with the widened
 // sums, in place as mean_inplace scales in place. GPU gradients go through host copies (the NCCL
 // communicator refuses the option at creation).
-void Communicator::mean_half_wire(std::vector<Tensor*>& grads) {
-  const int which = wire_dtype_ == GradWireDtype::bfloat16 ? 0 : 1;
+// n 16-bit words of `wire` at `buffer` summed over the ranks in place (add in float32, round back):
+// the ring for 64 KiB and up when it is the algorithm, else MPI_Allreduce with the wire's MPI_Op.
+void Communicator::sum16(std::uint16_t* buffer, std::int64_t n, GradWireDtype wire, const char* op) {
+  const int which = wire == GradWireDtype::bfloat16 ? 0 : 1;
+  if (algorithm_ == AllreduceAlgorithm::ring && size_ > 1 && n * 2 >= kRingMinBytes) {
+    detail::ring_allreduce(state_->world, buffer, n, which == 0 ? detail::RingSum::bfloat16 : detail::RingSum::float16,
+                           ring_segment_bytes_, op);
+    return;
+  }
   if (state_->wire_sum[which] == MPI_OP_NULL) {
-    DEZERO_MPI_CHECK(MPI_Op_create(detail::wire_sum_function(wire_dtype_), 1, &state_->wire_sum[which]));
+    DEZERO_MPI_CHECK(MPI_Op_create(detail::wire_sum_function(wire), 1, &state_->wire_sum[which]));
     State* st = state_.get();
     st->release.push_back([st, which] { MPI_Op_free(&st->wire_sum[which]); });
   }
+  detail::in_chunks(n, [&](std::int64_t off, int count) {
+    DEZERO_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buffer + off, count, MPI_UINT16_T, state_->wire_sum[which],
+                                   state_->world));
+  });
+}
+
+void Communicator::mean_half_wire(std::vector<Tensor*>& grads, GradWireDtype wire) {
   std::int64_t total = 0;
   for (const Tensor* g : grads) total += g->size();
   wire_buffer_.resize(static_cast<std::size_t>(total));
-  std::uint16_t* wire = wire_buffer_.data();
+  std::uint16_t* words = wire_buffer_.data();
   const double scale = 1.0 / static_cast<double>(size_);
   std::vector<Tensor> host(grads.size());  // float32 host copies of the gradients that are not one
   std::int64_t at = 0;
@@ -526,25 +555,16 @@ void Communicator::mean_half_wire(std::vector<Tensor*>& grads) {
     const bool direct = g.device().is_cpu() && g.dtype() == float32;
     if (!direct) host[i] = g.to(Device::cpu()).astype(float32);
     const float* src = direct ? g.data<float>() : host[i].data<float>();
-    detail::pack16(wire_dtype_, src, static_cast<float>(scale), g.size(), wire + at);
+    detail::pack16(wire, src, static_cast<float>(scale), g.size(), words + at);
     at += g.size();
   }
-  if (algorithm_ == AllreduceAlgorithm::ring && total * 2 >= kRingMinBytes) {
-    detail::ring_allreduce(state_->world, wire, total,
-                           which == 0 ? detail::RingSum::bfloat16 : detail::RingSum::float16, ring_segment_bytes_,
-                           "multi_node_mean_grad");
-  } else {
-    detail::in_chunks(total, [&](std::int64_t off, int count) {
-      DEZERO_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, wire + off, count, MPI_UINT16_T, state_->wire_sum[which],
-                                     state_->world));
-    });
-  }
+  sum16(words, total, wire, "multi_node_mean_grad");
   at = 0;
   for (std::size_t i = 0; i < grads.size(); ++i) {
     Tensor& g = *grads[i];
     const bool direct = g.device().is_cpu() && g.dtype() == float32;
     float* dst = direct ? g.data<float>() : host[i].data<float>();
-    detail::unpack16(wire_dtype_, wire + at, g.size(), dst);
+    detail::unpack16(wire, words + at, g.size(), dst);
     at += g.size();
     if (!direct) copyto(g, host[i].astype(g.dtype()));
   }
@@ -631,7 +651,7 @@ Evaluation Communicator::allreduce_evaluation(const Evaluation& local) {
 // One MPI_Bcast per tensor, through host memory for a GPU tensor.
 void Communicator::bcast_inplace(std::vector<Tensor>& tensors, int root) {
   for (Tensor& t : tensors) {
-    const MPI_Datatype type = detail::mpi_type(t.dtype());
+    const MPI_Datatype type = detail::mpi_transfer_type(t.dtype());
     const std::size_t es = dtype_size(t.dtype());
     if (t.device().is_cpu()) {
       auto* p = static_cast<unsigned char*>(t.raw_data());
@@ -660,6 +680,28 @@ template <class T>
 void scaled_copy(const T* src, T* dst, std::int64_t n, T scale) {
   for (std::int64_t i = 0; i < n; ++i) dst[i] = src[i] * scale;
 }
+
+// The MPI reduction of "flat" on 2 ranks: inout[i] = in[i] / 2 + inout[i] / 2, each half rounded
+// on its own (two statements: no fused multiply-add), which is bit for bit what the pack path makes
+// (each rank's g * 0.5 summed by MPI_SUM; float addition is commutative). For MPI_FLOAT and
+// MPI_DOUBLE.
+template <class T>
+void add_halves(const T* in, T* inout, int n) {
+  for (int i = 0; i < n; ++i) {
+    const T a = in[i] * static_cast<T>(0.5);
+    const T b = inout[i] * static_cast<T>(0.5);
+    inout[i] = a + b;
+  }
+}
+
+void mean_of_two(void* in, void* inout, int* len, MPI_Datatype* type) {
+  if (*type == MPI_DOUBLE) add_halves(static_cast<const double*>(in), static_cast<double*>(inout), *len);
+  else add_halves(static_cast<const float*>(in), static_cast<float*>(inout), *len);
+}
+
+// Gradients from this size up are averaged where they are by "flat" on 2 ranks (smaller ones are
+// packed: one MPI call for all of them).
+constexpr std::int64_t kInPlaceMinBytes = std::int64_t{64} << 10;
 
 class NaiveCommunicator : public Communicator {
  public:
@@ -697,6 +739,15 @@ class NaiveCommunicator : public Communicator {
 // view of its part of the buffer instead of being copied back: one pass over the gradients besides
 // MPI's, as many as "naive" makes to scale. The buffer is reused once no gradient refers to it (the
 // next step's backward made new ones); a gradient that is still held keeps its buffer.
+//
+// On 2 ranks with MPI_Allreduce (allreduce_algorithm mpi: every rank on one machine, by default)
+// there is no pass of our own for the large gradients (64 KiB and up): each is summed where it is by
+// one MPI_Allreduce whose reduction halves both operands (mean_of_two), the same bits as the pack
+// path. Packing had cost as much as a third of MPI's own time per step (W5 on loopback, bench/README.md).
+// A gradient whose memory another tensor shares is first copied into a buffer of the
+// communicator's (kept between steps, as the pack buffer is), so that nothing else changes; every
+// rank makes the same MPI calls either way (the gradients' sizes decide, and they are the same
+// everywhere).
 class FlatCommunicator : public Communicator {
  public:
   FlatCommunicator() : Communicator("flat") {}
@@ -709,26 +760,30 @@ class FlatCommunicator : public Communicator {
       Communicator::mean_inplace(grads);
       return;
     }
-    std::int64_t total = 0;
-    for (const Tensor* g : grads) total += g->size();
-    if (!mean_buffer_.defined() || mean_buffer_.dtype() != dt || mean_buffer_.size() != total ||
-        mean_buffer_.storage().use_count() > 1)
-      mean_buffer_ = Tensor::empty(Shape{total}, dt, Device::cpu(), "multi_node_mean_grad");
-    const double scale = 1.0 / static_cast<double>(size());
-    std::int64_t at = 0;
-    for (const Tensor* g : grads) {
-      if (dt == float32) scaled_copy(static_cast<const float*>(g->raw_data()), mean_buffer_.data<float>() + at,
-                                     g->size(), static_cast<float>(scale));
-      else scaled_copy(static_cast<const double*>(g->raw_data()), mean_buffer_.data<double>() + at, g->size(), scale);
-      at += g->size();
+    std::vector<Tensor*> packed;
+    if (size() == 2 && allreduce_algorithm() == AllreduceAlgorithm::mpi && (dt == float32 || dt == float64)) {
+      std::size_t k = 0;  // the large gradient's index, for its copy buffer
+      for (Tensor* g : grads) {
+        if (static_cast<std::int64_t>(g->nbytes()) < kInPlaceMinBytes) {
+          packed.push_back(g);
+          continue;
+        }
+        if (g->storage().use_count() > 1) {  // not this gradient's alone: sum a copy
+          if (own_.size() <= k) own_.resize(k + 1);
+          Tensor& c = own_[k];
+          if (!c.defined() || c.dtype() != dt || c.shape() != g->shape() || c.storage().use_count() > 1)
+            c = Tensor::empty(g->shape(), dt, Device::cpu(), "multi_node_mean_grad");
+          std::memcpy(c.raw_data(), g->raw_data(), g->nbytes());
+          *g = c;
+          ++k;
+        }
+        sum_halves(g->raw_data(), g->size(), dt);
+      }
+      if (packed.empty()) return;
+    } else {
+      packed = grads;
     }
-    allreduce_host(mean_buffer_.raw_data(), total, dt, "multi_node_mean_grad");
-    at = 0;
-    for (Tensor* g : grads) {
-      Tensor view(mean_buffer_.storage(), mean_buffer_.offset() + at, g->shape(), dt);
-      at += g->size();
-      *g = std::move(view);
-    }
+    pack_and_sum(packed, dt);
   }
 
   void allreduce_sum_inplace(std::vector<Tensor>& tensors) override {
@@ -756,8 +811,49 @@ class FlatCommunicator : public Communicator {
   }
 
  private:
+  // n elements of float32 or float64 at p replaced by their mean over the 2 ranks, in place.
+  void sum_halves(void* p, std::int64_t n, DType dt) {
+    State& st = state();
+    if (st.mean_of_two == MPI_OP_NULL) {
+      DEZERO_MPI_CHECK(MPI_Op_create(&mean_of_two, 1, &st.mean_of_two));
+      State* sp = &st;
+      st.release.push_back([sp] { MPI_Op_free(&sp->mean_of_two); });
+    }
+    const std::size_t es = dtype_size(dt);
+    auto* bytes = static_cast<unsigned char*>(p);
+    detail::in_chunks(n, [&](std::int64_t off, int count) {
+      DEZERO_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, bytes + static_cast<std::size_t>(off) * es, count,
+                                     detail::mpi_type(dt), st.mean_of_two, st.world));
+    });
+  }
+
+  // The gradients scaled into one buffer, summed, and left as views of it (the class comment).
+  void pack_and_sum(std::vector<Tensor*>& grads, DType dt) {
+    std::int64_t total = 0;
+    for (const Tensor* g : grads) total += g->size();
+    if (!mean_buffer_.defined() || mean_buffer_.dtype() != dt || mean_buffer_.size() != total ||
+        mean_buffer_.storage().use_count() > 1)
+      mean_buffer_ = Tensor::empty(Shape{total}, dt, Device::cpu(), "multi_node_mean_grad");
+    const double scale = 1.0 / static_cast<double>(size());
+    std::int64_t at = 0;
+    for (const Tensor* g : grads) {
+      if (dt == float32) scaled_copy(static_cast<const float*>(g->raw_data()), mean_buffer_.data<float>() + at,
+                                     g->size(), static_cast<float>(scale));
+      else scaled_copy(static_cast<const double*>(g->raw_data()), mean_buffer_.data<double>() + at, g->size(), scale);
+      at += g->size();
+    }
+    allreduce_host(mean_buffer_.raw_data(), total, dt, "multi_node_mean_grad");
+    at = 0;
+    for (Tensor* g : grads) {
+      Tensor view(mean_buffer_.storage(), mean_buffer_.offset() + at, g->shape(), dt);
+      at += g->size();
+      *g = std::move(view);
+    }
+  }
+
   detail::HostBuffer buffer_;
-  Tensor mean_buffer_;  // host gradients' means (mean_inplace)
+  Tensor mean_buffer_;       // host gradients' means (pack_and_sum)
+  std::vector<Tensor> own_;  // copies of shared large gradients, summed in place (mean_inplace on 2 ranks)
 };
 
 }  // namespace

@@ -34,6 +34,7 @@ struct Communicator::State {
   MPI_Comm intra = MPI_COMM_NULL;
   std::vector<std::function<void()>> release;  // run once, before the MPI communicators go
   MPI_Op wire_sum[2] = {MPI_OP_NULL, MPI_OP_NULL};  // the 16-bit sums (bfloat16, float16), made on first use
+  MPI_Op mean_of_two = MPI_OP_NULL;  // a / 2 + b / 2 for float and double ("flat" on 2 ranks), made on first use
   bool freed = false;
   void free() noexcept;
   ~State() { free(); }
@@ -49,8 +50,12 @@ void check_mpi(int rc, const char* call, const char* file, int line);
 // include; tests/mn checks that the two agree): the limit on an axis count a peer sends.
 constexpr std::int64_t kMaxAxes = 12;
 
-// The MPI_Datatype of a dtype (float32 -> MPI_FLOAT, ...).
+// The MPI_Datatype of a dtype (float32 -> MPI_FLOAT, ...), for sums: DtypeError for bfloat16 and
+// float16, which MPI cannot add.
 MPI_Datatype mpi_type(DType dtype);
+// The MPI_Datatype that moves a dtype's elements unchanged (broadcasts): mpi_type's, and
+// MPI_UINT16_T for bfloat16 and float16.
+MPI_Datatype mpi_transfer_type(DType dtype);
 
 // dezero::Error naming `op` unless an Environment has initialised MPI and not finalised it.
 void require_mpi(const char* op);

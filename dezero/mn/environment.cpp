@@ -168,6 +168,8 @@ MPI_Datatype mpi_type(DType dtype) {
   throw DtypeError("dezero::mn: no MPI datatype for this dtype");
 }
 
+MPI_Datatype mpi_transfer_type(DType dtype) { return is_half(dtype) ? MPI_UINT16_T : mpi_type(dtype); }
+
 void require_mpi(const char* op) {
   int initialised = 0, finalised = 0;
   MPI_Initialized(&initialised);

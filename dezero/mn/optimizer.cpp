@@ -58,6 +58,7 @@ struct MultiNodeOptimizer::Buffering {
   // Double buffering: the step in flight, then its averages.
   std::vector<std::pair<std::string, Parameter>> shadows;
   bool have_averages = false;  // shadows hold averaged gradients that no update applied yet
+  double shadows_scale = 1.0;  // the loss scale the shadows' gradients were computed with
 
   // Overlap: buckets of parameters (indices into `params`, the canonical order), posted as their
   // gradients become final. Until the first pass with hooks has been seen, `buckets` is empty and
@@ -297,7 +298,26 @@ std::vector<std::pair<std::string, Parameter>> MultiNodeOptimizer::named_targets
   return out;
 }
 
+MultiNodeOptimizer& MultiNodeOptimizer::loss_scaling(std::int64_t interval, std::optional<double> scale) {
+  actual_->loss_scaling(interval, scale);
+  return *this;
+}
+
+bool MultiNodeOptimizer::last_step_skipped() const { return reached_actual_ && actual_->last_step_skipped(); }
+
+void MultiNodeOptimizer::backward(Variable loss, const BackwardOptions& options) {
+  actual_->backward(std::move(loss), options);
+}
+
+// The wrapped optimizer's update() on the averaged gradients: false when loss scaling skipped it.
+bool MultiNodeOptimizer::update_actual() {
+  reached_actual_ = true;
+  actual_->update();
+  return !actual_->last_step_skipped();
+}
+
 bool MultiNodeOptimizer::update() {
+  reached_actual_ = false;
   const auto params = named_targets();
   std::vector<std::string> initialised;
   for (const auto& [key, p] : params)
@@ -314,8 +334,7 @@ bool MultiNodeOptimizer::update() {
   }
   if (!buffering_) {
     comm_->multi_node_mean_grad(params);
-    actual_->update();
-    return true;
+    return update_actual();
   }
 
   // Double buffering. This step's gradients go to the thread in shadow parameters (the same keys,
@@ -324,6 +343,10 @@ bool MultiNodeOptimizer::update() {
   Buffering& b = *buffering_;
   std::vector<std::pair<std::string, Parameter>> previous = std::move(b.shadows);
   const bool apply = b.have_averages && previous.size() == params.size();
+  // Loss scaling: the previous step's gradients carry the scale of their backward(); the wrapped
+  // optimizer divides by today's (the same on every rank), so they are brought to it first.
+  const double scale_now = actual_->loss_scale(), rescale = scale_now / b.shadows_scale;
+  b.shadows_scale = scale_now;  // this step's backward() ran after the last update: with today's scale
   std::vector<std::pair<std::string, Parameter>> shadows;
   shadows.reserve(params.size());
   for (const auto& [key, p] : params) shadows.emplace_back(key, shadow_of(p));
@@ -339,11 +362,11 @@ bool MultiNodeOptimizer::update() {
   for (std::size_t i = 0; i < params.size(); ++i) {
     Parameter p = params[i].second;
     const Parameter& q = previous[i].second;
-    if (q.grad().defined()) p.set_grad(q.grad());
-    else p.cleargrad();
+    if (!q.grad().defined()) p.cleargrad();
+    else if (rescale == 1.0 || !is_floating(q.grad().dtype())) p.set_grad(q.grad());
+    else p.set_grad(Variable(q.grad().data() * rescale));
   }
-  actual_->update();
-  return true;
+  return update_actual();
 }
 
 // Overlap. The buckets whose gradients all became final during backward were posted by the hooks;
@@ -386,8 +409,7 @@ bool MultiNodeOptimizer::update_overlapped(const std::vector<std::pair<std::stri
     b.reset_pass();
     if (broadcast) return false;
     comm_->multi_node_mean_grad(params);
-    actual_->update();
-    return true;
+    return update_actual();
   }
   while (o.next < o.buckets.size()) b.post(o.next++);
   try {
@@ -422,8 +444,7 @@ bool MultiNodeOptimizer::update_overlapped(const std::vector<std::pair<std::stri
     initialised_ = std::move(initialised);
     return false;
   }
-  actual_->update();
-  return true;
+  return update_actual();
 }
 
 }  // namespace dezero::mn

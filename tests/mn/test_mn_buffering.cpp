@@ -10,6 +10,7 @@
 #include <dezero/dezero.hpp>
 #include <dezero/mn.hpp>
 
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -233,4 +234,62 @@ TEST_CASE("mn overlap: a parameter without a gradient on some ranks, changed gra
   backprop(model, x, t);
   CHECK(mopt.update());
   CHECK(same_as_rank0(*comm, model));
+}
+
+// --- loss scaling through the MultiNodeOptimizer (issue 31) -----------------------------------------
+TEST_CASE("mn loss scaling: a non-finite gradient on one rank skips the step on every rank") {
+  // Rank 1 (rank 0 with one process) feeds an inf at step 1: its gradients are not finite, their
+  // averages on every rank neither, so every rank skips that step and halves the scale, and the
+  // parameters stay equal everywhere. With double buffering the skip comes one update later, and the
+  // update after it applies step 2's gradients (scaled by 65536 in backward) at the halved scale:
+  // rescaled, they are the plain mean, as a blocking reference computes it.
+  auto comm = mn::create_communicator("flat");
+  const int P = comm->size(), rank = comm->rank();
+  const Tensor x = random::Generator(5).randn({4 * P, 3}, float64), t = random::Generator(6).randn({4 * P, 2}, float64);
+  for (int mode = 0; mode < 3; ++mode) {  // blocking, overlap, double buffering
+    CAPTURE(mode);
+    Net net;
+    Net reference;
+    copy_weights(net, reference);
+    O::SGD sgd(0.5);
+    sgd.setup(net);
+    mn::MultiNodeOptimizerOptions options;
+    options.overlap = mode == 1;
+    options.double_buffering = mode == 2;
+    mn::MultiNodeOptimizer opt(sgd, comm, options);
+    CHECK(&opt.loss_scaling() == &opt);
+    CHECK(opt.loss_scale() == 65536.0);
+    const int skip_at = mode == 2 ? 2 : 1;  // the update that meets the inf
+    std::vector<bool> changed;
+    for (int step = 0; step < 4; ++step) {
+      Tensor xs = rows(x, 4 * rank, 4).copy();
+      if (step == 1 && rank == P - 1) xs.data<double>()[0] = std::numeric_limits<double>::infinity();
+      if (step == 2 && mode == 2) {  // the reference: step 2's mean gradient from the same weights, blocking
+        copy_weights(net, reference);
+        O::SGD ref_sgd(0.5);
+        ref_sgd.setup(reference);
+        mn::MultiNodeOptimizer ref(ref_sgd, comm);
+        backprop(reference, xs, rows(t, 4 * rank, 4));
+        CHECK(ref.update());
+      }
+      Variable loss = F::mean_squared_error(net(xs), rows(t, 4 * rank, 4));
+      net.cleargrads();
+      opt.backward(loss);
+      const bool did = opt.update();
+      changed.push_back(did);
+      CHECK(opt.last_step_skipped() == (step == skip_at));
+      CHECK(same_as_rank0(*comm, net));
+    }
+    if (mode != 2) {
+      CHECK(changed == std::vector<bool>{true, false, true, true});
+    } else {
+      CHECK(changed == std::vector<bool>{false, true, false, true});
+    }
+    CHECK(opt.loss_scale() == 32768.0);  // halved once, on every rank
+    CHECK(ranks_failing(*comm, opt.loss_scale() == 32768.0) == 0);
+    if (mode == 2) {  // update 3 applied step 2's gradients, scaled by 65536, at the scale 32768
+      auto a = net.params(), b = reference.params();
+      for (std::size_t i = 0; i < a.size(); ++i) CHECK(utils::array_allclose(a[i].data(), b[i].data(), 1e-12, 1e-12));
+    }
+  }
 }

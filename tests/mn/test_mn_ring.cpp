@@ -186,3 +186,68 @@ TEST_CASE("mn ring: a neighbour that sends a segment of the wrong size is an err
   MPI_Barrier(MPI_COMM_WORLD);
   MPI_Comm_free(&comm);
 }
+
+TEST_CASE("mn flat: on 2 ranks large gradients are averaged where they are, bit for bit a / 2 + b / 2") {
+  // "flat" with MPI_Allreduce on 2 ranks sums gradients of 64 KiB and up in place with a reduction
+  // that halves both operands (no pack): the pack path's bits (each rank's g * 0.5, then a + b),
+  // also where (a + b) / 2 would differ: past half of float's range (a + b overflows) and in the
+  // subnormals (halving rounds). A gradient whose memory another tensor shares is not changed.
+  auto comm = mn::create_communicator("flat", {mn::GradWireDtype::same, mn::AllreduceAlgorithm::mpi});
+  const int P = comm->size(), rank = comm->rank();
+  const std::int64_t n = 20000;  // 80 KB of float32, 160 KB of float64
+  auto values = [&](int r, DType dt) {
+    std::vector<double> v(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = value(i, r, false);
+    const double big = dt == float32 ? 3.0e38 : 1.7e308, tiny = dt == float32 ? 1.4e-45 : 4.9e-324;
+    v[0] = big;
+    v[1] = -big;
+    v[2] = tiny * (r + 1);
+    v[3] = -tiny * 3;
+    v[4] = tiny * 5;
+    return v;
+  };
+  for (DType dt : {float32, float64}) {
+    CAPTURE(dtype_name(dt));
+    for (int round = 0; round < 2; ++round) {  // the second reuses the communicator's buffers
+      std::vector<std::pair<std::string, Parameter>> params;
+      Tensor held;  // shares p1's gradient
+      for (int j = 0; j < 3; ++j) {
+        const std::int64_t m = j == 2 ? 5 : n;  // p2 is small: packed
+        std::vector<double> v = values(rank, dt);
+        v.resize(static_cast<std::size_t>(m));
+        Parameter p(zeros(Shape{m}, dt));
+        p.set_grad(Variable(from_blob(v.data(), Shape{m}, float64, dt)));
+        if (j == 1) held = p.grad().data();
+        params.emplace_back("p" + std::to_string(j), p);
+      }
+      const Tensor before = held.copy();
+      comm->multi_node_mean_grad(params);
+      CHECK(utils::array_equal(held, before));
+      for (int j = 0; j < 3; ++j) {
+        const Tensor g = params[static_cast<std::size_t>(j)].second.grad().data();
+        const std::int64_t m = g.size();
+        std::vector<double> a = values(0, dt), b = values(P > 1 ? 1 : 0, dt);
+        bool ok = true;
+        std::int64_t first_bad = -1;
+        for (std::int64_t i = 0; i < m && ok; ++i) {
+          const auto k = static_cast<std::size_t>(i);
+          if (dt == float32) {
+            const float x = static_cast<float>(a[k]) * 0.5f, y = static_cast<float>(b[k]) * 0.5f;
+            const float want = P > 1 ? x + y : static_cast<float>(rank == 0 ? a[k] : b[k]);
+            const float got = g.data<float>()[i];
+            ok = std::memcmp(&want, &got, 4) == 0;
+          } else {
+            const double x = a[k] * 0.5, y = b[k] * 0.5;
+            const double want = P > 1 ? x + y : (rank == 0 ? a[k] : b[k]);
+            const double got = g.data<double>()[i];
+            ok = std::memcmp(&want, &got, 8) == 0;
+          }
+          if (!ok) first_bad = i;
+        }
+        CAPTURE(j);
+        CAPTURE(first_bad);
+        CHECK(ok);
+      }
+    }
+  }
+}

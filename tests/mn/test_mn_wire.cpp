@@ -183,3 +183,70 @@ TEST_CASE("mn wire: allreduce() keeps its type (the wire is for gradients), and 
   CHECK(mn::grad_wire_dtype_from_name("same") == mn::GradWireDtype::same);
   CHECK_THROWS_AS(mn::grad_wire_dtype_from_name("fp16"), ValueError);
 }
+
+TEST_CASE("mn wire: the core's converters (dezero/half.hpp); a float16 NaN keeps the top of its payload") {
+  // wire.cpp converts with the core's functions. Its own portable float16 code made every NaN 0x7E00
+  // (sign kept) where F16C keeps the payload's top 10 bits; now both paths keep them.
+  const float nan = from_bits(0x7FC12345u), neg_nan = from_bits(0xFFA00001u);
+  CHECK(D::float_to_f16(nan) == 0x7E09);                       // 0x7E00 | (0x12345 >> 13 & 0x3FF) | quiet
+  CHECK(D::float_to_f16(neg_nan) == (0xFE00 | (0x200001 >> 13)));  // a signalling NaN comes back quiet
+  CHECK(D::float_to_bf16(nan) == 0x7FC1);
+  CHECK(D::float_to_bf16(neg_nan) == 0xFFE0);
+  std::vector<float> src{nan, neg_nan, 1.0f, -0.0f};
+  std::vector<std::uint16_t> packed(4);
+  D::pack16(mn::GradWireDtype::float16, src.data(), 1.0f, 4, packed.data());
+  CHECK(packed[0] == 0x7E09);
+  CHECK(packed[1] == D::float_to_f16(neg_nan));
+  CHECK(packed[2] == 0x3C00);
+  CHECK(packed[3] == 0x8000);
+  for (int h = 0; h < 65536; ++h) {  // the same bits as the element types' own conversions
+    const auto u = static_cast<std::uint16_t>(h);
+    const float b = D::bf16_to_float(u), f = D::f16_to_float(u);
+    const float b2 = static_cast<float>(bfloat16_t::from_bits(u)), f2 = static_cast<float>(float16_t::from_bits(u));
+    if (std::memcmp(&b, &b2, 4) != 0 || std::memcmp(&f, &f2, 4) != 0) {
+      CAPTURE(h);
+      CHECK(false);
+      break;
+    }
+  }
+}
+
+TEST_CASE("mn wire: bfloat16 and float16 tensors: bcast, bcast_data, allreduce and their gradients' mean") {
+  // Tensors of the 16-bit dtypes travel as their 16 bits (dtype codes 4 and 5 pass the peer checks);
+  // sums add in float32 and round back, gradients travel in their own type whatever the wire option.
+  auto comm = mn::create_communicator("flat");
+  const int P = comm->size(), rank = comm->rank();
+  for (DType dt : {bfloat16, float16}) {
+    CAPTURE(dtype_name(dt));
+    // bcast: rank 0's tensor, shape and dtype, everywhere.
+    Tensor mine = full(Shape{2, 3}, 1.5 + rank, float32).astype(dt);
+    Tensor got = comm->bcast(rank == 0 ? mine : Tensor(), 0);
+    CHECK(got.dtype() == dt);
+    CHECK(utils::array_equal(got.astype(float32), full(Shape{2, 3}, 1.5, float32)));
+    // bcast_data of a 16-bit parameter, and of one only rank 0 has data for.
+    Parameter w(full(Shape{70000}, 0.25 * (rank + 1), float32).astype(dt));
+    Parameter lazy{Tensor()};  // a node without data (a lazy layer's weight before its first pass)
+    if (rank == 0) lazy.set_data(full(Shape{3}, 2.0, float32).astype(dt));
+    comm->bcast_data({{"lazy", lazy}, {"w", w}});
+    CHECK(w.data().dtype() == dt);
+    CHECK(utils::array_equal(w.data().astype(float32), full(Shape{70000}, 0.25, float32)));
+    REQUIRE(lazy.data().defined());
+    CHECK(lazy.data().dtype() == dt);
+    CHECK(utils::array_equal(lazy.data().astype(float32), full(Shape{3}, 2.0, float32)));
+    // allreduce: the sum in the dtype (exact here), small and over 64 KiB.
+    for (std::int64_t n : {5, 70000}) {
+      Tensor s = comm->allreduce(full(Shape{n}, 0.5 * (rank + 1), float32).astype(dt));
+      CHECK(s.dtype() == dt);
+      CHECK(utils::array_equal(s.astype(float32), full(Shape{n}, 0.25 * P * (P + 1), float32)));
+    }
+    // A 16-bit gradient's mean, also under a bfloat16 wire (float16 gradients stay float16).
+    for (auto wire : {mn::GradWireDtype::same, mn::GradWireDtype::bfloat16}) {
+      auto c = mn::create_communicator("flat", {wire});
+      Parameter p(zeros(Shape{70000}, dt));
+      p.set_grad(Variable(full(Shape{70000}, 1.0 + 2.0 * rank, float32).astype(dt)));
+      c->multi_node_mean_grad({{"p", p}});
+      CHECK(p.grad().data().dtype() == dt);
+      CHECK(utils::array_equal(p.grad().data().astype(float32), full(Shape{70000}, static_cast<double>(P), float32)));
+    }
+  }
+}
