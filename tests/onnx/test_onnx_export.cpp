@@ -100,6 +100,12 @@ void check_close(const Tensor& got, const Tensor& want, double tol, const std::s
     case float64: ok = close_data<double>(g, w, tol, where); break;
     case int32: ok = close_data<std::int32_t>(g, w, tol, where); break;
     case int64: ok = close_data<std::int64_t>(g, w, tol, where); break;
+    case bfloat16:  // compared through float32 (exact widening)
+    case float16: {
+      const Tensor w32 = w.astype(float32);
+      ok = close_data<float>(g.astype(float32), w32, tol, where);
+      break;
+    }
   }
   CHECK_MESSAGE(ok, what << ": " << where);
 }
