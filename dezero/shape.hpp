@@ -25,8 +25,8 @@ namespace dezero {
 /// off the heap saves a malloc/free per shape copy (about 40 per training step of
 /// bench/w3_overhead.cpp). Shapes of 5 and more extents (im2col's 6-d views) live on the
 /// heap.
-/// A Shape itself accepts any extents; a tensor of a shape with a negative extent, or with
-/// more elements than int64 can count, is a ShapeError (checked_numel()).
+/// A Shape itself accepts any extents; a tensor of a shape with a negative extent, or whose
+/// non-zero extents multiply past what int64 can count, is a ShapeError (checked_numel()).
 class Shape {
  public:
   /// The member types of `std::vector<std::int64_t>`.
@@ -236,19 +236,26 @@ class Shape {
     return n;
   }
   /// The product of the extents for a shape about to be allocated or adopted: a
-  /// ShapeError naming op and the shape when an extent is negative or the product
-  /// does not fit in int64. One checked multiply per extent.
+  /// ShapeError naming op and the shape when an extent is negative or the product of
+  /// its non-zero extents does not fit in int64. A zero extent makes the size 0 but
+  /// does not excuse the others: (0, 2^62, 2^62) is refused too, so that every partial
+  /// product of a tensor's extents (strides, a reduction's outer and inner sizes) fits
+  /// in int64. One checked multiply per extent.
   std::int64_t checked_numel(const char* op) const {
     std::int64_t n = 1;
-    bool overflow = false;
+    bool overflow = false, zero = false;
     for (auto d : *this) {
       if (d < 0) throw ShapeError(std::string(op) + ": negative dimension in shape " + str());
-      overflow |= __builtin_mul_overflow(n, d, &n);
+      if (d == 0) zero = true;
+      else overflow |= __builtin_mul_overflow(n, d, &n);
     }
-    if (overflow && numel_nonzero())
+    if (overflow)
       throw ShapeError(std::string(op) + ": shape " + str() +
-                       " has more elements than int64 can count; hint: check the extents (a product past 2^63 - 1)");
-    return overflow ? 0 : n;
+                       (zero ? " has extents whose product (the zero extent left out) is more elements than int64 can "
+                               "count; hint: check the extents (a product past 2^63 - 1)"
+                             : " has more elements than int64 can count; hint: check the extents (a product past "
+                               "2^63 - 1)"));
+    return zero ? 0 : n;
   }
   /// checked_numel times elem_size bytes, checked as well: the byte count must fit
   /// in int64 (and so in size_t). A ShapeError naming op otherwise.
@@ -292,11 +299,6 @@ class Shape {
     size_ = o.size_;
     o.cap_ = kInline;
     o.size_ = 0;
-  }
-  bool numel_nonzero() const {  // no zero extent: a zero anywhere makes the product 0
-    for (auto d : *this)
-      if (d == 0) return false;
-    return true;
   }
   void check(size_type i) const {
     if (i >= size_) throw std::out_of_range("Shape::at: index " + std::to_string(i) + " >= size " + std::to_string(size_));

@@ -22,16 +22,6 @@ using namespace dezero;
 
 namespace {
 
-// Values in [-1, 1) that are not exact in bfloat16 or float16 (a fixed generator).
-Tensor filled(const Shape& s, std::uint64_t seed) {
-  std::vector<float> v(static_cast<std::size_t>(s.numel()));
-  for (auto& e : v) {
-    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-    e = float((seed >> 40) & 0xFFFFFF) / float(1 << 23) - 1.0f + 1.0f / 1024;
-  }
-  return array(v, s);
-}
-
 // t rounded to `to` and widened to float64: the values a `to` product multiplies, exactly.
 Tensor r64(const Tensor& t, DType to) { return t.astype(to).astype(float64); }
 
@@ -128,12 +118,12 @@ TEST_CASE("autocast conv: conv2d and deconv2d and both gradients in bfloat16 / f
       CAPTURE(std::string(dtype_name(t)));
       CAPTURE(c.deconv);
       CAPTURE(c.x.str());
-      const Tensor x = filled(c.x, 1), W = filled(c.W, 2), b = filled(Shape{c.W[c.deconv ? 1 : 0]}, 3);
+      const Tensor x = dzt::filled(c.x, 1), W = dzt::filled(c.W, 2), b = dzt::filled(Shape{c.W[c.deconv ? 1 : 0]}, 3);
       // gy: the shape of the product's output, from a float32 run.
       const Shape ys = (c.deconv ? F::deconv2d(Variable(x), Variable(W), Variable(), c.s, c.p)
                                  : F::conv2d(Variable(x), Variable(W), Variable(), c.s, c.p))
                            .shape();
-      const Tensor gy = filled(ys, 4);
+      const Tensor gy = dzt::filled(ys, 4);
       const Grads ref = reference(c.deconv, t, x, W, b, gy, c.s, c.p);
       // The library path (oneDNN's kernel where the CPU has it), then the rounding fallback.
       check_close(run(c.deconv, t, x, W, b, gy, c.s, c.p), ref, 1e-5);
@@ -150,7 +140,7 @@ TEST_CASE("autocast conv: conv2d and deconv2d and both gradients in bfloat16 / f
 }
 
 TEST_CASE("autocast conv: float64 is not rounded, and a second-order gradient keeps the type") {
-  const Tensor x = filled(Shape{2, 3, 6, 6}, 11), W = filled(Shape{4, 3, 3, 3}, 12);
+  const Tensor x = dzt::filled(Shape{2, 3, 6, 6}, 11), W = dzt::filled(Shape{4, 3, 3, 3}, 12);
   Variable x64(x.astype(float64)), W64(W.astype(float64));
   Variable y = F::conv2d(x64, W64, Variable(), 1, 1), y_amp;
   {
@@ -165,16 +155,16 @@ TEST_CASE("autocast conv: float64 is not rounded, and a second-order gradient ke
   Variable loss;
   {
     auto g = autocast(bfloat16);
-    loss = F::sum(F::conv2d(xv, Wv, Variable(), 1, 1) * Variable(filled(Shape{2, 4, 6, 6}, 13)));
+    loss = F::sum(F::conv2d(xv, Wv, Variable(), 1, 1) * Variable(dzt::filled(Shape{2, 4, 6, 6}, 13)));
   }
   loss.backward(true, true);  // create_graph
   Variable gW = Wv.grad();
   Wv.cleargrad();
   xv.cleargrad();
-  Tensor W2 = filled(W.shape(), 14);
+  Tensor W2 = dzt::filled(W.shape(), 14);
   F::sum(gW * Variable(W2)).backward();
   // gW = filter(x, gy), so d/dx sum(gW * W2) = deconv(gy, W2), in bfloat16.
-  Tensor ref = detail::conv2d_backward_data("t", r64(filled(Shape{2, 4, 6, 6}, 13), bfloat16), r64(W2, bfloat16),
+  Tensor ref = detail::conv2d_backward_data("t", r64(dzt::filled(Shape{2, 4, 6, 6}, 13), bfloat16), r64(W2, bfloat16),
                                             Tensor(), 1, 1, Pair(6, 6));
   CHECK(rel_err(xv.grad().data(), ref) < 1e-5);
 }
@@ -188,9 +178,9 @@ TEST_CASE("autocast conv: a small CNN's gradients under bfloat16 / float16 agree
   // products' precision.
   std::vector<std::int64_t> labels(16);
   for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<std::int64_t>(i % 10);
-  const Tensor x = (filled(Shape{16, 1, 12, 12}, 21) + 1.0) * 0.5, t = array(labels, Shape{16});  // [0, 1) images
-  const Tensor W1 = (filled(Shape{8, 1, 3, 3}, 22) + 1.0) * 0.25, b1 = filled(Shape{8}, 23) * 0.1,
-               W2 = filled(Shape{8 * 6 * 6, 10}, 24) * 0.1, b2 = filled(Shape{10}, 25) * 0.1;
+  const Tensor x = (dzt::filled(Shape{16, 1, 12, 12}, 21) + 1.0) * 0.5, t = array(labels, Shape{16});  // [0, 1) images
+  const Tensor W1 = (dzt::filled(Shape{8, 1, 3, 3}, 22) + 1.0) * 0.25, b1 = dzt::filled(Shape{8}, 23) * 0.1,
+               W2 = dzt::filled(Shape{8 * 6 * 6, 10}, 24) * 0.1, b2 = dzt::filled(Shape{10}, 25) * 0.1;
   auto grads = [&](DType type) {
     std::vector<Variable> ps{Variable(W1.copy()), Variable(b1.copy()), Variable(W2.copy()), Variable(b2.copy())};
     auto g = autocast(type);
@@ -218,8 +208,8 @@ TEST_CASE("autocast conv: a small CNN's gradients under bfloat16 / float16 agree
 TEST_CASE("16-bit tensors: conv2d, pooling and batch norm computed in float32, stored in their dtype") {
   for (DType t : {bfloat16, float16}) {
     CAPTURE(std::string(dtype_name(t)));
-    const Tensor x = filled(Shape{2, 3, 8, 8}, 31).astype(t), W = filled(Shape{4, 3, 3, 3}, 32).astype(t),
-                 b = filled(Shape{4}, 33).astype(t);
+    const Tensor x = dzt::filled(Shape{2, 3, 8, 8}, 31).astype(t), W = dzt::filled(Shape{4, 3, 3, 3}, 32).astype(t),
+                 b = dzt::filled(Shape{4}, 33).astype(t);
     // conv2d, forward and backward: the float32 computation of the same values, rounded once
     // (to within one rounding of the type: the sums' order may differ).
     Variable xv(x), Wv(W), bv(b);
@@ -237,7 +227,7 @@ TEST_CASE("16-bit tensors: conv2d, pooling and batch norm computed in float32, s
     CHECK(rel_err(xv.grad().data(), xf.grad().data()) <= 4 * ulp);  // y rounded, then y * y, then the product
     CHECK(rel_err(Wv.grad().data(), Wf.grad().data()) <= 4 * ulp);
     // deconv2d
-    Variable d = F::deconv2d(Variable(x), Variable(filled(Shape{3, 2, 3, 3}, 34).astype(t)), Variable(), 2, 1);
+    Variable d = F::deconv2d(Variable(x), Variable(dzt::filled(Shape{3, 2, 3, 3}, 34).astype(t)), Variable(), 2, 1);
     CHECK(d.dtype() == t);
     // max pooling: exact (a max is one of the values); its gradient too (gy routed, not summed).
     Variable px(x);

@@ -64,16 +64,6 @@ std::vector<float> awkward_values() {
   return v;
 }
 
-// Deterministic values in [-1, 1), not exact in bfloat16.
-Tensor filled(const Shape& s, std::uint64_t seed) {
-  std::vector<float> v(static_cast<std::size_t>(s.numel()));
-  for (auto& e : v) {
-    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-    e = float((seed >> 40) & 0xFFFFFF) / float(1 << 23) - 1.0f + 1.0f / 1024;
-  }
-  return array(v, s);
-}
-
 // One unit in the last place of the type, relative: 2^-7 (bfloat16), 2^-10 (float16).
 double ulp(DType t) { return t == bfloat16 ? 0x1p-7 : 0x1p-10; }
 
@@ -173,7 +163,7 @@ TEST_CASE("cuda half: astype to and from bfloat16 / float16 on the GPU gives the
     const DType other = t == bfloat16 ? float16 : bfloat16;
     CHECK(same_bits(bits(hd.astype(other)), bits(h.astype(other)), other));
     // to the integers (finite values only: C++ leaves inf and NaN undefined there)
-    Tensor fin = (filled(Shape{40}, 3) * 300.0).astype(t);
+    Tensor fin = (dzt::filled(Shape{40}, 3) * 300.0).astype(t);
     CHECK(fin.to(gpu).astype(int64).to_cpu().to_vector<std::int64_t>() == fin.astype(int64).to_vector<std::int64_t>());
     CHECK(fin.to(gpu).astype(int32).to_cpu().to_vector<std::int32_t>() == fin.astype(int32).to_vector<std::int32_t>());
   }
@@ -184,7 +174,7 @@ TEST_CASE("cuda half: element-wise, reduction and shape ops on 16-bit GPU tensor
   const Device gpu = Device::cuda(0);
   for (DType t : {bfloat16, float16}) {
     CAPTURE(std::string(dtype_name(t)));
-    Tensor a = (filled(Shape{6, 35}, 1) * 3.0).astype(t), b = filled(Shape{1, 35}, 2).astype(t);
+    Tensor a = (dzt::filled(Shape{6, 35}, 1) * 3.0).astype(t), b = dzt::filled(Shape{1, 35}, 2).astype(t);
     Tensor ad = a.to(gpu), bd = b.to(gpu);
     std::string at;
     auto same = [&](const char* what, const Tensor& g, const Tensor& c) {
@@ -269,8 +259,8 @@ TEST_CASE("cuda half: under autocast, F::linear / F::matmul forward and backward
   const Device gpu = Device::cuda(0);
   for (DType t : {bfloat16, float16}) {
     CAPTURE(std::string(dtype_name(t)));
-    Tensor x0 = filled(Shape{24, 70}, 11), W0 = filled(Shape{70, 18}, 12), b0 = filled(Shape{18}, 13);
-    Tensor gy = filled(Shape{24, 18}, 14);
+    Tensor x0 = dzt::filled(Shape{24, 70}, 11), W0 = dzt::filled(Shape{70, 18}, 12), b0 = dzt::filled(Shape{18}, 13);
+    Tensor gy = dzt::filled(Shape{24, 18}, 14);
     struct Run {
       Tensor y, gx, gW, gb;
     };
@@ -321,8 +311,8 @@ TEST_CASE("cuda half: matmul_t's mixed-precision product on the GPU, every trans
       CAPTURE(std::string(dtype_name(t)));
       CAPTURE(flags);
       const std::int64_t m = 37, n = 45, k = 70;
-      Tensor a = filled(ta ? Shape{k, m} : Shape{m, k}, 1 + flags), b = filled(tb ? Shape{n, k} : Shape{k, n}, 7);
-      Tensor row = filled(Shape{n}, 3), col = filled(Shape{m, 1}, 5);
+      Tensor a = dzt::filled(ta ? Shape{k, m} : Shape{m, k}, 1 + flags), b = dzt::filled(tb ? Shape{n, k} : Shape{k, n}, 7);
+      Tensor row = dzt::filled(Shape{n}, 3), col = dzt::filled(Shape{m, 1}, 5);
       Tensor ad = a.to(gpu), bd = b.to(gpu);
       CHECK(rel_diff(detail::matmul_t(ad, bd, ta, tb, row.to(gpu), t), detail::matmul_t(a, b, ta, tb, row, t)) < 1e-5);
       CHECK(rel_diff(detail::matmul_t(ad, bd, ta, tb, col.to(gpu), t), detail::matmul_t(a, b, ta, tb, col, t)) < 1e-5);
@@ -330,8 +320,8 @@ TEST_CASE("cuda half: matmul_t's mixed-precision product on the GPU, every trans
     }
     // The backend answers true: cuBLAS ran it (not the caller's rounding fallback), C += A B + bias.
     const std::int64_t m = 5, n = 9, k = 16;
-    Tensor a = filled(Shape{m, k}, 31).to(gpu), b = filled(Shape{k, n}, 32).to(gpu), bias = filled(Shape{n}, 33).to(gpu);
-    Tensor c0 = filled(Shape{m, n}, 34);
+    Tensor a = dzt::filled(Shape{m, k}, 31).to(gpu), b = dzt::filled(Shape{k, n}, 32).to(gpu), bias = dzt::filled(Shape{n}, 33).to(gpu);
+    Tensor c0 = dzt::filled(Shape{m, n}, 34);
     Tensor c = c0.copy().to(gpu);
     detail::Backend& be = detail::backend_for(gpu);
     using Op = detail::Backend::LowpOperand;
@@ -367,8 +357,8 @@ TEST_CASE("cuda half: under autocast, F::conv2d forward and backward on the GPU 
   const Device gpu = Device::cuda(0);
   for (DType t : {bfloat16, float16}) {
     CAPTURE(std::string(dtype_name(t)));
-    Tensor x0 = filled(Shape{2, 3, 9, 9}, 21), W0 = filled(Shape{4, 3, 3, 3}, 22), b0 = filled(Shape{4}, 23);
-    Tensor gy = filled(Shape{2, 4, 5, 5}, 24);
+    Tensor x0 = dzt::filled(Shape{2, 3, 9, 9}, 21), W0 = dzt::filled(Shape{4, 3, 3, 3}, 22), b0 = dzt::filled(Shape{4}, 23);
+    Tensor gy = dzt::filled(Shape{2, 4, 5, 5}, 24);
     struct Run {
       Tensor y, gx, gW, gb;
     };
@@ -401,8 +391,8 @@ TEST_CASE("cuda half: CudaBackend's convolutions with a 16-bit compute type matc
   detail::ConvGeom g;
   g.n = 2, g.c = 3, g.h = g.w = 9, g.oc = 8, g.kh = g.kw = 3, g.sh = g.sw = 2, g.ph = g.pw = 1;
   g.oh = g.ow = 5;
-  Tensor x = filled(Shape{g.n, g.c, g.h, g.w}, 41), W = filled(Shape{g.oc, g.c, g.kh, g.kw}, 42);
-  Tensor b = filled(Shape{g.oc}, 43), gy = filled(Shape{g.n, g.oc, g.oh, g.ow}, 44);
+  Tensor x = dzt::filled(Shape{g.n, g.c, g.h, g.w}, 41), W = dzt::filled(Shape{g.oc, g.c, g.kh, g.kw}, 42);
+  Tensor b = dzt::filled(Shape{g.oc}, 43), gy = dzt::filled(Shape{g.n, g.oc, g.oh, g.ow}, 44);
   Tensor xd = x.to(gpu), Wd = W.to(gpu), bd = b.to(gpu), gyd = gy.to(gpu);
   detail::Backend& be = detail::backend_for(gpu);
   for (DType t : {bfloat16, float16}) {
@@ -460,11 +450,11 @@ TEST_CASE("cuda half: CudaBackend's convolutions with a 16-bit compute type matc
 TEST_CASE("cuda half: loss scaling on a GPU model skips a step with an inf gradient and halves the scale") {
   if (skip_without_gpu()) return;
   const Device gpu = Device::cuda(0);
-  Parameter W(filled(Shape{3, 2}, 51).to(gpu));
+  Parameter W(dzt::filled(Shape{3, 2}, 51).to(gpu));
   optimizers::SGD opt(0.5);
   opt.setup(std::vector<Parameter>{W}).loss_scaling(2);
   const Tensor w0 = W.data().to_cpu().copy();
-  Tensor x = filled(Shape{2, 3}, 52);
+  Tensor x = dzt::filled(Shape{2, 3}, 52);
   Tensor bad = x.copy();
   bad.data<float>()[0] = std::numeric_limits<float>::infinity();
   opt.backward(F::sum(F::matmul(Variable(bad.to(gpu)), W)));
@@ -492,8 +482,8 @@ TEST_CASE("cuda half: loss scaling on a GPU model skips a step with an inf gradi
 TEST_CASE("cuda half: float16 gradients on the GPU underflow without loss scaling and survive with it") {
   if (skip_without_gpu()) return;
   const Device gpu = Device::cuda(0);
-  Variable x(filled(Shape{4, 8}, 61).to(gpu));
-  const Tensor W0 = filled(Shape{8, 3}, 62);
+  Variable x(dzt::filled(Shape{4, 8}, 61).to(gpu));
+  const Tensor W0 = dzt::filled(Shape{8, 3}, 62);
   // every element of gy is 1e-8, below float16's smallest subnormal: W's float16 gradient is 0
   auto loss_of = [&](const Parameter& W) {
     auto g = autocast(float16);

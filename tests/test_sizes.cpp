@@ -35,8 +35,14 @@ std::string labels_idx() { return std::string("\x00\x00\x08\x01\x00\x00\x00\x01\
 TEST_CASE("sizes: Shape::checked_numel and checked_nbytes") {
   CHECK(Shape{2, 3}.checked_numel("t") == 6);
   CHECK(Shape{}.checked_numel("t") == 1);
-  CHECK(Shape{0, 1LL << 62, 1LL << 62}.checked_numel("t") == 0);  // a zero extent: no overflow
-  CHECK(Shape{1LL << 62, 1LL << 62, 0}.checked_numel("t") == 0);
+  CHECK(Shape{0, 1LL << 61, 2}.checked_numel("t") == 0);  // a zero extent, the others within int64
+  CHECK(Shape{3, 0, 5}.checked_numel("t") == 0);
+  // A zero extent does not excuse the others: every partial product (strides, a reduction's
+  // outer size) must fit in int64, so (0, 2^62, 2^62) is refused, in either order.
+  CHECK_MSG(thrown<ShapeError>([] { Shape{0, 1LL << 62, 1LL << 62}.checked_numel("op"); }),
+            "op: shape (0, 4611686018427387904, 4611686018427387904)", "the zero extent left out", "hint");
+  CHECK_MSG(thrown<ShapeError>([] { Shape{1LL << 62, 1LL << 62, 0}.checked_numel("op"); }), "op: shape ",
+            "int64 can count");
   CHECK(Shape{2, 3}.checked_nbytes("t", 8) == 48);
   CHECK_MSG(thrown<ShapeError>([] { kBig.checked_numel("op"); }), "op: shape ", kBigStr, "more elements than int64",
             "hint");
@@ -61,6 +67,10 @@ TEST_CASE("sizes: creators refuse shapes whose size overflows") {
     CHECK_MSG(thrown<ShapeError>([&] { random::randint(0, 3, kBig, int64, dev); }), "random::randint: shape ",
               kBigStr);
     CHECK_MSG(thrown<ShapeError>([&] { zeros(Shape{2, -3}, float32, dev); }), "negative dimension", "(2, -3)");
+    // No elements, but extents whose product wraps: refused (fuzz_idx found the unchecked product).
+    CHECK_MSG(thrown<ShapeError>([&] { Tensor::empty(Shape{4294967295LL, 4294967295LL, 0}, int32, dev); }),
+              "empty: shape (4294967295, 4294967295, 0)", "zero extent left out");
+    CHECK(zeros(Shape{0, 1LL << 40, 1LL << 20}, float32, dev).size() == 0);  // within int64: a valid empty tensor
   });
 }
 
@@ -77,6 +87,17 @@ TEST_CASE("sizes: reshape and broadcasting to an overflowing shape") {
               "add: shape ", kBigStr);
     CHECK_MSG(thrown<ShapeError>([&] { F::broadcast_to(Variable(a), kBig); }), "broadcast_to", kBigStr);
   });
+}
+
+TEST_CASE("sizes: an IDX header with a zero extent beside extents whose product wraps is an IOError") {
+  // fuzz_idx's find (tests/fuzz/regressions/idx): dims (2^32 - 1, 2^32 - 1, 0) and no data.
+  dzt::TempDir dir;
+  const auto path = dir.path / "zero-idx3-ubyte";
+  dzt::write_bytes(path, std::string("\x00\x00\x08\x03", 4) + std::string(8, '\xff') + std::string(4, '\0'));
+  const std::string where = path.string();
+  const std::string e = thrown<IOError>([&] { datasets::read_idx(where); });
+  CHECK_MSG(e, "read_idx: ", where.c_str(), "(4294967295, 4294967295, 0) claim 0 elements, but its other extents multiply past 2^63");
+  CHECK_FALSE(dzt::has(e, "set_max_idx_elements"));  // no cap would let it through
 }
 
 TEST_CASE("sizes: an IDX header whose size wraps is an IOError naming the file and its dims") {

@@ -94,9 +94,15 @@ Tensor read_idx(const std::string& path) {
   for (int d = 0; d < ndim; ++d) shape.push_back(big_endian(dims_raw.data() + 4 * d));
   // The declared size is checked against the cap before anything is read or allocated (a
   // small gzip can declare, and inflate to, gigabytes); each multiplication is checked first.
-  std::uint64_t total = 1;
-  bool overflow = false;
-  for (auto d : shape) overflow = overflow || __builtin_mul_overflow(total, static_cast<std::uint64_t>(d), &total);
+  // A zero extent makes the size 0, but the other extents must still multiply within int64
+  // (Shape::checked_numel's rule for any tensor).
+  std::int64_t nonzero = 1;
+  bool overflow = false, zero = false;
+  for (auto d : shape) {
+    if (d == 0) zero = true;
+    else overflow = overflow || __builtin_mul_overflow(nonzero, d, &nonzero);
+  }
+  const std::uint64_t total = zero ? 0 : static_cast<std::uint64_t>(nonzero);
   const std::int64_t cap = get_max_idx_elements();
   if (overflow || total > static_cast<std::uint64_t>(cap)) {
     // How much data there really is, counted up to 64 MiB (nothing is kept).
@@ -107,10 +113,12 @@ Tensor read_idx(const std::string& path) {
     std::string size_note;
     if (present <= kCount && (overflow || present < total))
       size_note = "; that does not match the file size (" + std::to_string(present) + " bytes after the header)";
-    throw IOError("read_idx: " + path + " has a corrupt or hostile header: its dims " + shape.str() + " claim " +
-                  (overflow ? std::string("more than 2^64") : std::to_string(total)) +
-                  " elements, more than the cap of " + std::to_string(cap) +
-                  " (datasets::set_max_idx_elements raises it)" + size_note +
+    const std::string claim =
+        !overflow ? std::to_string(total) + " elements, more than the cap of " + std::to_string(cap) +
+                        " (datasets::set_max_idx_elements raises the cap)" + size_note
+        : zero    ? std::string("0 elements, but its other extents multiply past 2^63, which no tensor may have")
+                  : "more than 2^63 elements, more than the cap of " + std::to_string(cap) + size_note;
+    throw IOError("read_idx: " + path + " has a corrupt or hostile header: its dims " + shape.str() + " claim " + claim +
                   "; hint: delete the file so that it is downloaded again");
   }
   // The bytes are read by chunks (the data must really be there), then converted.

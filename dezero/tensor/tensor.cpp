@@ -251,22 +251,24 @@ Tensor Tensor::reshape(const Shape& shape) const {
   detail::check_defined("reshape", *this);
   Shape s = shape;
   int infer = -1;
-  std::int64_t known = 1;
+  std::int64_t known = 1;  // the product of the known non-zero extents
+  bool known_zero = false;
   for (int i = 0; i < s.ndim(); ++i) {
     if (s[i] == -1) {
       if (infer >= 0) throw ShapeError("reshape: can only specify one unknown dimension, got " + shape.str());
       infer = i;
     } else if (s[i] < 0) {
       throw ShapeError("reshape: negative dimension in " + shape.str());
-    } else if (__builtin_mul_overflow(known, s[i], &known)) {
-      if (std::find(s.begin(), s.end(), 0) == s.end())  // a zero extent makes the product 0
-        throw ShapeError("reshape: shape " + shape.str() +
-                         " has more elements than int64 can count; hint: check the extents (a product past 2^63 - 1)");
-      known = 0;
+    } else if (s[i] != 0 && __builtin_mul_overflow(known, s[i], &known)) {
+      // Refused even beside a zero extent, as Shape::checked_numel does.
+      throw ShapeError("reshape: shape " + shape.str() +
+                       " has more elements than int64 can count; hint: check the extents (a product past 2^63 - 1)");
+    } else if (s[i] == 0) {
+      known_zero = true;
     }
   }
   if (infer >= 0) {
-    if (known == 0 || size() % known != 0)
+    if (known_zero || size() % known != 0)
       throw ShapeError("reshape: cannot reshape array of size " + std::to_string(size()) + " (shape " + shape_.str() +
                        ") into shape " + shape.str());
     s[infer] = size() / known;

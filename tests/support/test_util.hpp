@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <dezero/dezero.hpp>
 #include <filesystem>
@@ -57,6 +58,17 @@ inline bool skip_without_gpu() {
 // Host values of a tensor or variable, as doubles.
 inline std::vector<double> vals(const dezero::Tensor& t) { return t.to_vector<double>(); }
 inline std::vector<double> vals(const dezero::Variable& v) { return v.data().to_vector<double>(); }
+
+// A float32 tensor of shape s with deterministic values in [-1, 1) that are not exact in
+// bfloat16 or float16 (a fixed linear congruential generator started at seed).
+inline dezero::Tensor filled(const dezero::Shape& s, std::uint64_t seed) {
+  std::vector<float> v(static_cast<std::size_t>(s.numel()));
+  for (auto& e : v) {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    e = float((seed >> 40) & 0xFFFFFF) / float(1 << 23) - 1.0f + 1.0f / 1024;
+  }
+  return dezero::array(v, s);
+}
 
 inline bool allclose(const dezero::Tensor& a, const dezero::Tensor& b, double rtol = 1e-4, double atol = 1e-5) {
   return dezero::utils::array_allclose(a, b, rtol, atol);
