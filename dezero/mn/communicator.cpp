@@ -744,6 +744,9 @@ class NaiveCommunicator : public Communicator {
 // there is no pass of our own for the large gradients (64 KiB and up): each is summed where it is by
 // one MPI_Allreduce whose reduction halves both operands (mean_of_two), the same bits as the pack
 // path. Packing had cost as much as a third of MPI's own time per step (W5 on loopback, bench/README.md).
+// With the ring (allreduce_algorithm ring: ranks on two machines, by default) all the gradients of a
+// 2-rank job, large and small, are exchanged whole instead, also where they are (detail::pair_mean,
+// ring.cpp): one phase and one round trip, the same bytes, the same bits.
 // A gradient whose memory another tensor shares is first copied into a buffer of the
 // communicator's (kept between steps, as the pack buffer is), so that nothing else changes; every
 // rank makes the same MPI calls either way (the gradients' sizes decide, and they are the same
@@ -761,10 +764,14 @@ class FlatCommunicator : public Communicator {
       return;
     }
     std::vector<Tensor*> packed;
-    if (size() == 2 && allreduce_algorithm() == AllreduceAlgorithm::mpi && (dt == float32 || dt == float64)) {
+    const bool mpi = allreduce_algorithm() == AllreduceAlgorithm::mpi;
+    if (size() == 2 && (mpi || allreduce_algorithm() == AllreduceAlgorithm::ring) && (dt == float32 || dt == float64)) {
+      std::vector<std::pair<void*, std::int64_t>> spans;  // ring: the large gradients, exchanged at once
       std::size_t k = 0;  // the large gradient's index, for its copy buffer
       for (Tensor* g : grads) {
-        if (static_cast<std::int64_t>(g->nbytes()) < kInPlaceMinBytes) {
+        // MPI_Allreduce: one call per large gradient, the small ones packed into one more. The
+        // exchange: every gradient in the one exchange (no call of its own, so no round trip either).
+        if (mpi && static_cast<std::int64_t>(g->nbytes()) < kInPlaceMinBytes) {
           packed.push_back(g);
           continue;
         }
@@ -777,8 +784,12 @@ class FlatCommunicator : public Communicator {
           *g = c;
           ++k;
         }
-        sum_halves(g->raw_data(), g->size(), dt);
+        if (mpi) sum_halves(g->raw_data(), g->size(), dt);
+        else spans.emplace_back(g->raw_data(), g->size());
       }
+      if (!spans.empty())
+        detail::pair_mean(state().world, spans, dt == float32 ? detail::RingSum::float32 : detail::RingSum::float64,
+                          ring_segment_bytes(), scratch_, "multi_node_mean_grad");
       if (packed.empty()) return;
     } else {
       packed = grads;
@@ -854,6 +865,7 @@ class FlatCommunicator : public Communicator {
   detail::HostBuffer buffer_;
   Tensor mean_buffer_;       // host gradients' means (pack_and_sum)
   std::vector<Tensor> own_;  // copies of shared large gradients, summed in place (mean_inplace on 2 ranks)
+  std::vector<unsigned char> scratch_;  // the peer's segments (pair_mean, 2 ranks with the ring)
 };
 
 }  // namespace

@@ -88,6 +88,15 @@ enum class RingSum { float32, float64, bfloat16, float16 };
 void ring_allreduce(MPI_Comm comm, void* buffer, std::int64_t n, RingSum kind, std::int64_t segment_bytes,
                     const char* op);
 
+// The mean over exactly 2 ranks of float32 or float64 buffers, in place (the flat communicator's
+// large host gradients, allreduce_algorithm ring): each rank sends every buffer whole to the other,
+// in segments of `segment_bytes` posted at once, and as each of the peer's segments arrives (into
+// `scratch`, kept by the caller between calls) computes in * 0.5 + own * 0.5 where it is: the same
+// bytes on each link as the ring (S each way for 2 ranks) in one phase instead of two, no pack,
+// and the pack path's bits on both ranks. A segment of the wrong size is a ValueError naming `op`.
+void pair_mean(MPI_Comm comm, const std::vector<std::pair<void*, std::int64_t>>& spans, RingSum kind,
+               std::int64_t segment_bytes, std::vector<unsigned char>& scratch, const char* op);
+
 // MPI counts are ints: calls `fn(offset, count)` over [0, n) in pieces of at most 2^30 elements.
 void in_chunks(std::int64_t n, const std::function<void(std::int64_t, int)>& fn);
 

@@ -190,4 +190,82 @@ void ring_allreduce(MPI_Comm comm, void* buffer, std::int64_t n, RingSum kind, s
   }
 }
 
+// --- 2 ranks: one exchange ---------------------------------------------------------------------------
+// For 2 ranks the ring's two phases (send half, add, send the sum back) move the same bytes as
+// sending everything once; the exchange needs no second phase, so no segment waits for an addition
+// on the other rank, and it works on the gradients where they are (the pack's scaled copy is
+// gone). Every rank computes peer * 0.5 + own * 0.5 for every element: float addition commutes, so
+// both ranks hold the same bits, and they are the pack path's (each rank's g * 0.5, then a + b).
+namespace {
+constexpr int kPairTag = 0x5041;  // 'PA'
+
+template <class T>
+void mean_into(const unsigned char* in, unsigned char* own, std::int64_t count) {
+  const auto* a = reinterpret_cast<const T*>(in);
+  auto* b = reinterpret_cast<T*>(own);
+  for (std::int64_t i = 0; i < count; ++i) {
+    const T x = a[i] * static_cast<T>(0.5);
+    const T y = b[i] * static_cast<T>(0.5);
+    b[i] = x + y;
+  }
+}
+}  // namespace
+
+void pair_mean(MPI_Comm comm, const std::vector<std::pair<void*, std::int64_t>>& spans, RingSum kind,
+               std::int64_t segment_bytes, std::vector<unsigned char>& scratch, const char* op) {
+  int rank = 0, size = 1;
+  DEZERO_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  DEZERO_MPI_CHECK(MPI_Comm_size(comm, &size));
+  if (size != 2 || (kind != RingSum::float32 && kind != RingSum::float64))
+    throw ValueError(std::string(op) + ": pair_mean needs 2 ranks and float32 or float64, got " +
+                     std::to_string(size) + " ranks");
+  const std::int64_t es = static_cast<std::int64_t>(element_size(kind));
+  const std::int64_t seg = std::clamp<std::int64_t>(segment_bytes / es, 1, (std::int64_t{1} << 30) / es);
+  const int peer = 1 - rank;
+  // The segments in order: (span, first element, elements), and where each lands in scratch.
+  struct Segment {
+    unsigned char* own;
+    std::int64_t count;
+    std::size_t at;  // byte offset in scratch
+  };
+  std::vector<Segment> segs;
+  std::size_t total = 0;
+  for (const auto& [p, n] : spans)
+    for (std::int64_t k = 0; k < n; k += seg) {
+      const std::int64_t c = std::min(seg, n - k);
+      segs.push_back({static_cast<unsigned char*>(p) + static_cast<std::size_t>(k * es), c, total});
+      total += static_cast<std::size_t>(c * es);
+    }
+  if (segs.empty()) return;
+  if (scratch.size() < total) scratch.resize(total);
+  Outstanding pending;
+  std::vector<MPI_Request> recvs(segs.size(), MPI_REQUEST_NULL), sends(segs.size(), MPI_REQUEST_NULL);
+  try {
+    for (std::size_t i = 0; i < segs.size(); ++i)
+      DEZERO_MPI_CHECK(MPI_Irecv(scratch.data() + segs[i].at, static_cast<int>(segs[i].count * es), MPI_BYTE, peer,
+                                 kPairTag, comm, &recvs[i]));
+    for (std::size_t i = 0; i < segs.size(); ++i)
+      DEZERO_MPI_CHECK(MPI_Isend(segs[i].own, static_cast<int>(segs[i].count * es), MPI_BYTE, peer, kPairTag, comm,
+                                 &sends[i]));
+    for (std::size_t i = 0; i < segs.size(); ++i) {
+      MPI_Status status;
+      wait_for(&recvs[i], &status);
+      int got = -1;
+      DEZERO_MPI_CHECK(MPI_Get_count(&status, MPI_BYTE, &got));
+      if (got != segs[i].count * es)
+        throw ValueError(std::string(op) + ": rank " + std::to_string(peer) + " sent " + std::to_string(got) +
+                         " bytes of segment " + std::to_string(i) + ", where rank " + std::to_string(rank) +
+                         " expects " + std::to_string(segs[i].count * es) + " (" + std::to_string(total) +
+                         " bytes in all); hint: every rank must average gradients of the same sizes in the same order");
+      wait_for(&sends[i], MPI_STATUS_IGNORE);  // the peer has (or MPI holds) this segment: it may change now
+      if (kind == RingSum::float32) mean_into<float>(scratch.data() + segs[i].at, segs[i].own, segs[i].count);
+      else mean_into<double>(scratch.data() + segs[i].at, segs[i].own, segs[i].count);
+    }
+  } catch (...) {
+    pending.recvs = recvs;
+    pending.sends = sends;
+    throw;
+  }
+}
+
 }  // namespace dezero::mn::detail

@@ -188,12 +188,18 @@ TEST_CASE("mn ring: a neighbour that sends a segment of the wrong size is an err
 }
 
 TEST_CASE("mn flat: on 2 ranks large gradients are averaged where they are, bit for bit a / 2 + b / 2") {
-  // "flat" with MPI_Allreduce on 2 ranks sums gradients of 64 KiB and up in place with a reduction
-  // that halves both operands (no pack): the pack path's bits (each rank's g * 0.5, then a + b),
-  // also where (a + b) / 2 would differ: past half of float's range (a + b overflows) and in the
-  // subnormals (halving rounds). A gradient whose memory another tensor shares is not changed.
-  auto comm = mn::create_communicator("flat", {mn::GradWireDtype::same, mn::AllreduceAlgorithm::mpi});
+  // "flat" on 2 ranks averages gradients of 64 KiB and up where they are (no pack): with
+  // MPI_Allreduce by a reduction that halves both operands, with the ring by one exchange of the
+  // whole gradients (pair_mean; small segments, so that a gradient spans many). Either way the pack
+  // path's bits (each rank's g * 0.5, then a + b), also where (a + b) / 2 would differ: past half of
+  // float's range (a + b overflows) and in the subnormals (halving rounds). A gradient whose memory
+  // another tensor shares is not changed.
+  for (auto algorithm : {mn::AllreduceAlgorithm::mpi, mn::AllreduceAlgorithm::ring}) {
+  const std::string algorithm_name = mn::allreduce_algorithm_name(algorithm);
+  CAPTURE(algorithm_name);
+  auto comm = mn::create_communicator("flat", {mn::GradWireDtype::same, algorithm, 3000});
   const int P = comm->size(), rank = comm->rank();
+  if (P > 2) return;  // (mn_ring_np3: the 2-rank paths only)
   const std::int64_t n = 20000;  // 80 KB of float32, 160 KB of float64
   auto values = [&](int r, DType dt) {
     std::vector<double> v(static_cast<std::size_t>(n));
@@ -250,4 +256,29 @@ TEST_CASE("mn flat: on 2 ranks large gradients are averaged where they are, bit 
       }
     }
   }
+  }
+}
+
+TEST_CASE("mn flat: pair_mean refuses a peer's segment of the wrong size, on both ranks, without a hang") {
+  const int size = world_size(), rank = world_rank();
+  if (size != 2) return;
+  MPI_Comm comm;
+  REQUIRE(MPI_Comm_dup(MPI_COMM_WORLD, &comm) == MPI_SUCCESS);
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  // Rank 1 averages 999 elements where rank 0 averages 1000, in segments of 500: rank 0's second
+  // segment gets 1996 bytes where it expects 2000 (a ValueError naming the sizes); rank 1 receives
+  // 2000 bytes into 1996 (MPI's truncation error).
+  const std::int64_t n = rank == 1 ? 999 : 1000;
+  std::vector<float> b(static_cast<std::size_t>(n), 1.0f);
+  std::vector<unsigned char> scratch;
+  const std::vector<std::pair<void*, std::int64_t>> spans{{b.data(), n}};
+  if (rank == 0) {
+    CHECK_THROWS_WITH_AS(mn::detail::pair_mean(comm, spans, RingSum::float32, 2000, scratch, "forged"),
+                         doctest::Contains("forged: rank 1 sent 1996 bytes of segment 1, where rank 0 expects 2000"),
+                         ValueError);
+  } else {
+    CHECK_THROWS_AS(mn::detail::pair_mean(comm, spans, RingSum::float32, 2000, scratch, "forged"), Error);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Comm_free(&comm);
 }
