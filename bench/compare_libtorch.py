@@ -3,11 +3,14 @@
 
 Runs ours and LibTorch's alternately (ours, theirs, ours, theirs, ...) so that both see
 the same machine load, --pairs times per workload, with OMP_NUM_THREADS=--threads for
-both and OPENBLAS_CORETYPE=SkylakeX (OpenBLAS's AVX-512 kernels; Debian's LibTorch
-computes its GEMMs through libblas.so.3 = libopenblas0-openmp). Prints each run, the
-ratio LibTorch / ours of every pair (> 1: ours is faster) and the median ratio.
+both, both at the instruction-set level --isa (default: the best this CPU has; bench/cpu_isa.py:
+ours through DEZERO_CPU_ISA, LibTorch through OPENBLAS_CORETYPE = SkylakeX, Haswell or Nehalem,
+ATEN_CPU_CAPABILITY and ONEDNN_MAX_CPU_ISA; Debian's LibTorch computes its GEMMs through
+libblas.so.3 = libopenblas0-openmp). Prints the CPU, each run, the ratio LibTorch / ours of
+every pair (> 1: ours is faster) and the median ratio.
 
   python3 bench/compare_libtorch.py [--build build] [--pairs 3] [--threads 2] [--only w1,w2,w3]
+                                    [--isa sse4|avx2|avx512|avx512_bf16|amx]
                                     [--data DIR]   (Fashion-MNIST for W1 and W2)
   python3 bench/compare_libtorch.py --only w1,w1adam   (w1adam: W1 with --optimizer adam
                                     --weight-decay 1e-4 on both sides)
@@ -31,6 +34,9 @@ import re
 import statistics
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cpu_isa  # noqa: E402
 
 # workload: (our program, LibTorch's program, regex of the figure, unit, arguments of both)
 WORKLOADS = {
@@ -65,8 +71,12 @@ def main():
     ap.add_argument("--dataset", choices=["fashion-mnist", "synthetic"], default="fashion-mnist",
                     help="W1's images: Fashion-MNIST (what a user trains on) or synthetic (random labels)")
     ap.add_argument("--flush-denormal", action="store_true", help="LibTorch twin of W1: setFlushDenormal(true)")
+    ap.add_argument("--isa", default=cpu_isa.best_level(), help="instruction-set level of both sides")
     a = ap.parse_args()
-    env = dict(os.environ, OMP_NUM_THREADS=str(a.threads), OPENBLAS_CORETYPE="SkylakeX")
+    level = cpu_isa.check_level(a.isa)
+    base = dict(os.environ, OMP_NUM_THREADS=str(a.threads))
+    envs = {"ours": cpu_isa.ours_env(level, base), "theirs": cpu_isa.rival_env(level, base)}
+    print(f"CPU: {cpu_isa.describe(level)}; LibTorch with OPENBLAS_CORETYPE={envs['theirs']['OPENBLAS_CORETYPE']}")
     for w in a.only.split(","):
         ours_prog, torch_prog, pattern, unit, *args = WORKLOADS[w]
         ours_path, torch_path = f"{a.build}/bench/{ours_prog}", f"{a.build}/bench/{torch_prog}"
@@ -84,13 +94,14 @@ def main():
         for i in range(a.pairs):
             figures = []
             for path in (ours_path, torch_path):
-                text = run(path, extra + (torch_extra if path == torch_path else []), env)
+                text = run(path, extra + (torch_extra if path == torch_path else []),
+                           envs["theirs" if path == torch_path else "ours"])
                 m = re.search(pattern, text)
                 if not m:
                     sys.exit(f"{path}: no '{pattern}' in its output:\n{text}")
                 figures.append(float(m.group(1)))
                 detail = [line for line in text.splitlines() if "GFLOP/s" in line or "BLAS" in line
-                          or "s/step" in line or "accuracy" in line or "flush" in line]
+                          or "s/step" in line or "accuracy" in line or "flush" in line or "CPU" in line]
                 print(f"  pair {i + 1} {os.path.basename(path)}: {m.group(1)} {unit}" +
                       "".join(f"\n      {d}" for d in detail))
             ratios.append(figures[1] / figures[0])

@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
   const int reps = std::stoi(bench::arg(argc, argv, "--reps", "9"));
   const double sample_s = std::stod(bench::arg(argc, argv, "--ms", "20")) / 1000.0;
   const bool grid = bench::arg(argc, argv, "--grid", "1") != "0";
-  if (!dezero::detail::sgemm_available()) {
+  if (!dezero::detail::cpu::sgemm_available()) {
     std::printf("sgemm_shapes: this build has no AVX-512 sgemm\n");
     return 0;
   }
@@ -126,7 +126,7 @@ int main(int argc, char** argv) {
     const double flops = 2.0 * s.m * s.n * s.k;
     std::vector<std::function<void()>> run(5);
     run[0] = [&] {
-      dezero::detail::sgemm(s.ta, s.tb, s.m, s.n, s.k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, c.data(), ldc);
+      dezero::detail::cpu::sgemm(s.ta, s.tb, s.m, s.n, s.k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, c.data(), ldc);
     };
     run[1] = [&] {
       dezero::detail::cpu::gemm(dezero::DType::Float32, s.ta, s.tb, s.m, s.n, s.k, 1.0, a.data(), lda, 0, b.data(),
@@ -198,11 +198,11 @@ int main(int argc, char** argv) {
                          Eigen::Map<const Eigen::RowVectorXf>(bias.data(), s.n);
     };
     auto run_small = [&] {
-      dezero::detail::sgemm_small(s.ta, s.tb, s.m, s.n, s.k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, c2.data(),
+      dezero::detail::cpu::sgemm_small(s.ta, s.tb, s.m, s.n, s.k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, c2.data(),
                                   ldc, with_bias ? bias.data() : nullptr);
     };
     run_eigen();
-    if (!dezero::detail::sgemm_small(s.ta, s.tb, s.m, s.n, s.k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, c2.data(),
+    if (!dezero::detail::cpu::sgemm_small(s.ta, s.tb, s.m, s.n, s.k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, c2.data(),
                                      ldc, with_bias ? bias.data() : nullptr)) {
       std::printf("%-12s declined by sgemm_small\n", s.what);
       continue;

@@ -22,6 +22,7 @@
 #include "dezero/models.hpp"
 #include "dezero/npz.hpp"
 #include "dezero/onednn.hpp"
+#include "dezero/cpu.hpp"
 #include "dezero/optimizers.hpp"
 #include "dezero/shape.hpp"
 #include "dezero/tensor.hpp"

@@ -18,7 +18,7 @@
 #include "dezero/cpu/gemm.hpp"
 #include "dezero/cpu/kernels.hpp"
 
-using dezero::detail::sgemm;
+using dezero::detail::cpu::sgemm;
 
 namespace {
 
@@ -55,7 +55,7 @@ void check(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, flo
     for (std::int64_t j = 0; j < ldc; ++j) c[i * ldc + j] = j >= n ? sentinel : beta == 0.0f ? nan : g.next();
   const std::vector<float> c0 = c;
   if (kernel == Kernel::Small) {
-    REQUIRE(dezero::detail::sgemm_small(ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(), ldc));
+    REQUIRE(dezero::detail::cpu::sgemm_small(ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(), ldc));
   } else {
     sgemm(ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
   }
@@ -89,7 +89,7 @@ void check(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, flo
 }  // namespace
 
 TEST_CASE("sgemm: all transposes, edge sizes, alpha/beta, padded leading dimensions") {
-  if (!dezero::detail::sgemm_available()) {
+  if (!dezero::detail::cpu::sgemm_available()) {
     MESSAGE("skipped: this build has no AVX-512 sgemm");
     return;
   }
@@ -108,7 +108,7 @@ TEST_CASE("sgemm: all transposes, edge sizes, alpha/beta, padded leading dimensi
 }
 
 TEST_CASE("sgemm: sizes across cache blocks (257, k > KC, n > NC, m > MC)") {
-  if (!dezero::detail::sgemm_available()) return;
+  if (!dezero::detail::cpu::sgemm_available()) return;
   for (int t = 0; t < 4; ++t) {
     const bool ta = t & 1, tb = t & 2;
     check(ta, tb, 257, 257, 33, 1.0f, 0.0f, 0);
@@ -120,13 +120,13 @@ TEST_CASE("sgemm: sizes across cache blocks (257, k > KC, n > NC, m > MC)") {
 }
 
 TEST_CASE("sgemm: alpha == 0 only scales C") {
-  if (!dezero::detail::sgemm_available()) return;
+  if (!dezero::detail::cpu::sgemm_available()) return;
   check(false, false, 9, 40, 5, 0.0f, 0.0f, 2);
   check(false, true, 9, 40, 5, 0.0f, -0.5f, 2);
 }
 
 TEST_CASE("sgemm: the MNIST MLP training-step shapes (batch 100)") {
-  if (!dezero::detail::sgemm_available()) return;
+  if (!dezero::detail::cpu::sgemm_available()) return;
   check(false, false, 100, 1000, 784, 1.0f, 0.0f, 0);   // x W1
   check(false, false, 100, 1000, 1000, 1.0f, 0.0f, 0);  // h W2
   check(false, false, 100, 10, 1000, 1.0f, 0.0f, 0);    // h W3
@@ -140,7 +140,7 @@ TEST_CASE("sgemm: the MNIST MLP training-step shapes (batch 100)") {
 // (rows_together: odd depths, two column chunks), single output columns (16 rows at a
 // time, full and partial blocks, a strided column of C when padded), transposed operands.
 TEST_CASE("sgemm_small: transposes, single columns, alpha/beta, padded leading dimensions") {
-  if (!dezero::detail::sgemm_available()) {
+  if (!dezero::detail::cpu::sgemm_available()) {
     MESSAGE("skipped: this build has no AVX-512 sgemm");
     return;
   }
@@ -168,7 +168,7 @@ TEST_CASE("sgemm_small: transposes, single columns, alpha/beta, padded leading d
 // +0 for a zero or underflowing negative product (a loop's 0 + -0), which a fused
 // multiply-add into +0 alone would leave as -0.
 TEST_CASE("sgemm_small: k = 1 products equal a loop from 0 bit for bit, signed zeros included") {
-  if (!dezero::detail::sgemm_available()) {
+  if (!dezero::detail::cpu::sgemm_available()) {
     MESSAGE("skipped: this build has no AVX-512 sgemm");
     return;
   }
@@ -192,7 +192,7 @@ TEST_CASE("sgemm_small: k = 1 products equal a loop from 0 bit for bit, signed z
             b[j] = j % 3 == 0 ? -0.f : j % 3 == 1 ? tiny : g.next();
             bias[j] = j % 2 ? g.next() : -0.f;
           }
-          REQUIRE(dezero::detail::sgemm_small(ta, tb, m, n, 1, 1.f, a.data(), ta ? m : 1, b.data(), tb ? 1 : n, 0.f,
+          REQUIRE(dezero::detail::cpu::sgemm_small(ta, tb, m, n, 1, 1.f, a.data(), ta ? m : 1, b.data(), tb ? 1 : n, 0.f,
                                               c.data(), n, with_bias ? bias.data() : nullptr));
           std::int64_t bad = 0;
           for (std::int64_t i = 0; i < m; ++i)
@@ -235,7 +235,7 @@ bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
 }  // namespace
 
 TEST_CASE("sgemm: a bias row gives the bits of C filled with the bias and beta = 1") {
-  if (!dezero::detail::sgemm_available()) return;
+  if (!dezero::detail::cpu::sgemm_available()) return;
   struct S {
     std::int64_t m, n, k;
   } shapes[] = {{100, 100, 784}, {37, 45, 300}, {9, 33, 17}, {100, 1000, 100}};
@@ -263,7 +263,7 @@ TEST_CASE("sgemm: a bias row gives the bits of C filled with the bias and beta =
 // gives the bits of TN, NT and TT (packed) on transposed copies. (n = 100 would run its last 4
 // columns as dot products, in another order: the next test case.)
 TEST_CASE("sgemm: edge panels and in-place operands do not change the bits") {
-  if (!dezero::detail::sgemm_available()) return;
+  if (!dezero::detail::cpu::sgemm_available()) return;
   const std::int64_t M = 112, N = 128, K = 784, m = 100, n = 112;
   const auto a = lcg_vector(M * K, 4), b = lcg_vector(K * N, 5);
   std::vector<float> big(M * N), small(m * N, 0.0f);
@@ -305,7 +305,7 @@ TEST_CASE("sgemm: edge panels and in-place operands do not change the bits") {
 // other columns keep the bits of the vector panels (the product cut to n - n mod 16 columns, which
 // has none). All 15 remainders, those that stay on the vector panels (9-15) included.
 TEST_CASE("sgemm: the last few columns as dot products") {
-  if (!dezero::detail::sgemm_available()) return;
+  if (!dezero::detail::cpu::sgemm_available()) return;
   for (std::int64_t r = 1; r <= 15; ++r) {
     const std::int64_t n = (r % 2 ? 96 : 16) + r, m = r % 3 ? 23 : 10, k = r % 2 ? 131 : 785;
     check(false, false, m, n, k, r % 2 ? 1.0f : 0.75f, r % 3 == 0 ? 0.0f : r % 3 == 1 ? 1.0f : -0.5f, r % 4);

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "dezero/backend/backend.hpp"
+#include "dezero/backend/isa_namespace.hpp"
 
 #if defined(__CUDACC__)
 #define DEZERO_HD __host__ __device__ __forceinline__
@@ -17,6 +18,7 @@
 #endif
 
 namespace dezero::kernels {
+DEZERO_ISA_BEGIN  // one copy per instruction-set level in the host kernels (isa_namespace.hpp)
 
 // Precision-matched math: float uses the f-suffixed C functions, double the plain ones.
 DEZERO_HD float m_exp(float x) { return ::expf(x); }
@@ -174,4 +176,5 @@ DEZERO_HD void update_apply(detail::UpdateRule rule, T& p, T g, T* s1, T* s2, co
   }
 }
 
+DEZERO_ISA_END
 }  // namespace dezero::kernels

@@ -19,6 +19,7 @@
 #include "dezero/cpu/loops.hpp"
 
 namespace dezero::detail::cpu {
+DEZERO_ISA_BEGIN
 
 namespace {
 
@@ -147,4 +148,5 @@ void batch_norm_backward(DType dt, const void* x, const void* gy, const void* ga
                    static_cast<double*>(ggamma), static_cast<double*>(gbeta), n, c, hw, train);
 }
 
+DEZERO_ISA_END
 }  // namespace dezero::detail::cpu

@@ -1,11 +1,14 @@
 // dezero/cpu/cpu_backend.cpp - the host backend: CpuBackend, the Backend of
-// backend/backend.hpp for Device::cpu(), and cpu_backend(), its one instance. Each
-// virtual forwards to its family file through kernels.hpp (memory.cpp,
-// elementwise.cpp, reduce.cpp, gemm.cpp, im2col.cpp, pool.cpp, index.cpp, nn.cpp,
-// random.cpp), where the
-// loops are: Eigen or our AVX-512 kernels for GEMM, plain loops that the compiler
-// vectorises for everything else, OpenMP threads for large arrays only (small arrays
-// stay on the calling thread: overhead is the product for small nets). No loops here.
+// backend/backend.hpp for Device::cpu(). Each virtual forwards to its family file through
+// kernels.hpp (memory.cpp, elementwise.cpp, reduce.cpp, gemm.cpp, im2col.cpp, pool.cpp,
+// index.cpp, nn.cpp, random.cpp), where the loops are: Eigen or our AVX2 / AVX-512 kernels
+// for GEMM, plain loops that the compiler vectorises for everything else, the pool's threads
+// (parallel.hpp) for large arrays only (small arrays stay on the calling thread: overhead is
+// the product for small nets). No loops here.
+//
+// Compiled once per instruction-set level (isa.hpp): each copy's CpuBackend calls its own
+// level's kernels, and its KernelTable (the bottom of this file) is what cpu/isa.cpp picks
+// from at run time; cpu_backend(), the one instance, is made there.
 //
 // Twin of cuda/cuda_backend.cu: the same primitives in the same order, the same
 // math through backend/ops.hpp.
@@ -14,10 +17,13 @@
 
 #include "dezero/backend/backend.hpp"
 #include "dezero/backend/dispatch.hpp"
+#include "dezero/cpu/gemm.hpp"
+#include "dezero/cpu/isa.hpp"
 #include "dezero/cpu/kernels.hpp"
 #include "dezero/device.hpp"
 
-namespace dezero::detail {
+namespace dezero::detail::cpu {
+DEZERO_ISA_BEGIN
 
 namespace {
 
@@ -30,7 +36,7 @@ void half_has_no_kernel(const char* primitive, DType dt) {
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend() : cache_(cpu::make_host_block_cache()) { cpu::init_gemm(); }
+  CpuBackend() : cache_(make_host_block_cache()) { init_gemm(); }
   Device device() const override { return Device::cpu(); }
 
   // --- memory (memory.cpp) ------------------------------------------------------------------
@@ -211,15 +217,35 @@ class CpuBackend final : public Backend {
   }
 
  private:
-  cpu::HostBlockCache* cache_;  // never destroyed, like the backend
+  HostBlockCache* cache_;  // never destroyed, like the backend
 };
 
 }  // namespace
 
-Backend& cpu_backend() {
-  // Never destroyed: tensors in static storage may be freed after main returns.
-  static CpuBackend* b = new CpuBackend;
-  return *b;
+Backend* make_cpu_backend() { return new CpuBackend; }
+
+DEZERO_ISA_END
+
+// This copy's entry points (isa.hpp), under a name of its own: kernel_table_isa_avx2(), ...
+#define DEZERO_TABLE_CAT2(a, b) a##b
+#define DEZERO_TABLE_CAT(a, b) DEZERO_TABLE_CAT2(a, b)
+const KernelTable& DEZERO_TABLE_CAT(kernel_table_, DEZERO_CPU_ISA_NS)() {
+  static const KernelTable table = [] {
+    init_gemm();  // this copy's Eigen never threads, whichever copy the backend uses
+#if defined(__AVX512F__)
+    const IsaLevel level = IsaLevel::avx512;
+    const char* kernels = "AVX-512 sgemm (14 x 32 tiles) + gemm_small";
+#elif defined(__AVX2__) && defined(__FMA__)
+    const IsaLevel level = IsaLevel::avx2;
+    const char* kernels = "AVX2 sgemm (6 x 16 tiles) + gemm_small";
+#else
+    const IsaLevel level = IsaLevel::sse2;
+    const char* kernels = "Eigen";
+#endif
+    return KernelTable{level,     kernels, make_cpu_backend, sgemm_available, sgemm, sgemm_small, gemm, gemm_bias,
+                       conv2d_forward, conv2d_backward_data, conv2d_backward_filter};
+  }();
+  return table;
 }
 
-}  // namespace dezero::detail
+}  // namespace dezero::detail::cpu

@@ -3,7 +3,8 @@
 // shared functor of backend/ops.hpp, the same as on the GPU; here are only the loops
 // around it: contiguous and broadcast fast paths, for_each_row (loops.hpp) for the
 // general strided case, and Eigen's SIMD exp/log/tanh for float32's unary ops.
-#include <Eigen/Core>
+#include "dezero/cpu/eigen.hpp"  // first: Eigen renamed per instruction-set level
+
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
@@ -14,6 +15,7 @@
 #include "dezero/cpu/loops.hpp"
 
 namespace dezero::detail::cpu {
+DEZERO_ISA_BEGIN
 
 namespace {
 
@@ -198,4 +200,5 @@ void copy_strided(DType dt, const void* src, const Strided& s, void* dst, const 
   })
 }
 
+DEZERO_ISA_END
 }  // namespace dezero::detail::cpu

@@ -5,17 +5,18 @@
 // slabs. Also gemm_bias, C = op(A) op(B) + bias in one pass where sgemm_small or sgemm
 // takes the product. The kernels themselves are in sgemm.cpp and gemm_small.cpp; this file
 // only chooses and threads.
-#include <Eigen/Core>
+#include "dezero/cpu/eigen.hpp"  // first: Eigen renamed per instruction-set level
+
 #include <algorithm>
 #include <type_traits>
-
-#include <omp.h>
 
 #include "dezero/backend/dispatch.hpp"
 #include "dezero/cpu/gemm.hpp"
 #include "dezero/cpu/kernels.hpp"
+#include "dezero/cpu/parallel.hpp"
 
 namespace dezero::detail::cpu {
+DEZERO_ISA_BEGIN
 
 namespace {
 
@@ -105,13 +106,14 @@ template <class T>
 void gemm_typed(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a,
                 std::int64_t lda, std::int64_t sa, const T* b, std::int64_t ldb, std::int64_t sb, T beta, T* c,
                 std::int64_t ldc, std::int64_t sc, std::int64_t batch, const T* bias = nullptr) {
-  int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  const int threads = max_threads();  // 1 inside a parallel loop
   double flops = 2.0 * double(m) * double(n) * double(k);
   if (threads > 1 && flops < kGemmParallelFlops && batch >= threads && flops * double(batch) >= kGemmParallelFlops) {
     // Many small products (a convolution's one GEMM per image): the images go onto threads.
-#pragma omp parallel for schedule(static) num_threads(threads)
-    for (std::int64_t i = 0; i < batch; ++i)
-      gemm_one<T>(ta, tb, m, n, k, alpha, a + i * sa, lda, b + i * sb, ldb, beta, c + i * sc, ldc, bias);
+    parallel_ranges(batch, threads, [&](std::int64_t lo, std::int64_t hi) {
+      for (std::int64_t i = lo; i < hi; ++i)
+        gemm_one<T>(ta, tb, m, n, k, alpha, a + i * sa, lda, b + i * sb, ldb, beta, c + i * sc, ldc, bias);
+    });
     return;
   }
   if (threads <= 1 || flops < kGemmParallelFlops) {
@@ -125,11 +127,10 @@ void gemm_typed(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k
   std::int64_t slabs = std::max<std::int64_t>(1, std::min<std::int64_t>(threads, len / 16));
   if (batch >= threads) slabs = 1;
   std::int64_t items = batch * slabs;
-#pragma omp parallel for schedule(static) num_threads(static_cast<int>(std::min<std::int64_t>(threads, items)))
-  for (std::int64_t it = 0; it < items; ++it) {
+  parallel_items(items, threads, [&](std::int64_t it) {
     std::int64_t i = it / slabs, s = it % slabs;
     std::int64_t lo = (len * s / slabs) / 16 * 16, hi = s == slabs - 1 ? len : (len * (s + 1) / slabs) / 16 * 16;
-    if (hi <= lo) continue;
+    if (hi <= lo) return;
     const T* ai = a + i * sa;
     const T* bi = b + i * sb;
     T* ci = c + i * sc;
@@ -139,7 +140,7 @@ void gemm_typed(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k
     else  // C[lo:hi, :] = op(A)[lo:hi, :] op(B)
       gemm_one<T>(ta, tb, hi - lo, n, k, alpha, ta ? ai + lo : ai + lo * lda, lda, bi, ldb, beta, ci + lo * ldc, ldc,
                   bias);
-  }
+  });
 }
 
 }  // namespace
@@ -175,4 +176,5 @@ bool gemm_bias(DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n, std::
   return true;
 }
 
+DEZERO_ISA_END
 }  // namespace dezero::detail::cpu

@@ -5,11 +5,18 @@
 // each product and splits large products into per-thread slabs. Not a BLAS:
 // row-major views only, no argument checking beyond what the backend already
 // guarantees.
+//
+// Compiled once per instruction-set level (isa_namespace.hpp): the AVX-512 kernels in the
+// x86-64-v4 copy, the AVX2 + FMA ones in the x86-64-v3 copy; the baseline copy has none
+// (sgemm_available() false: gemm.cpp keeps float32 on Eigen there).
 #pragma once
 
 #include <cstdint>
 
-namespace dezero::detail {
+#include "dezero/backend/isa_namespace.hpp"
+
+namespace dezero::detail::cpu {
+DEZERO_ISA_BEGIN
 
 // --- sgemm: the blocked kernel (sgemm.cpp) ------------------------------------------
 
@@ -42,4 +49,5 @@ bool sgemm_small(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t 
                  std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc,
                  const float* bias = nullptr);
 
-}  // namespace dezero::detail
+DEZERO_ISA_END
+}  // namespace dezero::detail::cpu

@@ -32,7 +32,8 @@
 #endif
 #endif
 
-namespace dezero::detail {
+namespace dezero::detail::cpu {
+DEZERO_ISA_BEGIN
 
 #if defined(__AVX512F__)
 namespace {
@@ -272,4 +273,5 @@ bool sgemm_small(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t 
 #endif
 }
 
-}  // namespace dezero::detail
+DEZERO_ISA_END
+}  // namespace dezero::detail::cpu

@@ -4,8 +4,8 @@
 // The converters give what half.hpp's scalar conversions give, element for element: 16 at a time
 // with AVX-512F (bfloat16 by integer rounding on the bits, float16 with vcvtps2ph), 8 at a time
 // with F16C for float16 where there is no AVX-512, the portable loops for the tails and on other
-// CPUs. The instruction sets are asked once at run time (the library may be built for a CPU
-// without them: -march=x86-64-v3 has F16C but not AVX-512). AVX512-BF16's vcvtneps2bf16 is not
+// CPUs. The level is the host kernels' (cpu/isa.hpp), asked once at run time; the functions built
+// for AVX-512 or F16C (target attributes) carry the level in their names (tools/check_isa.py). AVX512-BF16's vcvtneps2bf16 is not
 // used: it flushes subnormals to zero.
 //
 // cast between a 16-bit float and another dtype goes through float32 where that is exact
@@ -15,12 +15,12 @@
 #include <cstring>
 
 #include "dezero/backend/dispatch.hpp"
+#include "dezero/cpu/isa.hpp"
 #include "dezero/cpu/kernels.hpp"
 #include "dezero/cpu/loops.hpp"
 #include "dezero/half.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <cpuid.h>
 #include <immintrin.h>
 #define DEZERO_HALF_X86 1
 #endif
@@ -98,17 +98,14 @@ __attribute__((target("avx,f16c"))) std::size_t from_f16_f16c(const std::uint16_
     _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i))));
   return i;
 }
+// The level the host kernels run at (cpu/isa.hpp: CPUID, capped by DEZERO_CPU_ISA): F16C is part
+// of the avx2 level (x86-64-v3).
 bool has_avx512() {
-  static const bool yes = __builtin_cpu_supports("avx512f");
+  static const bool yes = static_cast<int>(detail::cpu::cpu_isa()) >= static_cast<int>(detail::cpu::IsaLevel::avx512);
   return yes;
 }
 bool has_f16c() {
-  // F16C is CPUID leaf 1, ECX bit 29 (clang 14's __builtin_cpu_supports has no "f16c");
-  // "avx" also says that the OS saves the AVX registers.
-  static const bool yes = [] {
-    unsigned a = 0, b = 0, c = 0, d = 0;
-    return __builtin_cpu_supports("avx") && __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) != 0;
-  }();
+  static const bool yes = static_cast<int>(detail::cpu::cpu_isa()) >= static_cast<int>(detail::cpu::IsaLevel::avx2);
   return yes;
 }
 #else

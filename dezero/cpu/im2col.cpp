@@ -6,7 +6,7 @@
 //           col[n, c, i, j, y, x] = x[n, c, y*sh - ph + i, x*sw - pw + j] (0 in the padding)
 //   col2im: the adjoint, x[n, c, ., .] = sum of the col elements read from that pixel
 //
-// One (n, c) plane per work item on OpenMP threads (planes never share memory, so
+// One (n, c) plane per work item on the pool's threads (planes never share memory, so
 // col2im needs no atomics); the rows of a stride-1 window are contiguous copies (and
 // additions), float32 ones in masked AVX-512 steps.
 // Twin of cuda/im2col.cu, which runs one thread per col element (im2col) or per pixel
@@ -21,8 +21,6 @@
 //   filter:  gW = sum_i gy[i] @ col[i]^T, one partial sum per thread, added in thread order
 // (where oc >= 32, forward and filter compute the transposed products, whose shapes
 // suit the sgemm's register tiles, and transpose the small results).
-#include <omp.h>
-
 #include <algorithm>
 #include <atomic>
 #include <type_traits>
@@ -36,6 +34,7 @@
 #include "dezero/cpu/loops.hpp"
 
 namespace dezero::detail::cpu {
+DEZERO_ISA_BEGIN
 
 namespace {
 
@@ -191,8 +190,8 @@ inline void image_range(i64 n, int t, int nt, i64& lo, i64& hi) {
 // Threads for a batch of n images of `flops` each: all of them when the batch is large
 // enough to pay for the fork (the same 2^21 as gemm.cpp), one otherwise.
 inline int conv_threads(i64 n, double flops) {
-  if (omp_in_parallel() || n < 2 || flops * double(n) < double(1 << 21)) return 1;
-  return static_cast<int>(std::min<i64>(omp_get_max_threads(), n));
+  if (in_parallel() || n < 2 || flops * double(n) < double(1 << 21)) return 1;
+  return static_cast<int>(std::min<i64>(max_threads(), n));
 }
 
 // A scratch buffer of n T's for the calling thread, kept between calls (for the thread's
@@ -206,12 +205,12 @@ T* scratch(int slot, i64 n) {
   return v.data();
 }
 
-// body(t, nt) on nt threads (on the calling thread when nt == 1).
+// body(t, nt) for each of the nt slots t, on up to nt threads of the pool (all on the calling
+// thread when nt == 1). A slot is a piece of the pool, not a thread: one thread may run two.
 template <class Body>
 void on_threads(int nt, Body body) {
   if (nt <= 1) return body(0, 1);
-#pragma omp parallel num_threads(nt)
-  body(omp_get_thread_num(), omp_get_num_threads());
+  parallel_items(nt, nt, [&](i64 t) { body(static_cast<int>(t), nt); });
 }
 
 // Where oc >= 32 (float32) the product computed is y[i]^T (oh ow, oc) = col[i]^T @ W^T,
@@ -271,19 +270,19 @@ void conv_backward_data_typed(const T* w, const T* gy, T* gx, const ConvGeom& g)
 
 // Where oc >= 32 (float32) the product computed is gW^T (c kh kw, oc) = sum_i col[i] @
 // gy[i]^T (the register tiles fit, as in the forward); else gW = sum_i gy[i] @ col[i]^T.
-// One sum per thread; the threads' sums are added in thread order (and transposed).
+// One sum per slot of on_threads (a fixed range of images); the sums are added in slot order
+// (and transposed), so the bits do not depend on which thread ran which slot.
 template <class T>
 void conv_backward_filter_typed(const T* x, const T* gy, T* gw, const ConvGeom& g) {
   i64 ckk = g.c * g.kh * g.kw, ohw = g.oh * g.ow, in = g.c * g.h * g.w, pin = g.h * g.w, pcol = g.kh * g.kw * ohw;
   i64 nw = g.oc * ckk;
   int nt = conv_threads(g.n, 2.0 * double(g.oc) * double(ckk) * double(ohw));
   bool tr = transposed_products<T>(g);
-  std::vector<T*> part(static_cast<std::size_t>(nt));  // thread t's sum, in its scratch
-  int used = nt;  // OpenMP may give fewer threads than asked for
+  // Slot t's sum at parts + t nw, in the calling thread's scratch (a thread may run two slots).
+  T* parts = scratch<T>(2, nw * nt);
   on_threads(nt, [&](int t, int n_t) {
-    if (t == 0) used = n_t;
     T* col = scratch<T>(0, ckk * ohw);
-    T* acc = part[t] = scratch<T>(2, nw);
+    T* acc = parts + t * nw;
     i64 lo, hi;
     image_range(g.n, t, n_t, lo, hi);
     if (lo == hi) std::fill(acc, acc + nw, T(0));
@@ -297,14 +296,14 @@ void conv_backward_filter_typed(const T* x, const T* gy, T* gw, const ConvGeom& 
         gemm(dtype_of<T>(), false, true, g.oc, ckk, ohw, 1.0, gyi, ohw, 0, col, ohw, 0, beta, acc, ckk, 0, 1);
     }
   });
-  for (int t = 1; t < used; ++t)
-    for (i64 k = 0; k < nw; ++k) part[0][k] += part[t][k];
+  for (int t = 1; t < nt; ++t)
+    for (i64 k = 0; k < nw; ++k) parts[k] += parts[t * nw + k];
   if (!tr) {
-    std::copy(part[0], part[0] + nw, gw);
+    std::copy(parts, parts + nw, gw);
     return;
   }
   for (i64 o = 0; o < g.oc; ++o)
-    for (i64 k = 0; k < ckk; ++k) gw[o * ckk + k] = part[0][k * g.oc + o];
+    for (i64 k = 0; k < ckk; ++k) gw[o * ckk + k] = parts[k * g.oc + o];
 }
 
 }  // namespace
@@ -354,4 +353,5 @@ bool conv2d_backward_filter(DType dt, const void* x, const void* gy, void* gw, c
   return true;
 }
 
+DEZERO_ISA_END
 }  // namespace dezero::detail::cpu

@@ -9,6 +9,7 @@
 #include "dezero/cpu/loops.hpp"
 
 namespace dezero::detail::cpu {
+DEZERO_ISA_BEGIN
 
 // --- the indexing primitives -----------------------------------------------------------------
 void gather(DType dt, const void* src, const std::int64_t* offsets, void* dst, std::int64_t n) {
@@ -36,4 +37,5 @@ void gather_rows(DType dt, const void* src, const std::int64_t* idx, void* dst, 
   par_for(rows * cols / 32, rows, [&](std::int64_t i) { std::memcpy(d + i * row_bytes, s + idx[i] * row_bytes, row_bytes); });
 }
 
+DEZERO_ISA_END
 }  // namespace dezero::detail::cpu

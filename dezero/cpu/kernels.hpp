@@ -6,15 +6,23 @@
 // index.cpp, nn.cpp, random.cpp) dispatches on the dtype and runs its loops. Not a
 // public interface: tensor/ reaches these through the Backend. The GEMM kernels that
 // gemm.cpp calls are declared in gemm.hpp.
+//
+// Two kinds of entry point (isa.hpp): the compute kernels, compiled once per instruction-set
+// level in DEZERO_ISA_BEGIN ... DEZERO_ISA_END (each level's CpuBackend calls its own), and
+// the rest, compiled once for the baseline: memory, the random streams, the 16-bit
+// converters (half.cpp asks CPUID itself) and oneDNN (which picks its kernels itself).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include "dezero/backend/backend.hpp"
+#include "dezero/backend/isa_namespace.hpp"
 #include "dezero/dtype.hpp"
 
 namespace dezero::detail::cpu {
+
+// ============ compiled once, for the baseline ============================================
 
 // --- memory (memory.cpp): 64-byte aligned host blocks through a cache of freed ones ----
 // The backend makes the one cache when it is made, never destroys it (tensors in
@@ -33,6 +41,35 @@ void fill(DType dt, void* dst, std::int64_t n, double value);
 // forwards to it), and fill of those dtypes (fill forwards) --------------------------------------
 void cast_half(DType from, const void* x, DType to, void* y, std::int64_t n);
 void fill_half(DType dt, void* dst, std::int64_t n, double value);
+
+// --- oneDNN (onednn_conv.cpp, onednn_matmul.cpp; onednn_stub.cpp without oneDNN) ---------------
+// The three convolution products on oneDNN: float32 only, and only while DEZERO_ONEDNN is not 0
+// in the environment; false, with nothing done, otherwise (the caller then runs the im2col +
+// GEMM ones below).
+// onednn_usable: the build has oneDNN and its CPU engine was made (is_onednn_available());
+// onednn_enabled: usable and not turned off by DEZERO_ONEDNN=0.
+bool onednn_usable();
+bool onednn_enabled();
+bool onednn_conv2d_forward(DType dt, const void* x, const void* w, const void* b, void* y, const ConvGeom& g);
+bool onednn_conv2d_backward_data(DType dt, const void* w, const void* gy, void* gx, const ConvGeom& g);
+bool onednn_conv2d_backward_filter(DType dt, const void* x, const void* gy, void* gw, const ConvGeom& g);
+// Mixed precision (onednn_matmul.cpp): C (m, n) = op(A) op(B) (+ bias (n), or + C when
+// accumulate) into float32 C, A and B float32 (rounded to `compute`, bfloat16 or float16)
+// or already `compute` (a_dt, b_dt), the products summed in float32; false, with nothing done, without oneDNN, with it turned
+// off, or where it has no fast kernel for the type on this CPU.
+bool onednn_gemm_lowp(DType compute, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
+                      const void* a, DType a_dt, std::int64_t lda, const void* b, DType b_dt, std::int64_t ldb,
+                      const float* bias, float* c, std::int64_t ldc, bool accumulate);
+// Caps oneDNN's instruction set at `level` (an IsaLevel of isa.hpp, as an int) before its first
+// primitive; a no-op without oneDNN or when oneDNN has already chosen.
+void onednn_cap_isa(int level);
+
+// --- random numbers (random.cpp): samples from the host generator's MT19937 stream ------
+void random_uniform(Generator& g, DType dt, void* dst, std::int64_t n);
+void random_normal(Generator& g, DType dt, void* dst, std::int64_t n);
+
+// ============ compiled once per instruction-set level (isa.hpp) =============================
+DEZERO_ISA_BEGIN
 
 // --- element-wise (elementwise.cpp) ------------------------------------------------------
 void cast(DType from, const void* x, DType to, void* y, std::int64_t n);
@@ -68,23 +105,6 @@ void col2im(DType dt, const void* col, void* x, const ConvGeom& g);
 bool conv2d_forward(DType dt, const void* x, const void* w, const void* b, void* y, const ConvGeom& g);
 bool conv2d_backward_data(DType dt, const void* w, const void* gy, void* gx, const ConvGeom& g);
 bool conv2d_backward_filter(DType dt, const void* x, const void* gy, void* gw, const ConvGeom& g);
-// The same three on oneDNN (onednn_conv.cpp; onednn_stub.cpp without oneDNN): float32
-// only, and only while DEZERO_ONEDNN is not 0 in the environment; false, with nothing
-// done, otherwise (the caller then runs the im2col + GEMM ones above).
-// onednn_usable: the build has oneDNN and its CPU engine was made (is_onednn_available());
-// onednn_enabled: usable and not turned off by DEZERO_ONEDNN=0.
-bool onednn_usable();
-bool onednn_enabled();
-bool onednn_conv2d_forward(DType dt, const void* x, const void* w, const void* b, void* y, const ConvGeom& g);
-bool onednn_conv2d_backward_data(DType dt, const void* w, const void* gy, void* gx, const ConvGeom& g);
-bool onednn_conv2d_backward_filter(DType dt, const void* x, const void* gy, void* gw, const ConvGeom& g);
-// Mixed precision (onednn_matmul.cpp): C (m, n) = op(A) op(B) (+ bias (n), or + C when
-// accumulate) into float32 C, A and B float32 (rounded to `compute`, bfloat16 or float16)
-// or already `compute` (a_dt, b_dt), the products summed in float32; false, with nothing done, without oneDNN, with it turned
-// off, or where it has no fast kernel for the type on this CPU.
-bool onednn_gemm_lowp(DType compute, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
-                      const void* a, DType a_dt, std::int64_t lda, const void* b, DType b_dt, std::int64_t ldb,
-                      const float* bias, float* c, std::int64_t ldc, bool accumulate);
 void max_pool_forward(DType dt, const void* x, void* y, std::int64_t* idx, const ConvGeom& g);
 void max_pool_backward(DType dt, const void* gy, const std::int64_t* idx, void* gx, const ConvGeom& g);
 void max_pool_gather(DType dt, const void* x, const std::int64_t* idx, void* y, const ConvGeom& g);
@@ -125,8 +145,8 @@ void batch_norm_backward(DType dt, const void* x, const void* gy, const void* ga
                          const void* inv_std, void* gx, void* ggamma, void* gbeta, std::int64_t n, std::int64_t c,
                          std::int64_t hw, bool train);
 
-// --- random numbers (random.cpp): samples from the host generator's MT19937 stream ------
-void random_uniform(Generator& g, DType dt, void* dst, std::int64_t n);
-void random_normal(Generator& g, DType dt, void* dst, std::int64_t n);
+// This level's CpuBackend (cpu_backend.cpp), made once by cpu/isa.cpp's cpu_backend().
+Backend* make_cpu_backend();
 
+DEZERO_ISA_END
 }  // namespace dezero::detail::cpu

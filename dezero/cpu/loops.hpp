@@ -3,19 +3,25 @@
 // threads (kParallelMin, par_for) and how an N-d strided view is walked row by row
 // (for_each_row). Templates and inline only: the bodies are inlined into each
 // caller's loop. Not the math of an element (backend/ops.hpp) nor a kernel itself.
+// The threads are the pool's (parallel.hpp).
 #pragma once
-
-#include <omp.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 
 #include "dezero/backend/backend.hpp"
+#include "dezero/backend/isa_namespace.hpp"
+#include "dezero/cpu/parallel.hpp"
 
 namespace dezero::detail::cpu {
 
 // --- threading -------------------------------------------------------------------------
+// (memory.cpp, compiled once)
+std::int64_t parallel_min_from_env();
+
+DEZERO_ISA_BEGIN
+
 // Elements below which a loop stays on the calling thread: small arrays are the common
 // case of a small network, where thread start-up would cost more than the loop. 2^15 by
 // measurement (bench/parallel_threshold.cpp, bench/README.md): on two cores an OpenMP
@@ -23,21 +29,20 @@ namespace dezero::detail::cpu {
 // 2^14); float32 exp/log/tanh/sigmoid, ten times the arithmetic, count double (cpu/
 // elementwise.cpp) and so go onto threads from 2^14 (1.4x). DEZERO_PARALLEL_MIN (elements)
 // overrides it, read once at start-up.
-std::int64_t parallel_min_from_env();
 inline const std::int64_t kParallelMin = parallel_min_from_env();
 // Reductions read as much and compute less per element: threads pay from twice as many
 // elements (2^16; cpu/reduce.cpp).
 inline const std::int64_t kReduceParallelMin = 2 * kParallelMin;
 
-// body(i) for i in [0, n): on OpenMP threads when `work` is large, else on the calling
-// thread without entering the OpenMP runtime at all (an `omp parallel if(false)`
-// region still costs a futex wake-up per call, a large part of a small network's
-// training step: bench/w3_overhead.cpp).
+// body(i) for i in [0, n): in the pool's pieces (consecutive ranges of i) when `work` is
+// large, else on the calling thread without touching the pool at all (small arrays are a
+// small network's whole training step: bench/w3_overhead.cpp).
 template <class Body>
 inline void par_for(std::int64_t work, std::int64_t n, Body&& body) {
-  if (work >= kParallelMin && n > 1 && !omp_in_parallel()) {
-#pragma omp parallel for schedule(static)
-    for (std::int64_t i = 0; i < n; ++i) body(i);
+  if (work >= kParallelMin && n > 1 && !in_parallel()) {
+    parallel_ranges(n, max_threads(), [&](std::int64_t lo, std::int64_t hi) {
+      for (std::int64_t i = lo; i < hi; ++i) body(i);
+    });
   } else {
     for (std::int64_t i = 0; i < n; ++i) body(i);
   }
@@ -71,12 +76,8 @@ void for_each_row(const Strided* v[NV], Inner inner) {
     }
     inner(off, n_inner, st);
   };
-  if (rows * n_inner >= kParallelMin && rows > 1) {
-#pragma omp parallel for schedule(static)
-    for (std::int64_t r = 0; r < rows; ++r) body(r);
-  } else {
-    for (std::int64_t r = 0; r < rows; ++r) body(r);
-  }
+  par_for(rows * n_inner, rows, body);
 }
 
+DEZERO_ISA_END
 }  // namespace dezero::detail::cpu

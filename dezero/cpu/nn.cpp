@@ -5,8 +5,6 @@
 // mean_squared_error and its gradient in one pass each, and the optimizers' in-place
 // updates, one parameter at a time or many in one pass (the rules themselves are
 // backend/ops.hpp's update_apply, shared with the GPU).
-#include <omp.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -17,6 +15,7 @@
 #include "dezero/cpu/loops.hpp"
 
 namespace dezero::detail::cpu {
+DEZERO_ISA_BEGIN
 
 namespace {
 
@@ -43,12 +42,7 @@ void softmax_typed(const T* x, T* y, std::int64_t outer, std::int64_t c, std::in
     }
   };
   std::int64_t cols = outer * inner;
-  if (cols * c >= kParallelMin) {
-#pragma omp parallel for schedule(static)
-    for (std::int64_t t = 0; t < cols; ++t) column(t / inner, t % inner);
-  } else {
-    for (std::int64_t t = 0; t < cols; ++t) column(t / inner, t % inner);
-  }
+  par_for(cols * c, cols, [&](std::int64_t t) { column(t / inner, t % inner); });
 }
 
 // --- softmax cross entropy: one row of c logits per sample ---------------------------------
@@ -81,12 +75,7 @@ void sce_grad_typed(const T* x, const std::int64_t* t, T gy, T* gx, std::int64_t
     for (std::int64_t j = 0; j < c; ++j) q[j] = kernels::m_exp(p[j] - ls) * scale;
     q[t[i]] -= scale;
   };
-  if (n * c >= kParallelMin) {
-#pragma omp parallel for schedule(static)
-    for (std::int64_t i = 0; i < n; ++i) row(i);
-  } else {
-    for (std::int64_t i = 0; i < n; ++i) row(i);
-  }
+  par_for(n * c, n, row);
 }
 
 }  // namespace
@@ -223,9 +212,9 @@ void update_span(const UpdateChunk& c, std::int64_t lo, std::int64_t hi, const U
 }
 
 // Every chunk, one after another: below kParallelMin elements in all (a small network's
-// step: W3's four parameters of 1-20 elements) on the calling thread, without entering
-// the OpenMP runtime; above it one parallel region in which thread t of nt takes the
-// elements [total t / nt, total (t + 1) / nt) of the chunks laid end to end.
+// step: W3's four parameters of 1-20 elements) on the calling thread, without touching
+// the pool; above it one loop of the pool whose pieces are consecutive ranges of the
+// elements of the chunks laid end to end.
 //
 // SGD and MomentumSGD are a multiply-add or two per element: on memory a cache holds, threads
 // pay only from about 2^18 elements in all (200 parameters of 64-1,024 elements, 109,568 in
@@ -240,22 +229,18 @@ template <UpdateRule R, class T>
 void update_chunks(const UpdateChunk* chunks, std::size_t n, const UpdateArgs& args) {
   std::int64_t total = 0;
   for (std::size_t k = 0; k < n; ++k) total += chunks[k].numel;
-  if (total < kParallelMin * update_parallel_factor<R>() || omp_in_parallel()) {
+  if (total < kParallelMin * update_parallel_factor<R>() || in_parallel()) {
     for (std::size_t k = 0; k < n; ++k) update_span<R, T>(chunks[k], 0, chunks[k].numel, args);
     return;
   }
-#pragma omp parallel
-  {
-    const std::int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
-    const std::int64_t lo = total / nt * t + std::min(t, total % nt);
-    const std::int64_t hi = lo + total / nt + (t < total % nt ? 1 : 0);
+  parallel_ranges(total, max_threads(), [&](std::int64_t lo, std::int64_t hi) {
     std::int64_t off = 0;  // where chunk k starts in the chunks laid end to end
     for (std::size_t k = 0; k < n && off < hi; ++k) {
       const std::int64_t b = std::max(lo, off), e = std::min(hi, off + chunks[k].numel);
       if (b < e) update_span<R, T>(chunks[k], b - off, e - off, args);
       off += chunks[k].numel;
     }
-  }
+  });
 }
 }  // namespace
 
@@ -285,4 +270,5 @@ void optimizer_update_multi(UpdateRule rule, DType dt, const UpdateChunk* chunks
   });
 }
 
+DEZERO_ISA_END
 }  // namespace dezero::detail::cpu

@@ -51,6 +51,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "dezero/cpu/isa.hpp"
 #include "dezero/cpu/kernels.hpp"
 #include "dezero/cpu/onednn_engine.hpp"
 #include "dezero/env.hpp"
@@ -258,8 +259,19 @@ bool run(const ConvGeom& g, Dir dir, std::initializer_list<const void*> ptrs) {
 
 }  // namespace
 
+// DEZERO_CPU_ISA's cap (isa.hpp), passed on before oneDNN's first primitive: sse2 -> SSE4.1 (oneDNN's
+// lowest), avx2 -> AVX2 (not AVX-VNNI, which x86-64-v3 lacks), avx512 -> AVX512_CORE_VNNI (no
+// bfloat16 instructions), avx512_bf16 -> AVX512_CORE_BF16 (no AMX); amx is no cap. oneDNN refuses
+// once it has chosen (ONEDNN_MAX_CPU_ISA read, a primitive made): then the cap is its own.
+void onednn_cap_isa(int level) {
+  using I = dnnl::cpu_isa;
+  const I caps[] = {I::sse41, I::avx2, I::avx512_core_vnni, I::avx512_core_bf16, I::all};
+  if (level >= 0 && level < 4) (void)dnnl::set_max_cpu_isa(caps[level]);
+}
+
 dnnl::engine* onednn_engine() {
   static dnnl::engine* eng = []() -> dnnl::engine* {
+    (void)cpu_isa();  // DEZERO_CPU_ISA's cap reaches oneDNN before its first primitive
     try {
       return new dnnl::engine(dnnl::engine::kind::cpu, 0);
     } catch (const dnnl::error&) {

@@ -28,6 +28,7 @@
 #include <new>
 #include <unordered_map>
 
+#include "dezero/cpu/isa.hpp"
 #include "dezero/cpu/kernels.hpp"
 #include "dezero/cpu/onednn_engine.hpp"
 #include "dezero/onednn.hpp"
@@ -162,8 +163,12 @@ bool onednn_gemm_lowp(DType compute, bool ta, bool tb, i64 m, i64 n, i64 k, cons
 namespace dezero {
 // A probe product (16 x 32 x 32, no bias) for each type, made once: a fast kernel exists
 // when its plan is not a reference implementation.
+// Only where the level in use has the instructions (cpu/isa.hpp: AVX512-BF16, or AMX for
+// float16's AVX512-FP16): oneDNN would also emulate bfloat16 on plain AVX-512, more slowly than
+// the rounded operands on our float32 kernel.
 bool cpu_supports_bf16() {
   static const bool yes = [] {
+    if (static_cast<int>(detail::cpu::cpu_isa()) < static_cast<int>(detail::cpu::IsaLevel::avx512_bf16)) return false;
     float a[16 * 32] = {}, b[32 * 32] = {}, c[16 * 32];
     return detail::cpu::onednn_gemm_lowp(DType::BFloat16, false, false, 16, 32, 32, a, DType::Float32, 32, b,
                                          DType::Float32, 32, nullptr, c, 32, false);
@@ -172,6 +177,7 @@ bool cpu_supports_bf16() {
 }
 bool cpu_supports_fp16() {
   static const bool yes = [] {
+    if (detail::cpu::cpu_isa() != detail::cpu::IsaLevel::amx) return false;
     float a[16 * 32] = {}, b[32 * 32] = {}, c[16 * 32];
     return detail::cpu::onednn_gemm_lowp(DType::Float16, false, false, 16, 32, 32, a, DType::Float32, 32, b,
                                          DType::Float32, 32, nullptr, c, 32, false);

@@ -16,6 +16,7 @@ bool onednn_gemm_lowp(DType, bool, bool, std::int64_t, std::int64_t, std::int64_
                       const void*, DType, std::int64_t, const float*, float*, std::int64_t, bool) {
   return false;
 }
+void onednn_cap_isa(int) {}
 
 }  // namespace dezero::detail::cpu
 

@@ -22,6 +22,7 @@
 #include "dezero/cpu/loops.hpp"
 
 namespace dezero::detail::cpu {
+DEZERO_ISA_BEGIN
 
 namespace {
 
@@ -345,4 +346,5 @@ void avg_pool_backward(DType dt, const void* gy, void* gx, const ConvGeom& g) {
   }))
 }
 
+DEZERO_ISA_END
 }  // namespace dezero::detail::cpu

@@ -3,21 +3,20 @@
 // into y viewed as (outer, inner). inner == 1 (the last axis) folds one row per
 // output (sum as an OpenMP SIMD reduction); otherwise column groups keep their running
 // values in registers (reduce_cols), and blocks too large for L2 stream their rows
-// through y. Large inputs split over threads by outer, or, for a single outer, by
-// column ranges. As on the GPU and in NumPy, max and min start from -inf / +inf
+// through y. Large inputs split over threads (the pool, parallel.hpp) by outer, or, for a
+// single outer, by column ranges. As on the GPU and in NumPy, max and min start from -inf / +inf
 // (integers: their lowest / highest value) and a NaN anywhere gives NaN, in every
 // layout (fold_max, fold_min); argmax / argmin give the index of the first NaN.
 #include <algorithm>
 #include <limits>
 #include <type_traits>
 
-#include <omp.h>
-
 #include "dezero/backend/dispatch.hpp"
 #include "dezero/cpu/kernels.hpp"
 #include "dezero/cpu/loops.hpp"
 
 namespace dezero::detail::cpu {
+DEZERO_ISA_BEGIN
 
 namespace {
 
@@ -115,9 +114,10 @@ void reduce_typed(ReduceOp op, const T* x, T* y, std::int64_t outer, std::int64_
       }
       y[o] = acc;
     };
-    if (outer * r >= kReduceParallelMin && outer > 1) {
-#pragma omp parallel for schedule(static)
-      for (std::int64_t o = 0; o < outer; ++o) row(o);
+    if (outer * r >= kReduceParallelMin && outer > 1 && !in_parallel()) {
+      parallel_ranges(outer, max_threads(), [&](std::int64_t lo, std::int64_t hi) {
+        for (std::int64_t o = lo; o < hi; ++o) row(o);
+      });
     } else {
       for (std::int64_t o = 0; o < outer; ++o) row(o);
     }
@@ -155,14 +155,16 @@ void reduce_typed(ReduceOp op, const T* x, T* y, std::int64_t outer, std::int64_
   // slower on two threads at every size measured, a streamed (r, 256) one 1.5x slower).
   std::int64_t total = outer * r * inner;
   const bool streamed = r * inner * std::int64_t(sizeof(T)) > (std::int64_t(1) << 19);
-  if (total >= kReduceParallelMin && outer > 1) {
-#pragma omp parallel for schedule(static)
-    for (std::int64_t o = 0; o < outer; ++o) block(o, 0, inner);
-  } else if (total >= kReduceParallelMin && inner >= 512 && !streamed && !omp_in_parallel()) {
-    int nt = omp_get_max_threads();
+  if (total >= kReduceParallelMin && outer > 1 && !in_parallel()) {
+    parallel_ranges(outer, max_threads(), [&](std::int64_t lo, std::int64_t hi) {
+      for (std::int64_t o = lo; o < hi; ++o) block(o, 0, inner);
+    });
+  } else if (total >= kReduceParallelMin && inner >= 512 && !streamed && !in_parallel()) {
+    const int nt = max_threads();
     std::int64_t chunk = (inner + nt - 1) / nt;
-#pragma omp parallel for schedule(static)
-    for (int t = 0; t < nt; ++t) block(0, std::min(inner, t * chunk), std::min(inner, (t + 1) * chunk));
+    parallel_items(nt, nt, [&](std::int64_t t) {
+      block(0, std::min(inner, t * chunk), std::min(inner, (t + 1) * chunk));
+    });
   } else {
     for (std::int64_t o = 0; o < outer; ++o) block(o, 0, inner);
   }
@@ -198,4 +200,5 @@ void arg_reduce(ArgReduceOp op, DType dt, const void* x, std::int64_t* y, std::i
   DEZERO_DISPATCH(dt, T, arg_reduce_typed<T>(op, static_cast<const T*>(x), y, outer, r, inner))
 }
 
+DEZERO_ISA_END
 }  // namespace dezero::detail::cpu

@@ -24,7 +24,8 @@
 #include <immintrin.h>
 #endif
 
-namespace dezero::detail {
+namespace dezero::detail::cpu {
+DEZERO_ISA_BEGIN
 
 #if defined(__AVX512F__)
 
@@ -510,4 +511,5 @@ void sgemm(bool, bool, std::int64_t, std::int64_t, std::int64_t, float, const fl
 
 #endif
 
-}  // namespace dezero::detail
+DEZERO_ISA_END
+}  // namespace dezero::detail::cpu
