@@ -169,6 +169,7 @@ constexpr decltype(&rows_together<1>) kRowsTogether[] = {&rows_together<1>, &row
 }  // namespace
 #endif
 
+#if !(defined(__AVX2__) && defined(__FMA__) && !defined(__AVX512F__))  // the avx2 copy: gemm_small_avx2.cpp
 bool sgemm_small(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
                  std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc,
                  const float* bias) {
@@ -272,6 +273,7 @@ bool sgemm_small(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t 
   return false;
 #endif
 }
+#endif
 
 DEZERO_ISA_END
 }  // namespace dezero::detail::cpu

@@ -1,15 +1,20 @@
 // dezero/cpu/parallel.cpp - the host backend's thread pool and thread count (parallel.hpp says
 // why it is ours and not OpenMP's).
 //
-// One job at a time: the caller publishes (fn, ctx, n) and a new epoch, wakes the workers that
-// sleep, and claims pieces itself. A piece is claimed by a compare-and-swap on `next_`, which
-// holds (epoch << 32 | next index): a claim succeeds only while the job it read is still the
-// current one, so a worker that wakes late can never run a piece of a job that has ended, and
-// the caller's stack (ctx) is only touched by pieces it waits for. The job has ended when
-// `done_` reaches n; the caller spins for about twice its own mean piece time (at least 5 us,
-// at most 100 us), then sleeps on `done_` until the last worker wakes it. A worker spins about
-// 50 us for the next job (DEZERO_SPIN_US), the gap between two loops of a training step, then
-// sleeps on `epoch_`. Sleeping is a futex: nothing is spent while the cores belong to others.
+// One job at a time. The caller writes the job (fn, ctx, the pieces) and opens the `gate_` for a
+// new epoch, wakes the workers that sleep, and works too. Each of the job's T threads owns a
+// slot, a consecutive range of the pieces with its own counter on its own cache line: a thread
+// claims its pieces with an increment no other core sees, then steals from the other slots
+// what nobody has started (a worker the OS has descheduled, or one that never woke, leaves its
+// pieces to the others). A worker enters the job through the gate (a compare-and-swap that
+// fails once the gate is closed or another job has opened), and the job's fields stay as they
+// are while anyone is inside: a late worker never touches a job that has ended, and the
+// caller's stack (ctx) is only read by pieces it waits for. The caller closes the gate after
+// its own pieces and steals, then waits for the pieces still running (`done_`): it spins for
+// about twice its own mean piece time (5 to 100 us), then sleeps on `done_` until the last
+// worker wakes it. A worker spins about 50 us for the next job (DEZERO_SPIN_US), the gap
+// between two loops of a training step, then sleeps on `epoch_`. Sleeping is a futex: nothing
+// is spent while the cores belong to others.
 #include "dezero/cpu/parallel.hpp"
 
 #include <linux/futex.h>
@@ -156,28 +161,37 @@ std::int64_t spin_ns_from_env() {
 // --- the pool ---------------------------------------------------------------------------------
 class Pool {
  public:
+  static constexpr int kMaxSlots = 256;
+
   void run(std::int64_t n, int threads, void (*fn)(void*, std::int64_t), void* ctx) {
     std::unique_lock<std::mutex> lock(submit_, std::try_to_lock);
-    if (!lock.owns_lock() || n > std::int64_t(UINT32_MAX / 2)) return run_here(n, fn, ctx);
-    const int helpers = std::min<std::int64_t>(threads - 1, n - 1);
-    grow(helpers);
-    fn_.store(fn, std::memory_order_relaxed);
-    ctx_.store(ctx, std::memory_order_relaxed);
-    count_.store(static_cast<std::uint32_t>(n), std::memory_order_relaxed);
-    helpers_.store(helpers, std::memory_order_relaxed);
+    if (!lock.owns_lock() || n > std::int64_t(INT32_MAX)) return run_here(n, fn, ctx);
+    const int slots = static_cast<int>(std::min<std::int64_t>({threads, n, kMaxSlots}));
+    grow(slots - 1);
+    fn_ = fn;
+    ctx_ = ctx;
+    slots_used_ = slots;
+    for (int t = 0; t < slots; ++t) {
+      slot_[t].next.store(static_cast<std::uint32_t>(n * t / slots), std::memory_order_relaxed);
+      slot_[t].end = static_cast<std::uint32_t>(n * (t + 1) / slots);
+    }
+    total_ = static_cast<std::uint32_t>(n);
     done_.store(0, std::memory_order_relaxed);
     failed_.store(false, std::memory_order_relaxed);
+    helpers_.store(slots - 1, std::memory_order_relaxed);
     const std::uint32_t e = epoch_.load(std::memory_order_relaxed) + 1;
-    next_.store(std::uint64_t(e) << 32, std::memory_order_release);
+    gate_.store((std::uint64_t(e) << 33) | kOpen, std::memory_order_release);
     epoch_.store(e, std::memory_order_seq_cst);
     if (sleepers_.load(std::memory_order_seq_cst) > 0) futex_wake(&epoch_, INT_MAX);
 
-    // The caller's share, timed: it spins for about as long as two of its pieces took.
+    // The caller's share (slot 0, then steals), timed: it waits spinning for about as long as two
+    // of its pieces took.
     const auto t0 = Clock::now();
-    const std::uint32_t mine = work(e);
+    const std::uint32_t mine = work(0);
     const std::int64_t took = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
+    gate_.fetch_and(~kOpen, std::memory_order_acq_rel);  // no one enters any more
     const std::int64_t spin = std::clamp<std::int64_t>(mine ? 2 * took / mine : 20000, 5000, 100000);
-    const std::uint32_t total = static_cast<std::uint32_t>(n);
+    const std::uint32_t total = total_;
     if (done_.load(std::memory_order_acquire) != total) {
       const auto until = Clock::now() + std::chrono::nanoseconds(spin);
       for (int i = 0; done_.load(std::memory_order_acquire) != total; ++i) {
@@ -190,6 +204,11 @@ class Pool {
         while ((d = done_.load(std::memory_order_seq_cst)) != total) futex_wait(&done_, d);
         waiting_.store(0, std::memory_order_relaxed);
       }
+    }
+    // Workers still inside have nothing left to claim: they leave at once.
+    for (int i = 0; (gate_.load(std::memory_order_acquire) & kActive) != 0; ++i) {
+      if (i < 4096) DEZERO_CPU_RELAX();
+      else sched_yield();
     }
     if (failed_.load(std::memory_order_acquire)) {
       std::exception_ptr ex;
@@ -206,31 +225,60 @@ class Pool {
   }
 
  private:
-  // Claims and runs pieces of job e until none is left; returns how many it ran.
-  std::uint32_t work(std::uint32_t e) {
+  static constexpr std::uint64_t kOpen = std::uint64_t(1) << 32, kActive = kOpen - 1;
+
+  struct alignas(64) Slot {
+    std::atomic<std::uint32_t> next{0};  // the slot's next unclaimed piece
+    std::uint32_t end = 0;               // one past its last piece
+  };
+
+  void run_piece(std::uint32_t i) {
+    try {
+      fn_(ctx_, static_cast<std::int64_t>(i));
+    } catch (...) {
+      std::lock_guard<std::mutex> g(error_mu_);
+      if (!error_) error_ = std::current_exception();
+      failed_.store(true, std::memory_order_release);
+    }
+  }
+
+  void finished(std::uint32_t count) {
+    if (count == 0) return;
+    if (done_.fetch_add(count, std::memory_order_seq_cst) + count == total_ && waiting_.load(std::memory_order_seq_cst))
+      futex_wake(&done_, 1);
+  }
+
+  // Runs slot s's pieces, then any other slot's not yet started; returns how many it ran.
+  std::uint32_t work(int s) {
     const bool outer = t_in_region;
     t_in_region = true;
-    auto* fn = fn_.load(std::memory_order_relaxed);
-    void* ctx = ctx_.load(std::memory_order_relaxed);
-    const std::uint32_t n = count_.load(std::memory_order_relaxed);
-    std::uint32_t ran = 0;
-    for (;;) {
-      std::uint64_t cur = next_.load(std::memory_order_acquire);
-      if ((cur >> 32) != e || static_cast<std::uint32_t>(cur) >= n) break;
-      if (!next_.compare_exchange_weak(cur, cur + 1, std::memory_order_acq_rel, std::memory_order_relaxed)) continue;
-      try {
-        fn(ctx, static_cast<std::int64_t>(static_cast<std::uint32_t>(cur)));
-      } catch (...) {
-        std::lock_guard<std::mutex> g(error_mu_);
-        if (!error_) error_ = std::current_exception();
-        failed_.store(true, std::memory_order_release);
+    std::uint32_t own = 0, stolen = 0, i;
+    Slot& mine = slot_[s];
+    while ((i = mine.next.fetch_add(1, std::memory_order_relaxed)) < mine.end) {
+      run_piece(i);
+      ++own;
+    }
+    finished(own);
+    for (int k = 1; k < slots_used_; ++k) {
+      Slot& other = slot_[(s + k) % slots_used_];
+      while (other.next.load(std::memory_order_relaxed) < other.end &&
+             (i = other.next.fetch_add(1, std::memory_order_relaxed)) < other.end) {
+        run_piece(i);
+        finished(1);
+        ++stolen;
       }
-      ++ran;
-      if (done_.fetch_add(1, std::memory_order_seq_cst) + 1 == n && waiting_.load(std::memory_order_seq_cst))
-        futex_wake(&done_, 1);
     }
     t_in_region = outer;
-    return ran;
+    return own + stolen;
+  }
+
+  // Enters job e through the gate; false when it is closed or another job's.
+  bool enter(std::uint32_t e) {
+    std::uint64_t g = gate_.load(std::memory_order_acquire);
+    for (;;) {
+      if ((g >> 33) != e || !(g & kOpen)) return false;
+      if (gate_.compare_exchange_weak(g, g + 1, std::memory_order_acq_rel, std::memory_order_acquire)) return true;
+    }
   }
 
   void worker(int id) {
@@ -248,7 +296,9 @@ class Pool {
         DEZERO_CPU_RELAX();
       }
       seen = e;
-      if (id < helpers_.load(std::memory_order_relaxed)) work(e);
+      if (id >= helpers_.load(std::memory_order_relaxed) || !enter(e)) continue;
+      if (id + 1 < slots_used_) work(id + 1);
+      gate_.fetch_sub(1, std::memory_order_release);
     }
   }
 
@@ -265,14 +315,17 @@ class Pool {
     }
   }
 
-  // Read by the workers of a job: fn, ctx, count, helpers. next_: (epoch << 32) | next index.
-  std::atomic<void (*)(void*, std::int64_t)> fn_{nullptr};
-  std::atomic<void*> ctx_{nullptr};
-  std::atomic<std::uint32_t> count_{0};
-  std::atomic<int> helpers_{0};
-  std::atomic<std::uint64_t> next_{0};
+  // The job: written by the caller before the gate opens, read by those inside.
+  void (*fn_)(void*, std::int64_t) = nullptr;
+  void* ctx_ = nullptr;
+  int slots_used_ = 0;
+  std::uint32_t total_ = 0;
+  Slot slot_[kMaxSlots];
+  // gate_: (epoch << 33) | open << 32 | workers inside.
+  alignas(64) std::atomic<std::uint64_t> gate_{0};
   alignas(64) std::atomic<std::uint32_t> epoch_{0};   // futex word of the sleeping workers
   std::atomic<int> sleepers_{0};
+  std::atomic<int> helpers_{0};
   alignas(64) std::atomic<std::uint32_t> done_{0};    // futex word of the waiting caller
   std::atomic<int> waiting_{0};
   std::atomic<bool> failed_{false};

@@ -7,8 +7,9 @@
 // the kernel reads A and B in place (reads_in_place). Whatever the panel, the edge variant or the packing, each
 // element of C is the same chain of FMAs over the depth in the same KC blocks, so none of
 // them changes the results' bits; in place, a last 1-8 columns past a multiple of 16 may run as
-// dot products along the depth instead (dot_columns), summed in another order. Without
-// __AVX512F__ only the stubs at the bottom are compiled and the backend stays on Eigen.
+// dot products along the depth instead (dot_columns), summed in another order. Compiled in every
+// copy of the kernels (isa.hpp): the avx512 copy has this kernel, the avx2 copy sgemm_avx2.cpp's,
+// the baseline copy only the stubs at the bottom (float32 stays on Eigen there).
 #include "dezero/cpu/gemm.hpp"
 
 #include <algorithm>
@@ -500,13 +501,14 @@ void sgemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, flo
   }
 }
 
-#else  // no AVX-512: the backend keeps float32 on Eigen
+#elif !(defined(__AVX2__) && defined(__FMA__))  // the baseline copy: float32 stays on Eigen
+// (the avx2 copy's kernel is sgemm_avx2.cpp)
 
 bool sgemm_available() { return false; }
 
 void sgemm(bool, bool, std::int64_t, std::int64_t, std::int64_t, float, const float*, std::int64_t, const float*,
            std::int64_t, float, float*, std::int64_t, const float*) {
-  throw Error("sgemm: this build has no AVX-512 kernel (compiled without __AVX512F__); use the Eigen path");
+  throw Error("sgemm: this copy of the kernels (x86-64) has no float32 GEMM of its own; use the Eigen path");
 }
 
 #endif

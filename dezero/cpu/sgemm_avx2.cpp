@@ -1,0 +1,323 @@
+// dezero/cpu/sgemm_avx2.cpp - the single-threaded float32 GEMM of the avx2 level (x86-64-v3: AVX2 +
+// FMA, 16 ymm registers): sgemm.cpp's design on 8-lane vectors, for the CPUs without AVX-512 (AMD
+// Zen 1-3, Intel up to Comet Lake and the hybrid cores). Compiled in every copy of the kernels
+// (isa.hpp), non-empty only in the avx2 one; sgemm.cpp has the AVX-512 kernel and the stubs of the
+// baseline copy.
+//
+// op(A) and op(B) are packed block by block into zero-padded micro-panels, and a register-blocked
+// micro-kernel computes one MR x NR = 6 x 16 tile of C per call: per step of the depth, 2 vectors of
+// packed B, 6 broadcasts of packed A and 12 FMAs into 12 accumulators (12 + 2 + 1 of the 16
+// registers; BLIS's and OpenBLAS's Haswell tile). Loop order as in sgemm.cpp (outer to inner): jc
+// over NC columns, pc over KC depth (pack KC x NC of B: 256 KB, in L2), ic over MC rows (pack A),
+// then each A micro-panel (6 KB, in L1) sweeps every B micro-panel of the block. NN products at most
+// 128 columns wide, or 512 with at most 32 rows, read A and B where they are (reads_in_place), a
+// last panel of 17-24 columns as three vectors of at most 4 rows. Whatever the path, each element of
+// C is the same chain of FMAs over the depth in the same KC blocks, so the paths never change the
+// bits. (sgemm.cpp's AVX-512 kernel sums in the same order with other blocks: the two levels may
+// differ in the last bits where k > 256.)
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstdlib>
+#include <new>
+#include <utility>
+
+#include "dezero/cpu/gemm.hpp"
+
+#if defined(__AVX2__) && defined(__FMA__) && !defined(__AVX512F__)
+#include <immintrin.h>
+
+namespace dezero::detail::cpu {
+DEZERO_ISA_BEGIN
+
+namespace {
+
+using i64 = std::int64_t;
+
+constexpr int kMR = 6;   // rows of the register tile
+constexpr int kNV = 2;   // vectors of 8 columns
+constexpr int kNR = 8 * kNV;
+constexpr int kMR3 = 4;  // rows of the three-vector tile (in place: a last panel of 17-24 columns)
+// (-DDEZERO_SGEMM_AVX2_KC=... / _NC=... for tuning runs, as sgemm.cpp's DEZERO_SGEMM_* macros)
+#ifndef DEZERO_SGEMM_AVX2_KC
+#define DEZERO_SGEMM_AVX2_KC 256
+#endif
+#ifndef DEZERO_SGEMM_AVX2_NC
+#define DEZERO_SGEMM_AVX2_NC 256
+#endif
+constexpr i64 kKC = DEZERO_SGEMM_AVX2_KC;
+constexpr i64 kNC = DEZERO_SGEMM_AVX2_NC;  // KC x NC floats of packed B: 256 KB, half of a Zen 3 core's L2
+constexpr i64 kMC = 1020;  // a multiple of MR; bounds the A buffer only
+
+i64 ceil_div(i64 a, i64 b) { return (a + b - 1) / b; }
+i64 balanced_block(i64 len, i64 max_block, i64 unit) {
+  const i64 blocks = ceil_div(len, max_block);
+  return std::min(max_block, ceil_div(ceil_div(len, blocks), unit) * unit);
+}
+
+// The lane mask of the first n (0-8) lanes, for vmaskmovps.
+inline __m256i lanes(i64 n) {
+  alignas(32) static const std::int32_t table[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+  const i64 k = n <= 0 ? 0 : n >= 8 ? 8 : n;
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(table + 8 - k));
+}
+
+struct Buffers {
+  float* a;  // MC x KC: MC / MR micro-panels of KC x MR
+  float* b;  // KC x NC: NC / NR micro-panels of KC x NR
+  Buffers()
+      : a(static_cast<float*>(std::aligned_alloc(64, sizeof(float) * kMC * kKC))),
+        b(static_cast<float*>(std::aligned_alloc(64, sizeof(float) * kKC * kNC))) {
+    if (!a || !b) {
+      std::free(a);
+      std::free(b);
+      throw std::bad_alloc();
+    }
+  }
+  ~Buffers() {
+    std::free(a);
+    std::free(b);
+  }
+  Buffers(const Buffers&) = delete;
+  Buffers& operator=(const Buffers&) = delete;
+};
+Buffers& buffers() {
+  thread_local Buffers buf;
+  return buf;
+}
+
+// --- packing ------------------------------------------------------------------------------------
+// The 8 x 8 transpose: r[i] (8 floats of row i) -> r[q] = column q of the block.
+inline void transpose8(__m256 r[8]) {
+  __m256 t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int g = 0; g < 8; g += 4) {
+    u[g + 0] = _mm256_shuffle_ps(t[g + 0], t[g + 2], 0x44);
+    u[g + 1] = _mm256_shuffle_ps(t[g + 0], t[g + 2], 0xEE);
+    u[g + 2] = _mm256_shuffle_ps(t[g + 1], t[g + 3], 0x44);
+    u[g + 3] = _mm256_shuffle_ps(t[g + 1], t[g + 3], 0xEE);
+  }
+  for (int c = 0; c < 4; ++c) {
+    r[c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x20);
+    r[4 + c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x31);
+  }
+}
+
+// dst[q * dst_ld + i] = src[i * ld + q] for i < rows, q < cols (both <= 8); lanes i >= rows are
+// zero, and `width` lanes are written (masked).
+inline void transpose_block(const float* src, i64 ld, i64 rows, i64 cols, float* dst, i64 dst_ld, int width) {
+  __m256 r[8];
+  const __m256i cm = lanes(cols);
+  for (int i = 0; i < 8; ++i) r[i] = i < rows ? _mm256_maskload_ps(src + i * ld, cm) : _mm256_setzero_ps();
+  transpose8(r);
+  const __m256i wm = lanes(width);
+  for (int q = 0; q < cols; ++q) _mm256_maskstore_ps(dst + q * dst_ld, wm, r[q]);
+}
+
+// op(A)[i0 : i0 + mc, p0 : p0 + kc] into panels of at most MR rows split evenly (as sgemm.cpp): panel q
+// at dst + q MR kc, op(A)[row, p] at [p MR + i], rows past the panel's height zero.
+i64 panel_count(i64 mc) { return ceil_div(mc, kMR); }
+i64 panel_lo(i64 s, i64 mc, i64 panels) { return s * mc / panels; }
+
+void pack_a(bool ta, const float* a, i64 lda, i64 mc, i64 kc, float* dst) {
+  const i64 panels = panel_count(mc);
+  const __m256i wm = lanes(kMR);
+  for (i64 q = 0; q < panels; ++q, dst += kMR * kc) {
+    const i64 s = panel_lo(q, mc, panels), rows = panel_lo(q + 1, mc, panels) - s;
+    if (ta) {  // op(A)[i, p] = a[p lda + i]: each step of p is a run of rows
+      const __m256i rm = lanes(rows);
+      for (i64 p = 0; p < kc; ++p) _mm256_maskstore_ps(dst + p * kMR, wm, _mm256_maskload_ps(a + p * lda + s, rm));
+    } else {  // op(A)[i, p] = a[i lda + p]: 8-wide strips of the panel's rows, transposed
+      for (i64 p = 0; p < kc; p += 8)
+        transpose_block(a + s * lda + p, lda, rows, std::min<i64>(8, kc - p), dst + p * kMR, kMR, kMR);
+    }
+  }
+}
+
+// op(B)[p0 : p0 + kc, j0 : j0 + nc] into NR-column panels: panel s holds op(B)[p, s NR + j] at
+// dst[s NR kc + p NR + j], columns past nc zero.
+void pack_b(bool tb, const float* b, i64 ldb, i64 nc, i64 kc, float* dst) {
+  if (!tb) {
+    const i64 full = nc / kNR * kNR;
+    for (i64 p = 0; p < kc; ++p) {
+      const float* src = b + p * ldb;
+      float* d = dst + p * kNR;
+      for (i64 s = 0; s < full; s += kNR, d += kNR * kc) {
+        _mm256_store_ps(d, _mm256_loadu_ps(src + s));
+        _mm256_store_ps(d + 8, _mm256_loadu_ps(src + s + 8));
+      }
+      if (full < nc) {
+        _mm256_store_ps(d, _mm256_maskload_ps(src + full, lanes(nc - full)));
+        _mm256_store_ps(d + 8, _mm256_maskload_ps(src + full + 8, lanes(nc - full - 8)));
+      }
+    }
+    return;
+  }
+  // op(B)[p, j] = b[j ldb + p]: 8 x 8 blocks, transposed
+  for (i64 s = 0; s < nc; s += kNR, dst += kNR * kc)
+    for (int v = 0; v < kNV; ++v) {
+      const i64 cols = std::max<i64>(0, std::min<i64>(8, nc - s - 8 * v));
+      for (i64 p = 0; p < kc; p += 8)
+        transpose_block(b + (s + 8 * v) * ldb + p, ldb, cols, std::min<i64>(8, kc - p), dst + p * kNR + 8 * v, kNR,
+                        8);
+    }
+}
+
+// --- micro-kernel -----------------------------------------------------------------------------
+// C[0:R, 0:nr] = alpha (A panel)(R x kc) (B panel)(kc x 8 V) + beta C, or + bias[0:nr] in place of
+// beta C (sgemm.cpp's contract). Packed: A's row i at pa[i], MR floats per step of p, B's NR floats
+// per step (zero-padded). Direct: A's row i at pa[i lda], B's row p at pb + p ldb; `Tail`: the last
+// vector of B is read with a mask (nr < 8 V). beta == 0 never reads C.
+template <int R, int V, bool Direct, bool Tail>
+void kernel(i64 kc, const float* __restrict pa, i64 lda, const float* __restrict pb, i64 ldb, float* c, i64 ldc,
+            i64 nr, float alpha, float beta, const float* bias) {
+  static_assert(R * V + V + 1 <= 16, "the tile must fit 16 ymm registers");
+  const i64 step_a = Direct ? 1 : kMR, step_b = Direct ? ldb : kNR, row_a = Direct ? lda : 1;
+  const __m256i tail = lanes(nr - 8 * (V - 1));
+  __m256 acc[R][V];
+#pragma GCC unroll 8
+  for (int i = 0; i < R; ++i)
+#pragma GCC unroll 3
+    for (int v = 0; v < V; ++v) acc[i][v] = _mm256_setzero_ps();
+  for (i64 p = 0; p < kc; ++p, pa += step_a, pb += step_b) {
+    __m256 bv[V];
+#pragma GCC unroll 3
+    for (int v = 0; v < V; ++v)
+      bv[v] = !Direct ? _mm256_load_ps(pb + 8 * v)
+              : (Tail && v == V - 1) ? _mm256_maskload_ps(pb + 8 * v, tail)
+                                     : _mm256_loadu_ps(pb + 8 * v);
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) {
+      const __m256 av = _mm256_broadcast_ss(pa + i * row_a);
+#pragma GCC unroll 3
+      for (int v = 0; v < V; ++v) acc[i][v] = _mm256_fmadd_ps(av, bv[v], acc[i][v]);
+    }
+  }
+  const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+  const bool full = nr >= 8 * V;
+  __m256 bias_v[V];
+  for (int v = 0; v < V; ++v) {
+    const __m256i m = v == V - 1 ? tail : lanes(8);
+    bias_v[v] = bias ? _mm256_maskload_ps(bias + 8 * v, m) : _mm256_setzero_ps();
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < R; ++i) {
+    float* cr = c + i * ldc;
+#pragma GCC unroll 3
+    for (int v = 0; v < V; ++v) {
+      const bool masked = !full && v == V - 1;
+      __m256 x = acc[i][v];
+      if (bias) {
+        x = _mm256_fmadd_ps(x, va, bias_v[v]);
+      } else if (beta == 0.0f) {
+        x = _mm256_mul_ps(x, va);
+      } else {
+        const __m256 old = masked ? _mm256_maskload_ps(cr + 8 * v, tail) : _mm256_loadu_ps(cr + 8 * v);
+        x = beta == 1.0f ? _mm256_fmadd_ps(x, va, old) : _mm256_fmadd_ps(x, va, _mm256_mul_ps(old, vb));
+      }
+      if (masked) _mm256_maskstore_ps(cr + 8 * v, tail, x);
+      else _mm256_storeu_ps(cr + 8 * v, x);
+    }
+  }
+}
+
+using KernelFn = void (*)(i64, const float*, i64, const float*, i64, float*, i64, i64, float, float, const float*);
+
+// Packed: kPacked[one vector][r - 1]; in place: kDirect[v - 1][tail][r - 1] (r <= 6, or <= 4 for v = 3).
+template <int V, bool Direct, bool Tail, int... R>
+constexpr std::array<KernelFn, kMR> make(std::integer_sequence<int, R...>) {
+  return {(R + 1 <= (V == 3 ? kMR3 : kMR) ? &kernel<(R + 1 <= (V == 3 ? kMR3 : kMR) ? R + 1 : 1), V, Direct, Tail>
+                                          : nullptr)...};
+}
+using Rows = std::make_integer_sequence<int, kMR>;
+constexpr std::array<KernelFn, kMR> kPacked[2] = {make<2, false, false>(Rows()), make<1, false, false>(Rows())};
+constexpr std::array<KernelFn, kMR> kDirect[3][2] = {
+    {make<1, true, false>(Rows()), make<1, true, true>(Rows())},
+    {make<2, true, false>(Rows()), make<2, true, true>(Rows())},
+    {make<3, true, false>(Rows()), make<3, true, true>(Rows())}};
+
+void scale_c(i64 m, i64 n, float beta, float* c, i64 ldc) {
+  for (i64 i = 0; i < m; ++i)
+    for (i64 j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+}
+
+// sgemm.cpp's rule: NN products at most 128 columns wide, or 512 with at most 32 rows.
+bool reads_in_place(bool ta, bool tb, i64 m, i64 n) { return !ta && !tb && (n <= 128 || (m <= 32 && n <= 512)); }
+
+// NN in place: column panels of NR (a last remainder of at most 8 joins the panel before it: three
+// vectors, at most kMR3 rows), each swept over all rows in row panels split evenly.
+void sgemm_in_place(i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda, const float* b, i64 ldb, float beta,
+                    float* c, i64 ldc, const float* bias) {
+  const i64 kc_max = balanced_block(k, kKC, 8);
+  const i64 full = n / kNR, rem = n % kNR;
+  const i64 merged = full >= 1 && rem > 0 && rem <= 8 ? (full - 1) * kNR : -1;  // the 3-vector panel
+  for (i64 pc = 0; pc < k; pc += kc_max) {
+    const i64 kc = std::min(kc_max, k - pc);
+    const float beta_pc = pc == 0 ? beta : 1.0f;
+    const float* bias_pc = pc == 0 ? bias : nullptr;
+    for (i64 jr = 0; jr < n;) {
+      const i64 nr = jr == merged ? kNR + rem : std::min<i64>(kNR, n - jr);
+      const int v = static_cast<int>(ceil_div(nr, 8));
+      const bool tail = nr != 8 * v;
+      const i64 rmax = v == 3 ? kMR3 : kMR, panels = ceil_div(m, rmax);
+      for (i64 q = 0; q < panels; ++q) {
+        const i64 ir = panel_lo(q, m, panels), mr = panel_lo(q + 1, m, panels) - ir;
+        kDirect[v - 1][tail][mr - 1](kc, a + ir * lda + pc, lda, b + pc * ldb + jr, ldb, c + ir * ldc + jr, ldc, nr,
+                                     alpha, beta_pc, bias_pc ? bias_pc + jr : nullptr);
+      }
+      jr += nr;
+    }
+  }
+}
+
+}  // namespace
+
+bool sgemm_available() { return true; }
+
+void sgemm(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda, const float* b, i64 ldb,
+           float beta, float* c, i64 ldc, const float* bias) {
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0 || alpha == 0.0f) {
+    scale_c(m, n, bias ? 0.0f : beta, c, ldc);
+    if (bias)
+      for (i64 i = 0; i < m; ++i)
+        for (i64 j = 0; j < n; ++j) c[i * ldc + j] += bias[j];
+    return;
+  }
+  if (reads_in_place(ta, tb, m, n)) return sgemm_in_place(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias);
+  Buffers& buf = buffers();
+  const i64 nc_max = balanced_block(n, kNC, kNR);
+  const i64 kc_max = balanced_block(k, kKC, 8);
+  const i64 mc_max = balanced_block(m, kMC, kMR);
+  for (i64 jc = 0; jc < n; jc += nc_max) {
+    const i64 nc = std::min(nc_max, n - jc);
+    for (i64 pc = 0; pc < k; pc += kc_max) {
+      const i64 kc = std::min(kc_max, k - pc);
+      pack_b(tb, tb ? b + jc * ldb + pc : b + pc * ldb + jc, ldb, nc, kc, buf.b);
+      const float beta_pc = pc == 0 ? beta : 1.0f;
+      const float* bias_pc = pc == 0 && bias ? bias + jc : nullptr;
+      for (i64 ic = 0; ic < m; ic += mc_max) {
+        const i64 mc = std::min(mc_max, m - ic);
+        pack_a(ta, ta ? a + pc * lda + ic : a + ic * lda + pc, lda, mc, kc, buf.a);
+        const i64 panels = panel_count(mc);
+        for (i64 q = 0; q < panels; ++q) {
+          const i64 ir = panel_lo(q, mc, panels), mr = panel_lo(q + 1, mc, panels) - ir;
+          for (i64 jr = 0; jr < nc; jr += kNR) {
+            const i64 nr = std::min<i64>(kNR, nc - jr);
+            kPacked[nr <= 8][mr - 1](kc, buf.a + q * kMR * kc, kMR, buf.b + jr * kc, kNR,
+                                     c + (ic + ir) * ldc + jc + jr, ldc, nr, alpha, beta_pc,
+                                     bias_pc ? bias_pc + jr : nullptr);
+          }
+        }
+      }
+    }
+  }
+}
+
+DEZERO_ISA_END
+}  // namespace dezero::detail::cpu
+
+#endif
