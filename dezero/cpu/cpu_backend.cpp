@@ -93,8 +93,16 @@ class CpuBackend final : public Backend {
   bool gemm_lowp(DType compute, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
                  const LowpOperand& a, const LowpOperand& b, const float* bias, float* c, std::int64_t ldc,
                  bool accumulate) override {
-    return cpu::onednn_gemm_lowp(compute, ta, tb, m, n, k, a.data, a.dtype, a.ld, b.data, b.dtype, b.ld, bias, c,
-                                 ldc, accumulate);
+    // oneDNN's 16-bit products where this CPU has them (AVX512-BF16, AMX), else the float32 kernels with
+    // the operands rounded as they are packed (gemm.cpp): the same values, at float32's speed.
+    if (cpu::onednn_gemm_lowp(compute, ta, tb, m, n, k, a.data, a.dtype, a.ld, b.data, b.dtype, b.ld, bias, c, ldc,
+                              accumulate))
+      return true;
+    if (!cpu::gemm_lowp(compute, ta, tb, m, n, k, a.data, a.dtype, a.ld, b.data, b.dtype, b.ld, bias, c, ldc,
+                        accumulate))
+      return false;
+    note_lowp_emulated(compute);
+    return true;
   }
 
   // --- convolution and pooling helpers (im2col.cpp, pool.cpp) --------------------------------
@@ -242,8 +250,9 @@ const KernelTable& DEZERO_TABLE_CAT(kernel_table_, DEZERO_CPU_ISA_NS)() {
     const IsaLevel level = IsaLevel::sse2;
     const char* kernels = "Eigen";
 #endif
-    return KernelTable{level,     kernels, make_cpu_backend, sgemm_available, sgemm, sgemm_small, gemm, gemm_bias,
-                       conv2d_forward, conv2d_backward_data, conv2d_backward_filter};
+    return KernelTable{level,    kernels,   make_cpu_backend, sgemm_available, sgemm,
+                       sgemm_small, gemm, gemm_bias, gemm_lowp, conv2d_forward,
+                       conv2d_backward_data, conv2d_backward_filter};
   }();
   return table;
 }

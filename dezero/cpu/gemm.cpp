@@ -9,11 +9,13 @@
 
 #include <algorithm>
 #include <type_traits>
+#include <vector>
 
 #include "dezero/backend/dispatch.hpp"
 #include "dezero/cpu/gemm.hpp"
 #include "dezero/cpu/kernels.hpp"
 #include "dezero/cpu/parallel.hpp"
+#include "dezero/half.hpp"
 
 namespace dezero::detail::cpu {
 DEZERO_ISA_BEGIN
@@ -56,15 +58,39 @@ bool takes_sgemm(std::int64_t m, std::int64_t n, std::int64_t /*k*/) {
 // one column, two rows) stay on sgemm_small.
 bool small_to_sgemm(std::int64_t m, std::int64_t n, std::int64_t k) { return k > 8 && takes_sgemm(m, n, k); }
 
+// out (rows x cols, contiguous) = src (rows x cols, row stride ld) rounded to bfloat16 / float16 and
+// widened back: half.hpp's conversions, the values Round stands for.
+void rounded_copy(Round r, const float* src, std::int64_t rows, std::int64_t cols, std::int64_t ld,
+                  std::vector<float>& out) {
+  out.resize(static_cast<std::size_t>(rows * cols));
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const float v = src[i * ld + j];
+      out[i * cols + j] = r == Round::bf16 ? static_cast<float>(bfloat16_t(v)) : static_cast<float>(float16_t(v));
+    }
+}
+
 // One GEMM on the calling thread: C = alpha op(A) op(B) + beta C, row-major views, or
 // C = alpha op(A) op(B) + bias when a bias row (float32 only) is given. float32 goes where the
 // table above sends it; float64 to Eigen. With a bias, a product that sgemm takes gets it in
 // sgemm's store (one pass); any other (a slab that sgemm_small or Eigen takes) gets the bias
 // copied into C and beta = 1: both the bits of the unfused broadcast-and-accumulate path.
+//
+// round (float32 only; gemm_lowp): op(A) and op(B) rounded to bfloat16 / float16 first, by sgemm as it
+// packs them where sgemm takes the product, else into rounded copies (tiny products, the x86-64 copy).
 template <class T>
 void gemm_one(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a, std::int64_t lda,
-              const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc, const T* bias = nullptr) {
+              const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc, const T* bias = nullptr,
+              Round round = Round::none) {
   if constexpr (std::is_same_v<T, float>) {
+    if (round != Round::none) {
+      if (takes_sgemm(m, n, k) && (small_to_sgemm(m, n, k) || m * n * k > kGemmSmallMacs))
+        return sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, bias ? 0.0f : beta, c, ldc, bias, round);
+      std::vector<float> ra, rb;
+      rounded_copy(round, a, ta ? k : m, ta ? m : k, lda, ra);
+      rounded_copy(round, b, tb ? n : k, tb ? k : n, ldb, rb);
+      return gemm_one<float>(ta, tb, m, n, k, alpha, ra.data(), ta ? m : k, rb.data(), tb ? k : n, beta, c, ldc, bias);
+    }
     if (bias) {
       if (takes_sgemm(m, n, k) && (small_to_sgemm(m, n, k) || m * n * k > kGemmSmallMacs))
         return sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, 0.0f, c, ldc, bias);
@@ -105,20 +131,21 @@ constexpr double kGemmParallelFlops = 1 << 21;
 template <class T>
 void gemm_typed(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a,
                 std::int64_t lda, std::int64_t sa, const T* b, std::int64_t ldb, std::int64_t sb, T beta, T* c,
-                std::int64_t ldc, std::int64_t sc, std::int64_t batch, const T* bias = nullptr) {
+                std::int64_t ldc, std::int64_t sc, std::int64_t batch, const T* bias = nullptr,
+                Round round = Round::none) {
   const int threads = max_threads();  // 1 inside a parallel loop
   double flops = 2.0 * double(m) * double(n) * double(k);
   if (threads > 1 && flops < kGemmParallelFlops && batch >= threads && flops * double(batch) >= kGemmParallelFlops) {
     // Many small products (a convolution's one GEMM per image): the images go onto threads.
     parallel_ranges(batch, threads, [&](std::int64_t lo, std::int64_t hi) {
       for (std::int64_t i = lo; i < hi; ++i)
-        gemm_one<T>(ta, tb, m, n, k, alpha, a + i * sa, lda, b + i * sb, ldb, beta, c + i * sc, ldc, bias);
+        gemm_one<T>(ta, tb, m, n, k, alpha, a + i * sa, lda, b + i * sb, ldb, beta, c + i * sc, ldc, bias, round);
     });
     return;
   }
   if (threads <= 1 || flops < kGemmParallelFlops) {
     for (std::int64_t i = 0; i < batch; ++i)
-      gemm_one<T>(ta, tb, m, n, k, alpha, a + i * sa, lda, b + i * sb, ldb, beta, c + i * sc, ldc, bias);
+      gemm_one<T>(ta, tb, m, n, k, alpha, a + i * sa, lda, b + i * sb, ldb, beta, c + i * sc, ldc, bias, round);
     return;
   }
   // Work items: batch x slabs, slab edges aligned to 16 elements (a SIMD register of floats).
@@ -136,10 +163,10 @@ void gemm_typed(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k
     T* ci = c + i * sc;
     if (by_cols)  // C[:, lo:hi] = op(A) op(B)[:, lo:hi]
       gemm_one<T>(ta, tb, m, hi - lo, k, alpha, ai, lda, tb ? bi + lo * ldb : bi + lo, ldb, beta, ci + lo, ldc,
-                  bias ? bias + lo : nullptr);
+                  bias ? bias + lo : nullptr, round);
     else  // C[lo:hi, :] = op(A)[lo:hi, :] op(B)
       gemm_one<T>(ta, tb, hi - lo, n, k, alpha, ta ? ai + lo : ai + lo * lda, lda, bi, ldb, beta, ci + lo * ldc, ldc,
-                  bias);
+                  bias, round);
   });
 }
 
@@ -173,6 +200,29 @@ bool gemm_bias(DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n, std::
     return true;
   if (!takes_sgemm(m, n, k)) return false;
   gemm_typed<float>(ta, tb, m, n, k, 1.f, af, lda, 0, bf, ldb, 0, 0.f, cf, ldc, 0, 1, biasf);
+  return true;
+}
+
+// gemm_lowp (Backend::gemm_lowp) where oneDNN has no 16-bit product for this CPU: the float32 GEMM
+// with op(A) and op(B) rounded to `compute` as they are packed (Round), the products summed in
+// float32, as a 16-bit kernel sums them. A 16-bit operand (a copy the caller kept) is widened first,
+// exactly. Threads and bias as gemm_typed's; accumulate adds to C.
+bool gemm_lowp(DType compute, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const void* a,
+               DType a_dt, std::int64_t lda, const void* b, DType b_dt, std::int64_t ldb, const float* bias, float* c,
+               std::int64_t ldc, bool accumulate) {
+  if ((compute != DType::BFloat16 && compute != DType::Float16) || m <= 0 || n <= 0 || k <= 0) return false;
+  if ((a_dt != DType::Float32 && a_dt != compute) || (b_dt != DType::Float32 && b_dt != compute)) return false;
+  std::vector<float> wa, wb;
+  auto widened = [](const void* p, DType dt, std::int64_t rows, std::int64_t ld, std::vector<float>& w) {
+    if (dt == DType::Float32) return static_cast<const float*>(p);
+    w.resize(static_cast<std::size_t>(rows * ld));
+    cast_half(dt, p, DType::Float32, w.data(), rows * ld);
+    return static_cast<const float*>(w.data());
+  };
+  const float* af = widened(a, a_dt, ta ? k : m, lda, wa);
+  const float* bf = widened(b, b_dt, tb ? n : k, ldb, wb);
+  const Round round = compute == DType::BFloat16 ? Round::bf16 : Round::fp16;
+  gemm_typed<float>(ta, tb, m, n, k, 1.f, af, lda, 0, bf, ldb, 0, accumulate ? 1.f : 0.f, c, ldc, 0, 1, bias, round);
   return true;
 }
 

@@ -183,8 +183,24 @@ const KernelTable& kernel_table() {
 bool sgemm_available() { return kernel_table().sgemm_available(); }
 void sgemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
            std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc,
-           const float* bias) {
-  kernel_table().sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias);
+           const float* bias, Round round) {
+  kernel_table().sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias, round);
+}
+bool gemm_lowp(DType compute, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const void* a,
+               DType a_dt, std::int64_t lda, const void* b, DType b_dt, std::int64_t ldb, const float* bias, float* c,
+               std::int64_t ldc, bool accumulate) {
+  return kernel_table().gemm_lowp(compute, ta, tb, m, n, k, a, a_dt, lda, b, b_dt, ldb, bias, c, ldc, accumulate);
+}
+
+void note_lowp_emulated(DType compute) {
+  static std::once_flag bf16, fp16;
+  std::call_once(compute == DType::BFloat16 ? bf16 : fp16, [&] {
+    const char* t = compute == DType::BFloat16 ? "bfloat16" : "float16";
+    std::fprintf(stderr,
+                 "dezero: autocast(%s): this CPU (%s, kernels %s) has no %s products; they run on the float32 "
+                 "kernels with their operands rounded to %s: %s's values, at float32's speed\n",
+                 t, cpu_model(), isa_name(cpu_isa()), t, t, t);
+  });
 }
 bool sgemm_small(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
                  std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc,

@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "dezero/backend/backend.hpp"
+#include "dezero/cpu/gemm.hpp"
 
 namespace dezero::detail::cpu {
 
@@ -45,7 +46,7 @@ struct KernelTable {
   bool (*sgemm_available)();
   void (*sgemm)(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
                 std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc,
-                const float* bias);
+                const float* bias, Round round);
   bool (*sgemm_small)(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
                       std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc,
                       const float* bias);
@@ -54,10 +55,17 @@ struct KernelTable {
                double beta, void* c, std::int64_t ldc, std::int64_t stride_c, std::int64_t batch);
   bool (*gemm_bias)(DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const void* a,
                     std::int64_t lda, const void* b, std::int64_t ldb, const void* bias, void* c, std::int64_t ldc);
+  bool (*gemm_lowp)(DType compute, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const void* a,
+                    DType a_dt, std::int64_t lda, const void* b, DType b_dt, std::int64_t ldb, const float* bias,
+                    float* c, std::int64_t ldc, bool accumulate);
   bool (*conv2d_forward)(DType dt, const void* x, const void* w, const void* b, void* y, const ConvGeom& g);
   bool (*conv2d_backward_data)(DType dt, const void* w, const void* gy, void* gx, const ConvGeom& g);
   bool (*conv2d_backward_filter)(DType dt, const void* x, const void* gy, void* gw, const ConvGeom& g);
 };
+
+// One line on stderr, once per process and type, the first time a product under autocast(compute)
+// runs on the float32 kernels with rounded operands because this CPU has no 16-bit product.
+void note_lowp_emulated(DType compute);
 
 // The copy for cpu_isa().
 const KernelTable& kernel_table();

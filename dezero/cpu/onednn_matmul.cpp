@@ -125,6 +125,10 @@ bool onednn_gemm_lowp(DType compute, bool ta, bool tb, i64 m, i64 n, i64 k, cons
                       const void* b, DType b_dt, i64 ldb, const float* bias, float* c, i64 ldc, bool accumulate) {
   if (!onednn_enabled() || m <= 0 || n <= 0 || k <= 0) return false;
   if (compute != DType::BFloat16 && compute != DType::Float16) return false;
+  // Only on the instructions themselves (isa.hpp: AVX512-BF16; AMX for float16's AVX512-FP16): on
+  // plain AVX-512 oneDNN would emulate bfloat16, more slowly than gemm.cpp's rounded operands.
+  const int level = static_cast<int>(cpu_isa());
+  if (level < static_cast<int>(compute == DType::BFloat16 ? IsaLevel::avx512_bf16 : IsaLevel::amx)) return false;
   if ((a_dt != DType::Float32 && a_dt != compute) || (b_dt != DType::Float32 && b_dt != compute)) return false;
   const Key key{{m, n, k, ta, tb, lda, ldb, ldc, bias != nullptr, accumulate, static_cast<i64>(compute),
                  static_cast<i64>(omp_get_max_threads()), a_dt == compute, b_dt == compute}};
@@ -163,12 +167,9 @@ bool onednn_gemm_lowp(DType compute, bool ta, bool tb, i64 m, i64 n, i64 k, cons
 namespace dezero {
 // A probe product (16 x 32 x 32, no bias) for each type, made once: a fast kernel exists
 // when its plan is not a reference implementation.
-// Only where the level in use has the instructions (cpu/isa.hpp: AVX512-BF16, or AMX for
-// float16's AVX512-FP16): oneDNN would also emulate bfloat16 on plain AVX-512, more slowly than
-// the rounded operands on our float32 kernel.
+// (onednn_gemm_lowp declines where the level in use lacks the instructions.)
 bool cpu_supports_bf16() {
   static const bool yes = [] {
-    if (static_cast<int>(detail::cpu::cpu_isa()) < static_cast<int>(detail::cpu::IsaLevel::avx512_bf16)) return false;
     float a[16 * 32] = {}, b[32 * 32] = {}, c[16 * 32];
     return detail::cpu::onednn_gemm_lowp(DType::BFloat16, false, false, 16, 32, 32, a, DType::Float32, 32, b,
                                          DType::Float32, 32, nullptr, c, 32, false);
@@ -177,7 +178,6 @@ bool cpu_supports_bf16() {
 }
 bool cpu_supports_fp16() {
   static const bool yes = [] {
-    if (detail::cpu::cpu_isa() != detail::cpu::IsaLevel::amx) return false;
     float a[16 * 32] = {}, b[32 * 32] = {}, c[16 * 32];
     return detail::cpu::onednn_gemm_lowp(DType::Float16, false, false, 16, 32, 32, a, DType::Float32, 32, b,
                                          DType::Float32, 32, nullptr, c, 32, false);

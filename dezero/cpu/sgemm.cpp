@@ -81,6 +81,23 @@ std::int64_t balanced_block(std::int64_t len, std::int64_t max_block, std::int64
 
 __mmask16 lanes(std::int64_t n) { return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1); }
 
+// v rounded to bfloat16 or float16 and widened back (gemm.hpp's Round): bfloat16 by integer
+// rounding on the bits (ties to even; a NaN keeps its sign and payload's top bits, quieted), as
+// half.hpp's conversion does; float16 through vcvtps2ph / vcvtph2ps.
+inline __m512 round_to(Round r, __m512 v) {
+  if (r == Round::bf16) {
+    const __m512i u = _mm512_castps_si512(v);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    __m512i x = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7FFF), lsb));
+    const __mmask16 nan =
+        _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF)), _mm512_set1_epi32(0x7F800000));
+    x = _mm512_mask_mov_epi32(x, nan, _mm512_or_si512(u, _mm512_set1_epi32(0x00400000)));
+    return _mm512_castsi512_ps(_mm512_and_si512(x, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u))));
+  }
+  if (r == Round::fp16) return _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  return v;
+}
+
 // --- packing buffers: one pair per thread, allocated on first use, 64-byte aligned ---
 struct Buffers {
   float* a;  // MC x KC: MC / MR micro-panels of KC x MR
@@ -119,10 +136,12 @@ Buffers& buffers() {
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 void transpose_block(const float* src, std::int64_t ld, std::int64_t rows, std::int64_t cols, float* dst,
-                     std::int64_t dst_ld, int width) {
+                     std::int64_t dst_ld, int width, Round round = Round::none) {
   __m512 r[16], t[16];
   const __mmask16 cm = lanes(cols);
   for (int i = 0; i < 16; ++i) r[i] = i < rows ? _mm512_maskz_loadu_ps(cm, src + i * ld) : _mm512_setzero_ps();
+  if (round != Round::none)
+    for (int i = 0; i < 16; ++i) r[i] = round_to(round, r[i]);
   for (int i = 0; i < 16; i += 2) {  // t[2g], t[2g+1]: rows 2g, 2g+1 interleaved per 128-bit lane
     t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
     t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
@@ -157,34 +176,36 @@ void transpose_block(const float* src, std::int64_t ld, std::int64_t rows, std::
 std::int64_t panel_count(std::int64_t mc) { return ceil_div(mc, kMR); }
 std::int64_t panel_lo(std::int64_t s, std::int64_t mc, std::int64_t panels) { return s * mc / panels; }
 
-void pack_a(bool ta, const float* a, std::int64_t lda, std::int64_t mc, std::int64_t kc, float* dst) {
+void pack_a(bool ta, const float* a, std::int64_t lda, std::int64_t mc, std::int64_t kc, float* dst, Round round) {
   const std::int64_t panels = panel_count(mc);
   for (std::int64_t q = 0; q < panels; ++q, dst += kMR * kc) {
     const std::int64_t s = panel_lo(q, mc, panels), rows = panel_lo(q + 1, mc, panels) - s;
     if (ta) {  // op(A)[i, p] = a[p lda + i]: each k step is a contiguous run of rows
       const __mmask16 rm = lanes(rows), wm = lanes(kMR);
       for (std::int64_t p = 0; p < kc; ++p)
-        _mm512_mask_storeu_ps(dst + p * kMR, wm, _mm512_maskz_loadu_ps(rm, a + p * lda + s));
+        _mm512_mask_storeu_ps(dst + p * kMR, wm, round_to(round, _mm512_maskz_loadu_ps(rm, a + p * lda + s)));
     } else {  // op(A)[i, p] = a[i lda + p]: transpose 16-wide strips of the panel's rows
       for (std::int64_t p = 0; p < kc; p += 16)
-        transpose_block(a + s * lda + p, lda, rows, std::min<std::int64_t>(16, kc - p), dst + p * kMR, kMR, kMR);
+        transpose_block(a + s * lda + p, lda, rows, std::min<std::int64_t>(16, kc - p), dst + p * kMR, kMR, kMR,
+                        round);
     }
   }
 }
 
 // Packs op(B)[p0 : p0 + kc, j0 : j0 + nc] into NR-column micro-panels: panel s holds
 // op(B)[p, s NR + j] at dst[s NR kc + p NR + j], columns past nc zero.
-void pack_b(bool tb, const float* b, std::int64_t ldb, std::int64_t nc, std::int64_t kc, float* dst) {
+void pack_b(bool tb, const float* b, std::int64_t ldb, std::int64_t nc, std::int64_t kc, float* dst, Round round) {
   if (!tb) {  // op(B)[p, j] = b[p ldb + j]: rows are contiguous; read each once, front to back
     const std::int64_t full = nc / kNR * kNR;
     for (std::int64_t p = 0; p < kc; ++p) {
       const float* src = b + p * ldb;
       float* d = dst + p * kNR;
       for (std::int64_t s = 0; s < full; s += kNR, d += kNR * kc)
-        for (int v = 0; v < kNV; ++v) _mm512_store_ps(d + 16 * v, _mm512_loadu_ps(src + s + 16 * v));
+        for (int v = 0; v < kNV; ++v) _mm512_store_ps(d + 16 * v, round_to(round, _mm512_loadu_ps(src + s + 16 * v)));
       if (full < nc)
         for (int v = 0; v < kNV; ++v)
-          _mm512_store_ps(d + 16 * v, _mm512_maskz_loadu_ps(lanes(nc - full - 16 * v), src + full + 16 * v));
+          _mm512_store_ps(d + 16 * v,
+                          round_to(round, _mm512_maskz_loadu_ps(lanes(nc - full - 16 * v), src + full + 16 * v)));
     }
     return;
   }
@@ -194,7 +215,7 @@ void pack_b(bool tb, const float* b, std::int64_t ldb, std::int64_t nc, std::int
       const std::int64_t cols = std::max<std::int64_t>(0, std::min<std::int64_t>(16, nc - s - 16 * v));
       for (std::int64_t p = 0; p < kc; p += 16)
         transpose_block(b + (s + 16 * v) * ldb + p, ldb, cols, std::min<std::int64_t>(16, kc - p),
-                        dst + p * kNR + 16 * v, kNR, 16);
+                        dst + p * kNR + 16 * v, kNR, 16, round);
     }
 }
 
@@ -462,7 +483,7 @@ bool sgemm_available() { return true; }
 
 void sgemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
            std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc,
-           const float* bias) {
+           const float* bias, Round round) {
   if (m <= 0 || n <= 0) return;
   if (k <= 0 || alpha == 0.0f) {
     scale_c(m, n, bias ? 0.0f : beta, c, ldc);
@@ -471,7 +492,8 @@ void sgemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, flo
         for (std::int64_t j = 0; j < n; ++j) c[i * ldc + j] += bias[j];
     return;
   }
-  if (reads_in_place(ta, tb, m, n, k)) return sgemm_in_place(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias);
+  if (round == Round::none && reads_in_place(ta, tb, m, n, k))
+    return sgemm_in_place(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias);
   Buffers& buf = buffers();
   const std::int64_t nc_max = balanced_block(n, kNC, kNR);
   const std::int64_t kc_max = balanced_block(k, kKC, 16);
@@ -480,12 +502,12 @@ void sgemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, flo
     const std::int64_t nc = std::min(nc_max, n - jc);
     for (std::int64_t pc = 0; pc < k; pc += kc_max) {
       const std::int64_t kc = std::min(kc_max, k - pc);
-      pack_b(tb, tb ? b + jc * ldb + pc : b + pc * ldb + jc, ldb, nc, kc, buf.b);
+      pack_b(tb, tb ? b + jc * ldb + pc : b + pc * ldb + jc, ldb, nc, kc, buf.b, round);
       const float beta_pc = pc == 0 ? beta : 1.0f;  // later depth blocks accumulate
       const float* bias_pc = pc == 0 && bias ? bias + jc : nullptr;
       for (std::int64_t ic = 0; ic < m; ic += mc_max) {
         const std::int64_t mc = std::min(mc_max, m - ic);
-        pack_a(ta, ta ? a + pc * lda + ic : a + ic * lda + pc, lda, mc, kc, buf.a);
+        pack_a(ta, ta ? a + pc * lda + ic : a + ic * lda + pc, lda, mc, kc, buf.a, round);
         const std::int64_t panels = panel_count(mc);
         for (std::int64_t q = 0; q < panels; ++q) {
           const std::int64_t ir = panel_lo(q, mc, panels), mr = panel_lo(q + 1, mc, panels) - ir;
@@ -507,7 +529,7 @@ void sgemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, flo
 bool sgemm_available() { return false; }
 
 void sgemm(bool, bool, std::int64_t, std::int64_t, std::int64_t, float, const float*, std::int64_t, const float*,
-           std::int64_t, float, float*, std::int64_t, const float*) {
+           std::int64_t, float, float*, std::int64_t, const float*, Round) {
   throw Error("sgemm: this copy of the kernels (x86-64) has no float32 GEMM of its own; use the Eigen path");
 }
 

@@ -62,11 +62,25 @@ inline __m256i lanes(i64 n) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(table + 8 - k));
 }
 
+// v rounded to bfloat16 or float16 and widened back (gemm.hpp's Round; sgemm.cpp's round_to).
+inline __m256 round_to(Round r, __m256 v) {
+  if (r == Round::bf16) {
+    const __m256i u = _mm256_castps_si256(v);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    const __m256 x = _mm256_castsi256_ps(_mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7FFF), lsb)));
+    const __m256 quiet = _mm256_castsi256_ps(_mm256_or_si256(u, _mm256_set1_epi32(0x00400000)));
+    const __m256 q = _mm256_blendv_ps(x, quiet, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));  // a NaN: quieted, not rounded
+    return _mm256_and_ps(q, _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(0xFFFF0000u))));
+  }
+  if (r == Round::fp16) return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  return v;
+}
+
 struct Buffers {
-  float* a;  // MC x KC: MC / MR micro-panels of KC x MR
+  float* a;  // MC x KC: MC / MR micro-panels of KC x MR (+ 16 floats: pack_a's last 8-lane store)
   float* b;  // KC x NC: NC / NR micro-panels of KC x NR
   Buffers()
-      : a(static_cast<float*>(std::aligned_alloc(64, sizeof(float) * kMC * kKC))),
+      : a(static_cast<float*>(std::aligned_alloc(64, sizeof(float) * (kMC * kKC + 16)))),
         b(static_cast<float*>(std::aligned_alloc(64, sizeof(float) * kKC * kNC))) {
     if (!a || !b) {
       std::free(a);
@@ -107,14 +121,21 @@ inline void transpose8(__m256 r[8]) {
 }
 
 // dst[q * dst_ld + i] = src[i * ld + q] for i < rows, q < cols (both <= 8); lanes i >= rows are
-// zero, and `width` lanes are written (masked).
-inline void transpose_block(const float* src, i64 ld, i64 rows, i64 cols, float* dst, i64 dst_ld, int width) {
+// zero. Each store writes 8 lanes, in ascending q: where dst_ld < 8 (A's 6-row panels) a store's
+// last lanes are overwritten by the next one, and the packing buffers have room for the last's.
+// (vmaskmovps stores, which AMD's cores run slowly, only where a row is short.)
+inline void transpose_block(const float* src, i64 ld, i64 rows, i64 cols, float* dst, i64 dst_ld, Round round) {
   __m256 r[8];
-  const __m256i cm = lanes(cols);
-  for (int i = 0; i < 8; ++i) r[i] = i < rows ? _mm256_maskload_ps(src + i * ld, cm) : _mm256_setzero_ps();
+  if (cols == 8) {
+    for (int i = 0; i < 8; ++i) r[i] = i < rows ? _mm256_loadu_ps(src + i * ld) : _mm256_setzero_ps();
+  } else {
+    const __m256i cm = lanes(cols);
+    for (int i = 0; i < 8; ++i) r[i] = i < rows ? _mm256_maskload_ps(src + i * ld, cm) : _mm256_setzero_ps();
+  }
+  if (round != Round::none)
+    for (int i = 0; i < 8; ++i) r[i] = round_to(round, r[i]);
   transpose8(r);
-  const __m256i wm = lanes(width);
-  for (int q = 0; q < cols; ++q) _mm256_maskstore_ps(dst + q * dst_ld, wm, r[q]);
+  for (int q = 0; q < cols; ++q) _mm256_storeu_ps(dst + q * dst_ld, r[q]);
 }
 
 // op(A)[i0 : i0 + mc, p0 : p0 + kc] into panels of at most MR rows split evenly (as sgemm.cpp): panel q
@@ -122,36 +143,38 @@ inline void transpose_block(const float* src, i64 ld, i64 rows, i64 cols, float*
 i64 panel_count(i64 mc) { return ceil_div(mc, kMR); }
 i64 panel_lo(i64 s, i64 mc, i64 panels) { return s * mc / panels; }
 
-void pack_a(bool ta, const float* a, i64 lda, i64 mc, i64 kc, float* dst) {
+void pack_a(bool ta, const float* a, i64 lda, i64 mc, i64 kc, float* dst, Round round) {
   const i64 panels = panel_count(mc);
-  const __m256i wm = lanes(kMR);
   for (i64 q = 0; q < panels; ++q, dst += kMR * kc) {
     const i64 s = panel_lo(q, mc, panels), rows = panel_lo(q + 1, mc, panels) - s;
-    if (ta) {  // op(A)[i, p] = a[p lda + i]: each step of p is a run of rows
+    if (ta) {  // op(A)[i, p] = a[p lda + i]: each step of p is a run of rows; 8-lane stores, as transpose_block
       const __m256i rm = lanes(rows);
-      for (i64 p = 0; p < kc; ++p) _mm256_maskstore_ps(dst + p * kMR, wm, _mm256_maskload_ps(a + p * lda + s, rm));
+      for (i64 p = 0; p < kc; ++p) {
+        const __m256 v = _mm256_maskload_ps(a + p * lda + s, rm);
+        _mm256_storeu_ps(dst + p * kMR, round_to(round, v));
+      }
     } else {  // op(A)[i, p] = a[i lda + p]: 8-wide strips of the panel's rows, transposed
       for (i64 p = 0; p < kc; p += 8)
-        transpose_block(a + s * lda + p, lda, rows, std::min<i64>(8, kc - p), dst + p * kMR, kMR, kMR);
+        transpose_block(a + s * lda + p, lda, rows, std::min<i64>(8, kc - p), dst + p * kMR, kMR, round);
     }
   }
 }
 
 // op(B)[p0 : p0 + kc, j0 : j0 + nc] into NR-column panels: panel s holds op(B)[p, s NR + j] at
 // dst[s NR kc + p NR + j], columns past nc zero.
-void pack_b(bool tb, const float* b, i64 ldb, i64 nc, i64 kc, float* dst) {
+void pack_b(bool tb, const float* b, i64 ldb, i64 nc, i64 kc, float* dst, Round round) {
   if (!tb) {
     const i64 full = nc / kNR * kNR;
     for (i64 p = 0; p < kc; ++p) {
       const float* src = b + p * ldb;
       float* d = dst + p * kNR;
       for (i64 s = 0; s < full; s += kNR, d += kNR * kc) {
-        _mm256_store_ps(d, _mm256_loadu_ps(src + s));
-        _mm256_store_ps(d + 8, _mm256_loadu_ps(src + s + 8));
+        _mm256_store_ps(d, round_to(round, _mm256_loadu_ps(src + s)));
+        _mm256_store_ps(d + 8, round_to(round, _mm256_loadu_ps(src + s + 8)));
       }
       if (full < nc) {
-        _mm256_store_ps(d, _mm256_maskload_ps(src + full, lanes(nc - full)));
-        _mm256_store_ps(d + 8, _mm256_maskload_ps(src + full + 8, lanes(nc - full - 8)));
+        _mm256_store_ps(d, round_to(round, _mm256_maskload_ps(src + full, lanes(nc - full))));
+        _mm256_store_ps(d + 8, round_to(round, _mm256_maskload_ps(src + full + 8, lanes(nc - full - 8))));
       }
     }
     return;
@@ -162,7 +185,7 @@ void pack_b(bool tb, const float* b, i64 ldb, i64 nc, i64 kc, float* dst) {
       const i64 cols = std::max<i64>(0, std::min<i64>(8, nc - s - 8 * v));
       for (i64 p = 0; p < kc; p += 8)
         transpose_block(b + (s + 8 * v) * ldb + p, ldb, cols, std::min<i64>(8, kc - p), dst + p * kNR + 8 * v, kNR,
-                        8);
+                        round);
     }
 }
 
@@ -245,7 +268,12 @@ void scale_c(i64 m, i64 n, float beta, float* c, i64 ldc) {
 }
 
 // sgemm.cpp's rule: NN products at most 128 columns wide, or 512 with at most 32 rows.
-bool reads_in_place(bool ta, bool tb, i64 m, i64 n) { return !ta && !tb && (n <= 128 || (m <= 32 && n <= 512)); }
+#ifndef DEZERO_SGEMM_AVX2_DIRECT
+#define DEZERO_SGEMM_AVX2_DIRECT 1
+#endif
+bool reads_in_place(bool ta, bool tb, i64 m, i64 n) {
+  return DEZERO_SGEMM_AVX2_DIRECT && !ta && !tb && (n <= 128 || (m <= 32 && n <= 512));
+}
 
 // NN in place: column panels of NR (a last remainder of at most 8 joins the panel before it: three
 // vectors, at most kMR3 rows), each swept over all rows in row panels split evenly.
@@ -278,7 +306,7 @@ void sgemm_in_place(i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda, c
 bool sgemm_available() { return true; }
 
 void sgemm(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda, const float* b, i64 ldb,
-           float beta, float* c, i64 ldc, const float* bias) {
+           float beta, float* c, i64 ldc, const float* bias, Round round) {
   if (m <= 0 || n <= 0) return;
   if (k <= 0 || alpha == 0.0f) {
     scale_c(m, n, bias ? 0.0f : beta, c, ldc);
@@ -287,7 +315,8 @@ void sgemm(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i
         for (i64 j = 0; j < n; ++j) c[i * ldc + j] += bias[j];
     return;
   }
-  if (reads_in_place(ta, tb, m, n)) return sgemm_in_place(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias);
+  if (round == Round::none && reads_in_place(ta, tb, m, n))
+    return sgemm_in_place(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias);
   Buffers& buf = buffers();
   const i64 nc_max = balanced_block(n, kNC, kNR);
   const i64 kc_max = balanced_block(k, kKC, 8);
@@ -296,12 +325,12 @@ void sgemm(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i
     const i64 nc = std::min(nc_max, n - jc);
     for (i64 pc = 0; pc < k; pc += kc_max) {
       const i64 kc = std::min(kc_max, k - pc);
-      pack_b(tb, tb ? b + jc * ldb + pc : b + pc * ldb + jc, ldb, nc, kc, buf.b);
+      pack_b(tb, tb ? b + jc * ldb + pc : b + pc * ldb + jc, ldb, nc, kc, buf.b, round);
       const float beta_pc = pc == 0 ? beta : 1.0f;
       const float* bias_pc = pc == 0 && bias ? bias + jc : nullptr;
       for (i64 ic = 0; ic < m; ic += mc_max) {
         const i64 mc = std::min(mc_max, m - ic);
-        pack_a(ta, ta ? a + pc * lda + ic : a + ic * lda + pc, lda, mc, kc, buf.a);
+        pack_a(ta, ta ? a + pc * lda + ic : a + ic * lda + pc, lda, mc, kc, buf.a, round);
         const i64 panels = panel_count(mc);
         for (i64 q = 0; q < panels; ++q) {
           const i64 ir = panel_lo(q, mc, panels), mr = panel_lo(q + 1, mc, panels) - ir;

@@ -19,6 +19,7 @@
 #include <type_traits>
 
 #include "dezero/functions.hpp"
+#include "dezero/onednn.hpp"
 #include "dezero/functions/dual.hpp"
 #include "dezero/tensor/checks.hpp"
 #include "dezero/tensor/fused.hpp"
@@ -27,19 +28,26 @@ namespace dezero {
 namespace {
 
 // The rounded operands a mixed-precision product keeps for its backward: made when the
-// product runs under autocast on float32 operands while a graph is recorded.
+// product runs under autocast on float32 operands while a graph is recorded. On a CPU without
+// the 16-bit product (cpu_supports_bf16() / cpu_supports_fp16() false) the float32 kernels round
+// the operands as they pack them (cpu/gemm.cpp): there the float32 operands themselves are kept
+// (the graph holds them anyway) and nothing is copied, so autocast costs no pass over memory.
 struct RoundedOperands {
   Tensor a, b;
   bool keep(const Tensor& x, const Tensor& y, DType compute) {
     if (!is_half(compute) || !Config::enable_backprop || x.dtype() != DType::Float32 ||
         y.dtype() != DType::Float32 || x.ndim() != 2 || y.ndim() != 2 || x.size() == 0 || y.size() == 0)
       return false;
-    a = x.astype(compute);
-    b = y.astype(compute);
+    const bool rounds_as_it_packs =
+        x.device().is_cpu() && !(compute == DType::BFloat16 ? cpu_supports_bf16() : cpu_supports_fp16());
+    a = rounds_as_it_packs ? x : x.astype(compute);
+    b = rounds_as_it_packs ? y : y.astype(compute);
     return true;
   }
-  // gy rounded once for the two products (a float32 gy only; anything else: no reuse).
+  // gy rounded once for the two products (a float32 gy only; anything else: no reuse); left float32
+  // where the kept operands are (the kernels round it).
   bool usable(const Tensor& gy) const { return a.defined() && gy.dtype() == DType::Float32; }
+  Tensor rounded(const Tensor& gy, DType compute) const { return a.dtype() == compute ? gy.astype(compute) : gy; }
 };
 
 class MatMul : public detail::DualFunction<MatMul> {
@@ -63,7 +71,7 @@ class MatMul : public detail::DualFunction<MatMul> {
   detail::GradList<V> grads(const V& gy) const {
     if constexpr (std::is_same_v<V, Tensor>) {
       if (kept_.usable(gy)) {  // the forward's rounded operands, gy rounded once
-        Tensor g16 = gy.astype(compute_), ga, gb;
+        Tensor g16 = kept_.rounded(gy, compute_), ga, gb;
         if (needs_input_grad(0))
           ga = ta_ ? detail::matmul_lowp(kept_.b, g16, tb_, true, Tensor(), compute_)
                    : detail::matmul_lowp(g16, kept_.b, false, !tb_, Tensor(), compute_);
@@ -105,7 +113,7 @@ class Linear : public detail::DualFunction<Linear> {
     detail::GradList<V> g(inputs().size());
     if constexpr (std::is_same_v<V, Tensor>) {
       if (kept_.usable(gy)) {  // the forward's rounded x and W, gy rounded once
-        Tensor g16 = gy.astype(compute_);
+        Tensor g16 = kept_.rounded(gy, compute_);
         if (needs_input_grad(0)) g[0] = detail::matmul_lowp(g16, kept_.b, false, true, Tensor(), compute_);
         if (needs_input_grad(1)) g[1] = detail::matmul_lowp(kept_.a, g16, true, false, Tensor(), compute_);
         if (inputs().size() > 2 && needs_input_grad(2)) g[2] = detail::sum_to(gy, input(2).shape());
