@@ -78,11 +78,13 @@ std::string read_line(const std::string& path) {
   return s;
 }
 
+}  // namespace
+
 // The CPU quota of this process's cgroup and its parents (the smallest), in CPUs; 0 when there is
 // none. cgroup v2: cpu.max ("max 100000" or "150000 100000"); v1: cpu.cfs_quota_us (-1: none) over
-// cpu.cfs_period_us.
-double cgroup_quota_cpus() {
-  std::ifstream f("/proc/self/cgroup");
+// cpu.cfs_period_us. proc_cgroup: /proc/self/cgroup; root: /sys/fs/cgroup (tests pass others).
+double cgroup_quota_cpus(const std::string& proc_cgroup, const std::string& root) {
+  std::ifstream f(proc_cgroup);
   std::string line, v2_path, v1_path;
   while (std::getline(f, line)) {
     // hierarchy-id:controllers:path
@@ -109,20 +111,22 @@ double cgroup_quota_cpus() {
   };
   if (!v2_path.empty())
     walk(v2_path, [&](const std::string& p) {
-      std::istringstream in(read_line("/sys/fs/cgroup" + (p == "/" ? std::string() : p) + "/cpu.max"));
+      std::istringstream in(read_line(root + (p == "/" ? std::string() : p) + "/cpu.max"));
       std::string quota;
       double period = 0;
       if (in >> quota >> period && quota != "max" && period > 0) take(std::atof(quota.c_str()) / period);
     });
   if (!v1_path.empty())
-    for (const char* root : {"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"})
+    for (const char* v1 : {"/cpu", "/cpu,cpuacct"})
       walk(v1_path, [&](const std::string& p) {
-        const std::string dir = std::string(root) + (p == "/" ? std::string() : p);
+        const std::string dir = root + v1 + (p == "/" ? std::string() : p);
         const std::string q = read_line(dir + "/cpu.cfs_quota_us"), per = read_line(dir + "/cpu.cfs_period_us");
         if (!q.empty() && !per.empty() && std::atof(per.c_str()) > 0) take(std::atof(q.c_str()) / std::atof(per.c_str()));
       });
   return best;
 }
+
+namespace {
 
 struct ThreadDefaults {
   int omp_initial;       // omp_get_max_threads() before anyone changed it
@@ -138,7 +142,7 @@ const ThreadDefaults& defaults() {
     t.omp_initial = omp_get_max_threads();
     t.omp_env = env_value("OMP_NUM_THREADS") != nullptr;
     t.affinity = affinity_cpus();
-    t.quota = cgroup_quota_cpus();
+    t.quota = cgroup_quota_cpus("/proc/self/cgroup", "/sys/fs/cgroup");
     t.quota_threads = t.quota > 0 ? std::max(1, static_cast<int>(std::ceil(t.quota - 1e-9))) : 0;
     return t;
   }();

@@ -38,6 +38,10 @@ int max_threads();
 std::string threads_source();
 // True inside a loop of the pool (on any of its threads) or inside an OpenMP parallel region.
 bool in_parallel();
+// The CPU quota of the cgroup that `proc_cgroup` (/proc/self/cgroup) names, the smallest along its
+// parents, read under `root` (/sys/fs/cgroup; v2's cpu.max or v1's cpu/cpu.cfs_quota_us), in CPUs;
+// 0 when there is none.
+double cgroup_quota_cpus(const std::string& proc_cgroup, const std::string& root);
 
 // fn(ctx, i) once for every i in [0, n), on the calling thread and up to threads - 1 workers,
 // which claim the indexes in order, one at a time; returns when all are done. threads <= 1,

@@ -2,8 +2,14 @@
 # tests/mn/wire_accuracy.sh - half-size gradients on the wire train as well as float32 (issue 32,
 # item 2): examples/mnist_mn under mpirun -np 2 (W1's MLP 784-1000-1000-10, Adam, batch 100 per
 # rank), one epoch of Fashion-MNIST with --allreduce-grad-dtype same, bfloat16 and float16; the
-# test accuracy of each 16-bit run must be within 0.005 of the float32 run's. Exit 77 (skipped)
+# test accuracy of each 16-bit run must be within 0.01 of the float32 run's. Exit 77 (skipped)
 # when Fashion-MNIST is not installed.
+#
+# The bound is twice the largest difference measured, on three CPUs and kernel levels: the
+# float32 run alone reaches 0.8520 (AMD Zen 3, AVX2), 0.8523 and 0.8556 (AMD Zen 5 at avx512 and
+# at DEZERO_CPU_ISA=avx2), 0.8546 (Intel, AVX-512): summation orders move it by 0.0036; the 16-bit
+# runs were 0.0003-0.0051 from their float32 run. A wire that loses precision for real (a wrong
+# rounding or scale) costs far more, or diverges.
 #
 #   wire_accuracy.sh MPIEXEC MNIST_MN FASHION_DIR WORK_DIR
 set -euo pipefail
@@ -26,6 +32,6 @@ done
 echo "wire_accuracy: test accuracy after 1 epoch: float32 ${acc[same]}, bfloat16 ${acc[bfloat16]}, float16 ${acc[float16]}"
 for wire in bfloat16 float16; do
   awk -v a="${acc[$wire]}" -v b="${acc[same]}" -v w="$wire" 'BEGIN { d = a - b; if (d < 0) d = -d
-    printf "wire_accuracy: %s differs from float32 by %.4f (at most 0.005)\n", w, d; exit !(d <= 0.005) }' || exit 1
+    printf "wire_accuracy: %s differs from float32 by %.4f (at most 0.01)\n", w, d; exit !(d <= 0.01) }' || exit 1
 done
 echo "wire_accuracy: ok"
