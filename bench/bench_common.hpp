@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dezero/dezero.hpp>
@@ -23,6 +24,12 @@ inline double peak_rss_mb() {
   getrusage(RUSAGE_SELF, &u);
   return static_cast<double>(u.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
 }
+
+// One line naming the CPU, the host kernels' instruction-set level and the threads
+// (dezero::cpu_info()): every benchmark prints it last, so that a figure is never quoted
+// without its CPU (it is not printed first: asking whether the CPU has bfloat16 products makes a
+// oneDNN primitive, whose OpenMP threads would then spin beside the timed work).
+inline void print_cpu() { std::printf("%s\n", dezero::cpu_info().summary().c_str()); }
 
 // --device cpu|cuda (default cpu), --flag VALUE lookups.
 inline std::string arg(int argc, char** argv, const char* name, const char* def) {

@@ -66,7 +66,8 @@ int main(int argc, char** argv) {
     std::printf("  y = y + 1      %7.1f B/node with (4,) float64 Variables (data on the heap)\n", add4);
     std::printf("  sizeof: VariableNode %zu, Tensor %zu, Shape %zu, Variable %zu\n", sizeof(VariableNode),
                 sizeof(Tensor), sizeof(Shape), sizeof(Variable));
-    return 0;
+    bench::print_cpu();
+  return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "graph_memory: %s\n", e.what());
     return 1;

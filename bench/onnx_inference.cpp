@@ -140,6 +140,7 @@ int main(int argc, char** argv) try {
     }
     std::fflush(stdout);
   }
+  bench::print_cpu();
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "onnx_inference: %s\n", e.what());

@@ -201,6 +201,7 @@ int main(int argc, char** argv) {
                   ph[0] / steps * 1e6, ph[1] / steps * 1e6, ph[2] / steps * 1e6, ph[3] / steps * 1e6,
                   ph[4] / steps * 1e6);
     }
+    bench::print_cpu();
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "op_profile: %s\n", e.what());

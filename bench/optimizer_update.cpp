@@ -71,6 +71,7 @@ int main(int argc, char** argv) try {
   run("W3 (MLP 2-10-1)", w3_shapes(), dev, steps);
   run("200 small (64-1024 each)", small_shapes(), dev, std::max(1, steps / 10));
   run("W1 (MLP 784-1000-1000-10)", w1_shapes(), dev, std::max(1, steps / 100));
+  bench::print_cpu();
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "optimizer_update: %s\n", e.what());

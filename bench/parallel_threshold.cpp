@@ -94,6 +94,7 @@ int main(int argc, char** argv) try {
     }
     std::printf("\n");
   }
+  bench::print_cpu();
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "parallel_threshold: %s\n", e.what());

@@ -81,7 +81,8 @@ int main(int argc, char** argv) {
   const double sample_s = std::stod(bench::arg(argc, argv, "--ms", "20")) / 1000.0;
   const bool grid = bench::arg(argc, argv, "--grid", "1") != "0";
   if (!dezero::detail::cpu::sgemm_available()) {
-    std::printf("sgemm_shapes: this build has no AVX-512 sgemm\n");
+    std::printf("sgemm_shapes: the kernels at this level have no sgemm of their own (Eigen)\n");
+    bench::print_cpu();
     return 0;
   }
   load_libraries();
@@ -175,7 +176,10 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
 
-  if (!only.empty()) return 0;
+  if (!only.empty()) {
+    bench::print_cpu();
+    return 0;
+  }
 
   // W3's products (the step-43 network, 2-10-1 on a batch of 100), which sgemm_small takes:
   // nanoseconds per call, Eigen against sgemm_small (with the bias row where the layer has one).
@@ -228,5 +232,6 @@ int main(int argc, char** argv) {
                 s.tb ? 'T' : 'N', (long long)s.m, (long long)s.k, (long long)s.n, e, g, e / g,
                 diff / std::max(scale, 1e-30));
   }
+  bench::print_cpu();
   return 0;
 }

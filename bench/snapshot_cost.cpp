@@ -81,6 +81,7 @@ int main(int argc, char** argv) try {
   std::printf("Snapshot::save:                 %7.1f ms median (%.1f MB)\n", 1e3 * median(ts), size_of("snapshot.npz"));
   std::printf("snapshot / save_weights: %.2fx (median of the per-round ratios; target <= 1.5x)\n", median(ratio));
   std::filesystem::remove_all(base);
+  std::printf("%s\n", dezero::cpu_info().summary().c_str());
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "snapshot_cost: %s\n", e.what());

@@ -104,6 +104,7 @@ int main(int argc, char** argv) try {
     std::cout << "test accuracy: " << correct / double(M) << "\n";
   }
   std::cout << "peak RSS: " << bench::peak_rss_mb() << " MB\n";
+  bench::print_cpu();
   return 0;
 } catch (const std::exception& e) {
   std::cerr << "w1_mlp_epoch: " << e.what() << "\n";

@@ -115,6 +115,7 @@ int main(int argc, char** argv) try {
   conv_alone(*model.c2, random::rand({B, 16, 14, 14}, float32).to(dev), true, 3 * conv_flops(B, 16, 32, 14, 3),
              "conv2 16->32 14x14");
   std::cout << "peak RSS: " << bench::peak_rss_mb() << " MB\n";
+  bench::print_cpu();
   return 0;
 } catch (const std::exception& e) {
   std::cerr << "w2_cnn: " << e.what() << "\n";

@@ -35,6 +35,7 @@ int main(int argc, char** argv) try {
   std::sort(us.begin(), us.end());
   std::cout << "W3: " << in << "-10-1 sigmoid MLP, batch 100, MSE + SGD on " << dev << ": median " << us[2]
             << " us/step (min " << us[0] << ", max " << us[4] << "), loss " << final_loss << "\n";
+  bench::print_cpu();
   return 0;
 } catch (const std::exception& e) {
   std::cerr << "w3_overhead: " << e.what() << "\n";

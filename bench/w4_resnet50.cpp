@@ -165,6 +165,7 @@ int main(int argc, char** argv) try {
     for (auto& [part, secs] : prof.fwd) std::cout << "  forward " << part << ": " << secs / steps << " s\n";
   }
   std::cout << "peak RSS: " << bench::peak_rss_mb() << " MB\n";
+  bench::print_cpu();
   return 0;
 } catch (const std::exception& e) {
   std::cerr << "w4_resnet50: " << e.what() << "\n";

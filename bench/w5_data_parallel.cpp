@@ -261,6 +261,7 @@ int main(int argc, char** argv) try {
       if (bare_in_loop) std::cout << ", bare allreduce in the loop " << probe_s * k;
       std::cout << "\n";
     }
+    std::cout << dezero::cpu_info().summary() << "\n";
   }
   return 0;
 } catch (const std::exception& e) {

@@ -4,8 +4,9 @@
 // The twins mirror bench/w1_mlp_epoch.cpp, w2_cnn.cpp and w3_overhead.cpp (same model,
 // DeZero's initialisation, batch, data, steps and printed lines) so that the comparison
 // is C++ against C++. Threads: OMP_NUM_THREADS when set, else 2, passed to
-// torch::set_num_threads. Run them with OPENBLAS_CORETYPE=SkylakeX so that OpenBLAS
-// (Debian's libopenblas0-openmp behind libblas.so.3) uses its AVX-512 kernels.
+// torch::set_num_threads. Run them with the OPENBLAS_CORETYPE that suits the CPU (SkylakeX
+// with AVX-512, Haswell with AVX2 only: bench/cpu_isa.py chooses, as compare_libtorch.py does)
+// so that OpenBLAS (Debian's libopenblas0-openmp behind libblas.so.3) uses its best kernels.
 #pragma once
 
 #include <dlfcn.h>
@@ -14,6 +15,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -38,6 +40,22 @@ inline std::string arg(int argc, char** argv, const char* name, const char* def)
   return def;
 }
 
+// The CPU's name, from /proc/cpuinfo.
+inline std::string cpu_model() {
+  FILE* f = std::fopen("/proc/cpuinfo", "r");
+  char line[512];
+  std::string name = "unknown CPU";
+  while (f && std::fgets(line, sizeof line, f))
+    if (std::strncmp(line, "model name", 10) == 0) {
+      const char* c = std::strchr(line, ':');
+      name = c ? std::string(c + 2) : name;
+      if (!name.empty() && name.back() == '\n') name.pop_back();
+      break;
+    }
+  if (f) std::fclose(f);
+  return name;
+}
+
 // torch::set_num_threads(OMP_NUM_THREADS or 2); prints the threads and the BLAS core
 // (openblas_get_corename, looked up in the process: NULL when the BLAS is not OpenBLAS).
 inline void setup(const char* workload) {
@@ -47,9 +65,11 @@ inline void setup(const char* workload) {
   using corename_fn = char* (*)();
   auto corename = reinterpret_cast<corename_fn>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
   const char* coretype = std::getenv("OPENBLAS_CORETYPE");
+  const char* aten = std::getenv("ATEN_CPU_CAPABILITY");
   std::cout << workload << " LibTorch " << TORCH_VERSION << ": " << torch::get_num_threads() << " threads, BLAS "
             << (corename ? std::string("OpenBLAS core ") + corename() : std::string("not OpenBLAS"))
-            << " (OPENBLAS_CORETYPE=" << (coretype ? coretype : "unset") << ")\n";
+            << " (OPENBLAS_CORETYPE=" << (coretype ? coretype : "unset")
+            << ", ATEN_CPU_CAPABILITY=" << (aten ? aten : "unset") << "), CPU " << cpu_model() << "\n";
 }
 
 // DeZero's initialisation, as our layers do it: W = randn * sqrt(1 / fan_in), b = 0.
