@@ -133,8 +133,9 @@ void gemm_typed(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k
                 std::int64_t lda, std::int64_t sa, const T* b, std::int64_t ldb, std::int64_t sb, T beta, T* c,
                 std::int64_t ldc, std::int64_t sc, std::int64_t batch, const T* bias = nullptr,
                 Round round = Round::none) {
-  const int threads = max_threads();  // 1 inside a parallel loop
   double flops = 2.0 * double(m) * double(n) * double(k);
+  // (a small network's products never ask for threads: no call into the pool or OpenMP at all)
+  const int threads = flops * double(batch) < kGemmParallelFlops ? 1 : max_threads();  // 1 inside a loop
   if (threads > 1 && flops < kGemmParallelFlops && batch >= threads && flops * double(batch) >= kGemmParallelFlops) {
     // Many small products (a convolution's one GEMM per image): the images go onto threads.
     parallel_ranges(batch, threads, [&](std::int64_t lo, std::int64_t hi) {

@@ -109,12 +109,22 @@ struct Store {
   }
 };
 
+// The common case, alpha = 1 and beta = 0 (every product of a training step), as a type of its own:
+// the row loops then test nothing per row (Store gives the same bits: it skips the multiply and
+// the load then too). W3's step at 2.86 -> 2.73 us.
+template <bool Bias>
+struct PlainStore {
+  void operator()(float* cp, __mmask16 mk, __m512 acc, __m512 bias_lanes) const {
+    _mm512_mask_storeu_ps(cp, mk, Bias ? _mm512_add_ps(acc, bias_lanes) : acc);
+  }
+};
+
 // Columns [x, x + 16) of every row of C, with the K rows of op(B) (and the bias) for
 // that chunk loaded once: per row of C, K broadcasts, K multiply-adds and a store.
-template <int K>
+template <int K, class S>
 void rows_hoisted(std::int64_t m, const float* a, std::int64_t ai, std::int64_t ap, const float* brows,
                   std::int64_t ldbr, std::int64_t x, __mmask16 mk, const float* bias, float* c, std::int64_t ldc,
-                  Store store) {
+                  S store) {
   __m512 bk[K];
 #pragma GCC unroll 8
   for (int p = 0; p < K; ++p) bk[p] = _mm512_maskz_loadu_ps(mk, brows + p * ldbr + x);
@@ -126,21 +136,22 @@ void rows_hoisted(std::int64_t m, const float* a, std::int64_t ai, std::int64_t 
   }
 }
 
-template <std::size_t... K>
+template <class S, std::size_t... K>
 constexpr auto make_hoisted(std::index_sequence<K...>) {
-  return std::array<decltype(&rows_hoisted<1>), sizeof...(K)>{&rows_hoisted<int(K) + 1>...};
+  return std::array<decltype(&rows_hoisted<1, S>), sizeof...(K)>{&rows_hoisted<int(K) + 1, S>...};
 }
-constexpr auto kRowsHoisted = make_hoisted(std::make_index_sequence<kHoistMax>());  // [k - 1]
+template <class S>
+constexpr auto kRowsHoisted = make_hoisted<S>(std::make_index_sequence<kHoistMax>());  // [k - 1]
 
 // All M (<= 4) rows of C for columns [x, x + 16) in one pass over the k rows of op(B):
 // each row of op(B) is loaded once for the M rows, and every row of C keeps two running
 // sums (even and odd p), 2M independent chains. This is a weight gradient x^T gy with a
 // few input features: (2, 100) x (100, 10) for the step-43 network's first layer, which
 // row by row would load op(B) M times and wait on one chain of k multiply-adds per row.
-template <int M>
+template <int M, class S>
 void rows_together(std::int64_t k, const float* a, std::int64_t ai, std::int64_t ap, const float* brows,
                    std::int64_t ldbr, std::int64_t x, __mmask16 mk, const float* bias, float* c, std::int64_t ldc,
-                   Store store) {
+                   S store) {
   __m512 acc0[M], acc1[M];
 #pragma GCC unroll 4
   for (int i = 0; i < M; ++i) acc0[i] = acc1[i] = _mm512_setzero_ps();
@@ -163,8 +174,35 @@ void rows_together(std::int64_t k, const float* a, std::int64_t ai, std::int64_t
 #pragma GCC unroll 4
   for (int i = 0; i < M; ++i) store(c + i * ldc + x, mk, _mm512_add_ps(acc0[i], acc1[i]), bl);
 }
-constexpr decltype(&rows_together<1>) kRowsTogether[] = {&rows_together<1>, &rows_together<2>, &rows_together<3>,
-                                                          &rows_together<4>};  // [m - 1]
+template <class S>
+constexpr decltype(&rows_together<1, S>) kRowsTogether[] = {&rows_together<1, S>, &rows_together<2, S>,
+                                                             &rows_together<3, S>, &rows_together<4, S>};  // [m - 1]
+
+// C's columns, 16 at a time, for every product with n > 1 (op(B)'s rows at brows).
+template <class S>
+void column_chunks(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, std::int64_t ai, std::int64_t ap,
+                   const float* brows, std::int64_t ldbr, const float* bias, float* c, std::int64_t ldc, S store) {
+  for (std::int64_t x = 0; x < n; x += 16) {
+    __mmask16 mk = lanes(n - x);
+    if (k >= 1 && k <= kHoistMax) {
+      kRowsHoisted<S>[k - 1](m, a, ai, ap, brows, ldbr, x, mk, bias, c, ldc, store);
+      continue;
+    }
+    if (m >= 1 && m <= 4) {
+      kRowsTogether<S>[m - 1](k, a, ai, ap, brows, ldbr, x, mk, bias, c, ldc, store);
+      continue;
+    }
+    const __m512 bl = bias ? _mm512_maskz_loadu_ps(mk, bias + x) : _mm512_setzero_ps();
+    for (std::int64_t i = 0; i < m; ++i) {
+      const float* arow = a + i * ai;
+      store(c + i * ldc + x, mk,
+            axpy_sum(
+                k, [&](std::int64_t p) { return arow[p * ap]; },
+                [&](std::int64_t p) { return _mm512_maskz_loadu_ps(mk, brows + p * ldbr + x); }),
+            bl);
+    }
+  }
+}
 
 }  // namespace
 #endif
@@ -246,25 +284,11 @@ bool sgemm_small(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t 
     brows = pack;
     ldbr = n;
   }
-  for (std::int64_t x = 0; x < n; x += 16) {
-    __mmask16 mk = lanes(n - x);
-    if (k >= 1 && k <= kHoistMax) {
-      kRowsHoisted[k - 1](m, a, ai, ap, brows, ldbr, x, mk, bias, c, ldc, store);
-      continue;
-    }
-    if (m >= 1 && m <= 4) {
-      kRowsTogether[m - 1](k, a, ai, ap, brows, ldbr, x, mk, bias, c, ldc, store);
-      continue;
-    }
-    const __m512 bl = bias ? _mm512_maskz_loadu_ps(mk, bias + x) : _mm512_setzero_ps();
-    for (std::int64_t i = 0; i < m; ++i) {
-      const float* arow = a + i * ai;
-      store(c + i * ldc + x, mk,
-            axpy_sum(
-                k, [&](std::int64_t p) { return arow[p * ap]; },
-                [&](std::int64_t p) { return _mm512_maskz_loadu_ps(mk, brows + p * ldbr + x); }),
-            bl);
-    }
+  if (alpha == 1.f && beta == 0.f) {
+    if (bias) column_chunks(m, n, k, a, ai, ap, brows, ldbr, bias, c, ldc, PlainStore<true>{});
+    else column_chunks(m, n, k, a, ai, ap, brows, ldbr, bias, c, ldc, PlainStore<false>{});
+  } else {
+    column_chunks(m, n, k, a, ai, ap, brows, ldbr, bias, c, ldc, store);
   }
   return true;
 #else

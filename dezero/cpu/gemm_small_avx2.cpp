@@ -63,7 +63,18 @@ inline __m256 row_sums(const __m256 v[8]) {
   return _mm256_add_ps(_mm256_permute2f128_ps(t[0], t[1], 0x20), _mm256_permute2f128_ps(t[0], t[1], 0x31));
 }
 
-// cp[0:8) = alpha acc + beta cp + bias_lanes, masked (gemm_small.cpp's Store).
+// cp[0:8) = alpha acc + beta cp + bias_lanes, masked (gemm_small.cpp's Store). The common case,
+// alpha = 1 and beta = 0 (every product of a training step), is a type of its own (PlainStore): the
+// row loops then test nothing per row (the same bits: Store skips the multiply and the load then too).
+template <bool Bias>
+struct PlainStore {
+  bool bias = Bias;
+  void operator()(float* cp, __m256i mk, bool full, __m256 acc, __m256 bias_lanes) const {
+    const __m256 r = Bias ? _mm256_add_ps(acc, bias_lanes) : acc;
+    if (full) _mm256_storeu_ps(cp, r);
+    else _mm256_maskstore_ps(cp, mk, r);
+  }
+};
 struct Store {
   float alpha, beta;
   bool bias;
@@ -76,50 +87,130 @@ struct Store {
   }
 };
 
-template <int K>
-void rows_hoisted(i64 m, const float* a, i64 ai, i64 ap, const float* brows, i64 ldbr, i64 x, __m256i mk, bool full,
-                  const float* bias, float* c, i64 ldc, Store store) {
-  __m256 bk[K];
+// A block of up to 16 columns [x, x + w) of C: two 8-lane vectors (the second masked, or absent when
+// w <= 8), so that n = 10 (a 10-class output, W3's 10 hidden units) takes one pass over the rows,
+// not two (the AVX-512 kernels' 16 lanes hold it in one vector). Passed by value, as Store: behind
+// a reference the compiler reloads its masks after every store to C, which could alias them.
+struct Cols {
+  i64 x, w;
+  __m256i m0, m1;
+  bool full0, full1;
+  Cols(i64 x_, i64 w_) : x(x_), w(w_), m0(lanes(w_)), m1(lanes(w_ - 8)), full0(w_ >= 8), full1(w_ >= 16) {}
+  __m256 load0(const float* row) const { return full0 ? _mm256_loadu_ps(row + x) : load(row + x, m0); }
+  __m256 load1(const float* row) const { return full1 ? _mm256_loadu_ps(row + x + 8) : load(row + x + 8, m1); }
+};
+
+// Columns `cb` of every row of C, with the K rows of op(B) (and the bias) for them loaded once: per
+// row of C, K broadcasts, K multiply-adds per vector and a store per vector. Two: w > 8.
+template <int K, bool Two, class S>
+void rows_hoisted(i64 m, const float* a, i64 ai, i64 ap, const float* brows, i64 ldbr, const Cols cb,
+                  const float* bias, float* c, i64 ldc, S store) {
+  __m256 b0[K], b1[K];
 #pragma GCC unroll 8
-  for (int p = 0; p < K; ++p) bk[p] = load(brows + p * ldbr + x, mk);
-  const __m256 bl = bias ? load(bias + x, mk) : _mm256_setzero_ps();
+  for (int p = 0; p < K; ++p) {
+    b0[p] = cb.load0(brows + p * ldbr);
+    if (Two) b1[p] = cb.load1(brows + p * ldbr);
+  }
+  const __m256 bl0 = bias ? cb.load0(bias) : _mm256_setzero_ps();
+  const __m256 bl1 = bias && Two ? cb.load1(bias) : _mm256_setzero_ps();
   for (i64 i = 0; i < m; ++i) {
     const float* arow = a + i * ai;
-    store(c + i * ldc + x, mk, full,
-          axpy_sum(K, [&](i64 p) { return arow[p * ap]; }, [&](i64 p) { return bk[p]; }), bl);
+    float* cr = c + i * ldc + cb.x;
+    store(cr, cb.m0, cb.full0, axpy_sum(K, [&](i64 p) { return arow[p * ap]; }, [&](i64 p) { return b0[p]; }), bl0);
+    if (Two)
+      store(cr + 8, cb.m1, cb.full1, axpy_sum(K, [&](i64 p) { return arow[p * ap]; }, [&](i64 p) { return b1[p]; }),
+            bl1);
   }
 }
-constexpr decltype(&rows_hoisted<1>) kRowsHoisted[kHoistMax] = {&rows_hoisted<1>, &rows_hoisted<2>, &rows_hoisted<3>,
-                                                                &rows_hoisted<4>, &rows_hoisted<5>, &rows_hoisted<6>,
-                                                                &rows_hoisted<7>, &rows_hoisted<8>};  // [k - 1]
+template <bool Two, class S>
+constexpr decltype(&rows_hoisted<1, Two, S>) kRowsHoisted[kHoistMax] = {
+    &rows_hoisted<1, Two, S>, &rows_hoisted<2, Two, S>, &rows_hoisted<3, Two, S>, &rows_hoisted<4, Two, S>,
+    &rows_hoisted<5, Two, S>, &rows_hoisted<6, Two, S>, &rows_hoisted<7, Two, S>, &rows_hoisted<8, Two, S>};  // [k - 1]
 
-template <int M>
-void rows_together(i64 k, const float* a, i64 ai, i64 ap, const float* brows, i64 ldbr, i64 x, __m256i mk, bool full,
-                   const float* bias, float* c, i64 ldc, Store store) {
-  __m256 acc0[M], acc1[M];
+// All M (<= 4) rows of C for the columns `cb` in one pass over the k rows of op(B), two running sums
+// per row and vector (even and odd p: gemm_small.cpp's order).
+template <int M, bool Two, class S>
+void rows_together(i64 k, const float* a, i64 ai, i64 ap, const float* brows, i64 ldbr, const Cols cb,
+                   const float* bias, float* c, i64 ldc, S store) {
+  __m256 acc0[M], acc1[M], dcc0[M], dcc1[M];
 #pragma GCC unroll 4
-  for (int i = 0; i < M; ++i) acc0[i] = acc1[i] = _mm256_setzero_ps();
+  for (int i = 0; i < M; ++i) acc0[i] = acc1[i] = dcc0[i] = dcc1[i] = _mm256_setzero_ps();
   i64 p = 0;
   for (; p + 2 <= k; p += 2) {
-    const __m256 b0 = load(brows + p * ldbr + x, mk);
-    const __m256 b1 = load(brows + (p + 1) * ldbr + x, mk);
+    const float* r0 = brows + p * ldbr;
+    const float* r1 = r0 + ldbr;
+    const __m256 b0 = cb.load0(r0), b1 = cb.load0(r1);
+    __m256 e0 = b0, e1 = b1;
+    if (Two) {
+      e0 = cb.load1(r0);
+      e1 = cb.load1(r1);
+    }
 #pragma GCC unroll 4
     for (int i = 0; i < M; ++i) {
-      acc0[i] = _mm256_fmadd_ps(_mm256_set1_ps(a[i * ai + p * ap]), b0, acc0[i]);
-      acc1[i] = _mm256_fmadd_ps(_mm256_set1_ps(a[i * ai + (p + 1) * ap]), b1, acc1[i]);
+      const __m256 s0 = _mm256_set1_ps(a[i * ai + p * ap]), s1 = _mm256_set1_ps(a[i * ai + (p + 1) * ap]);
+      acc0[i] = _mm256_fmadd_ps(s0, b0, acc0[i]);
+      acc1[i] = _mm256_fmadd_ps(s1, b1, acc1[i]);
+      if (Two) {
+        dcc0[i] = _mm256_fmadd_ps(s0, e0, dcc0[i]);
+        dcc1[i] = _mm256_fmadd_ps(s1, e1, dcc1[i]);
+      }
     }
   }
   if (p < k) {
-    const __m256 b0 = load(brows + p * ldbr + x, mk);
+    const float* r0 = brows + p * ldbr;
+    const __m256 b0 = cb.load0(r0);
+    const __m256 e0 = Two ? cb.load1(r0) : b0;
 #pragma GCC unroll 4
-    for (int i = 0; i < M; ++i) acc0[i] = _mm256_fmadd_ps(_mm256_set1_ps(a[i * ai + p * ap]), b0, acc0[i]);
+    for (int i = 0; i < M; ++i) {
+      const __m256 s0 = _mm256_set1_ps(a[i * ai + p * ap]);
+      acc0[i] = _mm256_fmadd_ps(s0, b0, acc0[i]);
+      if (Two) dcc0[i] = _mm256_fmadd_ps(s0, e0, dcc0[i]);
+    }
   }
-  const __m256 bl = bias ? load(bias + x, mk) : _mm256_setzero_ps();
+  const __m256 bl0 = bias ? cb.load0(bias) : _mm256_setzero_ps();
+  const __m256 bl1 = bias && Two ? cb.load1(bias) : _mm256_setzero_ps();
 #pragma GCC unroll 4
-  for (int i = 0; i < M; ++i) store(c + i * ldc + x, mk, full, _mm256_add_ps(acc0[i], acc1[i]), bl);
+  for (int i = 0; i < M; ++i) {
+    float* cr = c + i * ldc + cb.x;
+    store(cr, cb.m0, cb.full0, _mm256_add_ps(acc0[i], acc1[i]), bl0);
+    if (Two) store(cr + 8, cb.m1, cb.full1, _mm256_add_ps(dcc0[i], dcc1[i]), bl1);
+  }
 }
-constexpr decltype(&rows_together<1>) kRowsTogether[] = {&rows_together<1>, &rows_together<2>, &rows_together<3>,
-                                                          &rows_together<4>};
+template <bool Two, class S>
+constexpr decltype(&rows_together<1, Two, S>) kRowsTogether[] = {&rows_together<1, Two, S>, &rows_together<2, Two, S>,
+                                                                  &rows_together<3, Two, S>, &rows_together<4, Two, S>};
+
+// C's columns in blocks of 16 (Cols) for every product with n > 1 (op(B)'s rows at brows).
+template <class S>
+void column_blocks(i64 m, i64 n, i64 k, const float* a, i64 ai, i64 ap, const float* brows, i64 ldbr,
+                   const float* bias, float* c, i64 ldc, S store) {
+  for (i64 x = 0; x < n; x += 16) {
+    const Cols cb(x, std::min<i64>(16, n - x));
+    const bool two = cb.w > 8;
+    if (k >= 1 && k <= kHoistMax) {
+      (two ? kRowsHoisted<true, S> : kRowsHoisted<false, S>)[k - 1](m, a, ai, ap, brows, ldbr, cb, bias, c, ldc, store);
+      continue;
+    }
+    if (m >= 1 && m <= 4) {
+      (two ? kRowsTogether<true, S> : kRowsTogether<false, S>)[m - 1](k, a, ai, ap, brows, ldbr, cb, bias, c, ldc,
+                                                                      store);
+      continue;
+    }
+    const __m256 bl0 = bias ? cb.load0(bias) : _mm256_setzero_ps();
+    const __m256 bl1 = bias && two ? cb.load1(bias) : _mm256_setzero_ps();
+    for (i64 i = 0; i < m; ++i) {
+      const float* arow = a + i * ai;
+      float* cr = c + i * ldc + x;
+      store(cr, cb.m0, cb.full0,
+            axpy_sum(k, [&](i64 p) { return arow[p * ap]; }, [&](i64 p) { return cb.load0(brows + p * ldbr); }),
+            bl0);
+      if (two)
+        store(cr + 8, cb.m1, cb.full1,
+              axpy_sum(k, [&](i64 p) { return arow[p * ap]; }, [&](i64 p) { return cb.load1(brows + p * ldbr); }),
+              bl1);
+    }
+  }
+}
 
 }  // namespace
 
@@ -187,25 +278,11 @@ bool sgemm_small(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float
     brows = pack;
     ldbr = n;
   }
-  for (i64 x = 0; x < n; x += 8) {
-    const __m256i mk = lanes(n - x);
-    const bool full = n - x >= 8;
-    if (k >= 1 && k <= kHoistMax) {
-      kRowsHoisted[k - 1](m, a, ai, ap, brows, ldbr, x, mk, full, bias, c, ldc, store);
-      continue;
-    }
-    if (m >= 1 && m <= 4) {
-      kRowsTogether[m - 1](k, a, ai, ap, brows, ldbr, x, mk, full, bias, c, ldc, store);
-      continue;
-    }
-    const __m256 bl = bias ? load(bias + x, mk) : _mm256_setzero_ps();
-    for (i64 i = 0; i < m; ++i) {
-      const float* arow = a + i * ai;
-      store(c + i * ldc + x, mk, full,
-            axpy_sum(
-                k, [&](i64 p) { return arow[p * ap]; }, [&](i64 p) { return load(brows + p * ldbr + x, mk); }),
-            bl);
-    }
+  if (alpha == 1.f && beta == 0.f) {
+    if (bias) column_blocks(m, n, k, a, ai, ap, brows, ldbr, bias, c, ldc, PlainStore<true>{});
+    else column_blocks(m, n, k, a, ai, ap, brows, ldbr, bias, c, ldc, PlainStore<false>{});
+  } else {
+    column_blocks(m, n, k, a, ai, ap, brows, ldbr, bias, c, ldc, store);
   }
   return true;
 }

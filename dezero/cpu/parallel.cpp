@@ -383,7 +383,7 @@ std::string threads_source() {
   return buf;
 }
 
-bool in_parallel() { return t_in_region || omp_in_parallel(); }
+bool in_parallel() { return t_in_region || omp_in_parallel() != 0; }
 
 void run_parallel(std::int64_t n, int threads, void (*fn)(void*, std::int64_t), void* ctx) {
   if (n <= 0) return;
