@@ -41,6 +41,7 @@
 #include <dnnl.hpp>
 #include <omp.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -54,6 +55,7 @@
 #include "dezero/cpu/isa.hpp"
 #include "dezero/cpu/kernels.hpp"
 #include "dezero/cpu/onednn_engine.hpp"
+#include "dezero/cpu/parallel.hpp"
 #include "dezero/env.hpp"
 #include "dezero/onednn.hpp"
 
@@ -294,21 +296,101 @@ bool takes(DType dt, const ConvGeom& g) {
 }
 }  // namespace
 
+namespace {
+// --- the batch on the library's threads --------------------------------------------------------
+// oneDNN threads with OpenMP (libgomp), whose idle threads spin for milliseconds after each
+// primitive; the rest of the backend runs on its own pool (parallel.hpp), whose threads would then
+// compete with them for the same cores (W2 at 2 threads: 10% slower), and an OpenMP region waits at
+// its end for a thread the OS has descheduled. So a batch of at least two images per thread is cut
+// into the pool's pieces (consecutive images), each piece a primitive of its own images on one
+// thread (OneOmpThread: oneDNN then runs it without entering OpenMP). One image (inference) keeps
+// oneDNN's own threads. The filter gradient sums each
+// piece's images into its own buffer, then the pieces in order: the same bits whichever thread
+// ran a piece.
+// Pieces for a batch of n on the pool: none (0) where oneDNN keeps its own threads (one image).
+i64 batch_pieces(i64 n) {
+  if (n < 2 || in_parallel()) return 0;
+  const int threads = max_threads();
+  if (threads <= 1) return 0;
+  return pieces_for(n, threads);
+}
+
+// g for images [lo, hi) of its batch.
+ConvGeom images(const ConvGeom& g, i64 lo, i64 hi) {
+  ConvGeom s = g;
+  s.n = hi - lo;
+  return s;
+}
+
+// dir's primitive on each piece's images (x, y: per image strides xs, ys floats), on the pool;
+// false when any piece was refused (then nothing was written that the fallback does not overwrite).
+bool run_pieces(const ConvGeom& g, Dir dir, i64 pieces, const float* x, const float* w, const float* b, float* y,
+                i64 xs, i64 ys) {
+  std::atomic<bool> ok{true};
+  parallel_items(pieces, static_cast<int>(std::min<i64>(pieces, max_threads())), [&](i64 p) {
+    const i64 lo = g.n * p / pieces, hi = g.n * (p + 1) / pieces;
+    OneOmpThread one;
+    bool done;
+    if (dir == Dir::ForwardBias) done = run(images(g, lo, hi), dir, {x + lo * xs, w, b, y + lo * ys});
+    else if (dir == Dir::Forward) done = run(images(g, lo, hi), dir, {x + lo * xs, w, y + lo * ys});
+    else done = run(images(g, lo, hi), dir, {w, x + lo * xs, y + lo * ys});  // Data: x = gy, y = gx
+    if (!done) ok.store(false, std::memory_order_relaxed);
+  });
+  return ok.load();
+}
+
+// A scratch buffer of n floats for the calling thread, kept between calls (the pieces' filter sums).
+float* filter_scratch(i64 n) {
+  thread_local std::vector<float> buf;
+  if (static_cast<i64>(buf.size()) < n) buf.resize(static_cast<std::size_t>(n));
+  return buf.data();
+}
+
+}  // namespace
+
 bool onednn_conv2d_forward(DType dt, const void* x, const void* w, const void* b, void* y, const ConvGeom& g) {
   if (!takes(dt, g)) return false;
+  if (const i64 pieces = batch_pieces(g.n))
+    return run_pieces(g, b ? Dir::ForwardBias : Dir::Forward, pieces, static_cast<const float*>(x),
+                      static_cast<const float*>(w), static_cast<const float*>(b), static_cast<float*>(y),
+                      g.c * g.h * g.w, g.oc * g.oh * g.ow);
   if (b) return run(g, Dir::ForwardBias, {x, w, b, y});
   return run(g, Dir::Forward, {x, w, y});
 }
 
 bool onednn_conv2d_backward_data(DType dt, const void* w, const void* gy, void* gx, const ConvGeom& g) {
   if (!takes(dt, g)) return false;
+  if (const i64 pieces = batch_pieces(g.n))
+    return run_pieces(g, Dir::Data, pieces, static_cast<const float*>(gy), static_cast<const float*>(w), nullptr,
+                      static_cast<float*>(gx), g.oc * g.oh * g.ow, g.c * g.h * g.w);
   return run(g, Dir::Data, {w, gy, gx});
 }
 
 bool onednn_conv2d_backward_filter(DType dt, const void* x, const void* gy, void* gw, const ConvGeom& g) {
   if (!takes(dt, g)) return false;
-  return run(g, Dir::Filter, {x, gy, gw});
+  const i64 pieces = batch_pieces(g.n);
+  if (!pieces) return run(g, Dir::Filter, {x, gy, gw});
+  const i64 nw = g.oc * g.c * g.kh * g.kw, xs = g.c * g.h * g.w, ys = g.oc * g.oh * g.ow;
+  float* parts = filter_scratch(nw * pieces);  // piece p's sum at parts + p nw
+  const auto* xf = static_cast<const float*>(x);
+  const auto* gyf = static_cast<const float*>(gy);
+  std::atomic<bool> ok{true};
+  parallel_items(pieces, static_cast<int>(std::min<i64>(pieces, max_threads())), [&](i64 p) {
+    const i64 lo = g.n * p / pieces, hi = g.n * (p + 1) / pieces;
+    OneOmpThread one;
+    if (!run(images(g, lo, hi), Dir::Filter, {xf + lo * xs, gyf + lo * ys, parts + p * nw}))
+      ok.store(false, std::memory_order_relaxed);
+  });
+  if (!ok.load()) return false;
+  auto* out = static_cast<float*>(gw);
+  for (i64 k = 0; k < nw; ++k) {
+    float sum = parts[k];
+    for (i64 p = 1; p < pieces; ++p) sum += parts[p * nw + k];
+    out[k] = sum;
+  }
+  return true;
 }
+
 
 }  // namespace dezero::detail::cpu
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <dnnl.hpp>
+#include <omp.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -20,6 +21,19 @@ namespace dezero::detail::cpu {
 // The CPU engine, made on first use; null where oneDNN cannot make one. Never destroyed
 // (products may run from static destructors).
 dnnl::engine* onednn_engine();
+
+// omp_set_num_threads(1) for a scope, on the calling thread: a primitive made and run inside it
+// runs on that thread alone, without entering OpenMP (its plan is keyed by the thread count). The
+// library runs oneDNN's products in the pieces of its own pool this way (onednn_conv.cpp,
+// onednn_matmul.cpp), so that libgomp's threads, which spin for milliseconds after each primitive,
+// do not take the cores the pool's threads need.
+struct OneOmpThread {
+  int saved = omp_get_max_threads();
+  OneOmpThread() { omp_set_num_threads(1); }
+  ~OneOmpThread() { omp_set_num_threads(saved); }
+  OneOmpThread(const OneOmpThread&) = delete;
+  OneOmpThread& operator=(const OneOmpThread&) = delete;
+};
 
 // A buffer that grows to the largest size asked of it (reorder targets, scratchpads).
 struct OnednnBuffer {

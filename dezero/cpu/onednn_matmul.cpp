@@ -20,6 +20,8 @@
 #include <dnnl.hpp>
 #include <omp.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -31,6 +33,7 @@
 #include "dezero/cpu/isa.hpp"
 #include "dezero/cpu/kernels.hpp"
 #include "dezero/cpu/onednn_engine.hpp"
+#include "dezero/cpu/parallel.hpp"
 #include "dezero/onednn.hpp"
 
 namespace dezero::detail::cpu {
@@ -121,45 +124,103 @@ ThreadState& thread_state() {
 
 }  // namespace
 
-bool onednn_gemm_lowp(DType compute, bool ta, bool tb, i64 m, i64 n, i64 k, const void* a, DType a_dt, i64 lda,
-                      const void* b, DType b_dt, i64 ldb, const float* bias, float* c, i64 ldc, bool accumulate) {
-  if (!onednn_enabled() || m <= 0 || n <= 0 || k <= 0) return false;
+namespace {
+// Whether this CPU and oneDNN take a product with these operands at all (the types; the ISA level).
+bool lowp_takes(DType compute, DType a_dt, DType b_dt) {
   if (compute != DType::BFloat16 && compute != DType::Float16) return false;
   // Only on the instructions themselves (isa.hpp: AVX512-BF16; AMX for float16's AVX512-FP16): on
   // plain AVX-512 oneDNN would emulate bfloat16, more slowly than gemm.cpp's rounded operands.
   const int level = static_cast<int>(cpu_isa());
   if (level < static_cast<int>(compute == DType::BFloat16 ? IsaLevel::avx512_bf16 : IsaLevel::amx)) return false;
-  if ((a_dt != DType::Float32 && a_dt != compute) || (b_dt != DType::Float32 && b_dt != compute)) return false;
-  const Key key{{m, n, k, ta, tb, lda, ldb, ldc, bias != nullptr, accumulate, static_cast<i64>(compute),
+  return (a_dt == DType::Float32 || a_dt == compute) && (b_dt == DType::Float32 || b_dt == compute);
+}
+
+// The plan of one product (made once; keyed by the calling thread's OpenMP thread count too).
+std::shared_ptr<const Plan> lowp_plan(DType compute, bool ta, bool tb, i64 m, i64 n, i64 k, DType a_dt, i64 lda,
+                                      DType b_dt, i64 ldb, bool bias, i64 ldc, bool accumulate) {
+  const Key key{{m, n, k, ta, tb, lda, ldb, ldc, bias, accumulate, static_cast<i64>(compute),
                  static_cast<i64>(omp_get_max_threads()), a_dt == compute, b_dt == compute}};
-  auto plan = plan_for(key);
-  if (!plan->ok) return false;
+  return plan_for(key);
+}
+
+// Runs a plan that is ok; false when oneDNN fails (nothing was written to C: the product did not run).
+bool lowp_run(const Plan& plan, const void* a, const void* b, const float* bias, float* c) {
   try {
     dnnl::engine& eng = *onednn_engine();
     ThreadState& ts = thread_state();
-    memory au(plan->a_user, eng, const_cast<void*>(a)), bu(plan->b_user, eng, const_cast<void*>(b));
+    memory au(plan.a_user, eng, const_cast<void*>(a)), bu(plan.b_user, eng, const_cast<void*>(b));
     memory al = au, bl = bu;
-    if (plan->round_a) {
-      al = memory(plan->a_low, eng, ts.buffers[1].get(plan->a_low.get_size()));
-      plan->ra.execute(ts.stream, au, al);
+    if (plan.round_a) {
+      al = memory(plan.a_low, eng, ts.buffers[1].get(plan.a_low.get_size()));
+      plan.ra.execute(ts.stream, au, al);
     }
-    if (plan->round_b) {
-      bl = memory(plan->b_low, eng, ts.buffers[2].get(plan->b_low.get_size()));
-      plan->rb.execute(ts.stream, bu, bl);
+    if (plan.round_b) {
+      bl = memory(plan.b_low, eng, ts.buffers[2].get(plan.b_low.get_size()));
+      plan.rb.execute(ts.stream, bu, bl);
     }
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, al}, {DNNL_ARG_WEIGHTS, bl},
-                                         {DNNL_ARG_DST, memory(plan->c_user, eng, c)}};
-    if (bias) args.emplace(DNNL_ARG_BIAS, memory(plan->bias_md, eng, const_cast<float*>(bias)));
-    if (plan->scratch_bytes > 0)
+                                         {DNNL_ARG_DST, memory(plan.c_user, eng, c)}};
+    if (bias) args.emplace(DNNL_ARG_BIAS, memory(plan.bias_md, eng, const_cast<float*>(bias)));
+    if (plan.scratch_bytes > 0)
       args.emplace(DNNL_ARG_SCRATCHPAD,
-                   memory(memory::desc({static_cast<i64>(plan->scratch_bytes)}, dt::u8, tag::x), eng,
-                          ts.buffers[0].get(plan->scratch_bytes)));
-    plan->mm.execute(ts.stream, args);
+                   memory(memory::desc({static_cast<i64>(plan.scratch_bytes)}, dt::u8, tag::x), eng,
+                          ts.buffers[0].get(plan.scratch_bytes)));
+    plan.mm.execute(ts.stream, args);
     ts.stream.wait();
   } catch (const dnnl::error&) {
-    return false;  // nothing was written to C before the product, which did not run
+    return false;
   }
   return true;
+}
+}  // namespace
+
+// Large products on the library's pool (as gemm.cpp's slabs: C's columns when n >= m, else its rows,
+// edges at multiples of 16), each slab a primitive of its own on one thread (OneOmpThread): oneDNN's
+// OpenMP threads, which spin after each primitive, would take the cores the pool needs for the rest
+// of a training step (W1 under autocast(bfloat16): 0.81 s an epoch before the pool, 1.05-1.12 s
+// beside it, measured on an AMD Zen 5). The slabs' plans (at most two widths) are made and checked
+// before any slab runs, so that a refusal leaves C untouched for the caller's fallback. Below 2^21
+// flops, or inside a loop, one primitive on the calling thread alone.
+bool onednn_gemm_lowp(DType compute, bool ta, bool tb, i64 m, i64 n, i64 k, const void* a, DType a_dt, i64 lda,
+                      const void* b, DType b_dt, i64 ldb, const float* bias, float* c, i64 ldc, bool accumulate) {
+  if (!onednn_enabled() || m <= 0 || n <= 0 || k <= 0 || !lowp_takes(compute, a_dt, b_dt)) return false;
+  const double flops = 2.0 * double(m) * double(n) * double(k);
+  const int threads = flops < double(1 << 21) || in_parallel() ? 1 : max_threads();
+  const bool by_cols = n >= m;
+  const i64 len = by_cols ? n : m;
+  const i64 slabs = std::min<i64>(pieces_for(len, threads), len / 16);
+  if (threads <= 1 || slabs <= 1) {  // one thread too: an OpenMP team here would spin beside the pool
+    OneOmpThread one;
+    auto plan = lowp_plan(compute, ta, tb, m, n, k, a_dt, lda, b_dt, ldb, bias != nullptr, ldc, accumulate);
+    return plan->ok && lowp_run(*plan, a, b, bias, c);
+  }
+  auto edge = [&](i64 s) { return s == slabs ? len : (len * s / slabs) / 16 * 16; };
+  auto plan_of = [&](i64 width) {
+    return by_cols ? lowp_plan(compute, ta, tb, m, width, k, a_dt, lda, b_dt, ldb, bias != nullptr, ldc, accumulate)
+                   : lowp_plan(compute, ta, tb, width, n, k, a_dt, lda, b_dt, ldb, bias != nullptr, ldc, accumulate);
+  };
+  {
+    OneOmpThread one;
+    for (i64 s = 0; s < slabs; ++s)
+      if (edge(s + 1) > edge(s) && !plan_of(edge(s + 1) - edge(s))->ok) return false;
+  }
+  const std::size_t ea = a_dt == DType::Float32 ? 4 : 2, eb = b_dt == DType::Float32 ? 4 : 2;
+  const auto* ab = static_cast<const char*>(a);
+  const auto* bb = static_cast<const char*>(b);
+  std::atomic<bool> ok{true};
+  parallel_items(slabs, threads, [&](i64 s) {
+    const i64 lo = edge(s), hi = edge(s + 1);
+    if (hi <= lo) return;
+    OneOmpThread one;
+    const auto plan = plan_of(hi - lo);
+    const bool done =
+        by_cols  // C[:, lo:hi] = op(A) op(B)[:, lo:hi]
+            ? lowp_run(*plan, a, bb + (tb ? lo * ldb : lo) * i64(eb), bias ? bias + lo : nullptr, c + lo)
+            // C[lo:hi, :] = op(A)[lo:hi, :] op(B)
+            : lowp_run(*plan, ab + (ta ? lo : lo * lda) * i64(ea), b, bias, c + lo * ldc);
+    if (!done) ok.store(false, std::memory_order_relaxed);
+  });
+  return ok.load();
 }
 
 }  // namespace dezero::detail::cpu
