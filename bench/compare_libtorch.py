@@ -24,6 +24,11 @@ every pair (> 1: ours is faster) and the median ratio.
                                     about a minute per pair at 2 threads)
   python3 bench/compare_libtorch.py --only w2bf16,w4bf16   (W2 and W4 with --precision bf16 on
                                     both sides, as w1bf16)
+  python3 bench/compare_libtorch.py --only w1 --threads 0 --busy 1 --quiet-too
+                                    (a busy machine: every timed run shares the CPUs with --busy N
+                                    single-threaded CPU-bound processes, started before it and killed after;
+                                    --quiet-too runs each pair quiet as well and prints busy / quiet for each
+                                    side; --threads 0 leaves OMP_NUM_THREADS unset: both at their defaults)
 
 The twins are build/bench/libtorch/torch_*; they are built when CMake finds LibTorch
 (Debian's libtorch-dev).
@@ -54,8 +59,16 @@ WORKLOADS = {
 }
 
 
-def run(path, args, env):
-    out = subprocess.run([path] + args, capture_output=True, text=True, env=env)
+def run(path, args, env, busy=0):
+    """Runs one program, beside `busy` competitors: single-threaded CPU-bound processes (a Python busy
+    loop each), started before it and killed after it, the same for ours and theirs."""
+    competitors = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
+    try:
+        out = subprocess.run([path] + args, capture_output=True, text=True, env=env)
+    finally:
+        for c in competitors:
+            c.kill()
+            c.wait()
     if out.returncode != 0:
         sys.exit(f"{path} failed ({out.returncode}):\n{out.stdout}{out.stderr}")
     return out.stdout
@@ -65,7 +78,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
     ap.add_argument("--pairs", type=int, default=3)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=2, help="OMP_NUM_THREADS of both; 0: unset (their defaults)")
+    ap.add_argument("--busy", type=int, default=0, help="single-threaded CPU-bound competitors during every run")
+    ap.add_argument("--quiet-too", action="store_true", help="with --busy: each pair also quiet; prints busy / quiet")
     ap.add_argument("--only", default="w1,w2,w3")
     ap.add_argument("--data", default="")
     ap.add_argument("--dataset", choices=["fashion-mnist", "synthetic"], default="fashion-mnist",
@@ -75,6 +90,8 @@ def main():
     a = ap.parse_args()
     level = cpu_isa.check_level(a.isa)
     base = dict(os.environ, OMP_NUM_THREADS=str(a.threads))
+    if a.threads == 0:
+        del base["OMP_NUM_THREADS"]
     envs = {"ours": cpu_isa.ours_env(level, base), "theirs": cpu_isa.rival_env(level, base)}
     print(f"CPU: {cpu_isa.describe(level)}; LibTorch with OPENBLAS_CORETYPE={envs['theirs']['OPENBLAS_CORETYPE']}")
     for w in a.only.split(","):
@@ -88,26 +105,38 @@ def main():
         if w1:
             extra += ["--dataset", a.dataset]
         torch_extra = ["--flush-denormal", "1"] if (w1 and a.flush_denormal) else []
-        ratios = []
-        print(f"== {w.upper()}: {ours_prog} vs {torch_prog}{''.join(' ' + x for x in extra + torch_extra)}, {a.threads} threads, "
-              f"{a.pairs} alternating pairs")
+        modes = [0, a.busy] if a.busy and a.quiet_too else [a.busy]
+        ratios = {b: [] for b in modes}
+        times = {(b, side): [] for b in modes for side in ("ours", "theirs")}
+        threads = a.threads if a.threads else "default"
+        print(f"== {w.upper()}: {ours_prog} vs {torch_prog}{''.join(' ' + x for x in extra + torch_extra)}, {threads} threads, "
+              f"{a.pairs} alternating pairs" + (f", beside {a.busy} busy process(es)" if a.busy else ""))
         for i in range(a.pairs):
-            figures = []
-            for path in (ours_path, torch_path):
-                text = run(path, extra + (torch_extra if path == torch_path else []),
-                           envs["theirs" if path == torch_path else "ours"])
-                m = re.search(pattern, text)
-                if not m:
-                    sys.exit(f"{path}: no '{pattern}' in its output:\n{text}")
-                figures.append(float(m.group(1)))
-                detail = [line for line in text.splitlines() if "GFLOP/s" in line or "BLAS" in line
-                          or "s/step" in line or "accuracy" in line or "flush" in line or "CPU" in line]
-                print(f"  pair {i + 1} {os.path.basename(path)}: {m.group(1)} {unit}" +
-                      "".join(f"\n      {d}" for d in detail))
-            ratios.append(figures[1] / figures[0])
-            print(f"  pair {i + 1}: LibTorch / ours = {ratios[-1]:.3f}")
-        print(f"{w.upper()}: median LibTorch / ours = {statistics.median(ratios):.3f} "
-              f"(pairs: {', '.join(f'{r:.3f}' for r in ratios)}; > 1 means ours is faster)")
+            for busy in modes:
+                figures = []
+                for side, path in (("ours", ours_path), ("theirs", torch_path)):
+                    text = run(path, extra + (torch_extra if side == "theirs" else []), envs[side], busy)
+                    m = re.search(pattern, text)
+                    if not m:
+                        sys.exit(f"{path}: no '{pattern}' in its output:\n{text}")
+                    figures.append(float(m.group(1)))
+                    times[(busy, side)].append(figures[-1])
+                    detail = [line for line in text.splitlines() if "GFLOP/s" in line or "BLAS" in line
+                              or "s/step" in line or "accuracy" in line or "flush" in line or "CPU" in line]
+                    label = f" (busy {busy})" if a.busy else ""
+                    print(f"  pair {i + 1}{label} {os.path.basename(path)}: {m.group(1)} {unit}" +
+                          "".join(f"\n      {d}" for d in detail))
+                ratios[busy].append(figures[1] / figures[0])
+                print(f"  pair {i + 1}: LibTorch / ours = {ratios[busy][-1]:.3f}")
+        for busy in modes:
+            label = f" beside {busy} busy process(es)" if busy else (" quiet" if a.busy else "")
+            print(f"{w.upper()}{label}: median LibTorch / ours = {statistics.median(ratios[busy]):.3f} "
+                  f"(pairs: {', '.join(f'{r:.3f}' for r in ratios[busy])}; > 1 means ours is faster)")
+        if len(modes) == 2:
+            for side in ("ours", "theirs"):
+                slow = [b / q for q, b in zip(times[(0, side)], times[(a.busy, side)])]
+                print(f"{w.upper()} {side}: busy / quiet = {statistics.median(slow):.2f} "
+                      f"(pairs: {', '.join(f'{r:.2f}' for r in slow)})")
 
 
 if __name__ == "__main__":
