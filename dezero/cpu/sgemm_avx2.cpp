@@ -17,6 +17,7 @@
 // differ in the last bits where k > 256.)
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <new>
@@ -275,10 +276,111 @@ bool reads_in_place(bool ta, bool tb, i64 m, i64 n) {
   return DEZERO_SGEMM_AVX2_DIRECT && !ta && !tb && (n <= 128 || (m <= 32 && n <= 512));
 }
 
+// --- the last 1-4 columns as dot products along the depth (sgemm.cpp's dot_columns, on 8 lanes) ----
+// n = 100 is six 16-column panels and 4 columns; a three-vector panel for the last 20 computes 24
+// (and only 4 rows at a time): (100, 784) x (784, 100) ran at 121.6 GFLOP/s against 127.3 for n =
+// 96. Instead those columns of B are copied transposed into rows of kp = k rounded up to 8 floats
+// (zeros past k), and a tile of R rows of A x J of those rows accumulates R x J vectors of 8 partial
+// sums along k, each summed across its lanes at the end (another order than the vector panels': the
+// last bits of those columns differ, as in sgemm.cpp; every other column keeps its bits). Taken for
+// 16 <= n <= 128 with n mod 16 in 1..4, m >= 10, 128 <= k <= 16384; 5-8 columns join the last panel
+// (24 lanes for 21-24 columns waste little).
+constexpr int kDotJ = 4;
+constexpr int dot_rows(int j) { return j == 1 ? 8 : j == 2 ? 6 : j == 3 ? 4 : 2; }  // R J + J + 1 <= 16
+
+inline float sum_lanes(__m256 v) {  // halves, then pairs, then neighbours (a fixed tree)
+  __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+  x = _mm_add_ss(x, _mm_movehdup_ps(x));
+  return _mm_cvtss_f32(x);
+}
+
+template <int R, int J>
+void dot_kernel(i64 k, const float* __restrict a, i64 lda, const float* __restrict bt, i64 kp, float* c, i64 ldc,
+                float alpha, float beta, const float* bias) {
+  __m256 acc[R][J];
+#pragma GCC unroll 8
+  for (int i = 0; i < R; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < J; ++j) acc[i][j] = _mm256_setzero_ps();
+  const i64 full = k / 8 * 8;
+  i64 p = 0;
+  for (; p < full; p += 8) {
+    __m256 bv[J];
+#pragma GCC unroll 4
+    for (int j = 0; j < J; ++j) bv[j] = _mm256_load_ps(bt + j * kp + p);
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) {
+      const __m256 av = _mm256_loadu_ps(a + i * lda + p);
+#pragma GCC unroll 4
+      for (int j = 0; j < J; ++j) acc[i][j] = _mm256_fmadd_ps(av, bv[j], acc[i][j]);
+    }
+  }
+  if (p < k) {  // A's lanes past k are not read; B's copy is zero there
+    const __m256i mk = lanes(k - p);
+    __m256 bv[J];
+#pragma GCC unroll 4
+    for (int j = 0; j < J; ++j) bv[j] = _mm256_load_ps(bt + j * kp + p);
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) {
+      const __m256 av = _mm256_maskload_ps(a + i * lda + p, mk);
+#pragma GCC unroll 4
+      for (int j = 0; j < J; ++j) acc[i][j] = _mm256_fmadd_ps(av, bv[j], acc[i][j]);
+    }
+  }
+  for (int i = 0; i < R; ++i)
+    for (int j = 0; j < J; ++j) {
+      const float sum = sum_lanes(acc[i][j]);
+      float& out = c[i * ldc + j];
+      if (bias) out = std::fma(sum, alpha, bias[j]);
+      else if (beta == 0.0f) out = sum * alpha;
+      else out = beta == 1.0f ? std::fma(sum, alpha, out) : std::fma(sum, alpha, out * beta);
+    }
+}
+
+using DotFn = void (*)(i64, const float*, i64, const float*, i64, float*, i64, float, float, const float*);
+template <int J, int... R>
+constexpr std::array<DotFn, 8> make_dots(std::integer_sequence<int, R...>) {
+  return {(R + 1 <= dot_rows(J) ? &dot_kernel<(R + 1 <= dot_rows(J) ? R + 1 : 1), J> : nullptr)...};
+}
+constexpr std::array<DotFn, 8> kDots[kDotJ] = {make_dots<1>(std::make_integer_sequence<int, 8>()),
+                                               make_dots<2>(std::make_integer_sequence<int, 8>()),
+                                               make_dots<3>(std::make_integer_sequence<int, 8>()),
+                                               make_dots<4>(std::make_integer_sequence<int, 8>())};
+
+#ifndef DEZERO_SGEMM_AVX2_DOT
+#define DEZERO_SGEMM_AVX2_DOT 1
+#endif
+i64 dot_columns(i64 m, i64 n, i64 k) {
+  const i64 r = n % kNR;
+  const bool takes = DEZERO_SGEMM_AVX2_DOT && n >= 16 && n <= 128 && r >= 1 && r <= kDotJ && m >= 10 && k >= 128 &&
+                     k <= kKC * kNC / kDotJ;
+  return takes ? r : 0;
+}
+
+// C[:, 0:nd] = alpha A (m x k, in place) B[:, 0:nd] + beta C or + bias, as dot products; nd <= 4.
+void dot_columns_in_place(i64 m, i64 nd, i64 k, float alpha, const float* a, i64 lda, const float* b, i64 ldb,
+                          float beta, float* c, i64 ldc, const float* bias, float* bt) {
+  const i64 kp = ceil_div(k, 8) * 8;
+  for (i64 p = 0; p < k; p += 8)  // bt[j kp + p] = B[p, j], zero for p >= k
+    transpose_block(b + p * ldb, ldb, std::min<i64>(8, k - p), nd, bt + p, kp, Round::none);
+  const i64 panels = ceil_div(m, dot_rows(static_cast<int>(nd)));
+  for (i64 q = 0; q < panels; ++q) {
+    const i64 ir = panel_lo(q, m, panels), mr = panel_lo(q + 1, m, panels) - ir;
+    kDots[nd - 1][mr - 1](k, a + ir * lda, lda, bt, kp, c + ir * ldc, ldc, alpha, beta, bias);
+  }
+}
+
 // NN in place: column panels of NR (a last remainder of at most 8 joins the panel before it: three
-// vectors, at most kMR3 rows), each swept over all rows in row panels split evenly.
+// vectors, at most kMR3 rows; of at most 4, dot products first, where dot_columns says), each swept
+// over all rows in row panels split evenly.
 void sgemm_in_place(i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda, const float* b, i64 ldb, float beta,
                     float* c, i64 ldc, const float* bias) {
+  if (const i64 nd = dot_columns(m, n, k)) {
+    dot_columns_in_place(m, nd, k, alpha, a, lda, b + (n - nd), ldb, beta, c + (n - nd), ldc,
+                         bias ? bias + (n - nd) : nullptr, buffers().b);
+    n -= nd;
+  }
   const i64 kc_max = balanced_block(k, kKC, 8);
   const i64 full = n / kNR, rem = n % kNR;
   const i64 merged = full >= 1 && rem > 0 && rem <= 8 ? (full - 1) * kNR : -1;  // the 3-vector panel
