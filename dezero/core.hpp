@@ -119,14 +119,16 @@ class AutocastGuard {
 /// Mixed precision until the returned guard goes out of scope: `auto g = dezero::autocast(dezero::bfloat16);`
 ///
 /// While it lives, on this thread, the float32 products run with their operands rounded to
-/// `dtype` (bfloat16 or float16) and their sums in float32: `F::linear`, `F::matmul` (2-d) and
-/// their backward. Their inputs, outputs and gradients stay float32 tensors, so parameters keep
+/// `dtype` (bfloat16 or float16) and their sums in float32: `F::linear`, `F::matmul` (2-d),
+/// `F::conv2d`, `F::deconv2d` and their backward. Their inputs, outputs and gradients stay float32 tensors, so parameters keep
 /// float32 master values and every other op (activations, softmax, losses, reductions, batch
 /// norm statistics, the optimizers' updates) runs in float32 as before. A function remembers
 /// the type it was called under, and its backward computes in the same type wherever backward
 /// runs. float64 products are not affected. `autocast(dezero::float32)` turns it off inside.
-/// Where the CPU has no fast kernel for the type (cpu_supports_bf16()), the operands are
-/// rounded and the float32 kernel multiplies them: the same values, more slowly.
+/// Where the CPU has no product of the type (cpu_supports_bf16() false: AVX2 or plain AVX-512),
+/// the products run in float32, unrounded (one line on stderr says so, once): never slower than
+/// float32. DEZERO_AUTOCAST_EMULATE=1 rounds their operands there anyway (the float32 GEMM rounds
+/// linear's and matmul's as it packs them; convolutions round theirs in a pass first).
 /// A DtypeError for any other dtype.
 [[nodiscard]] AutocastGuard autocast(DType dtype);
 

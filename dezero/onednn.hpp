@@ -21,9 +21,10 @@ namespace dezero {
 bool is_onednn_available();
 
 /// Whether autocast(dezero::bfloat16) products run on a bfloat16 kernel on this CPU
-/// (oneDNN's AVX512-BF16 or AMX-BF16 matmul); false without oneDNN, with DEZERO_ONEDNN=0, or
-/// on a CPU without those instructions, where autocast rounds the operands to bfloat16 and
-/// multiplies them with the float32 kernel (the same values, no faster).
+/// (oneDNN's AVX512-BF16 or AMX-BF16 matmul); false without oneDNN, with DEZERO_ONEDNN=0, below
+/// the avx512_bf16 level (dezero/cpu.hpp's DEZERO_CPU_ISA), or on a CPU without those
+/// instructions, where autocast's products run in float32 (or, with DEZERO_AUTOCAST_EMULATE=1,
+/// on the float32 kernels with their operands rounded to bfloat16: core.hpp's autocast).
 bool cpu_supports_bf16();
 /// The same for autocast(dezero::float16) (oneDNN's AVX512-FP16 / AMX-FP16 matmul).
 bool cpu_supports_fp16();

@@ -5,7 +5,9 @@
 // rounded operands on the float32 GEMM; both are checked by calling the fallback too).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -284,4 +286,40 @@ TEST_CASE("loss scaling: a fixed scale gives the unscaled update; a plain backwa
   CHECK(dzt::has(msg, "optimizer.backward(loss)"));
   CHECK_THROWS_AS(scaled.loss_scaling(0), ValueError);
   CHECK_THROWS_AS(scaled.loss_scaling(10, -1.0), ValueError);
+}
+
+TEST_CASE("autocast: where the CPU has no 16-bit products, float32 unless DEZERO_AUTOCAST_EMULATE=1") {
+  // CTest's autocast_float32_fallback runs this at DEZERO_CPU_ISA=avx2 with DEZERO_AUTOCAST_EMULATE=0;
+  // the rest of the suite runs with it set to 1 (tests/support/main.cpp).
+  const char* e = std::getenv("DEZERO_AUTOCAST_EMULATE");
+  const bool emulate = e && std::string(e) == "1";
+  for (DType t : {bfloat16, float16}) {
+    CAPTURE(dtype_name(t));
+    const bool native = t == bfloat16 ? cpu_supports_bf16() : cpu_supports_fp16();
+    if (native) {
+      MESSAGE("skipped: this CPU has " << dtype_name(t) << " products");
+      continue;
+    }
+    CHECK(detail::autocast_compute(t, Device::cpu()) == (emulate ? t : float32));
+    Parameter W(filled(Shape{33, 17}, 61)), W2(filled(Shape{33, 17}, 61));
+    Variable x(filled(Shape{8, 33}, 62));
+    Variable y32 = F::linear(x, W);
+    F::sum(y32).backward();
+    Variable y16;
+    {
+      auto g = autocast(t);
+      y16 = F::linear(x, W2);
+    }
+    F::sum(y16).backward();
+    const auto a = vals(y32), b = vals(y16);
+    if (!emulate) {  // float32's products, bit for bit, forward and backward
+      CHECK(a == b);
+      CHECK(vals(W.grad()) == vals(W2.grad()));
+    } else {  // the rounded operands: other values, within the type's precision
+      CHECK(a != b);
+      double worst = 0;
+      for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
+      CHECK(worst < (t == bfloat16 ? 0.2 : 0.02));
+    }
+  }
 }

@@ -165,8 +165,9 @@ namespace F {
 Variable conv2d(const Variable& x, const Variable& W, const Variable& b, Pair stride, Pair pad) {
   x.defined_data("conv2d");
   W.defined_data("conv2d");
-  if (has_bias(b)) return call<Conv2d>(detail::in(x, W, b), stride, pad, Config::autocast);
-  return call<Conv2d>(detail::in(x, W), stride, pad, Config::autocast);
+  const DType compute = detail::autocast_compute(Config::autocast, x.device());
+  if (has_bias(b)) return call<Conv2d>(detail::in(x, W, b), stride, pad, compute);
+  return call<Conv2d>(detail::in(x, W), stride, pad, compute);
 }
 
 Variable conv2d_simple(const Variable& x, const Variable& W, const Variable& b, Pair stride, Pair pad) {
@@ -196,8 +197,9 @@ Variable deconv2d(const Variable& x, const Variable& W, const Variable& b, Pair 
   if (!outsize && xd.ndim() == 4 && wd.ndim() == 4)  // else the forward reports the bad rank
     out = Pair(static_cast<int>(deconv_outsize(xd.shape()[2], wd.shape()[2], stride.h, pad.h)),
                static_cast<int>(deconv_outsize(xd.shape()[3], wd.shape()[3], stride.w, pad.w)));
-  if (has_bias(b)) return call<Deconv2d>(detail::in(x, W, b), stride, pad, out, Config::autocast);
-  return call<Deconv2d>(detail::in(x, W), stride, pad, out, Config::autocast);
+  const DType compute = detail::autocast_compute(Config::autocast, x.device());
+  if (has_bias(b)) return call<Deconv2d>(detail::in(x, W, b), stride, pad, out, compute);
+  return call<Deconv2d>(detail::in(x, W), stride, pad, out, compute);
 }
 
 // --- im2col / col2im (step 57) -------------------------------------------------------------------

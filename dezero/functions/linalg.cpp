@@ -172,7 +172,7 @@ namespace F {
 
 Variable matmul(const Variable& x, const Variable& W) {
   check_matmul("matmul", x, W);
-  if (x.ndim() == 2 && W.ndim() == 2) return detail::mm(x, W, false, false, Config::autocast);
+  if (x.ndim() == 2 && W.ndim() == 2) return detail::mm(x, W, false, false, detail::autocast_compute(Config::autocast, x.device()));
   if (x.ndim() == 1 || W.ndim() == 1) {  // np.dot's 1-d rules through 2-d products
     Variable a = x.ndim() == 1 ? reshape(x, Shape{1, x.shape()[0]}) : x;
     Variable b = W.ndim() == 1 ? reshape(W, Shape{W.shape()[0], 1}) : W;
@@ -195,9 +195,9 @@ Variable linear(const Variable& x, const Variable& W, const Variable& b) {
                      "; hint: W is (in_size, out_size) as in DeZero");
   if (b.defined() && b.data().defined()) {
     broadcast_shapes(b.shape(), Shape{x.shape()[0], W.shape()[1]}, "linear");
-    return call<Linear>(detail::in(x, W, b), Config::autocast);
+    return call<Linear>(detail::in(x, W, b), detail::autocast_compute(Config::autocast, x.device()));
   }
-  return call<Linear>(detail::in(x, W), Config::autocast);
+  return call<Linear>(detail::in(x, W), detail::autocast_compute(Config::autocast, x.device()));
 }
 
 }  // namespace F

@@ -76,6 +76,13 @@ Tensor softmax_cross_entropy(const Tensor& x, const Tensor& t);
 // gx = (softmax(x) - onehot(t)) * gy / N, gy: one element read on x's device.
 Tensor softmax_cross_entropy_grad(const Tensor& x, const Tensor& t, const Tensor& gy);
 
+// The type autocast's products compute in on `device`: `requested` (bfloat16 or float16), or
+// float32 on a host without such products (cpu_supports_bf16() / cpu_supports_fp16() false: AVX2,
+// plain AVX-512), where rounding the operands would cost float32 time and more; with
+// DEZERO_AUTOCAST_EMULATE=1 there the operands are rounded anyway (bfloat16 hardware's values).
+// One line on stderr, once per process and type, says which. Anything else passes through.
+DType autocast_compute(DType requested, const Device& device);
+
 // --- matmul with transpose flags -------------------------------------------------------
 // 2-D matmul with transpose flags: op(a) @ op(b), op = transpose when the flag is set.
 // If bias is defined, y = op(a) @ op(b) + bias (bias broadcast over rows).

@@ -11,8 +11,13 @@
 // into y and accumulates into it (beta 1).
 #include "dezero/tensor.hpp"
 
+#include <cstdio>
+#include <mutex>
 #include <string>
 
+#include "dezero/cpu.hpp"
+#include "dezero/env.hpp"
+#include "dezero/onednn.hpp"
 #include "dezero/tensor/checks.hpp"
 #include "dezero/tensor/fused.hpp"
 #include "dezero/tensor/strided.hpp"
@@ -117,6 +122,41 @@ Tensor matmul_t(const Tensor& a0, const Tensor& b0, bool ta, bool tb, const Tens
   backend_of(a).gemm(dt, ta, tb, m, n, k, 1.0, a.raw_data(), a.shape()[1], 0, b.raw_data(), b.shape()[1], 0, beta,
                      y.raw_data(), n, 0, 1);
   return y;
+}
+
+// --- autocast's type on this device -------------------------------------------------------------
+namespace {
+bool emulate_autocast() {
+  static const bool on = [] {
+    const char* v = env_value("DEZERO_AUTOCAST_EMULATE");
+    return v && std::string(v) == "1";
+  }();
+  return on;
+}
+}  // namespace
+
+DType autocast_compute(DType requested, const Device& device) {
+  if (!is_half(requested) || !device.is_cpu()) return requested;
+  const bool native = requested == DType::BFloat16 ? cpu_supports_bf16() : cpu_supports_fp16();
+  if (native) return requested;
+  static std::once_flag bf16, fp16;
+  std::call_once(requested == DType::BFloat16 ? bf16 : fp16, [&] {
+    const CpuInfo info = cpu_info();
+    const char* t = dtype_name(requested);
+    if (emulate_autocast())
+      std::fprintf(stderr,
+                   "dezero: autocast(%s): this CPU (%s, kernels %s) has no %s products; DEZERO_AUTOCAST_EMULATE=1: "
+                   "their operands are rounded to %s (linear and matmul as the float32 GEMM packs them, "
+                   "convolutions in a pass first): %s's values\n",
+                   t, info.model.c_str(), info.isa.c_str(), t, t, t);
+    else
+      std::fprintf(stderr,
+                   "dezero: autocast(%s): this CPU (%s, kernels %s) has no %s products; they run in float32 "
+                   "here, unrounded: float32's speed and values (DEZERO_AUTOCAST_EMULATE=1 rounds their operands "
+                   "to %s, as %s hardware computes)\n",
+                   t, info.model.c_str(), info.isa.c_str(), t, t, t);
+  });
+  return emulate_autocast() ? requested : DType::Float32;
 }
 
 // --- matmul_lowp: the autocast product -----------------------------------------------------
