@@ -8,6 +8,11 @@ batch 8) is not in the default set on the CPU: about a minute per program at 2 t
 
   python3 bench/compare_pytorch.py [--build build] [--device cpu|cuda] [--threads 2] [--only w1|w3|w4]
                                    [--dataset fashion-mnist|synthetic] [--data DIR]
+                                   [--isa sse2|avx2|avx512|avx512_bf16|amx]
+
+--isa runs both sides at that instruction-set level (bench/cpu_isa.py: ours through DEZERO_CPU_ISA, PyTorch
+through OPENBLAS_CORETYPE, ATEN_CPU_CAPABILITY and ONEDNN_MAX_CPU_ISA, set before torch is imported); without it
+both use what the CPU has (OpenBLAS then detects the CPU itself).
 
 W1 trains on Fashion-MNIST's 60,000 training images (--data DIR holds its .gz files, default Debian's
 /usr/share/datasets/fashion-mnist) on both sides; --dataset synthetic uses random images and labels.
@@ -168,7 +173,15 @@ def main():
     ap.add_argument("--only", choices=["w1", "w3", "w4"])
     ap.add_argument("--dataset", choices=["fashion-mnist", "synthetic"], default="fashion-mnist")
     ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist", help="Fashion-MNIST's folder (W1)")
+    ap.add_argument("--isa", default="", help="instruction-set level of both sides (bench/cpu_isa.py)")
     a = ap.parse_args()
+    if a.isa:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import cpu_isa  # noqa: E402
+        level = cpu_isa.check_level(a.isa)
+        os.environ.update(cpu_isa.rival_env(level))  # before torch loads OpenBLAS
+        os.environ["DEZERO_CPU_ISA"] = level         # our programs inherit it
+        print(f"CPU: {cpu_isa.describe(level)}; PyTorch with OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']}")
     try:
         import torch
     except ImportError:

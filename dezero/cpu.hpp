@@ -29,7 +29,7 @@ struct CpuInfo {
   std::string isa_cap;    ///< DEZERO_CPU_ISA's value when it lowered the level, else ""
   std::string gemm;       ///< the float32 GEMM kernels of that level ("AVX2 sgemm (6 x 16 tiles) + gemm_small")
   std::string onednn;     ///< "oneDNN 2.6 (convolutions; bfloat16 products)", "off (DEZERO_ONEDNN=0)" or "not built"
-  bool bf16 = false;      ///< autocast(bfloat16) products run on a bfloat16 kernel (cpu_supports_bf16())
+  bool bf16 = false;      ///< autocast(bfloat16) products run on bfloat16 kernels (cpu_supports_bf16()); else in float32
   int threads = 1;        ///< the threads a large operation uses
   std::string threads_from;  ///< where that count comes from ("affinity mask (2 CPUs)", "OMP_NUM_THREADS=2", ...)
   /// One line with all of the above, for a program's log (every benchmark prints it).

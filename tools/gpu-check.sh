@@ -100,7 +100,7 @@ stage() {
     if [ -x "$build/$f" ]; then cp "$build/$f" "$out/$f"; carried+=("$f"); fi
   done
   cp -r "$root/tests/data" "$out/tests/data"
-  cp "$root/bench/compare_pytorch.py" "$out/bench/"
+  cp "$root/bench/compare_pytorch.py" "$root/bench/cpu_isa.py" "$out/bench/"
   if [ -n "$have_data" ]; then
     mkdir -p "$out/data/fashion-mnist"
     for f in "${FASHION_FILES[@]}"; do cp "$FASHION_DIR/$f" "$out/data/fashion-mnist/"; done

@@ -265,8 +265,11 @@ std::string CpuInfo::summary() const {
   std::string s = "CPU: " + model + "; kernels " + isa;
   if (!isa_cap.empty()) s += " (capped by DEZERO_CPU_ISA=" + isa_cap + "; best " + best_isa + ")";
   else if (best_isa != isa) s += " (best " + best_isa + ")";
-  s += "; float32 GEMM: " + gemm + "; convolutions: " + onednn + "; bfloat16 products: " +
-       (bf16 ? "bf16 kernel" : "rounded operands on the float32 kernel") + "; " + std::to_string(threads) +
+  const char* emulate = detail::env_value("DEZERO_AUTOCAST_EMULATE");
+  const bool rounds = emulate && std::strcmp(emulate, "1") == 0;
+  s += "; float32 GEMM: " + gemm + "; convolutions: " + onednn + "; autocast(bfloat16): " +
+       (bf16 ? "bf16 kernels" : rounds ? "rounded operands on the float32 kernels" : "float32 (no bf16 kernel)") +
+       "; " + std::to_string(threads) +
        (threads == 1 ? " thread (" : " threads (") + threads_from + ")";
   return s;
 }
