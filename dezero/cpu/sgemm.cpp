@@ -11,6 +11,7 @@
 // copy of the kernels (isa.hpp): the avx512 copy has this kernel, the avx2 copy sgemm_avx2.cpp's,
 // the baseline copy only the stubs at the bottom (float32 stays on Eigen there).
 #include "dezero/cpu/gemm.hpp"
+#include "dezero/cpu/sgemm_blocking.hpp"
 
 #include <algorithm>
 #include <array>
@@ -71,13 +72,9 @@ constexpr std::int64_t kKC = DEZERO_SGEMM_KC;
 constexpr std::int64_t kNC = (DEZERO_SGEMM_NC + kNR - 1) / kNR * kNR;
 constexpr std::int64_t kMC = (1024 + kMR - 1) / kMR * kMR;
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
-
-// Splits len into ceil(len / max_block) near-equal blocks, each rounded up to a multiple of unit.
-std::int64_t balanced_block(std::int64_t len, std::int64_t max_block, std::int64_t unit) {
-  std::int64_t blocks = ceil_div(len, max_block);
-  return std::min(max_block, ceil_div(ceil_div(len, blocks), unit) * unit);
-}
+using sgemm_blocking::balanced_block;
+using sgemm_blocking::ceil_div;
+using sgemm_blocking::panel_lo;
 
 __mmask16 lanes(std::int64_t n) { return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1); }
 
@@ -98,31 +95,9 @@ inline __m512 round_to(Round r, __m512 v) {
   return v;
 }
 
-// --- packing buffers: one pair per thread, allocated on first use, 64-byte aligned ---
-struct Buffers {
-  float* a;  // MC x KC: MC / MR micro-panels of KC x MR
-  float* b;  // KC x NC: NC / NR micro-panels of KC x NR
-  Buffers()
-      : a(static_cast<float*>(std::aligned_alloc(64, sizeof(float) * kMC * kKC))),
-        b(static_cast<float*>(std::aligned_alloc(64, sizeof(float) * kKC * kNC))) {
-    if (!a || !b) {
-      std::free(a);
-      std::free(b);
-      throw std::bad_alloc();
-    }
-  }
-  ~Buffers() {
-    std::free(a);
-    std::free(b);
-  }
-  Buffers(const Buffers&) = delete;
-  Buffers& operator=(const Buffers&) = delete;
-};
-
-Buffers& buffers() {
-  thread_local Buffers buf;
-  return buf;
-}
+// --- packing buffers: one pair per thread (sgemm_blocking.hpp) --------------------------------
+// a: MC x KC, MC / MR micro-panels of KC x MR; b: KC x NC, NC / NR micro-panels of KC x NR.
+auto& buffers() { return sgemm_blocking::buffers<kMC * kKC, kKC * kNC>(); }
 
 // --- packing -----------------------------------------------------------------
 // Transposes a rows x cols block (rows, cols <= 16) of a row-major source with row
@@ -174,7 +149,6 @@ void transpose_block(const float* src, std::int64_t ld, std::int64_t rows, std::
 // panel's height zero. The panels split mc evenly (m = 100: 8 panels of 12-13 rows, not 7 of 14
 // and one of 2, whose kernel would wait on its few FMA chains).
 std::int64_t panel_count(std::int64_t mc) { return ceil_div(mc, kMR); }
-std::int64_t panel_lo(std::int64_t s, std::int64_t mc, std::int64_t panels) { return s * mc / panels; }
 
 void pack_a(bool ta, const float* a, std::int64_t lda, std::int64_t mc, std::int64_t kc, float* dst, Round round) {
   const std::int64_t panels = panel_count(mc);
@@ -422,12 +396,6 @@ void dot_columns_in_place(std::int64_t m, std::int64_t nd, std::int64_t k, float
   }
 }
 
-// C = beta C (the k == 0 / alpha == 0 cases); beta == 0 writes zeros without reading.
-void scale_c(std::int64_t m, std::int64_t n, float beta, float* c, std::int64_t ldc) {
-  for (std::int64_t i = 0; i < m; ++i)
-    for (std::int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
-}
-
 // Whether the kernel reads op(A) and op(B) where they are instead of packing them: NN products
 // at most 128 columns wide (the MLP 784-100-10's (100, 784) x (784, 100)), or at most 512 wide
 // with at most 32 rows. Packing costs a pass over A (16 x 16 transposes) and one over B per
@@ -485,16 +453,10 @@ void sgemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, flo
            std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc,
            const float* bias, Round round) {
   if (m <= 0 || n <= 0) return;
-  if (k <= 0 || alpha == 0.0f) {
-    scale_c(m, n, bias ? 0.0f : beta, c, ldc);
-    if (bias)
-      for (std::int64_t i = 0; i < m; ++i)
-        for (std::int64_t j = 0; j < n; ++j) c[i * ldc + j] += bias[j];
-    return;
-  }
+  if (k <= 0 || alpha == 0.0f) return sgemm_blocking::empty_depth(m, n, beta, c, ldc, bias);
   if (round == Round::none && reads_in_place(ta, tb, m, n, k))
     return sgemm_in_place(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias);
-  Buffers& buf = buffers();
+  auto& buf = buffers();
   const std::int64_t nc_max = balanced_block(n, kNC, kNR);
   const std::int64_t kc_max = balanced_block(k, kKC, 16);
   const std::int64_t mc_max = balanced_block(m, kMC, kMR);

@@ -24,6 +24,7 @@
 #include <utility>
 
 #include "dezero/cpu/gemm.hpp"
+#include "dezero/cpu/sgemm_blocking.hpp"
 
 #if defined(__AVX2__) && defined(__FMA__) && !defined(__AVX512F__)
 #include <immintrin.h>
@@ -50,11 +51,9 @@ constexpr i64 kKC = DEZERO_SGEMM_AVX2_KC;
 constexpr i64 kNC = DEZERO_SGEMM_AVX2_NC;  // KC x NC floats of packed B: 256 KB, half of a Zen 3 core's L2
 constexpr i64 kMC = 1020;  // a multiple of MR; bounds the A buffer only
 
-i64 ceil_div(i64 a, i64 b) { return (a + b - 1) / b; }
-i64 balanced_block(i64 len, i64 max_block, i64 unit) {
-  const i64 blocks = ceil_div(len, max_block);
-  return std::min(max_block, ceil_div(ceil_div(len, blocks), unit) * unit);
-}
+using sgemm_blocking::balanced_block;
+using sgemm_blocking::ceil_div;
+using sgemm_blocking::panel_lo;
 
 // The lane mask of the first n (0-8) lanes, for vmaskmovps.
 inline __m256i lanes(i64 n) {
@@ -77,29 +76,9 @@ inline __m256 round_to(Round r, __m256 v) {
   return v;
 }
 
-struct Buffers {
-  float* a;  // MC x KC: MC / MR micro-panels of KC x MR (+ 16 floats: pack_a's last 8-lane store)
-  float* b;  // KC x NC: NC / NR micro-panels of KC x NR
-  Buffers()
-      : a(static_cast<float*>(std::aligned_alloc(64, sizeof(float) * (kMC * kKC + 16)))),
-        b(static_cast<float*>(std::aligned_alloc(64, sizeof(float) * kKC * kNC))) {
-    if (!a || !b) {
-      std::free(a);
-      std::free(b);
-      throw std::bad_alloc();
-    }
-  }
-  ~Buffers() {
-    std::free(a);
-    std::free(b);
-  }
-  Buffers(const Buffers&) = delete;
-  Buffers& operator=(const Buffers&) = delete;
-};
-Buffers& buffers() {
-  thread_local Buffers buf;
-  return buf;
-}
+// Packing buffers, one pair per thread (sgemm_blocking.hpp): a: MC x KC, MC / MR micro-panels of KC x MR,
+// + 16 floats for pack_a's last 8-lane store; b: KC x NC, NC / NR micro-panels of KC x NR.
+auto& buffers() { return sgemm_blocking::buffers<kMC * kKC + 16, kKC * kNC>(); }
 
 // --- packing ------------------------------------------------------------------------------------
 // The 8 x 8 transpose: r[i] (8 floats of row i) -> r[q] = column q of the block.
@@ -142,7 +121,6 @@ inline void transpose_block(const float* src, i64 ld, i64 rows, i64 cols, float*
 // op(A)[i0 : i0 + mc, p0 : p0 + kc] into panels of at most MR rows split evenly (as sgemm.cpp): panel q
 // at dst + q MR kc, op(A)[row, p] at [p MR + i], rows past the panel's height zero.
 i64 panel_count(i64 mc) { return ceil_div(mc, kMR); }
-i64 panel_lo(i64 s, i64 mc, i64 panels) { return s * mc / panels; }
 
 void pack_a(bool ta, const float* a, i64 lda, i64 mc, i64 kc, float* dst, Round round) {
   const i64 panels = panel_count(mc);
@@ -262,11 +240,6 @@ constexpr std::array<KernelFn, kMR> kDirect[3][2] = {
     {make<1, true, false>(Rows()), make<1, true, true>(Rows())},
     {make<2, true, false>(Rows()), make<2, true, true>(Rows())},
     {make<3, true, false>(Rows()), make<3, true, true>(Rows())}};
-
-void scale_c(i64 m, i64 n, float beta, float* c, i64 ldc) {
-  for (i64 i = 0; i < m; ++i)
-    for (i64 j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
-}
 
 // sgemm.cpp's rule: NN products at most 128 columns wide, or 512 with at most 32 rows.
 #ifndef DEZERO_SGEMM_AVX2_DIRECT
@@ -410,16 +383,10 @@ bool sgemm_available() { return true; }
 void sgemm(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda, const float* b, i64 ldb,
            float beta, float* c, i64 ldc, const float* bias, Round round) {
   if (m <= 0 || n <= 0) return;
-  if (k <= 0 || alpha == 0.0f) {
-    scale_c(m, n, bias ? 0.0f : beta, c, ldc);
-    if (bias)
-      for (i64 i = 0; i < m; ++i)
-        for (i64 j = 0; j < n; ++j) c[i * ldc + j] += bias[j];
-    return;
-  }
+  if (k <= 0 || alpha == 0.0f) return sgemm_blocking::empty_depth(m, n, beta, c, ldc, bias);
   if (round == Round::none && reads_in_place(ta, tb, m, n))
     return sgemm_in_place(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias);
-  Buffers& buf = buffers();
+  auto& buf = buffers();
   const i64 nc_max = balanced_block(n, kNC, kNR);
   const i64 kc_max = balanced_block(k, kKC, 8);
   const i64 mc_max = balanced_block(m, kMC, kMR);
