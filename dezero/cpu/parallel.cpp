@@ -37,6 +37,7 @@
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -280,7 +281,7 @@ class Pool {
   bool enter(std::uint32_t e) {
     std::uint64_t g = gate_.load(std::memory_order_acquire);
     for (;;) {
-      if ((g >> 33) != e || !(g & kOpen)) return false;
+      if ((g >> 33) != (e & 0x7FFFFFFFu) || !(g & kOpen)) return false;  // the gate holds 31 bits of the epoch
       if (gate_.compare_exchange_weak(g, g + 1, std::memory_order_acq_rel, std::memory_order_acquire)) return true;
     }
   }
@@ -306,15 +307,22 @@ class Pool {
     }
   }
 
-  // Starts workers until there are `want` (they live as long as the process).
+  // Starts workers until there are `want` (they live as long as the process). Where the system
+  // refuses a thread (a container's task limit), the pool goes on with those it has: a slot whose
+  // worker does not exist is taken over by the others, as a descheduled worker's is.
   void grow(int want) {
-    while (static_cast<int>(started_) < want) {
+    while (static_cast<int>(started_) < want && !refused_) {
       const int id = static_cast<int>(started_);
-      std::thread t([this, id] {
-        pthread_setname_np(pthread_self(), "dezero-worker");
-        worker(id);
-      });
-      t.detach();
+      try {
+        std::thread t([this, id] {
+          pthread_setname_np(pthread_self(), "dezero-worker");
+          worker(id);
+        });
+        t.detach();
+      } catch (const std::system_error&) {
+        refused_ = true;
+        return;
+      }
       ++started_;
     }
   }
@@ -337,6 +345,7 @@ class Pool {
   std::exception_ptr error_;
   std::mutex submit_;
   std::size_t started_ = 0;  // under submit_
+  bool refused_ = false;     // under submit_: the system refused a thread
   const std::int64_t spin_ns_ = spin_ns_from_env();
 };
 
