@@ -301,8 +301,8 @@ namespace {
 // oneDNN threads with OpenMP (libgomp), whose idle threads spin for milliseconds after each
 // primitive; the rest of the backend runs on its own pool (parallel.hpp), whose threads would then
 // compete with them for the same cores (W2 at 2 threads: 10% slower), and an OpenMP region waits at
-// its end for a thread the OS has descheduled. So a batch of at least two images per thread is cut
-// into the pool's pieces (consecutive images), each piece a primitive of its own images on one
+// its end for a thread the OS has descheduled. So a batch of two images or more is cut into the
+// pool's pieces (consecutive images, pieces_for's count), each piece a primitive of its own images on one
 // thread (OneOmpThread: oneDNN then runs it without entering OpenMP). One image (inference) keeps
 // oneDNN's own threads. The filter gradient sums each
 // piece's images into its own buffer, then the pieces in order: the same bits whichever thread
