@@ -12,7 +12,7 @@
 ///   while (epoch < epochs) {
 ///     for (auto& [x, t] : train_loader) { ...; optimizer.update(); ckpt.step(++it); }
 ///     ++epoch;
-///     ckpt.save(it);                                  // and at each epoch's end
+///     if (!ckpt.due(it)) ckpt.save(it);               // and at each epoch's end, unless step() just wrote it
 ///   }
 /// ```
 ///
@@ -54,7 +54,7 @@ namespace dezero::training {
 /// |---|---|
 /// | `snapshot/format_version` | int64 (): 1 |
 /// | `model/<key>` | each parameter under its weight-file key (`model/l0/W`, `model/bn1/avg_mean`) |
-/// | `optimizer/class` | int32 (n,): the optimizer's class name, one character code each (`"Adam"`) |
+/// | `optimizer/class` | int32 (n,): the optimizer's C++ class name as the compiler's demangler spells it, one character code each (`"dezero::optimizers::Adam"`) |
 /// | `optimizer/t`, `optimizer/p<i>/<name>` | Optimizer::state_dict(): the step count, the i-th parameter's state (`optimizer/p0/m`) |
 /// | `random/<name>/key` | int64 (624,): MT19937's words (NumPy's get_state()[1]) |
 /// | `random/<name>/pos` | int64 (): the next word (get_state()[2]) |
@@ -154,7 +154,9 @@ class Checkpointer {
   /// keeps values on a GPU reads them into the Snapshot's variables first when it is due.
   bool due(std::int64_t iteration) const { return opt_.every > 0 && iteration % opt_.every == 0; }
   /// Writes the snapshot of iteration `iteration` now (at the end of an epoch; it replaces a
-  /// file of the same iteration), then removes all but the newest `keep`. Returns the path.
+  /// file of the same iteration: the values may have changed since, so it always writes), then
+  /// removes all but the newest `keep`. Returns the path. At an epoch's end,
+  /// `if (!due(it)) save(it);` writes each iteration once.
   std::string save(std::int64_t iteration);
   /// The snapshot files in the folder, newest (highest iteration) first.
   std::vector<std::string> snapshots() const;
@@ -183,7 +185,9 @@ struct ProgressOptions {
 /// A progress line for a long loop: iteration, epoch, loss, throughput and time left.
 ///
 /// On a terminal it is one line redrawn in place (`\r`); otherwise (a CI log, a pipe) a plain
-/// line every `interval_s` seconds and one at the end, so logs stay readable.
+/// line every `interval_s` seconds and one at the end, so logs stay readable. Before each line
+/// it flushes stdout, so that in a log of both streams the lines a program printed earlier
+/// (buffered on stdout) come before it.
 ///
 ///   epoch 2/5  iter 900/3000 (30.0%)  loss 0.3121  412.5 it/s  left 0:05
 class Progress {

@@ -180,7 +180,8 @@ int main(int argc, char** argv) try {
       train_eval.add(loss.data().item<double>(), acc.data().item<double>(), t.len());
       ++it;
       if (it % 20 == 0) progress.update(it, train_eval.loss());
-      if (ckpt && ckpt->due(it)) save_snapshot();
+      // Due at the epoch's last batch: the epoch-end snapshot below (with the test figures) is that one.
+      if (ckpt && ckpt->due(it) && train_loader.iteration() != per_epoch) save_snapshot();
     }
     progress.finish();
     {

@@ -4,6 +4,7 @@
 // the Progress line. The kill -9 test is tests/resume (a separate program, run by CTest).
 #include <fcntl.h>
 #include <sys/mount.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -100,13 +101,14 @@ struct Run {
   std::vector<double> losses;
   DType dt;
 
-  explicit Run(DType d = float32, int hidden = 8)
+  // lazy: no forward pass before a snapshot loads (the first W gets its shape from the file).
+  explicit Run(DType d = float32, int hidden = 8, bool lazy = false)
       : data(random::Generator(1).randn({24, 3}, d), random::Generator(2).randint(0, 2, {24})),
         model({hidden, 2}, F::relu, random::Generator(5)), drop(9), loader(data, 5, true, false, random::Generator(4)),
         dt(d) {
     opt.setup(model);
     opt.add_hook(optimizers::WeightDecay(1e-3));
-    model(data.get_batch({0}).first);  // the lazy weights
+    if (!lazy) model(data.get_batch({0}).first);  // the lazy weights
     snap.model(model).optimizer(opt).loader("train", loader).generator("dropout", drop);
     snap.value("iteration", it).value("epoch", epoch).value("best", best).value("losses", losses);
   }
@@ -117,12 +119,16 @@ struct Run {
       ++epoch;
       b = loader.next();
     }
-    Variable y = F::dropout(model(b->first), 0.3, drop);
-    Variable loss = F::softmax_cross_entropy(y, b->second) + 0.0 * random::rand({1}, dt, y.data().device()).sum();
+    train_on(*b);
+    ++it;
+  }
+  // The update of one batch (the iteration count is the caller's).
+  void train_on(const Batch& b) {
+    Variable y = F::dropout(model(b.first), 0.3, drop);
+    Variable loss = F::softmax_cross_entropy(y, b.second) + 0.0 * random::rand({1}, dt, y.data().device()).sum();
     model.cleargrads();
     loss.backward();
     opt.update();
-    ++it;
     losses.push_back(loss.data().item<double>());
     best = std::max(best, -losses.back());
   }
@@ -346,6 +352,54 @@ TEST_CASE("Checkpointer: every N iterations, keep K, resume from the newest that
   CHECK(c.weights() == before);
 }
 
+namespace {
+// The loop of the README and training.hpp: step() after each iteration, and at an epoch's end
+// save() unless step() has just written that iteration. Returns the iterations written.
+std::vector<std::int64_t> readme_loop(Run& r, T::Checkpointer& ck, int epochs) {
+  std::vector<std::int64_t> written;
+  while (r.epoch < epochs) {
+    for (auto& b : r.loader) {
+      r.train_on(b);
+      if (ck.step(++r.it)) written.push_back(r.it);
+    }
+    ++r.epoch;
+    if (!ck.due(r.it)) written.push_back((ck.save(r.it), r.it));
+  }
+  return written;
+}
+}  // namespace
+
+TEST_CASE("Checkpointer: the README's loop writes each snapshot once, and resumes from either kind to the same bits") {
+  // 24 samples in batches of 5: 5 iterations an epoch. every = 5 falls on each epoch's end.
+  for (std::int64_t every : {5, 3}) {
+    CAPTURE(every);
+    dzt::TempDir dir;
+    random::seed(11);
+    Run whole;
+    T::Checkpointer cw((dir.path / "whole").string(), whole.snap, {every, 0, true});
+    const std::vector<std::int64_t> written = readme_loop(whole, cw, 3);
+    if (every == 5) CHECK(written == std::vector<std::int64_t>{5, 10, 15});
+    else CHECK(written == std::vector<std::int64_t>{3, 5, 6, 9, 10, 12, 15});
+
+    // Stopped after two epochs, resumed by a new process from what the loop wrote last.
+    const std::string out = (dir.path / "cut").string();
+    {
+      random::seed(11);
+      Run first;
+      T::Checkpointer c1(out, first.snap, {every, 0, true});
+      readme_loop(first, c1, 2);
+    }
+    Run resumed(float32, 8, /*lazy=*/true);  // no warm-up pass: the snapshot gives W its shape
+    CHECK_FALSE(resumed.model.params()[0].data().defined());
+    T::Checkpointer c2(out, resumed.snap, {every, 0, true});
+    CHECK(c2.resume() == std::optional<std::int64_t>(10));
+    readme_loop(resumed, c2, 3);
+    CHECK(resumed.losses == whole.losses);
+    CHECK(resumed.weights() == whole.weights());
+    CHECK(resumed.it == 15);
+  }
+}
+
 TEST_CASE("Checkpointer: a full disk during a snapshot is an IOError; the previous one stays whole") {
   if (geteuid() != 0) {
     MESSAGE("skipped: mounting a small tmpfs needs root");
@@ -383,6 +437,35 @@ TEST_CASE("Checkpointer: a full disk during a snapshot is an IOError; the previo
 }
 
 // --- Progress -----------------------------------------------------------------------------------------
+TEST_CASE("Progress: what the program printed to stdout comes first in a log of both streams") {
+  dzt::TempDir dir;
+  const std::string log = (dir.path / "log").string();
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {  // the child: stdout and stderr into one file, as `prog > log 2>&1`
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0 || ::dup2(fd, 1) < 0 || ::dup2(fd, 2) < 0) ::_exit(2);
+    std::setvbuf(stdout, nullptr, _IOFBF, 1 << 16);  // a file: fully buffered, as it is by default
+    std::printf("dataset: chosen first\n");
+    {
+      T::Progress p(2, 0);
+      p.update(1, 0.5);
+      p.finish();
+    }
+    std::printf("after\n");
+    std::fflush(stdout);
+    ::_exit(0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  const std::string text = dzt::read_bytes(log);
+  const auto first = text.find("dataset: chosen first"), line = text.find("iter 1/2"), after = text.find("after");
+  CHECK_MESSAGE(first < line, text);
+  CHECK_MESSAGE(line < after, text);
+}
+
 TEST_CASE("Progress: the line's text, and plain lines when the output is not a terminal") {
   CHECK(T::Progress::format(900, 3000, 600, 0, 0.31214, 4.0) ==
         "epoch 2/5  iter 900/3000 (30.0%)  loss 0.3121  225.0 it/s  left 0:09");

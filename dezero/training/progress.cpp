@@ -74,6 +74,10 @@ Progress::~Progress() {
 void Progress::print(bool final_line) {
   printed_it_ = last_it_;
   const std::string line = format(last_it_, total_, per_epoch_, start_, last_loss_, now_s() - t0_);
+  // What the program printed to stdout before this line goes out first: stdout into a file or
+  // a pipe is fully buffered while stderr is not, so in a log of both streams ("> log 2>&1")
+  // the progress lines would otherwise come before the lines printed ahead of them.
+  if (opt_.out != stdout) std::fflush(stdout);
   if (tty_) {
     // the line redrawn in place; "\033[K" clears what a longer earlier line left
     std::fprintf(opt_.out, "\r%s\033[K", line.c_str());

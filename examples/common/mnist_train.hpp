@@ -206,7 +206,8 @@ inline Curves train(Model& model, optimizers::Optimizer& optimizer, datasets::Da
       n += t.len();
       ++it;
       if (++batch % 20 == 0 || batch == per_epoch) progress.update(it, sum_loss.item<double>() / n);
-      if (ckpt && ckpt->due(it)) {
+      // Due at the epoch's last batch: the epoch-end snapshot below (with the test figures) is that one.
+      if (ckpt && ckpt->due(it) && batch != per_epoch) {
         loss_sum = sum_loss.item<double>();
         acc_sum = sum_acc.item<double>();
         ckpt->save(it);
