@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 #include <iomanip>
+#include <thread>
 
 #include "support/test_util.hpp"
 
@@ -408,4 +409,37 @@ TEST_CASE("layers: LinearOptions and ConvOptions build what the positional forms
   L::Deconv2d e(2, 3, co);
   CHECK_FALSE(e.b.defined());
   CHECK(e.stride == Pair(1));
+}
+
+TEST_CASE("Layer: predict() is the call under no_grad() and test_mode(), for that call only, on any thread") {
+  random::seed(7);
+  models::Sequential m;
+  m.append(std::make_shared<L::Linear>(16));
+  m.append([](const Variable& x) { return F::dropout(x, 0.5); });
+  m.append(std::make_shared<L::BatchNorm>());
+  m.append(std::make_shared<L::Linear>(3));
+  const Tensor x = random::randn({5, 4}, float32);
+  m(x);  // lazy shapes, and batch norm's statistics moved off their start
+  Tensor want;
+  {
+    auto ng = no_grad();
+    auto tm = test_mode();
+    want = m(x).data().copy();
+  }
+  CHECK(Config::train);
+  CHECK(Config::enable_backprop);
+  Variable y = m.predict(Variable(x));
+  CHECK(utils::array_equal(y.data(), want));
+  CHECK_FALSE(y.creator());     // no graph
+  CHECK(Config::train);         // the flags are back
+  CHECK(Config::enable_backprop);
+  CHECK(utils::array_equal(m.predict(VariableList{Variable(x)})[0].data(), want));
+  // A worker thread that forgets the flags: its call would train-mode the dropout; predict() would not.
+  Tensor from_thread;
+  std::thread([&] { from_thread = m.predict(Variable(x)).data(); }).join();
+  CHECK(utils::array_equal(from_thread, want));
+  // What it throws passes through, and the flags are restored.
+  CHECK_THROWS_AS(m.predict(Variable(random::randn({5, 7}, float32))), ShapeError);
+  CHECK(Config::train);
+  CHECK(Config::enable_backprop);
 }

@@ -37,6 +37,18 @@ Variable Layer::operator()(const Variable& a, const Variable& b) {
   return ys[0];
 }
 
+Variable Layer::predict(const Variable& x) {
+  auto ng = no_grad();
+  auto tm = test_mode();
+  return (*this)(x);
+}
+
+VariableList Layer::predict(const VariableList& xs) {
+  auto ng = no_grad();
+  auto tm = test_mode();
+  return (*this)(xs);
+}
+
 Variable Layer::forward(const Variable&) {
   throw NotImplementedError("Layer: this layer does not define forward(x); hint: override forward(const Variable&) "
                             "or, for several inputs or outputs, forward_multi(const VariableList&)");

@@ -60,6 +60,19 @@ class Layer {
   VariableList operator()(const VariableList& xs);
   ///@}
 
+  /// Inference in one call: the layer called under no_grad() and test_mode() for this call
+  /// only, on this thread (Keras's predict, PyTorch's eval() + inference_mode()).
+  ///
+  /// No graph is recorded and dropout passes its input through; batch normalisation uses its
+  /// running statistics. The flags are per thread, so a worker thread that calls `model(x)`
+  /// without setting them runs with backprop on and, in a model with dropout, applies
+  /// dropout; predict() cannot forget them. The flags are restored when it returns or throws.
+  /// The forms and errors are those of operator().
+  ///@{
+  Variable predict(const Variable& x);
+  VariableList predict(const VariableList& xs);
+  ///@}
+
   /// The computation of a one-input, one-output layer: override it for the usual layer.
   ///
   /// Override forward for the usual one-input, one-output layer; override
@@ -113,8 +126,9 @@ class Layer {
   /// Saves the weights as an .npz file with DeZero's keys (step 53).
   ///
   /// np.savez_compressed layout by default (`compressed = false`: np.savez). Saving
-  /// copies to the host; the model stays on its device. The file is written to
-  /// path + ".tmp" and renamed into place. The keys are those of named_params(). A
+  /// copies to the host; the model stays on its device. The file is written to a new
+  /// temporary file next to `path` (`path.<random>.tmp`, created with O_EXCL | O_NOFOLLOW),
+  /// then renamed into place, so a reader sees the old file or the new one. The keys are those of named_params(). A
   /// lazy parameter with no data yet is a ValueError (run one forward pass before
   /// saving); a file that cannot be written is an IOError.
   void save_weights(const std::string& path, bool compressed = true) const;
