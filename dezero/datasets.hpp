@@ -75,6 +75,13 @@ class Dataset {
   /// A subclass that overrides get() and keeps data() defined must override this too.
   /// ValueError when `indices` is empty, IndexError when one is out of range.
   virtual Batch get_batch(const std::vector<std::int64_t>& indices) const;
+  /// The samples at `indices`, in that order, as a Dataset of their own (PyTorch's Subset,
+  /// Chainer's SubDataset): for a train/validation split, cut the indices of a
+  /// random::permutation in two and take `ds.subset(first)` and `ds.subset(rest)`. The stored rows are copied (so the subset outlives `this`) and the
+  /// transforms kept, so a random transform still runs per access. For a subclass that computes
+  /// its samples in get() (data() undefined), the samples are computed once, here.
+  /// ValueError when `indices` is empty, IndexError when one is out of range.
+  Dataset subset(const std::vector<std::int64_t>& indices) const;
 
   /// The stored tensors (after the transforms that were applied at load time).
   ///@{

@@ -38,6 +38,11 @@ using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 /// corrupt file; DtypeError for an element type dezero cannot hold.
 NamedTensors load_npz(const std::string& path);
 
+/// The array named `key` of `arrays` (NumPy's `np.load(path)[key]`): a handle to the same
+/// tensor, not a copy. `utils::get_array(utils::load_npz("w.npz"), "l0/W")` is safe (the
+/// handle keeps the data alive). A missing key is a ValueError naming it and the keys there are.
+Tensor get_array(const NamedTensors& arrays, const std::string& key);
+
 namespace detail {
 // load_npz with its errors prefixed by `op` (Layer::load_weights reports as itself).
 NamedTensors load_npz_as(const std::string& op, const std::string& path);

@@ -424,3 +424,56 @@ TEST_CASE("set_max_idx_elements: the cap is settable, and a ValueError when not 
   CHECK_THROWS_AS(datasets::set_max_cifar_samples(-1), ValueError);
   CHECK(datasets::get_max_cifar_samples() == 60000);
 }
+
+namespace {
+// Samples computed in get() (no stored data): sample i is (i, i % 2).
+class Computed : public datasets::Dataset {
+ public:
+  Computed() : Dataset(true) {}
+  std::int64_t size() const override { return 6; }
+  Batch get(std::int64_t i) const override {
+    return {full(Shape{2}, static_cast<double>(i), float32), full(Shape{}, static_cast<double>(i % 2), int64)};
+  }
+};
+}  // namespace
+
+TEST_CASE("Dataset::subset: the samples at the indices, in order, transforms kept; checks") {
+  datasets::Spiral spiral(false);
+  const std::vector<std::int64_t> idx{5, 0, 299, -1};
+  datasets::Dataset sub = spiral.subset(idx);
+  CHECK(sub.size() == 4);
+  CHECK_FALSE(sub.train());
+  const Batch want = spiral.get_batch(idx), got = sub.get_batch({0, 1, 2, 3});
+  CHECK(utils::array_equal(got.first, want.first));
+  CHECK(utils::array_equal(got.second, want.second));
+  CHECK(utils::array_equal(sub.get(1).first, spiral.get(0).first));
+
+  // A per-sample transform still runs at each access (a random augmentation stays random).
+  int calls = 0;
+  datasets::Dataset counted(random::randn({10, 3}, float32), Tensor(), T::Transform([&calls](const Tensor& x) {
+                              ++calls;
+                              return x * 2.0;
+                            }));
+  datasets::Dataset half = counted.subset({1, 3});
+  CHECK(calls == 0);
+  CHECK(utils::array_equal(half.get(1).first, counted.data()[3] * 2.0));
+  CHECK(calls == 1);
+  half.get(1);
+  CHECK(calls == 2);  // once per access
+  CHECK_FALSE(half.label().defined());
+
+  // The copy outlives its source.
+  datasets::Dataset kept = datasets::Dataset(random::randn({4, 2}, float32), zeros({4}, int64)).subset({2});
+  CHECK(kept.size() == 1);
+
+  // A dataset whose samples are computed: computed once, here.
+  Computed c;
+  datasets::Dataset cs = c.subset({4, 1});
+  CHECK(cs.get(0).first.to_vector<float>() == std::vector<float>{4.f, 4.f});
+  CHECK(cs.get(1).second.item<std::int64_t>() == 1);
+
+  CHECK(dzt::has(dzt::thrown<ValueError>([&] { spiral.subset({}); }), "no indices"));
+  CHECK(dzt::has(dzt::thrown<IndexError>([&] { spiral.subset({300}); }), "index 300"));
+  DataLoader loader(sub, 2, false);
+  CHECK(loader.size() == 2);
+}

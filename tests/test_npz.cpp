@@ -401,3 +401,17 @@ TEST_CASE("npz: an entry declaring more than the cap is refused before anything 
   CHECK(utils::load_npz(fixture).size() == 4);
   CHECK_THROWS_AS(utils::set_max_npz_bytes(0), ValueError);
 }
+
+TEST_CASE("npz: get_array looks an array up by its key, and a missing key names the ones there are") {
+  dzt::TempDir dir;
+  const std::string path = (dir.path / "w.npz").string();
+  const Tensor w = random::randn({3, 2}, float32);
+  utils::save_npz(path, {{"l0/W", w}, {"l0/b", zeros({2}, float32)}});
+  const Tensor got = utils::get_array(utils::load_npz(path), "l0/W");  // the handle outlives the list
+  CHECK(utils::array_equal(got, w));
+  const utils::NamedTensors arrays{{"a", w}};
+  CHECK(utils::get_array(arrays, "a").is_same(w));  // a handle to the same tensor, not a copy
+  const std::string msg = dzt::thrown<ValueError>([&] { utils::get_array(utils::load_npz(path), "l1/W"); });
+  CHECK_MESSAGE(dzt::has(msg, "'l1/W'"), msg);
+  CHECK_MESSAGE(dzt::has(msg, "'l0/W', 'l0/b'"), msg);
+}

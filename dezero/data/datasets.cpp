@@ -87,6 +87,25 @@ Tensor Dataset::label_batch(const std::vector<std::int64_t>& indices) const {
   return stack(ts, 0);
 }
 
+Dataset Dataset::subset(const std::vector<std::int64_t>& indices) const {
+  if (indices.empty())
+    throw ValueError("Dataset::subset: no indices given; hint: a subset holds at least one sample");
+  std::vector<std::int64_t> idx(indices.size());
+  for (std::size_t k = 0; k < indices.size(); ++k) idx[k] = checked_index(indices[k]);
+  if (!data_.defined()) {  // samples computed in get(): computed once, transforms applied
+    Batch b = get_batch(idx);
+    Dataset out(b.first, b.second);
+    out.train_ = train_;
+    return out;
+  }
+  Dataset out(train_, transform_, target_transform_);
+  out.data_ = take(data_, index_tensor(idx, data_.device()));
+  if (label_.defined()) out.label_ = take(label_, index_tensor(idx, label_.device()));
+  out.data_transformed_ = data_transformed_;
+  out.label_transformed_ = label_transformed_;
+  return out;
+}
+
 Batch Dataset::get_batch(const std::vector<std::int64_t>& indices) const {
   if (indices.empty()) throw ValueError("Dataset::get_batch: no indices given");
   std::vector<std::int64_t> idx(indices.size());

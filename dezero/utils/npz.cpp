@@ -591,6 +591,16 @@ NamedTensors load_npz_as(const std::string& op, const std::string& path) {
 
 NamedTensors load_npz(const std::string& path) { return detail::load_npz_as("load_npz", path); }
 
+Tensor get_array(const NamedTensors& arrays, const std::string& key) {
+  for (const auto& [name, t] : arrays)
+    if (name == key) return t;
+  std::string keys;
+  for (std::size_t i = 0; i < arrays.size() && i < 20; ++i) keys += (i ? ", '" : "'") + arrays[i].first + "'";
+  if (arrays.size() > 20) keys += ", ... (" + std::to_string(arrays.size()) + " in all)";
+  throw ValueError("get_array: no array named '" + key + "'; the arrays are " +
+                   (arrays.empty() ? std::string("none") : keys) + "; hint: weight files use the named_params() keys ('l0/W')");
+}
+
 // Writes go to a fresh temporary file next to the destination (never a name someone could have
 // planted), renamed when complete: a crash or a full disk never leaves a half-written file.
 // Uncompressed files are streamed: each array's bytes go from its own (host) memory to the
