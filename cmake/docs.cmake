@@ -27,6 +27,10 @@ add_custom_target(docs
   COMMENT "Doxygen: the API reference"
   VERBATIM)
 
+# `cmake --install` (and the .deb) carry the reference when it has been built (`--target docs`
+# first; the test docs_reference builds it too): <prefix>/share/doc/dezero/html/index.html.
+install(DIRECTORY ${DEZERO_DOCS_DIR}/html/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/html OPTIONAL)
+
 # --- the test: no warning, no internal name (tools/check_docs.py) -----------------------------
 find_program(DEZERO_DOCS_PYTHON3 python3)
 if(DEZERO_BUILD_TESTS AND DEZERO_DOCS_PYTHON3)

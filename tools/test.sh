@@ -26,6 +26,11 @@ ctest --test-dir build --output-on-failure -j"$JOBS"
 echo "== install + consumer project (find_package(dezero))"
 rm -rf build/prefix build/consumer
 cmake --install build --prefix build/prefix >/dev/null
+# the API reference, built by the docs_reference test above, is installed with the package
+if [ -f build/docs/html/index.html ] && [ ! -f build/prefix/share/doc/dezero/html/index.html ]; then
+  echo "the API reference was built but not installed (build/prefix/share/doc/dezero/html)" >&2
+  exit 1
+fi
 cmake -S tests/consumer -B build/consumer -DCMAKE_PREFIX_PATH="$ROOT/build/prefix" >/dev/null
 cmake --build build/consumer -j"$JOBS"
 ./build/consumer/consumer
