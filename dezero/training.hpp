@@ -140,8 +140,9 @@ class Checkpointer {
   Checkpointer(std::string out_dir, Snapshot& snapshot, CheckpointOptions options = CheckpointOptions());
 
   /// Loads the newest snapshot in the folder that loads and returns its iteration. A file
-  /// that does not load (truncated by a crash, corrupt, from another model) is skipped with a
-  /// line on stderr saying why, and the one before it is tried. std::nullopt when there is
+  /// that does not load, whatever the reason (truncated by a crash, corrupt, from another model,
+  /// too large for memory), is skipped with a line on stderr saying why, and the one before it
+  /// is tried. std::nullopt when there is
   /// none (a line says the run starts from the beginning); nothing is changed then. Temporary
   /// files a killed writer left in the folder are removed first.
   std::optional<std::int64_t> resume();
@@ -155,7 +156,8 @@ class Checkpointer {
   bool due(std::int64_t iteration) const { return opt_.every > 0 && iteration % opt_.every == 0; }
   /// Writes the snapshot of iteration `iteration` now (at the end of an epoch; it replaces a
   /// file of the same iteration: the values may have changed since, so it always writes), then
-  /// removes all but the newest `keep`. Returns the path. At an epoch's end,
+  /// removes all but the newest `keep` of the snapshots up to `iteration` (files of later
+  /// iterations, another run's, are left alone and never make it remove its own). Returns the path. At an epoch's end,
   /// `if (!due(it)) save(it);` writes each iteration once.
   std::string save(std::int64_t iteration);
   /// The snapshot files in the folder, newest (highest iteration) first.

@@ -3,6 +3,7 @@
 // DeZero's keys, and files that must be refused without changing the model; no write through a
 // planted symlink; the cap on what a file may declare (utils::set_max_npz_bytes).
 #include <sys/resource.h>
+#include <sys/stat.h>
 
 #include <csignal>
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "support/gzip_bomb.hpp"
 #include "support/memory_ceiling.hpp"
 #include "support/test_util.hpp"
 
@@ -414,4 +416,125 @@ TEST_CASE("npz: get_array looks an array up by its key, and a missing key names 
   const std::string msg = dzt::thrown<ValueError>([&] { utils::get_array(utils::load_npz(path), "l1/W"); });
   CHECK_MESSAGE(dzt::has(msg, "'l1/W'"), msg);
   CHECK_MESSAGE(dzt::has(msg, "'l0/W', 'l0/b'"), msg);
+}
+
+// --- what a file may make the reader allocate (issue 43, items 5, 6 and 8) -------------------------
+namespace {
+// The .npy header (version 1.0) of a C-order array of NumPy type `descr` and shape (n,).
+std::string npy_header(const std::string& descr, std::uint64_t n) {
+  std::string dict = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" + std::to_string(n) + ",), }";
+  const std::size_t total = 10 + dict.size() + 1, padded = (total + 63) / 64 * 64;
+  dict += std::string(padded - total, ' ') + "\n";
+  std::string h("\x93NUMPY\x01\x00", 8);
+  h.push_back(static_cast<char>(dict.size() & 0xff));
+  h.push_back(static_cast<char>(dict.size() >> 8));
+  return h + dict;
+}
+
+// A zip of deflated entries (name, stream): what np.savez_compressed writes, without zip64.
+std::string zip_of(const std::vector<std::pair<std::string, dzt::DeflatedZeros>>& entries) {
+  auto put = [](std::string& out, std::uint64_t v, int n) {
+    for (int i = 0; i < n; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  };
+  std::string out, central;
+  for (const auto& [name, d] : entries) {
+    auto fields = [&, &name = name, &d = d](std::string& o) {
+      put(o, 20, 2);
+      put(o, 0, 2);
+      put(o, 8, 2);  // deflate
+      put(o, 0, 4);
+      put(o, d.crc, 4);
+      put(o, d.raw.size(), 4);
+      put(o, d.size, 4);
+      put(o, name.size(), 2);
+      put(o, 0, 2);
+    };
+    const std::uint64_t local = out.size();
+    put(out, 0x04034b50, 4);
+    fields(out);
+    out += name + d.raw;
+    put(central, 0x02014b50, 4);
+    put(central, 20, 2);
+    fields(central);
+    put(central, 0, 6);
+    put(central, 0, 4);
+    put(central, local, 4);
+    central += name;
+  }
+  const std::uint64_t cd = out.size();
+  out += central;
+  put(out, 0x06054b50, 4);
+  put(out, 0, 4);
+  put(out, entries.size(), 2);
+  put(out, entries.size(), 2);
+  put(out, central.size(), 4);
+  put(out, cd, 4);
+  put(out, 0, 2);
+  return out;
+}
+
+struct CapGuard {
+  explicit CapGuard(std::int64_t cap) { utils::set_max_npz_bytes(cap); }
+  ~CapGuard() { utils::set_max_npz_bytes(std::int64_t{2} << 30); }
+};
+}  // namespace
+
+TEST_CASE("npz: a narrow-integer entry counts the tensor it widens to against the cap, before inflating it") {
+  // 2 MB of deflate declaring 2 GiB - 1 of '|u1': 8 GiB as int32. An IOError, not std::bad_alloc,
+  // and nothing of that size is allocated (the header is read from the stream's first bytes).
+  const std::uint64_t n = (std::uint64_t{2} << 30) - 1 - 128;
+  const std::string bomb = zip_of({{"a.npy", dzt::deflate_zeros(npy_header("|u1", n), n)}});
+  CHECK(bomb.size() < 3u << 20);
+  const dzt::CeilingRun run = dzt::run_under_ceiling([&] { utils::parse_npz(bomb, "bomb.npz"); });
+  INFO(run.outcome);
+  CHECK(dzt::has(run.outcome, "error: bomb.npz: entry 'a.npy': its (" + std::to_string(n) + ",) array of 'u1' would take " +
+                                  std::to_string(4 * n) + " bytes in memory as int32"));
+  MESSAGE("peak RSS grew by " << run.grew_kb << " kB");
+  CHECK(run.grew_kb < 64 * 1024);
+
+  // Under a lower cap, one that fits as bytes but not widened (40 MiB of u1 -> 160 MiB).
+  CapGuard cap(64 << 20);
+  const std::uint64_t m = 40u << 20;
+  const std::string npz = zip_of({{"b.npy", dzt::deflate_zeros(npy_header("|u1", m), m)}});
+  const std::string e = dzt::thrown<IOError>([&] { utils::parse_npz(npz, "w.npz"); });
+  CHECK_MESSAGE(dzt::has(e, "would take 167772160 bytes in memory as int32 (and 41943168 inflated bytes"), e);
+  // ... and one that fits: loads, widened, zeros.
+  const std::uint64_t k = 1u << 20;
+  const utils::NamedTensors ok = utils::parse_npz(zip_of({{"c.npy", dzt::deflate_zeros(npy_header("<u2", k), 2 * k)}}));
+  REQUIRE(ok.size() == 1);
+  CHECK(ok[0].second.dtype() == int32);
+  CHECK(ok[0].second.shape() == Shape{static_cast<std::int64_t>(k)});
+  CHECK(ok[0].second.sum().item<double>() == 0.0);
+}
+
+TEST_CASE("npz: the entries' sizes are added up before the first is inflated") {
+  CapGuard cap(64 << 20);
+  const std::uint64_t n = 10u << 20;  // 40 MiB of float32 each: the second passes the cap
+  const dzt::DeflatedZeros one = dzt::deflate_zeros(npy_header("<f4", n), 4 * n);
+  const std::string npz = zip_of({{"a.npy", one}, {"b.npy", one}});
+  const dzt::CeilingRun run = dzt::run_under_ceiling([&] { utils::parse_npz(npz, "two.npz"); });
+  INFO(run.outcome);
+  CHECK(dzt::has(run.outcome, "error: two.npz: entry 'b.npy' declares"));
+  CHECK(dzt::has(run.outcome, "passes the cap of 67108864 bytes"));
+  MESSAGE("peak RSS grew by " << run.grew_kb << " kB");
+  CHECK(run.grew_kb < 16 * 1024);  // the first entry's 40 MiB were never inflated
+  // One of them alone loads, inflated straight into its tensor.
+  const utils::NamedTensors ok = utils::parse_npz(zip_of({{"a.npy", one}}), "one.npz");
+  REQUIRE(ok.size() == 1);
+  CHECK(ok[0].second.shape() == Shape{static_cast<std::int64_t>(n)});
+  CHECK(ok[0].second.sum().item<double>() == 0.0);
+  // A flipped byte in the data is still a CRC mismatch on that path.
+  dzt::DeflatedZeros bad = dzt::deflate_zeros(npy_header("<f4", 1024), 4096);
+  bad.crc ^= 1;
+  CHECK(dzt::has(dzt::thrown<IOError>([&] { utils::parse_npz(zip_of({{"a.npy", bad}}), "crc.npz"); }), "CRC mismatch"));
+}
+
+TEST_CASE("npz: a FIFO or a device at the path is refused, never waited on") {
+  dzt::TempDir dir;
+  const std::string fifo = (dir.path / "w.npz").string();
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const dzt::CeilingRun run = dzt::run_under_ceiling([&] { utils::load_npz(fifo); });
+  INFO(run.outcome);
+  CHECK(dzt::has(run.outcome, "is not a regular file"));
+  CHECK(dzt::has(dzt::thrown<IOError>([&] { utils::load_npz("/dev/zero"); }), "is not a regular file"));
 }

@@ -400,6 +400,38 @@ TEST_CASE("Checkpointer: the README's loop writes each snapshot once, and resume
   }
 }
 
+TEST_CASE("Checkpointer: later-numbered files of another run never make it delete its own snapshots") {
+  dzt::TempDir dir;
+  const std::string out = (dir.path / "out").string();
+  fs::create_directories(out);
+  // Another model's snapshots, and junk, at higher iterations than this run will reach.
+  {
+    random::seed(3);
+    Run other(float32, 16);
+    other.step();
+    T::Checkpointer co(out, other.snap, {0, 0, true});
+    co.save(900);
+    co.save(901);
+  }
+  dzt::write_bytes(out + "/snapshot_iter_902.npz", "not a snapshot");
+  Run a;
+  T::Checkpointer ck(out, a.snap, {0, /*keep=*/2, true});
+  CHECK_FALSE(ck.resume().has_value());  // none of them loads into this model
+  for (int i = 0; i < 3; ++i) {
+    a.step();
+    const std::string p = ck.save(a.it);
+    CHECK_MESSAGE(fs::exists(p), p);  // what save() returns is there
+  }
+  CHECK(dzt::TempDir::names_of(out) == std::vector<std::string>{"snapshot_iter_2.npz", "snapshot_iter_3.npz",
+                                                                "snapshot_iter_900.npz", "snapshot_iter_901.npz",
+                                                                "snapshot_iter_902.npz"});
+  // Killed now: a new process resumes from this run's newest.
+  Run b;
+  T::Checkpointer cb(out, b.snap, {0, 2, true});
+  CHECK(cb.resume() == std::optional<std::int64_t>(3));
+  CHECK(b.weights() == a.weights());
+}
+
 TEST_CASE("Checkpointer: a full disk during a snapshot is an IOError; the previous one stays whole") {
   if (geteuid() != 0) {
     MESSAGE("skipped: mounting a small tmpfs needs root");

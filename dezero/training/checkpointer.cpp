@@ -81,7 +81,7 @@ std::optional<std::int64_t> Checkpointer::resume() {
   for (const std::string& path : snapshots()) {
     try {
       snap_.load(path);
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {  // whatever the reason (a dezero::Error, or out of memory): the one before it
       if (!opt_.quiet)
         tell("dezero: cannot resume from " + path + " (" + e.what() + "); trying the one before it\n");
       continue;
@@ -108,13 +108,19 @@ bool Checkpointer::step(std::int64_t iteration) {
 std::string Checkpointer::save(std::int64_t iteration) {
   if (iteration < 0) throw ValueError("Checkpointer::save: iteration " + std::to_string(iteration) + " is negative");
   const std::string path = path_of(iteration);
-  snap_.save(path);  // replaces a file of the same iteration (step() at an epoch's last batch)
+  snap_.save(path);  // replaces a file of the same iteration
   last_ = iteration;
   if (opt_.keep > 0) {
-    const std::vector<std::string> all = snapshots();
-    for (std::size_t i = static_cast<std::size_t>(opt_.keep); i < all.size(); ++i) {
+    // The newest `keep` up to this iteration stay, this one first. A file of a later iteration
+    // is not this run's (a previous run's, another model's, a copy): never removed here, and it
+    // never pushes this run's own snapshots out.
+    std::size_t kept = 0;
+    for (const std::string& f : snapshots()) {
+      const std::int64_t it = iteration_of(fs::path(f).filename().string());
+      if (it > iteration) continue;
+      if (++kept <= static_cast<std::size_t>(opt_.keep)) continue;
       std::error_code ec;
-      fs::remove(all[i], ec);  // best effort: an old file left over is harmless
+      fs::remove(f, ec);  // best effort: an old file left over is harmless
     }
   }
   return path;

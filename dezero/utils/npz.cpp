@@ -7,6 +7,9 @@
 // on every read, so a truncated or corrupt file is an IOError and never a crash.
 #include "dezero/npz.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -20,6 +23,7 @@
 #include <limits>
 #include <set>
 #include <sstream>
+#include <string_view>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -32,7 +36,7 @@ namespace {
 
 // --- bounds-checked little-endian reads ----------------------------------------------
 struct Bytes {
-  const std::string& b;
+  std::string_view b;
   const std::string& what;
 
   void need(std::uint64_t off, std::uint64_t n, const char* part) const {
@@ -51,6 +55,10 @@ struct Bytes {
   std::uint64_t u64(std::uint64_t off, const char* part) const { return le(off, 8, part); }
 };
 
+// No plain array NumPy writes has a header near this (a 64-axis shape is under 1 KB); a larger
+// one is read no further.
+constexpr std::uint64_t kMaxNpyHeader = 65536;
+
 constexpr std::uint32_t kLocalSig = 0x04034b50, kCentralSig = 0x02014b50, kEndSig = 0x06054b50;
 constexpr std::uint32_t kZip64EndSig = 0x06064b50, kZip64LocatorSig = 0x07064b50;
 
@@ -65,18 +73,29 @@ std::uint32_t crc32_of(const char* p, std::size_t n) {
   return static_cast<std::uint32_t>(crc);
 }
 
-std::string inflate_raw(const char* src, std::size_t n, std::uint64_t out_size, const std::string& what) {
-  std::string out(out_size, '\0');
+// Inflates a raw deflate stream of `n` bytes at `src` into `regions`, one after the other; their
+// sizes add up to the entry's uncompressed size, which the stream must fill exactly.
+void inflate_into(const char* src, std::size_t n, const std::vector<std::pair<char*, std::size_t>>& regions,
+                  const std::string& what) {
   z_stream zs{};
   if (inflateInit2(&zs, -MAX_WBITS) != Z_OK) throw IOError(what + ": zlib inflateInit2 failed");
   zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(src));
-  zs.next_out = reinterpret_cast<Bytef*>(out.data());
-  std::size_t in_left = n, out_left = out.size();
+  std::size_t in_left = n, region = 0, out_left = 0;
+  std::uint64_t out_size = 0;
+  for (const auto& r : regions) out_size += r.second;
   int rc = Z_OK;
   do {  // ends at the stream's end, or with Z_BUF_ERROR when input or output runs out
     if (zs.avail_in == 0 && in_left > 0) {
       zs.avail_in = static_cast<uInt>(std::min<std::size_t>(in_left, std::numeric_limits<uInt>::max()));
       in_left -= zs.avail_in;
+    }
+    if (zs.avail_out == 0 && out_left == 0) {
+      while (region < regions.size() && regions[region].second == 0) ++region;
+      if (region < regions.size()) {
+        zs.next_out = reinterpret_cast<Bytef*>(regions[region].first);
+        out_left = regions[region].second;
+        ++region;
+      }
     }
     if (zs.avail_out == 0 && out_left > 0) {
       zs.avail_out = static_cast<uInt>(std::min<std::size_t>(out_left, std::numeric_limits<uInt>::max()));
@@ -90,6 +109,24 @@ std::string inflate_raw(const char* src, std::size_t n, std::uint64_t out_size, 
   if (!ok)
     throw IOError(what + ": corrupt deflate data" + (msg ? std::string(" (zlib: ") + msg + ")" : std::string()) +
                   "; hint: the file is damaged or truncated");
+}
+
+// The first `want` bytes of a raw deflate stream (fewer when it ends first): enough to read an
+// .npy header before anything of the size the entry declares is allocated.
+std::string inflate_prefix(const char* src, std::size_t n, std::size_t want, const std::string& what) {
+  std::string out(want, '\0');
+  z_stream zs{};
+  if (inflateInit2(&zs, -MAX_WBITS) != Z_OK) throw IOError(what + ": zlib inflateInit2 failed");
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(src));
+  zs.avail_in = static_cast<uInt>(std::min<std::size_t>(n, std::numeric_limits<uInt>::max()));
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(want);
+  int rc = Z_OK;
+  while (rc == Z_OK && zs.avail_out > 0) rc = inflate(&zs, Z_NO_FLUSH);
+  const bool ok = rc == Z_OK || rc == Z_STREAM_END || rc == Z_BUF_ERROR;
+  out.resize(zs.total_out);
+  inflateEnd(&zs);
+  if (!ok) throw IOError(what + ": corrupt deflate data; hint: the file is damaged or truncated");
   return out;
 }
 
@@ -228,20 +265,6 @@ bool host_little_endian() {
   return c == 1;
 }
 
-template <class Src, class Dst>
-std::vector<Dst> widen(const char* p, std::int64_t n, bool swap) {
-  std::vector<Dst> out(static_cast<std::size_t>(n));
-  char buf[sizeof(Src)];
-  for (std::int64_t i = 0; i < n; ++i) {
-    std::memcpy(buf, p + i * sizeof(Src), sizeof(Src));
-    if (swap) std::reverse(buf, buf + sizeof(Src));
-    Src v;
-    std::memcpy(&v, buf, sizeof(Src));
-    out[static_cast<std::size_t>(i)] = static_cast<Dst>(v);
-  }
-  return out;
-}
-
 const char* npy_descr(DType dt) {
   switch (dt) {
     case float32: return "<f4";
@@ -263,7 +286,25 @@ void put(std::string& out, std::uint64_t v, int n) {
 }  // namespace
 
 // --- .npy ----------------------------------------------------------------------------------
-Tensor parse_npy(const std::string& bytes, const std::string& what) {
+namespace {
+
+// What an .npy's header says, read before any of its data is touched: where the data starts,
+// how many elements there are, and the tensor they become (its bytes are what a reader allocates).
+struct NpyPlan {
+  Shape shape;
+  std::int64_t n = 0;           // elements
+  std::uint64_t data_off = 0;   // the data's offset in the .npy bytes
+  std::size_t in_size = 0;      // bytes per element in the file
+  DType out = float32;          // the tensor's dtype
+  bool widen = false;           // a 1- or 2-byte integer (or a '<u4') read into a wider dtype
+  bool swap = false;            // big-endian data on this little-endian host (or the other way)
+  std::string code;             // NumPy's type code without the byte order ("f4", "u1", ...)
+  std::uint64_t data_bytes() const { return static_cast<std::uint64_t>(n) * in_size; }
+  std::uint64_t out_bytes() const { return static_cast<std::uint64_t>(n) * dtype_size(out); }
+};
+
+// Reads the magic and the header of the .npy in `bytes` (which may hold only its start).
+NpyPlan plan_npy(std::string_view bytes, const std::string& what) {
   Bytes in{bytes, what};
   in.need(0, 10, ".npy magic");
   if (bytes.compare(0, 6, "\x93NUMPY") != 0) throw IOError(what + ": not an .npy array (bad magic)");
@@ -279,56 +320,121 @@ Tensor parse_npy(const std::string& bytes, const std::string& what) {
     throw IOError(what + ": unsupported .npy format version " + std::to_string(major) + "." +
                   std::to_string(static_cast<unsigned char>(bytes[7])) + " (1.0, 2.0 and 3.0 are read)");
   }
+  if (hlen > kMaxNpyHeader)
+    throw IOError(what + ": an .npy header of " + std::to_string(hlen) + " bytes (the arrays dezero reads have "
+                  "headers of at most " + std::to_string(kMaxNpyHeader) + "); the file is corrupt or not a plain array");
   in.need(hstart, hlen, ".npy header");
-  const std::string header = bytes.substr(hstart, hlen);
-  NpyHeader h = DictParser(header, what).parse();
+  NpyHeader h = DictParser(std::string(bytes.substr(hstart, hlen)), what).parse();
   if (h.fortran_order)
     throw IOError(what + ": fortran_order=True arrays are not supported; hint: save np.ascontiguousarray(a) instead");
 
   const std::string d = h.descr == "bfloat16" ? std::string("<V2") : h.descr;  // ml_dtypes' str(dtype) form too
   if (d.size() < 3) throw DtypeError(what + ": unsupported dtype '" + d + "'");
   const char order = d[0];
-  const std::string code = d.substr(1);
+  NpyPlan plan;
+  plan.code = d.substr(1);
   if (order != '<' && order != '>' && order != '|' && order != '=')
     throw DtypeError(what + ": unsupported dtype '" + d + "'");
   const bool little = order == '<' || (order == '=' && host_little_endian()) || order == '|';
-  const bool swap = little != host_little_endian();
+  plan.swap = little != host_little_endian();
 
-  std::int64_t n = 1;
+  plan.n = 1;
   for (auto extent : h.shape) {
-    if (extent != 0 && n > std::numeric_limits<std::int64_t>::max() / 8 / extent)
+    if (extent != 0 && plan.n > std::numeric_limits<std::int64_t>::max() / 8 / extent)
       throw IOError(what + ": shape " + h.shape.str() + " is too large; the file is corrupt");
-    n *= extent;
+    plan.n *= extent;
   }
-  const std::uint64_t data_off = hstart + hlen;
-  auto data = [&](std::size_t itemsize) -> const char* {
-    in.need(data_off, static_cast<std::uint64_t>(n) * itemsize, ".npy data");
-    return bytes.data() + data_off;
-  };
-  auto direct = [&](DType dt) {
-    const std::size_t isz = dtype_size(dt);
-    const char* p = data(isz);
-    if (!swap) return from_blob(p, h.shape, dt);
-    std::string tmp(p, static_cast<std::size_t>(n) * isz);
-    for (std::int64_t i = 0; i < n; ++i) std::reverse(tmp.begin() + i * isz, tmp.begin() + (i + 1) * isz);
-    return from_blob(tmp.data(), h.shape, dt);
-  };
-  if (code == "f4") return direct(float32);
-  if (code == "f8") return direct(float64);
-  if (code == "i4") return direct(int32);
-  if (code == "i8") return direct(int64);
-  if (code == "f2") return direct(float16);
-  if (code == "V2") return direct(bfloat16);  // two opaque bytes: bfloat16, as np.save writes ml_dtypes'
-  // Narrow integer and bool arrays widen losslessly.
-  if (code == "u1" || code == "b1") return array(widen<std::uint8_t, std::int32_t>(data(1), n, false), h.shape, int32);
-  if (code == "i1") return array(widen<std::int8_t, std::int32_t>(data(1), n, false), h.shape, int32);
-  if (code == "u2") return array(widen<std::uint16_t, std::int32_t>(data(2), n, swap), h.shape, int32);
-  if (code == "i2") return array(widen<std::int16_t, std::int32_t>(data(2), n, swap), h.shape, int32);
-  if (code == "u4") return array(widen<std::uint32_t, std::int64_t>(data(4), n, swap), h.shape, int64);
+  plan.shape = h.shape;
+  plan.data_off = hstart + hlen;
+  static const struct { const char* code; std::size_t in_size; DType out; bool widen; } kTypes[] = {
+      {"f4", 4, float32, false}, {"f8", 8, float64, false}, {"i4", 4, int32, false}, {"i8", 8, int64, false},
+      {"f2", 2, float16, false},
+      {"V2", 2, bfloat16, false},  // two opaque bytes: bfloat16, as np.save writes ml_dtypes'
+      // narrow integer and bool arrays widen losslessly
+      {"u1", 1, int32, true}, {"b1", 1, int32, true}, {"i1", 1, int32, true}, {"u2", 2, int32, true},
+      {"i2", 2, int32, true}, {"u4", 4, int64, true}};
+  for (const auto& t : kTypes) {
+    if (plan.code != t.code) continue;
+    plan.in_size = t.in_size;
+    plan.out = t.out;
+    plan.widen = t.widen;
+    return plan;
+  }
   throw DtypeError(what + ": unsupported dtype '" + d +
                    "'; dezero reads float32 ('<f4'), float64 ('<f8'), int32 ('<i4'), int64 ('<i8'), float16 ('<f2'), "
                    "bfloat16 ('<V2', ml_dtypes' bfloat16 as np.save writes it) and, widened, "
                    "'|u1' '|i1' '|b1' '<u2' '<i2' (int32) and '<u4' (int64)");
+}
+
+template <class Src, class Dst>
+void widen_into(const char* p, std::int64_t n, bool swap, Dst* out) {
+  char buf[sizeof(Src)];
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::memcpy(buf, p + i * sizeof(Src), sizeof(Src));
+    if (swap) std::reverse(buf, buf + sizeof(Src));
+    Src v;
+    std::memcpy(&v, buf, sizeof(Src));
+    out[i] = static_cast<Dst>(v);
+  }
+}
+
+// Reverses the bytes of each element in place (big-endian data on a little-endian host).
+void swap_elements(char* p, std::int64_t n, std::size_t size) {
+  for (std::int64_t i = 0; i < n; ++i) std::reverse(p + i * size, p + (i + 1) * size);
+}
+
+// The tensor of `plan` from its data bytes (plan.data_bytes() of them at `data`): one copy.
+Tensor build_npy(const NpyPlan& plan, const char* data) {
+  Tensor out = Tensor::empty(plan.shape, plan.out);
+  char* o = static_cast<char*>(out.raw_data());
+  if (!plan.widen) {
+    if (plan.n > 0) std::memcpy(o, data, plan.data_bytes());
+    if (plan.swap) swap_elements(o, plan.n, plan.in_size);
+    return out;
+  }
+  const std::string& c = plan.code;
+  if (c == "u1" || c == "b1") widen_into<std::uint8_t>(data, plan.n, false, out.data<std::int32_t>());
+  else if (c == "i1") widen_into<std::int8_t>(data, plan.n, false, out.data<std::int32_t>());
+  else if (c == "u2") widen_into<std::uint16_t>(data, plan.n, plan.swap, out.data<std::int32_t>());
+  else if (c == "i2") widen_into<std::int16_t>(data, plan.n, plan.swap, out.data<std::int32_t>());
+  else widen_into<std::uint32_t>(data, plan.n, plan.swap, out.data<std::int64_t>());  // u4
+  return out;
+}
+
+// The tensor of `plan` (and `scratch` bytes to make it) from the reader's budget; an IOError past the cap.
+void spend(std::uint64_t& budget, const NpyPlan& plan, std::uint64_t scratch, const std::string& what) {
+  const std::uint64_t bytes = plan.out_bytes() + scratch;
+  if (bytes > budget)
+    throw IOError(what + ": its " + plan.shape.str() + " array of '" + plan.code + "' would take " +
+                  std::to_string(plan.out_bytes()) + " bytes in memory as " + dtype_name(plan.out) +
+                  (scratch ? " (and " + std::to_string(scratch) + " inflated bytes to make it)" : std::string()) +
+                  ", which passes what is left (" + std::to_string(budget) + " bytes) of the cap of " +
+                  std::to_string(get_max_npz_bytes()) +
+                  " bytes (utils::set_max_npz_bytes raises it); a corrupt or hostile file?");
+  budget -= bytes;
+}
+
+// std::bad_alloc inside a reader is an IOError that names what was being read.
+template <class F>
+auto reading(const std::string& what, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    throw IOError(what + ": not enough memory to read it; hint: utils::set_max_npz_bytes lowers the cap on what a "
+                  "file may make the reader allocate");
+  }
+}
+
+}  // namespace
+
+Tensor parse_npy(const std::string& bytes, const std::string& what) {
+  return reading(what, [&] {
+    const NpyPlan plan = plan_npy(bytes, what);
+    Bytes{bytes, what}.need(plan.data_off, plan.data_bytes(), ".npy data");
+    std::uint64_t budget = static_cast<std::uint64_t>(get_max_npz_bytes());
+    spend(budget, plan, 0, what);
+    return build_npy(plan, bytes.data() + plan.data_off);
+  });
 }
 
 namespace {
@@ -364,7 +470,8 @@ std::string serialize_npy(const Tensor& array) {
 }
 
 // --- .npz ------------------------------------------------------------------------------------
-NamedTensors parse_npz(const std::string& bytes, const std::string& what) {
+namespace {
+NamedTensors parse_npz_checked(const std::string& bytes, const std::string& what) {
   Bytes in{bytes, what};
   if (bytes.size() < 22) throw IOError(what + ": not a zip/.npz file (only " + std::to_string(bytes.size()) + " bytes)");
   // End of central directory: the last "PK\5\6" within the final 64 KiB + 22 bytes.
@@ -392,10 +499,18 @@ NamedTensors parse_npz(const std::string& bytes, const std::string& what) {
   }
   in.need(cd_off, cd_size, "central directory");
 
-  NamedTensors out;
+  // 1. The central directory, whole: every entry's sizes checked, and their total against the
+  // cap, before anything is inflated or allocated.
+  struct Entry {
+    std::string key, what;
+    std::uint16_t method;
+    std::uint32_t crc;
+    std::uint64_t csize, usize, data_off;
+  };
+  std::vector<Entry> entries;
   std::set<std::string> seen;
   const std::uint64_t cap = static_cast<std::uint64_t>(get_max_npz_bytes());
-  std::uint64_t declared = 0;  // the entries' uncompressed sizes so far
+  std::uint64_t declared = 0;  // the entries' uncompressed sizes
   std::uint64_t p = cd_off;
   for (std::uint64_t e = 0; e < count; ++e) {
     if (in.u32(p, "central directory entry") != kCentralSig)
@@ -429,32 +544,76 @@ NamedTensors parse_npz(const std::string& bytes, const std::string& what) {
     if (in.u32(local, "local header") != kLocalSig) throw IOError(entry + ": corrupt local header");
     const std::uint64_t data_off = local + 30 + in.u16(local + 26, "local header") + in.u16(local + 28, "local header");
     in.need(data_off, csize, "entry data");
-    if (usize > cap - declared)
-      throw IOError(entry + " declares " + std::to_string(usize) + " bytes uncompressed, which with the " +
-                    std::to_string(declared) + " bytes of the entries before it passes the cap of " +
-                    std::to_string(cap) + " bytes (utils::set_max_npz_bytes raises it); a corrupt or hostile file?");
-    declared += usize;
-    std::string raw;
     if (method == 0) {
       if (csize != usize) throw IOError(entry + ": stored entry with different sizes");
-      raw = bytes.substr(data_off, csize);
     } else if (method == 8) {
       // deflate expands at most ~1032:1; a larger claim is a corrupt size field
       if (usize / 1032 > csize + 64) throw IOError(entry + ": corrupt sizes in the central directory");
-      raw = inflate_raw(bytes.data() + data_off, csize, usize, entry);
     } else {
       throw IOError(entry + ": compression method " + std::to_string(method) +
                     " is not supported (stored and deflate are)");
     }
-    if (crc32_of(raw.data(), raw.size()) != crc) throw IOError(entry + ": CRC mismatch; the file is corrupt");
-
+    if (usize > cap - std::min(cap, declared))
+      throw IOError(entry + " declares " + std::to_string(usize) + " bytes uncompressed, which with the " +
+                    std::to_string(declared) + " bytes of the entries before it passes the cap of " +
+                    std::to_string(cap) + " bytes (utils::set_max_npz_bytes raises it); a corrupt or hostile file?");
+    declared += usize;
     if (name.size() < 4 || name.compare(name.size() - 4, 4, ".npy") != 0)
       throw IOError(entry + " is not an .npy array");
     std::string key = name.substr(0, name.size() - 4);
     if (!seen.insert(key).second) throw IOError(entry + " appears twice");
-    out.emplace_back(key, parse_npy(raw, entry));
+    entries.push_back(Entry{std::move(key), entry, method, crc, csize, usize, data_off});
+  }
+
+  // 2. Each entry: its header first, then the tensor it makes is counted against the cap (a
+  // narrow integer widens to 4 bytes an element) before it is allocated; a deflated entry of a
+  // type read as it is inflates straight into its tensor.
+  NamedTensors out;
+  std::uint64_t budget = cap;  // for the tensors made
+  for (const Entry& e : entries) {
+    const char* src = bytes.data() + e.data_off;
+    if (e.method == 0) {
+      const std::string_view npy(src, e.usize);
+      if (crc32_of(npy.data(), npy.size()) != e.crc) throw IOError(e.what + ": CRC mismatch; the file is corrupt");
+      const NpyPlan plan = plan_npy(npy, e.what);
+      Bytes{npy, e.what}.need(plan.data_off, plan.data_bytes(), ".npy data");
+      spend(budget, plan, 0, e.what);
+      out.emplace_back(e.key, build_npy(plan, npy.data() + plan.data_off));
+      continue;
+    }
+    const std::string head = inflate_prefix(src, e.csize, std::min<std::uint64_t>(e.usize, kMaxNpyHeader + 12), e.what);
+    const NpyPlan plan = plan_npy(head, e.what);
+    if (plan.data_off > e.usize || plan.data_bytes() > e.usize - plan.data_off)
+      throw IOError(e.what + ": the .npy header describes " + plan.shape.str() + " of '" + plan.code + "' (" +
+                    std::to_string(plan.data_off + plan.data_bytes()) + " bytes) but the entry holds " +
+                    std::to_string(e.usize) + "; the file is corrupt");
+    if (!plan.widen && plan.data_off + plan.data_bytes() == e.usize) {
+      spend(budget, plan, 0, e.what);
+      Tensor t = Tensor::empty(plan.shape, plan.out);
+      std::string header(plan.data_off, '\0');
+      char* data = static_cast<char*>(t.raw_data());
+      inflate_into(src, e.csize, {{header.data(), header.size()}, {data, plan.data_bytes()}}, e.what);
+      const auto crc = static_cast<std::uint32_t>(crc32_combine(crc32_of(header.data(), header.size()),
+                                                     crc32_of(data, plan.data_bytes()),
+                                                     static_cast<z_off_t>(plan.data_bytes())));
+      if (crc != e.crc) throw IOError(e.what + ": CRC mismatch; the file is corrupt");
+      if (plan.swap) swap_elements(data, plan.n, plan.in_size);
+      out.emplace_back(e.key, std::move(t));
+      continue;
+    }
+    spend(budget, plan, e.usize, e.what);  // the inflated bytes, then the wider tensor
+    std::string raw(e.usize, '\0');
+    inflate_into(src, e.csize, {{raw.data(), raw.size()}}, e.what);
+    if (crc32_of(raw.data(), raw.size()) != e.crc) throw IOError(e.what + ": CRC mismatch; the file is corrupt");
+    out.emplace_back(e.key, build_npy(plan, raw.data() + plan.data_off));
+    budget += e.usize;  // freed
   }
   return out;
+}
+}  // namespace
+
+NamedTensors parse_npz(const std::string& bytes, const std::string& what) {
+  return reading(what, [&] { return parse_npz_checked(bytes, what); });
 }
 
 namespace {
@@ -572,20 +731,42 @@ NamedTensors load_npz_as(const std::string& op, const std::string& path) {
   if (st.type() == std::filesystem::file_type::directory)
     throw IOError(where + " is a directory, not an .npz file; hint: pass the path of the file that "
                   "save_weights / save_npz wrote, e.g. '" + path + "/model.npz'");
-  const std::uintmax_t size = std::filesystem::file_size(path, ec);
-  if (!ec && size > static_cast<std::uintmax_t>(get_max_npz_bytes()))
-    throw IOError(where + " holds " + std::to_string(size) + " bytes, more than the cap of " +
-                  std::to_string(get_max_npz_bytes()) + " bytes (utils::set_max_npz_bytes raises it)");
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
+  // O_NONBLOCK: a FIFO or a device at the path is refused below, never waited on.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
     const int err = errno;
     throw IOError(where + " cannot be opened for reading (" + std::strerror(err) +
                   "); hint: check the file's permissions");
   }
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) throw IOError(where + ": error while reading the file; hint: check the file and the disk");
-  return parse_npz(ss.str(), where);
+  struct Close {
+    int fd;
+    ~Close() { ::close(fd); }
+  } close_fd{fd};
+  struct stat fs {};
+  if (::fstat(fd, &fs) != 0 || !S_ISREG(fs.st_mode))
+    throw IOError(where + " is not a regular file (a pipe, a device or a socket); hint: an .npz file is read whole, "
+                  "from the disk");
+  const auto size = static_cast<std::uint64_t>(fs.st_size);
+  if (size > static_cast<std::uint64_t>(get_max_npz_bytes()))
+    throw IOError(where + " holds " + std::to_string(size) + " bytes, more than the cap of " +
+                  std::to_string(get_max_npz_bytes()) + " bytes (utils::set_max_npz_bytes raises it)");
+  return reading(where, [&] {
+    std::string bytes(size, '\0');  // read once, into its final place
+    std::uint64_t got = 0;
+    while (got < size) {
+      const ssize_t r = ::read(fd, bytes.data() + got, std::min<std::uint64_t>(size - got, std::uint64_t{1} << 30));
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) {
+        const int err = errno;
+        throw IOError(where + ": error while reading the file (" + std::strerror(err) +
+                      "); hint: check the file and the disk");
+      }
+      if (r == 0) break;  // shorter than fstat said: cut while we read; parsed as it is
+      got += static_cast<std::uint64_t>(r);
+    }
+    bytes.resize(got);
+    return parse_npz(bytes, where);
+  });
 }
 }  // namespace detail
 

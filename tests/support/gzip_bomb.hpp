@@ -62,27 +62,41 @@ inline std::string raw_deflate(const std::string& in, int flush) {
   return out;
 }
 
-// gzip(head + n zero bytes).
-inline std::string gzip_zeros(const std::string& head, std::uint64_t n) {
+// head + n zero bytes as one raw deflate stream, with its CRC-32 and length (a zip entry's data).
+struct DeflatedZeros {
+  std::string raw;
+  std::uint32_t crc = 0;
+  std::uint64_t size = 0;
+};
+inline DeflatedZeros deflate_zeros(const std::string& head, std::uint64_t n) {
   const Zlib& z = Zlib::get();
   constexpr std::uint64_t kChunk = 1 << 20;
   const std::string zeros(kChunk, '\0');
   const std::string chunk = raw_deflate(zeros, Z_FULL_FLUSH);
   const uLong crc_chunk = z.crc32(0L, reinterpret_cast<const Bytef*>(zeros.data()), kChunk);
-  std::string out("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03", 10);
-  out += raw_deflate(head, Z_FULL_FLUSH);
+  DeflatedZeros d;
+  d.raw = raw_deflate(head, Z_FULL_FLUSH);
   uLong crc = z.crc32(0L, reinterpret_cast<const Bytef*>(head.data()), static_cast<uInt>(head.size()));
   for (std::uint64_t i = 0; i < n / kChunk; ++i) {
-    out += chunk;
+    d.raw += chunk;
     crc = z.combine(crc, crc_chunk, static_cast<z_off_t>(kChunk));
   }
   const std::string rest(n % kChunk, '\0');
-  out += raw_deflate(rest, Z_FINISH);
+  d.raw += raw_deflate(rest, Z_FINISH);
   crc = z.combine(crc, z.crc32(0L, reinterpret_cast<const Bytef*>(rest.data()), static_cast<uInt>(rest.size())),
                   static_cast<z_off_t>(rest.size()));
-  const std::uint64_t total = head.size() + n;
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((crc >> (8 * i)) & 0xff));
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((total >> (8 * i)) & 0xff));
+  d.crc = static_cast<std::uint32_t>(crc);
+  d.size = head.size() + n;
+  return d;
+}
+
+// gzip(head + n zero bytes).
+inline std::string gzip_zeros(const std::string& head, std::uint64_t n) {
+  const DeflatedZeros d = deflate_zeros(head, n);
+  std::string out("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03", 10);
+  out += d.raw;
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((d.crc >> (8 * i)) & 0xff));
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((d.size >> (8 * i)) & 0xff));
   return out;
 }
 
