@@ -260,7 +260,7 @@ struct OnnxModel::Impl {
     const std::string& n = a.name();
     if (n == "value") {
       if (a.has_t() && a.t().data_location() == ::onnx::TensorProto::EXTERNAL) {  // a large constant kept aside
-        auto reader = [this](const ::onnx::TensorProto& t) { return read_external(t); };
+        auto reader = [this](const ::onnx::TensorProto& t, std::uint64_t bytes) { return read_external(t, bytes); };
         return detail::tensor_from_proto(a.t(), "'" + path + "': " + describe_node(node, opset) + " value", reader);
       }
       return at.tensor("value");
@@ -302,8 +302,8 @@ struct OnnxModel::Impl {
   }
 
   // external_data: `location` relative to the model's folder, never leaving it.
-  std::string read_external(const ::onnx::TensorProto& t) const {
-    return detail::read_external_data(t, dir_real, where());
+  std::string read_external(const ::onnx::TensorProto& t, std::uint64_t bytes) const {
+    return detail::read_external_data(t, dir_real, where(), bytes);
   }
 
   // Floating-point initializers become Parameters keyed by their ONNX names. A name with '/'
@@ -323,7 +323,7 @@ struct OnnxModel::Impl {
       if (t.data_type() == ::onnx::TensorProto::FLOAT || t.data_type() == ::onnx::TensorProto::DOUBLE)
         float_names.insert(t.name());
     }
-    auto reader = [this](const ::onnx::TensorProto& t) { return read_external(t); };
+    auto reader = [this](const ::onnx::TensorProto& t, std::uint64_t bytes) { return read_external(t, bytes); };
     for (const auto& t : g.initializer()) {
       Tensor value = detail::tensor_from_proto(t, "'" + path + "': initializer '" + t.name() + "'", reader);
       const int s = slot(t.name());

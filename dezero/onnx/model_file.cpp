@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "dezero/error.hpp"
 #include "dezero/onnx/model_file.hpp"
@@ -87,7 +88,8 @@ std::string model_folder(const std::string& path, const std::string& where) {
 }
 
 // --- external data --------------------------------------------------------------------------------
-std::string read_external_data(const ::onnx::TensorProto& t, const std::string& dir_real, const std::string& where) {
+std::string read_external_data(const ::onnx::TensorProto& t, const std::string& dir_real, const std::string& where,
+                               std::uint64_t bytes) {
   std::string location;
   std::uint64_t offset = 0, length = 0;
   bool has_length = false;
@@ -118,28 +120,59 @@ std::string read_external_data(const ::onnx::TensorProto& t, const std::string& 
                        "' contains '..'; hint: external data must lie in the model's folder");
     start = end + 1;
   }
-  const std::string joined = dir_real + "/" + location;
-  char resolved[PATH_MAX];
-  if (!::realpath(joined.c_str(), resolved))
-    throw IOError(who + ": cannot open external data '" + location + "': " + errno_text());
-  const std::string real = resolved;
-  if (real.compare(0, dir_real.size() + 1, dir_real + "/") != 0 && !(dir_real == "/" && real[0] == '/'))
-    throw ValueError(who + ": external data '" + location + "' resolves to '" + real +
-                     "', outside the model's folder '" + dir_real + "' (a symbolic link?); refused");
-  int fd = ::open(real.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) throw IOError(who + ": cannot open external data '" + real + "': " + errno_text());
+  // One component at a time from the model's folder, each opened with O_NOFOLLOW relative to the
+  // one before (no path is resolved twice, so a folder swapped for a symbolic link meanwhile is
+  // refused, not followed); O_NONBLOCK, so that a FIFO is refused below rather than waited on.
+  auto refuse_link = [&](const std::string& part) {
+    return ValueError(who + ": external data '" + location + "': '" + part + "' is a symbolic link; refused (hint: "
+                      "external data must lie in the model's folder, as plain files and folders)");
+  };
+  int fd = ::open(dir_real.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) throw IOError(who + ": cannot open the model's folder '" + dir_real + "': " + errno_text());
   struct Closer {
     int fd;
-    ~Closer() { ::close(fd); }
+    ~Closer() {
+      if (fd >= 0) ::close(fd);
+    }
   } closer{fd};
+  std::vector<std::string> parts;
+  for (std::size_t b = 0; b <= location.size();) {
+    std::size_t e = location.find_first_of("/\\", b);
+    if (e == std::string::npos) e = location.size();
+    const std::string part = location.substr(b, e - b);
+    if (!part.empty() && part != ".") parts.push_back(part);
+    b = e + 1;
+  }
+  if (parts.empty()) throw ValueError(who + ": external data location '" + location + "' names no file");
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const bool last = i + 1 == parts.size();
+    const int flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | (last ? O_NONBLOCK : O_DIRECTORY);
+    const int next = ::openat(closer.fd, parts[i].c_str(), flags);
+    if (next < 0) {
+      const int err = errno;
+      struct stat ls {};
+      if (err == ELOOP || (err == ENOTDIR && ::fstatat(closer.fd, parts[i].c_str(), &ls, AT_SYMLINK_NOFOLLOW) == 0 &&
+                           S_ISLNK(ls.st_mode)))
+        throw refuse_link(parts[i]);
+      errno = err;
+      throw IOError(who + ": cannot open external data '" + location + "': " + errno_text());
+    }
+    ::close(closer.fd);
+    closer.fd = next;
+  }
+  const std::string real = dir_real + "/" + location;
+  fd = closer.fd;
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-    throw IOError(who + ": external data '" + real + "' is not a regular file");
+    throw IOError(who + ": external data '" + real + "' is not a regular file (a pipe, a device or a folder)");
   const auto size = static_cast<std::uint64_t>(st.st_size);
   if (offset > size)
     throw ValueError(who + ": external data offset " + std::to_string(offset) + " is past the end of '" + real +
                      "' (" + std::to_string(size) + " bytes)");
-  if (!has_length) length = size - offset;
+  if (has_length && length != bytes)
+    throw ValueError(who + ": external data length " + std::to_string(length) + " differs from the " +
+                     std::to_string(bytes) + " bytes its dims and type need");
+  length = bytes;  // without a length: what the dims need, never the rest of the file
   if (length > size - offset)
     throw ValueError(who + ": external data [" + std::to_string(offset) + ", +" + std::to_string(length) +
                      ") runs past the end of '" + real + "' (" + std::to_string(size) + " bytes)");

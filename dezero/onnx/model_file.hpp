@@ -18,9 +18,13 @@ void read_model_file(const std::string& path, const std::string& where, ::onnx::
 // The folder of the model file at `path`, resolved (realpath); IOError when it cannot be.
 std::string model_folder(const std::string& path, const std::string& where);
 
-// The bytes of a tensor's external_data: `location` relative to `dir_real` (model_folder()),
-// never leaving it (no absolute path, no '..', no symbolic link out), `offset` and `length`
-// checked against the file. Errors are ValueError (a bad entry) or IOError.
-std::string read_external_data(const ::onnx::TensorProto& t, const std::string& dir_real, const std::string& where);
+// The `bytes` bytes of a tensor's external_data (what its dims and type need): `location`
+// relative to `dir_real` (model_folder()), opened one component at a time from the folder with
+// O_NOFOLLOW, so it never leaves it (no absolute path, no '..', no symbolic link at all, even
+// when the folders change while it is read); a regular file only (a FIFO is refused, never
+// waited on); `offset` and `length` checked against the file and `bytes` before anything is
+// read. Errors are ValueError (a bad entry) or IOError.
+std::string read_external_data(const ::onnx::TensorProto& t, const std::string& dir_real, const std::string& where,
+                               std::uint64_t bytes);
 
 }  // namespace dezero::onnx::detail

@@ -46,8 +46,9 @@ struct Attrs {
 // A TensorProto (raw_data or the typed fields; external data through `read_external`) as a host
 // Tensor: float -> float32, double -> float64, int32/int64 -> the same; bool, int8, uint8, int16
 // and uint16 -> int64 (a flag or small integer); anything else is NotImplementedError naming
-// `what`. Sizes are checked against the bytes present before anything is allocated.
-using ExternalReader = std::function<std::string(const ::onnx::TensorProto&)>;
+// `what`. Sizes are checked against the bytes present before anything is allocated; the reader
+// of external data is given the byte count the dims and type need, and reads no more.
+using ExternalReader = std::function<std::string(const ::onnx::TensorProto&, std::uint64_t bytes)>;
 Tensor tensor_from_proto(const ::onnx::TensorProto& t, const std::string& what,
                          const ExternalReader& read_external = nullptr);
 // Whether an ONNX element type (TensorProto::DataType) is one tensor_from_proto reads.

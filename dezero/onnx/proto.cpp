@@ -285,7 +285,7 @@ Tensor tensor_from_proto(const ::onnx::TensorProto& t, const std::string& what, 
                            " bytes its dims and type need");
       }
     }
-    external = read_external(t);
+    external = read_external(t, raw_bytes);
     raw = &external;
   } else if (t.has_raw_data()) {
     raw = &t.raw_data();
