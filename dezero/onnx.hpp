@@ -137,4 +137,16 @@ class OnnxModel : public Model {
   std::shared_ptr<Impl> impl_;
 };
 
+/// The most memory one run of an imported model's graph (an OnnxModel call) may take on its
+/// thread: the bytes of the tensors it makes, less those it frees, whatever op makes them.
+///
+/// A tensor that would pass it is refused before it is allocated, with a ValueError naming the
+/// node, so a small file cannot make the program allocate gigabytes (a Expand or a broadcasting
+/// Add that asks for 2^32 elements). 0, the default: 64 times the bytes of the model's
+/// initializers and of the call's inputs, and at least 2^29 (512 MiB). Process-wide,
+/// thread-safe; a ValueError for a negative value.
+void set_max_run_bytes(std::int64_t bytes);
+/// The value set by set_max_run_bytes (0: the automatic cap).
+std::int64_t get_max_run_bytes();
+
 }  // namespace dezero::onnx

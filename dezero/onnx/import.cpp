@@ -8,9 +8,11 @@
 // (import_ops_math.cpp, import_ops_shape.cpp, import_ops_conv.cpp, import_ops_nn.cpp), TensorProto
 // reading and attribute access (proto.cpp), export (export.cpp).
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <queue>
 #include <string>
 #include <unordered_map>
@@ -20,6 +22,7 @@
 
 #include "dezero/error.hpp"
 #include "dezero/onnx.hpp"
+#include "dezero/tensor/memory_cap.hpp"
 #include "dezero/onnx/model_file.hpp"
 #include "dezero/onnx/ops.hpp"
 
@@ -54,6 +57,8 @@ using detail::describe_node;
 
 constexpr int kMinOpset = 7;
 constexpr int kMaxOpset = 17;
+constexpr std::int64_t kMinRunBytes = std::int64_t{1} << 29;  // the automatic run cap's floor
+std::atomic<std::int64_t> g_max_run_bytes{0};
 
 bool is_default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
 
@@ -146,6 +151,7 @@ struct OnnxModel::Impl {
   };
   std::vector<Fixed> fixed;  // integer initializers and Constant outputs
   std::mutex fixed_mutex;
+  std::int64_t model_bytes = 0;  // the initializers' bytes: the automatic memory cap scales with them
 
   struct Step {
     const ::onnx::NodeProto* node;
@@ -500,6 +506,8 @@ struct OnnxModel::Impl {
     for (const auto& v : g.input()) available.insert(v.name());
     order_nodes(available);
     read_initializers(model);
+    for (const auto& p : params) model_bytes += static_cast<std::int64_t>(p.second.data().nbytes());
+    for (const auto& f : fixed) model_bytes += static_cast<std::int64_t>(f.host.nbytes());
     plan();
     proto.mutable_graph()->clear_initializer();  // their data lives in the Parameters and fixed tensors now
   }
@@ -549,6 +557,9 @@ struct OnnxModel::Impl {
     };
     try {
       return st.op->run(ctx);
+    } catch (const std::bad_alloc&) {
+      throw ValueError("onnx import: " + describe_node(*st.node, opset) +
+                       ": not enough memory for what it makes; hint: onnx::set_max_run_bytes caps a run below that");
     } catch (const DeviceError&) {
       throw;  // CUDA failures and out-of-memory keep their own class and message
     } catch (const ShapeError& e) {
@@ -566,6 +577,19 @@ struct OnnxModel::Impl {
 
   VariableList forward(const VariableList& xs) {
     check_inputs(xs);
+    // What the run may hold (set_max_run_bytes): checked before every tensor any op allocates.
+    std::int64_t input_bytes = 0;
+    for (const Variable& x : xs) input_bytes += static_cast<std::int64_t>(x.data().nbytes());
+    const std::int64_t set = get_max_run_bytes();
+    const std::int64_t limit = set > 0 ? set : std::max(kMinRunBytes, 64 * (model_bytes + input_bytes));
+    dezero::detail::MemoryCap cap(limit, [this, limit, set](std::int64_t asked, std::int64_t held) {
+      return "a tensor of " + std::to_string(asked) + " bytes, with the " + std::to_string(held) +
+             " bytes this run of '" + path + "' holds, passes its cap of " + std::to_string(limit) + " bytes (" +
+             (set > 0 ? std::string("onnx::set_max_run_bytes")
+                      : std::string("64 x the model's and the inputs' bytes, at least 512 MiB; onnx::set_max_run_bytes "
+                                    "sets another")) +
+             "); a malformed model, or a shape input that asks for too much?";
+    });
     std::vector<Variable> vals(static_cast<std::size_t>(n_slots));
     Device device = !params.empty() && params.front().second.data().defined() ? params.front().second.device()
                     : !xs.empty() ? xs[0].device()
@@ -623,6 +647,12 @@ OnnxModel::~OnnxModel() = default;
 Variable OnnxModel::forward(const Variable& x) { return impl_->forward(VariableList{x})[0]; }
 
 VariableList OnnxModel::forward_multi(const VariableList& xs) { return impl_->forward(xs); }
+
+void set_max_run_bytes(std::int64_t bytes) {
+  if (bytes < 0) throw ValueError("onnx::set_max_run_bytes: the cap must be >= 0 (0: automatic), got " + std::to_string(bytes));
+  g_max_run_bytes.store(bytes, std::memory_order_relaxed);
+}
+std::int64_t get_max_run_bytes() { return g_max_run_bytes.load(std::memory_order_relaxed); }
 
 const std::vector<std::string>& OnnxModel::input_names() const { return impl_->input_names; }
 const std::vector<std::string>& OnnxModel::output_names() const { return impl_->output_names; }

@@ -285,6 +285,9 @@ VariableList run_conv(OpContext& ctx) {
   const Window w = make_window(ctx, in, conv_kernel(ctx, W, n), false);
   const std::int64_t group = ctx.attrs().i("group", 1);
   const std::int64_t C = x.shape()[1], OC = W.shape()[0];
+  if (group > std::max<std::int64_t>(C, 1))  // also with no channels: a loop runs per group
+    shape_error(ctx, "group " + std::to_string(group) + " is more than X " + x.shape().str() + "'s " +
+                         std::to_string(C) + " channels");
   if (C % group != 0 || OC % group != 0 || W.shape()[1] * group != C)
     shape_error(ctx, "X " + x.shape().str() + " and W " + W.shape().str() + " do not fit group " +
                          std::to_string(group));
@@ -334,6 +337,9 @@ VariableList run_conv_transpose(OpContext& ctx) {
   const I64s kernel = conv_kernel(ctx, W, n);
   const std::int64_t group = a.i("group", 1);
   const std::int64_t C = x.shape()[1];
+  if (group > std::max<std::int64_t>(C, 1))  // also with no channels: a loop runs per group
+    shape_error(ctx, "group " + std::to_string(group) + " is more than X " + x.shape().str() + "'s " +
+                         std::to_string(C) + " channels");
   if (C != W.shape()[0] || C % group != 0)
     shape_error(ctx, "X " + x.shape().str() + " and W " + W.shape().str() + " do not fit group " +
                          std::to_string(group));

@@ -284,6 +284,11 @@ VariableList run_lstm(OpContext& ctx) {
   const Variable P = ctx.has_input(7) ? ctx.input(7) : Variable();
   if (P.defined()) expect(P, Shape{nd, 3 * H}, "P");
 
+  // A graph per step: the steps are capped as well as what they make (Y: seq, directions, batch, H).
+  if (seq > kMaxRecurrentSteps)
+    ctx.unsupported("a sequence of " + std::to_string(seq) + " steps (X " + X.shape().str() + "): more than the " +
+                    std::to_string(kMaxRecurrentSteps) + " steps the importer unrolls");
+  check_output_size(ctx, {seq, nd, batch, H}, "output Y");
   const Variable X2 = F::reshape(X, Shape{seq * batch, in});
   auto gate = [&](const Variable& g, std::int64_t k) {  // g (batch, 4H) -> gate k (batch, H)
     return F::get_item(g, Indices{Slice(), Slice(k * H, (k + 1) * H)});

@@ -42,14 +42,16 @@ std::int64_t check_output_size(const OpContext& ctx, const std::vector<std::int6
   for (std::int64_t e : shape) {
     if (e < 0) ctx.malformed(what + " " + Shape(shape).str() + " has a negative extent");
     empty = empty || e == 0;
-    overflow = overflow || __builtin_mul_overflow(n, e, &n);
+    if (e != 0) overflow = overflow || __builtin_mul_overflow(n, e, &n);  // the zeros left out: see the header
   }
-  if (empty) return 0;
   const std::int64_t cap = max_output_elements();
+  if (empty && !overflow && n <= cap) return 0;
   if (overflow || n > cap)
     throw ValueError("onnx import: " + describe_node(ctx.node(), ctx.opset()) + ": the " + what + " " +
                      Shape(shape).str() + " would have " +
-                     (overflow ? std::string("more elements than int64 can count") : std::to_string(n) + " elements") +
+                     (overflow ? std::string("more elements than int64 can count")
+                      : empty  ? "extents whose product without its zeros is " + std::to_string(n)
+                               : std::to_string(n) + " elements") +
                      ", more than the importer's cap of " + std::to_string(cap) +
                      " for a size the file asks for (a malformed model or shape input?)");
   return n;

@@ -27,7 +27,12 @@ void set_max_output_elements(std::int64_t n);
 // The element count of `shape` (what the node is about to create: "output", "padded input"),
 // or a ValueError naming the node, `what`, the shape and the cap when it is larger than the
 // cap or than int64 can count. Negative extents are malformed().
+// An empty shape is checked too, without its zeros: an extent of 10^12 beside a 0 is refused,
+// since loops run over it (a kernel's depth, a group count) even when nothing is stored.
 std::int64_t check_output_size(const OpContext& ctx, const std::vector<std::int64_t>& shape, const std::string& what);
+
+// The steps a recurrent node (LSTM, GRU, RNN) is unrolled into, one graph per step: 2^20.
+constexpr std::int64_t kMaxRecurrentSteps = std::int64_t{1} << 20;
 
 // --- values and inputs ---------------------------------------------------------------------------
 // A result that is never differentiated: integers (shapes, indices, flags) and constants.

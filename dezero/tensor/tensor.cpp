@@ -9,6 +9,7 @@
 // Validation happens here; the arithmetic runs in the backend of the tensor's
 // device (backend/backend.hpp).
 #include "dezero/tensor.hpp"
+#include "dezero/tensor/memory_cap.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -101,6 +102,28 @@ void count_storage(std::int64_t allocations, std::int64_t live, std::int64_t byt
 }
 }  // namespace
 
+// --- MemoryCap (tensor/memory_cap.hpp) -------------------------------------------------------------
+namespace {
+[[gnu::tls_model("initial-exec")]] thread_local detail::MemoryCap* t_memory_cap = nullptr;
+std::int64_t thread_live_bytes() {
+  ThreadCounters* t = detail::ThreadState<ThreadCounters>::get();
+  return t ? t->c.live_bytes.load(std::memory_order_relaxed) : 0;
+}
+}  // namespace
+
+detail::MemoryCap::MemoryCap(std::int64_t limit, Describe describe)
+    : limit_(limit), start_(thread_live_bytes()), describe_(std::move(describe)), prev_(t_memory_cap) {
+  t_memory_cap = this;
+}
+detail::MemoryCap::~MemoryCap() { t_memory_cap = prev_; }
+void detail::MemoryCap::check(std::size_t nbytes) {
+  const MemoryCap* c = t_memory_cap;
+  if (!c) return;
+  const std::int64_t held = thread_live_bytes() - c->start_;
+  const std::int64_t asked = static_cast<std::int64_t>(std::min<std::size_t>(nbytes, std::size_t{1} << 62));
+  if (asked > c->limit_ - std::min(held, c->limit_)) throw ValueError(c->describe_(asked, held));
+}
+
 Storage::Storage(std::size_t nbytes, Device device) : cuda_(device.is_cuda()) {
   if (device.is_cuda()) {
     if (device.index() < 0 || device.index() > 32767)
@@ -110,6 +133,7 @@ Storage::Storage(std::size_t nbytes, Device device) : cuda_(device.is_cuda()) {
   if (kInlineStorage && nbytes <= kInlineBytes && device.is_cpu()) {
     small_n_ = static_cast<std::uint8_t>(nbytes);
   } else {
+    detail::MemoryCap::check(nbytes);
     u_.big.ptr = backend_for(device).allocate(nbytes);
     u_.big.nbytes = nbytes;
   }

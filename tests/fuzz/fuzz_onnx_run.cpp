@@ -9,7 +9,8 @@
 // must return one defined Variable per output or throw a dezero::Error. The importer's cap on the
 // elements an op may create from sizes in the file or in its inputs is lowered to 2^22 here, so
 // a model that asks for more is refused before the allocation (libFuzzer's -malloc_limit_mb
-// reports it otherwise).
+// reports it otherwise), and the memory one run may hold (onnx::set_max_run_bytes) to 256 MiB,
+// whatever op allocates.
 
 #include <cstddef>
 #include <cstdint>
@@ -44,7 +45,8 @@ constexpr std::int64_t kMaxInputElements = 4096;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const dezero_fuzz::ModelFile file("fuzz_onnx_run");
-  static const bool capped = (dezero::onnx::detail::set_max_output_elements(std::int64_t{1} << 22), true);
+  static const bool capped = (dezero::onnx::detail::set_max_output_elements(std::int64_t{1} << 22),
+                               dezero::onnx::set_max_run_bytes(std::int64_t{256} << 20), true);
   (void)capped;
   file.write(data, size);
   try {

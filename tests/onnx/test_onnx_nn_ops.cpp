@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 #include "onnx_test_util.hpp"
+#include "support/memory_ceiling.hpp"
 
 using namespace dezero;
 using OnnxModel = dezero::onnx::OnnxModel;
@@ -905,4 +906,71 @@ TEST_CASE("onnx nn ops: conv, ConvTranspose and pool sizes the file asks for are
     CHECK(contains(msg, "MaxPool, opset 13"));
     CHECK(contains(msg, "above 2^31 - 1"));
   }
+}
+
+// --- what a small hostile file may make the importer do (issue 43, items 1, 2 and 4) -----------------
+TEST_CASE("onnx nn ops: a group count beyond the channels is refused, with no channels too (no loop per group)") {
+  for (const char* op : {"Conv", "ConvTranspose"}) {
+    CAPTURE(op);
+    Net net;
+    net.input("X", {1, 0, 4, 4}).input("W", {0, 0, 1, 1}).output("Y");
+    set_int(net.node(op, {"X", "W"}, {"Y"}), "group", 1000000000000);
+    OnnxModel m = net.load();
+    const std::string msg = error_of<ShapeError>([&] { run(m, {zeros({1, 0, 4, 4}, float64), zeros({0, 0, 1, 1}, float64)}); });
+    CHECK_MESSAGE(contains(msg, "group 1000000000000 is more than X (1, 0, 4, 4)'s 0 channels"), msg);
+  }
+}
+
+TEST_CASE("onnx nn ops: an empty kernel with an extent of 10^12 is refused, not looped over") {
+  // A 3-d ConvTranspose with no channels: every tensor is empty, but the kernel's depth is 10^12.
+  Net net;
+  net.input("X", {1, 0, 1, 1, 1}).input("W", {0, 0, 1000000000000, 1, 1}).output("Y");
+  net.node("ConvTranspose", {"X", "W"}, {"Y"});
+  OnnxModel m = net.load();
+  const std::string msg = error_of<ValueError>(
+      [&] { run(m, {zeros({1, 0, 1, 1, 1}, float64), zeros({0, 0, 1000000000000, 1, 1}, float64)}); });
+  CHECK_MESSAGE(contains(msg, "extents whose product without its zeros is 1000000000000"), msg);
+}
+
+TEST_CASE("onnx nn ops: an LSTM over more steps than the importer unrolls is refused before the first step") {
+  Net net;
+  const std::int64_t seq = (std::int64_t{1} << 20) + 1;
+  net.input("X", {seq, 1, 1}).input("W", {1, 4, 1}).input("R", {1, 4, 1}).output("Y");
+  set_int(net.node("LSTM", {"X", "W", "R"}, {"Y"}), "hidden_size", 1);
+  OnnxModel m = net.load();
+  const std::string msg = error_of<NotImplementedError>(
+      [&] { run(m, {zeros({seq, 1, 1}, float64), zeros({1, 4, 1}, float64), zeros({1, 4, 1}, float64)}); });
+  CHECK_MESSAGE(contains(msg, "a sequence of 1048577 steps"), msg);
+  CHECK_MESSAGE(contains(msg, "1048576 steps the importer unrolls"), msg);
+}
+
+TEST_CASE("onnx nn ops: every op's tensors count against the run's memory cap (a broadcasting Add of 2^32 elements)") {
+  for (const char* op : {"Add", "MatMul", "Mul"}) {
+    CAPTURE(op);
+    Net net;
+    net.input("A", {65536, 1}).input("B", {1, 65536}).output("Y");
+    net.node(op, {"A", "B"}, {"Y"});
+    OnnxModel m = net.load();
+    const Tensor a = zeros({65536, 1}, float64), b = zeros({1, 65536}, float64);
+    const dzt::CeilingRun r = dzt::run_under_ceiling([&] { run(m, {a, b}); });
+    INFO(r.outcome);
+    CHECK(contains(r.outcome, "error: onnx import: "));
+    CHECK(contains(r.outcome, "a tensor of 34359738368 bytes"));
+    CHECK(contains(r.outcome, "passes its cap of 536870912 bytes"));
+    CHECK(r.grew_kb < 64 * 1024);
+  }
+  // The same model on inputs whose product fits runs; a cap set lower refuses it, naming the setter.
+  Net net;
+  net.input("A", {64, 1}).input("B", {1, 64}).output("Y");
+  net.node("Add", {"A", "B"}, {"Y"});
+  OnnxModel m = net.load();
+  const std::vector<Tensor> small{ones({64, 1}, float64), ones({1, 64}, float64)};
+  CHECK(run(m, small).data().sum().item<double>() == 2.0 * 64 * 64);
+  dezero::onnx::set_max_run_bytes(1024);
+  const std::string msg = error_of<ValueError>([&] { run(m, small); });
+  dezero::onnx::set_max_run_bytes(0);
+  CHECK_MESSAGE(contains(msg, "passes its cap of 1024 bytes (onnx::set_max_run_bytes)"), msg);
+  CHECK(dezero::onnx::get_max_run_bytes() == 0);
+  CHECK_THROWS_AS(dezero::onnx::set_max_run_bytes(-1), ValueError);
+  CHECK(run(m, small).shape() == Shape{64, 64});
 }
