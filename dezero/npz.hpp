@@ -68,10 +68,12 @@ Tensor parse_npy(const std::string& bytes, const std::string& what = "npy");
 std::string serialize_npy(const Tensor& array);
 
 /// The cap on what an .npz file may make load_npz / parse_npz (and so load_weights, load_state)
-/// allocate: the total of its entries' uncompressed sizes, and the size of the file itself.
-/// A small deflated file can declare about 1000 times its size. Checked before anything is
-/// inflated (or, for the file, read); beyond it is an IOError naming the declared size, the
-/// cap and this setter. Default 2 GiB (2^31 bytes): about four times VGG16's 528 MB of
+/// allocate: the total of its entries' uncompressed sizes, the size of the file itself, and the
+/// total of the tensors it makes (a 1- or 2-byte integer entry widens to 4 bytes an element).
+/// A small deflated file can declare about 1000 times its size. The sizes are added up before
+/// anything is inflated (or, for the file, read), and each tensor is counted from its entry's
+/// header before it is allocated; beyond the cap is an IOError naming the sizes, the cap and
+/// this setter. Default 2 GiB (2^31 bytes): about four times VGG16's 528 MB of
 /// weights, or Adam's state for it. Process-wide, thread-safe; ValueError for a value <= 0.
 void set_max_npz_bytes(std::int64_t bytes);
 /// The cap set by set_max_npz_bytes (default 2^31 bytes).

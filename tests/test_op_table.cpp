@@ -202,6 +202,8 @@ const std::vector<Row>& table() {
                     [](const Args& a) { return F::reshape(F::transpose(a[0]), {2, 6}); })
                     .says("a strided view reshaped: a copy"));
     r.push_back(row("expand_dims", {real("x", {2, 3})}, [](const Args& a) { return F::expand_dims(a[0], 1); }));
+    r.push_back(row("cast (to float64)", "cast", {real("x", {2, 3})}, [](const Args& a) { return F::cast(a[0], float64); })
+                    .out(float64).says("gy cast back to x's dtype"));
     r.push_back(row("expand_dims (axis -1)", "expand_dims", {real("x", {2, 3})},
                     [](const Args& a) { return F::expand_dims(a[0], -1); }));
     r.push_back(row("flatten", {real("x", {2, 3, 2})}, [](const Args& a) { return F::flatten(a[0]); }));

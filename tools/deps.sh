@@ -34,6 +34,13 @@ DEZERO_MPI_PACKAGES=(libopenmpi-dev openmpi-bin iproute2)
 # tests: libonnx and protobuf to build; ONNX's own node tests as the judge (libonnx-testdata);
 # OpenCV's dnn as an independent reader of exported models.
 DEZERO_ONNX_PACKAGES=(libonnx-dev libprotobuf-dev libonnx-testdata libopencv-dnn-dev)
+# ONNX Runtime, the second judge of exported models (CTest onnx_ort, tools/ort_check.sh): node and
+# npm, Debian's unless the machine has them already (a NodeSource nodejs carries its own npm, and
+# Debian's npm package would conflict with it).
+dezero_install_node() {
+  command -v node >/dev/null && command -v npm >/dev/null && return 0
+  dezero_install_packages nodejs npm
+}
 # The fuzz targets (tests/fuzz, tools/fuzz.sh): clang with libFuzzer and its OpenMP runtime.
 DEZERO_FUZZ_PACKAGES=(clang libclang-rt-dev libomp-dev)
 # The examples' figures (examples/common/plot.hpp runs gnuplot; without it they write the

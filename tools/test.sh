@@ -2,8 +2,8 @@
 # tools/test.sh - the README's test command (and .ci/run's): installs what is
 # missing, builds dezero with the CUDA backend (when the toolkit is present),
 # runs the test suite (CUDA cases report "skipped: no CUDA device" without a GPU; dezero::mn's
-# tests under mpirun with 1 and 2 processes; dezero::onnx's against ONNX's own node tests and
-# OpenCV's dnn),
+# tests under mpirun with 1 and 2 processes; dezero::onnx's against ONNX's own node tests,
+# OpenCV's dnn and ONNX Runtime: npm's onnxruntime-node, fetched with npm pack),
 # builds a consumer project against the installed package (find_package(dezero)),
 # then builds and runs the suite again with AddressSanitizer + UBSan, the threads test
 # with ThreadSanitizer, then runs the fuzz targets of tests/fuzz (clang's libFuzzer) for a fixed number of inputs each.
@@ -14,6 +14,7 @@ source tools/deps.sh
 # dataset-fashion-mnist: the data set of the GPU bundle, which the bundle dry run stages and checks.
 dezero_install_packages "${DEZERO_BUILD_PACKAGES[@]}" "${DEZERO_PACKAGING_PACKAGES[@]}" "${DEZERO_DOCS_PACKAGES[@]}" \
   "${DEZERO_MPI_PACKAGES[@]}" "${DEZERO_ONNX_PACKAGES[@]}" "${DEZERO_FUZZ_PACKAGES[@]}" dataset-fashion-mnist
+dezero_install_node
 JOBS="$(nproc)"
 
 echo "== build (Release, CUDA=AUTO)"

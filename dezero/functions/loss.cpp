@@ -24,7 +24,7 @@ std::int64_t first_axis_len(const char* op, const Tensor& t) {
 // A float copy of t in x's dtype and shape (labels / targets of a loss).
 Variable targets_like(const char* op, const Variable& x, const Variable& t0) {
   Variable t = t0;
-  if (t.dtype() != x.dtype()) t = Variable(t.data().astype(x.dtype()));
+  if (t.dtype() != x.dtype()) t = F::cast(t, x.dtype());  // a node: an exported graph reads the labels it is given
   if (t.shape() == x.shape()) return t;
   if (t.size() != x.size())
     throw ShapeError(std::string(op) + ": targets " + detail::describe(t.data()) + " do not match the input " +
@@ -131,7 +131,11 @@ Variable mean_squared_error(const Variable& x0, const Variable& x1) {
 
 Variable softmax_cross_entropy(const Variable& x, const Variable& t) {
   Tensor t64 = detail::sce_labels("softmax_cross_entropy", x.data(), t.data());
-  return call<SoftmaxCrossEntropy>(detail::in(x, Variable(t64)));
+  // int32 or (N, 1) labels through nodes, so that an exported graph reads the labels it is given
+  Variable tv = t;
+  if (t.dtype() != int64) tv = F::cast(tv, int64);
+  if (tv.shape() != t64.shape()) tv = F::reshape(tv, t64.shape());
+  return call<SoftmaxCrossEntropy>(detail::in(x, tv));
 }
 
 Variable sigmoid_cross_entropy(const Variable& x, const Variable& t) {

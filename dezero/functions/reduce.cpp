@@ -44,6 +44,29 @@ class Sum : public Function {
   bool keepdims_;
 };
 
+// y = sum(x, axes) * (y.size / x.size): the count read from the shapes each time it runs (an
+// exported graph gets ReduceMean, right at any batch size); gy scaled, then spread as sum's.
+class Mean : public Function {
+ public:
+  Mean(Axes axes, bool keepdims) : axes_(std::move(axes)), keepdims_(keepdims) {}
+  TensorList forward(const TensorList& xs) override {
+    Tensor y = dezero::sum(xs[0], axes_, keepdims_);
+    return {y * (static_cast<double>(y.size()) / static_cast<double>(xs[0].size()))};
+  }
+  VariableList backward(const VariableList& gys) override {
+    const Shape& xs = input(0).shape();
+    Variable gy = gys[0] * (static_cast<double>(gys[0].size()) / static_cast<double>(input(0).size()));
+    return {F::broadcast_to(F::reshape(gy, keepdims_shape(xs, axes_)), xs)};
+  }
+  std::string name() const override { return "Mean"; }
+  // "axes" (absent: all axes), "keepdims" 0 / 1.
+  FunctionAttrs attributes() const override { return axes_attrs(axes_, keepdims_); }
+
+ private:
+  Axes axes_;
+  bool keepdims_;
+};
+
 class SumTo : public Function {
  public:
   explicit SumTo(Shape shape) : shape_(std::move(shape)) {}
@@ -127,9 +150,8 @@ Variable broadcast_to(const Variable& x, const Shape& shape) {
   return call<BroadcastTo>(detail::in(x), shape);
 }
 Variable average(const Variable& x, const Axes& axes, bool keepdims) {
-  Variable y = sum(x, axes, keepdims);
-  if (is_integer(x.dtype())) y = Variable(y.data().astype(float64));
-  return y * (static_cast<double>(y.size()) / static_cast<double>(x.size()));
+  detail::normalize_axes("average", axes, x.ndim());  // validate before recording
+  return call<Mean>(detail::in(is_integer(x.dtype()) ? cast(x, float64) : x), axes, keepdims);
 }
 Variable mean(const Variable& x, const Axes& axes, bool keepdims) { return average(x, axes, keepdims); }
 Variable max(const Variable& x, const Axes& axes, bool keepdims) {

@@ -22,8 +22,9 @@ Variable sum_to(const Variable& x, const Shape& shape);
 /// Returns x itself, with no node, when the shape is unchanged. A shape x does not
 /// broadcast to is a dezero::ShapeError.
 Variable broadcast_to(const Variable& x, const Shape& shape);
-/// The mean of x over `axes` (all by default): `sum(x, axes, keepdims) * (y.size / x.size)`.
-/// An integer x gives float64 (NumPy's mean); its sum is then outside the graph.
+/// The mean of x over `axes` (all by default): `sum(x, axes, keepdims) * (y.size / x.size)`, one
+/// node (Mean) whose count comes from the shapes it is run on, so that an exported graph (ONNX's
+/// ReduceMean) divides by the batch it gets. An integer x is cast to float64 first (NumPy's mean).
 Variable average(const Variable& x, const Axes& axes = Axes(), bool keepdims = false);
 /// The same as average() (DeZero's alias mean).
 Variable mean(const Variable& x, const Axes& axes = Axes(), bool keepdims = false);

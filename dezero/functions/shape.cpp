@@ -24,6 +24,24 @@ class Reshape : public Function {
   Shape shape_;
 };
 
+// y = x as another dtype; gy cast back for floating types (an integer has no gradient).
+class Cast : public Function {
+ public:
+  explicit Cast(DType dtype) : dtype_(dtype) {}
+  TensorList forward(const TensorList& xs) override { return {xs[0].astype(dtype_)}; }
+  VariableList backward(const VariableList& gys) override {
+    const DType from = input(0).dtype();
+    if (!is_floating(from) || !is_floating(dtype_)) return {Variable()};
+    return {F::cast(gys[0], from)};
+  }
+  std::string name() const override { return "Cast"; }
+  // "to": the dtype's name.
+  FunctionAttrs attributes() const override { return {{"to", std::string(dtype_name(dtype_))}}; }
+
+ private:
+  DType dtype_;
+};
+
 class Transpose : public Function {
  public:
   explicit Transpose(std::vector<int> axes) : axes_(std::move(axes)) {}
@@ -104,6 +122,11 @@ VariableList GetItem::backward(const VariableList& gys) {
 }  // namespace
 
 namespace F {
+
+Variable cast(const Variable& x, DType dtype) {
+  if (x.dtype() == dtype) return x;
+  return call<Cast>(detail::in(x), dtype);
+}
 
 Variable reshape(const Variable& x, const Shape& shape) {
   if (x.shape() == shape) return x;

@@ -30,5 +30,9 @@ Variable flatten(const Variable& x);  // (N, ...) -> (N, -1)
 /// IndexError naming get_item on every device (one sync per index array on a GPU).
 /// The gradient scatter-adds gy into zeros of x's shape, so repeated indices accumulate.
 Variable get_item(const Variable& x, const Indices& indices);  // backward: scatter-add
+/// x's values as `dtype` (Chainer's F.cast; NumPy's astype as a graph node); gradient: gy cast
+/// back to x's dtype, none for an integer x or result. Returns x itself, with no node, when the
+/// dtype is already `dtype`. Exported as ONNX's Cast.
+Variable cast(const Variable& x, DType dtype);
 
 }  // namespace dezero::F

@@ -90,6 +90,14 @@ void emit_sum(Writer& w, const Call& c) {
   if (axes.empty()) return void(w.node("Identity", {c.x(w, 0)}, {c.out[0]}));
   reduce_sum(w, c, c.x(w, 0), axes, c.i("keepdims") != 0, c.out[0]);
 }
+// mean: ReduceMean, whose count comes from the shape it is run on (the batch it gets).
+void emit_mean(Writer& w, const Call& c) {
+  Ints axes = reduce_axes(c);
+  if (axes.empty()) return void(w.node("Identity", {c.x(w, 0)}, {c.out[0]}));
+  auto& n = w.node("ReduceMean", {c.x(w, 0)}, {c.out[0]});
+  Writer::attr(n, "axes", axes);  // an attribute up to opset 17
+  Writer::attr(n, "keepdims", c.i("keepdims"));
+}
 void emit_max_min(Writer& w, const Call& c) {
   Ints axes = reduce_axes(c);
   if (axes.empty()) return void(w.node("Identity", {c.in[0]}, {c.out[0]}));
@@ -281,17 +289,21 @@ void emit_deconv(Writer& w, const Call& c) {
 // DeZero's pooling pads with zeros: max pooling sees them (ONNX's MaxPool pads with -inf) and
 // average pooling counts them (count_include_pad = 1, which OpenCV 4.6 ignores), so both are a
 // Pad node and an unpadded pool: the same numbers in every reader.
-std::string zero_padded(Writer& w, const Call& c) {
+std::string zero_padded(Writer& w, const Call& c, double zero = 0.0) {
   const Ints& p = c.ints("pad");
   if (!p[0] && !p[1]) return c.in[0];
   std::string padded = c.tmp(w, "pad");
   w.node("Pad", {c.in[0], w.ints(Ints{0, 0, p[0], p[1], 0, 0, p[0], p[1]}, c.base + "/pads"),
-                 w.scalar(0.0, c.in_dtype(0), c.base + "/zero")},
+                 w.scalar(zero, c.in_dtype(0), c.base + "/zero")},
          {padded});
   return padded;
 }
+// max pooling with padding: Pad with -0.0, then MaxPool. -0.0 is DeZero's zero for a maximum
+// (-0.0 == 0.0), and a Pad of +0.0 is what ONNX Runtime folds into MaxPool's own padding, which
+// is -inf (microsoft/onnxruntime#24737: a window of negative values then gives a negative);
+// its fusion checks the pad value's bytes, and -0.0's are not zero.
 void emit_max_pool(Writer& w, const Call& c) {
-  window(w.node("MaxPool", {zero_padded(w, c)}, {c.out[0]}), c.ints("kernel_size"), c.ints("stride"), Ints{0, 0});
+  window(w.node("MaxPool", {zero_padded(w, c, -0.0)}, {c.out[0]}), c.ints("kernel_size"), c.ints("stride"), Ints{0, 0});
 }
 void emit_avg_pool(Writer& w, const Call& c) {
   window(w.node("AveragePool", {zero_padded(w, c)}, {c.out[0]}), c.ints("kernel_size"), c.ints("stride"), Ints{0, 0});
@@ -364,6 +376,8 @@ const std::map<std::string, Emitter>& emitters() {
       {"Transpose", emit_transpose},
       {"GetItem", emit_get_item},
       {"Sum", emit_sum},
+      {"Mean", emit_mean},
+      {"Cast", emit_cast},
       {"SumTo", emit_sum_to},
       {"BroadcastTo", emit_broadcast_to},
       {"Max", emit_max_min},
@@ -388,7 +402,6 @@ const std::map<std::string, Emitter>& emitters() {
       {"Where", emit_where},
       {"Sqrt", [](Writer& w, const Call& c) { unary(w, c, "Sqrt"); }},
       {"Abs", [](Writer& w, const Call& c) { unary(w, c, "Abs"); }},
-      {"Cast", emit_cast},
   };
   return table;
 }

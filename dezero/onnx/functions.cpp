@@ -189,7 +189,7 @@ class Where : public Function {
   Tensor cond_;
 };
 
-// --- Sqrt, Abs, Cast ----------------------------------------------------------------------------
+// --- Sqrt, Abs ----------------------------------------------------------------------------
 class Sqrt : public Function {
  public:
   TensorList forward(const TensorList& xs) override { return {dezero::sqrt(xs[0])}; }
@@ -204,22 +204,6 @@ class Abs : public Function {
     return {gys[0] * constant_mask(dezero::sign(input(0).data()), gys[0].dtype())};
   }
   std::string name() const override { return "Abs"; }
-};
-
-class Cast : public Function {
- public:
-  explicit Cast(DType dtype) : dtype_(dtype) {}
-  TensorList forward(const TensorList& xs) override { return {xs[0].astype(dtype_)}; }
-  VariableList backward(const VariableList& gys) override {
-    const DType from = input(0).dtype();
-    if (!is_floating(from) || !is_floating(dtype_)) return {Variable()};
-    return {cast(gys[0], from)};
-  }
-  std::string name() const override { return "Cast"; }
-  FunctionAttrs attributes() const override { return {{"to", std::string(dtype_name(dtype_))}}; }
-
- private:
-  DType dtype_;
 };
 
 }  // namespace
@@ -246,9 +230,6 @@ Variable where(const Tensor& cond, const Variable& a, const Variable& b) {
 Variable sqrt(const Variable& x) { return call<Sqrt>(dezero::detail::in(x)); }
 Variable abs(const Variable& x) { return call<Abs>(dezero::detail::in(x)); }
 
-Variable cast(const Variable& x, DType dtype) {
-  if (x.dtype() == dtype) return x;
-  return call<Cast>(dezero::detail::in(x), dtype);
-}
+Variable cast(const Variable& x, DType dtype) { return F::cast(x, dtype); }
 
 }  // namespace dezero::onnx::detail

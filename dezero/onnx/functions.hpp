@@ -40,8 +40,7 @@ Variable where(const Tensor& cond, const Variable& a, const Variable& b);
 Variable sqrt(const Variable& x);
 // |x| element-wise; gradient gy * sign(x) (0 at 0).
 Variable abs(const Variable& x);
-// x converted to `dtype`; gradient gy converted back to x's dtype (none for integer x or an
-// integer result). x itself when it already has `dtype`.
+// F::cast (functions/shape.hpp), under the name the ops use.
 Variable cast(const Variable& x, DType dtype);
 
 }  // namespace dezero::onnx::detail

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -310,6 +311,19 @@ TEST_CASE("onnx export: pooling with padding pads with zeros, as DeZero does (Pa
   dx::export_model(net, {x}, dir.file("pool.onnx"));
   ::onnx::ModelProto m = checked(dir.file("pool.onnx"));
   CHECK(op_types(m) == std::vector<std::string>{"Pad", "MaxPool", "Pad", "AveragePool"});
+  // Issue 43, item 13: max pooling's Pad writes -0.0 (its bytes are not all zero, so ONNX Runtime
+  // does not fold it into MaxPool's -inf padding); average pooling's +0.0.
+  std::vector<std::string> zeros;
+  for (const auto& n : m.graph().node())
+    if (n.op_type() == "Constant" && n.output(0).find("/zero") != std::string::npos) {
+      const auto& t = n.attribute(0).t();
+      REQUIRE(t.raw_data().size() == 4);
+      float v;
+      std::memcpy(&v, t.raw_data().data(), 4);
+      zeros.push_back(std::signbit(v) ? "-0" : "+0");
+      CHECK(v == 0.0f);
+    }
+  CHECK(zeros == std::vector<std::string>{"-0", "+0"});
   dx::OnnxModel imported(dir.file("pool.onnx"));
   auto test = test_mode();
   check_close(imported(x).data(), net(x).data(), 1e-6, "pooling with padding");
@@ -545,6 +559,51 @@ TEST_CASE("onnx export: dynamic_batch runs at another batch size after import") 
     Variable x6(gen.randn({6, 5}, float32)), t6(gen.randn({6, 3}, float32));
     check_close(imported(VariableList{x6, t6})[0].data(), F::mean_squared_error(F::matmul(x6, W), t6).data(), 1e-5,
                 "mse at batch 6");
+  }
+  // Issue 43, items 11 and 12: a value derived from an input never becomes a constant.
+  SUBCASE("sigmoid_cross_entropy with int64 labels reads the labels it is given") {
+    Parameter W(gen.randn({5, 2}, float32), "W");
+    Variable x(gen.randn({1, 5}, float32)), t(array(std::vector<std::int64_t>{1, 0}, Shape{1, 2}, int64));
+    dx::ExportOptions opts;
+    opts.dynamic_batch = true;
+    TempDir dir;
+    dx::export_graph({x, t}, {F::sigmoid_cross_entropy(F::matmul(x, W), t)}, dir.file("sce.onnx"), opts);
+    ::onnx::ModelProto m = checked(dir.file("sce.onnx"));
+    const std::vector<std::string> ops = op_types(m);
+    CHECK(std::find(ops.begin(), ops.end(), "Cast") != ops.end());
+    dx::OnnxModel imported(dir.file("sce.onnx"));
+    for (std::vector<std::int64_t> labels : {std::vector<std::int64_t>{0, 1, 1, 0, 1, 1}, {1, 1, 0, 0, 0, 1}}) {
+      Variable x3(gen.randn({3, 5}, float32)), t3(array(labels, Shape{3, 2}, int64));
+      check_close(imported(VariableList{x3, t3})[0].data(), F::sigmoid_cross_entropy(F::matmul(x3, W), t3).data(), 1e-5,
+                  "sigmoid_cross_entropy at batch 3");
+    }
+  }
+  SUBCASE("softmax_cross_entropy with int32 (N, 1) labels reads the labels it is given") {
+    Parameter W(gen.randn({5, 4}, float32), "W");
+    Variable x(gen.randn({2, 5}, float32)), t(array(std::vector<std::int32_t>{1, 3}, Shape{2, 1}, int32));
+    dx::ExportOptions opts;
+    opts.dynamic_batch = true;
+    TempDir dir;
+    dx::export_graph({x, t}, {F::softmax_cross_entropy(F::matmul(x, W), t)}, dir.file("ce.onnx"), opts);
+    checked(dir.file("ce.onnx"));
+    dx::OnnxModel imported(dir.file("ce.onnx"));
+    Variable x3(gen.randn({3, 5}, float32)), t3(array(std::vector<std::int32_t>{0, 2, 2}, Shape{3, 1}, int32));
+    check_close(imported(VariableList{x3, t3})[0].data(), F::softmax_cross_entropy(F::matmul(x3, W), t3).data(), 1e-5,
+                "softmax_cross_entropy at batch 3");
+  }
+  SUBCASE("mean over the batch axis divides by the batch it is run on (ReduceMean)") {
+    Parameter W(gen.randn({5, 3}, float32), "W");
+    Variable x(gen.randn({1, 5}, float32));
+    dx::ExportOptions opts;
+    opts.dynamic_batch = true;
+    TempDir dir;
+    dx::export_graph({x}, {F::mean(F::matmul(x, W), Axes{0})}, dir.file("mean.onnx"), opts);
+    ::onnx::ModelProto m = checked(dir.file("mean.onnx"));
+    const std::vector<std::string> ops = op_types(m);
+    CHECK(std::find(ops.begin(), ops.end(), "ReduceMean") != ops.end());
+    dx::OnnxModel imported(dir.file("mean.onnx"));
+    Variable x3(gen.randn({3, 5}, float32));
+    check_close(imported(x3).data(), F::mean(F::matmul(x3, W), Axes{0}).data(), 1e-5, "mean at batch 3");
   }
 }
 
