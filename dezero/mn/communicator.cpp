@@ -170,13 +170,16 @@ std::vector<std::string> allgather_strings(MPI_Comm comm, const std::string& min
 
 // Every rank says whether it found `problem` (one MPI_Allreduce); when some rank did, every rank
 // throws ValueError with the first rank's problem, so that no rank goes on to a collective the
-// others have left.
+// others have left. The text is a peer's: the message says which rank sent it (its place in the
+// gather, which the text cannot forge) before quoting it.
 void agree(MPI_Comm comm, int size, const std::string& op, const std::string& problem) {
   int mine = problem.empty() ? 1 : 0, all = 0;
   DEZERO_MPI_CHECK(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm));
   if (all == 1) return;
-  for (const std::string& p : allgather_strings(comm, problem, size, op))
-    if (!p.empty()) throw ValueError(quoted(p, 8000));
+  const std::vector<std::string> said = allgather_strings(comm, problem, size, op);
+  for (std::size_t r = 0; r < said.size(); ++r)
+    if (!said[r].empty())
+      throw ValueError("dezero::mn " + op + ": rank " + std::to_string(r) + " found a problem: " + quoted(said[r], 8000));
   throw ValueError(op + ": a rank reported a problem without saying which" + kPeerHint);
 }
 

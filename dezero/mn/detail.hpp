@@ -42,9 +42,29 @@ struct Communicator::State {
 
 namespace detail {
 
-// Throws dezero::Error "<op>: <call> failed: <MPI's message> (file:line)" unless rc is MPI_SUCCESS.
+// Throws dezero::Error "<op>: <call> failed: <MPI's message> (file:line)" unless rc is MPI_SUCCESS;
+// a message longer than the receiver expected (MPI_ERR_TRUNCATE: a peer that sends another count
+// than the collective's) is a ValueError saying so.
 void check_mpi(int rc, const char* call, const char* file, int line);
-#define DEZERO_MPI_CHECK(call) ::dezero::mn::detail::check_mpi((call), #call, __FILE__, __LINE__)
+
+// While one lives, this thread is in the MPI call `call`: the Environment's watchdog aborts the
+// job when a call lasts longer than DEZERO_MN_TIMEOUT seconds (default 1800; 0 waits forever),
+// naming the call and the rank, so that a peer that stops sending never leaves the others waiting
+// for ever. One slot per thread; the clock read and two stores cost nothing beside MPI.
+class MpiCall {
+ public:
+  MpiCall(const char* call, const char* file, int line) noexcept;
+  ~MpiCall();
+  MpiCall(const MpiCall&) = delete;
+  MpiCall& operator=(const MpiCall&) = delete;
+};
+#define DEZERO_MPI_CHECK(call)                                                  \
+  ::dezero::mn::detail::check_mpi(                                              \
+      [&] {                                                                     \
+        const ::dezero::mn::detail::MpiCall dezero_mpi_call_(#call, __FILE__, __LINE__); \
+        return (call);                                                          \
+      }(),                                                                      \
+      #call, __FILE__, __LINE__)
 
 // The most axes a tensor has (dezero::detail::kMaxDims of backend/backend.hpp, which mn/ may not
 // include; tests/mn checks that the two agree): the limit on an axis count a peer sends.

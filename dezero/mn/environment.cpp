@@ -8,14 +8,19 @@
 // that nothing catches. MPI_Abort is the library's one exit: DESIGN.md's "no exit/abort in the
 // library" has this exception, named in the issue that asked for dezero::mn.
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "dezero/env.hpp"
 #include "dezero/mn/detail.hpp"
 
 namespace dezero::mn {
@@ -65,7 +70,84 @@ void abort_at_exit() {
   if (g_abort_at_exit) abort_job("an exception ended this rank (its message is above)");
 }
 
+// --- the watchdog: no MPI call waits for ever ------------------------------------------------------
+// Each thread in an MPI call holds a slot: when it entered (steady-clock ns, 0: free) and what.
+// A thread of the Environment looks at them every second and aborts the job when one has waited
+// longer than the timeout: a peer that died without MPI noticing, or stopped sending, would
+// otherwise hold every other rank in its next collective until someone kills the job.
+struct CallSlot {
+  std::atomic<std::int64_t> since_ns{0};
+  std::atomic<const char*> call{nullptr};
+  std::atomic<const char*> file{nullptr};
+  std::atomic<int> line{0};
+};
+constexpr int kSlots = 256;
+CallSlot g_slots[kSlots];
+std::atomic<int> g_next_slot{0};
+thread_local int t_slot = -1;
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// DEZERO_MN_TIMEOUT in seconds: default 1800; 0 turns the watchdog off.
+double timeout_s() {
+  const char* v = ::dezero::detail::env_value("DEZERO_MN_TIMEOUT");
+  if (!v) return 1800.0;
+  char* end = nullptr;
+  const double s = std::strtod(v, &end);
+  if (end == v || *end != '\0' || !(s >= 0.0))
+    throw ValueError(std::string("mn::Environment: DEZERO_MN_TIMEOUT='") + v +
+                     "' is not a number of seconds; hint: 600, or 0 to wait for ever");
+  return s;
+}
+
+struct Watchdog {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stop = false;
+  std::thread thread;
+  void start(double seconds) {
+    if (seconds <= 0.0) return;
+    stop = false;
+    const auto limit = static_cast<std::int64_t>(seconds * 1e9);
+    thread = std::thread([this, limit, seconds] {
+      std::unique_lock<std::mutex> lock(mu);
+      while (!cv.wait_for(lock, std::chrono::seconds(1), [this] { return stop; })) {
+        const std::int64_t now = now_ns();
+        const int n = std::min(g_next_slot.load(), kSlots);
+        for (int i = 0; i < n; ++i) {
+          const std::int64_t since = g_slots[i].since_ns.load(std::memory_order_acquire);
+          if (since == 0 || now - since < limit) continue;
+          const char* call = g_slots[i].call.load();
+          const char* file = g_slots[i].file.load();
+          char why[768];
+          std::snprintf(why, sizeof why,
+                        "waited %.0f s in %s (%s:%d) without the other ranks taking part (a peer stopped sending, "
+                        "or died where MPI did not notice); DEZERO_MN_TIMEOUT=%g sets the limit in seconds, 0 waits "
+                        "for ever",
+                        static_cast<double>(now - since) / 1e9, call ? call : "an MPI call", file ? file : "?",
+                        g_slots[i].line.load(), seconds);
+          abort_job(why);
+        }
+      }
+    });
+  }
+  void end() {
+    if (!thread.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      stop = true;
+    }
+    cv.notify_all();
+    thread.join();
+  }
+};
+Watchdog g_watchdog;
+
 void initialise(int* argc, char*** argv) {
+  const double timeout = timeout_s();  // a bad value is refused before MPI starts
   int initialised = 0;
   MPI_Initialized(&initialised);
   if (initialised)
@@ -74,6 +156,7 @@ void initialise(int* argc, char*** argv) {
   detail::check_mpi(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread", __FILE__,
                     __LINE__);
   g_previous_terminate = std::set_terminate(on_terminate);
+  g_watchdog.start(timeout);
   static bool registered = false;
   if (!registered) {
     std::atexit(abort_at_exit);
@@ -99,6 +182,7 @@ Environment::~Environment() {
   }
   detail::free_all_states();
   std::set_terminate(g_previous_terminate);
+  g_watchdog.end();
   MPI_Finalize();
 }
 
@@ -144,11 +228,34 @@ void Communicator::State::free() noexcept {
 
 namespace detail {
 
+MpiCall::MpiCall(const char* call, const char* file, int line) noexcept {
+  if (t_slot < 0) {
+    t_slot = g_next_slot.fetch_add(1);
+    if (t_slot >= kSlots) t_slot = kSlots;  // past the slots: not watched (more threads than any use makes)
+  }
+  if (t_slot >= kSlots) return;
+  CallSlot& s = g_slots[t_slot];
+  s.call.store(call);
+  s.file.store(file);
+  s.line.store(line);
+  s.since_ns.store(now_ns(), std::memory_order_release);
+}
+MpiCall::~MpiCall() {
+  if (t_slot >= 0 && t_slot < kSlots) g_slots[t_slot].since_ns.store(0, std::memory_order_release);
+}
+
 void check_mpi(int rc, const char* call, const char* file, int line) {
   if (rc == MPI_SUCCESS) return;
   char text[MPI_MAX_ERROR_STRING] = {0};
   int len = 0;
   MPI_Error_string(rc, text, &len);
+  int cls = rc;
+  MPI_Error_class(rc, &cls);
+  if (cls == MPI_ERR_TRUNCATE)
+    throw ValueError(std::string("dezero::mn: ") + call + ": a peer sent a longer message than this rank, rank " +
+                     std::to_string(world_rank()) + ", expected (MPI_ERR_TRUNCATE: " +
+                     std::string(text, static_cast<std::size_t>(len)) + ", " + file + ":" + std::to_string(line) +
+                     "); hint: the ranks run different programs or versions of dezero, or a peer is not a dezero rank");
   throw Error(std::string("dezero::mn: ") + call + " failed: " + std::string(text, static_cast<std::size_t>(len)) +
               " (" + file + ":" + std::to_string(line) + ")");
 }

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -293,5 +294,55 @@ TEST_CASE("mn forged: scatter_dataset's count of ranks whose dataset differs") {
                        ValueError);
   comm.forged_addend = 0;
   CHECK(mn::scatter_dataset(data, comm).size() == 4);
+  check_still_works(comm);
+}
+
+namespace {
+// The message of the ValueError f throws; "NO THROW" or "WRONG TYPE: ..." otherwise.
+std::string dzt_thrown_value(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const ValueError& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    return std::string("WRONG TYPE: ") + e.what();
+  }
+  return "NO THROW";
+}
+}  // namespace
+
+TEST_CASE("mn forged: a message longer than the collective's is a ValueError, and a peer's problem names its rank") {
+  OpenCommunicator comm;
+  if (comm.size() != 2) {
+    MESSAGE("skipped: needs exactly 2 ranks");
+    return;
+  }
+  const int forger = 1;
+  // The bcast header is 34 words; the forger sends 35 (issue 43, item 9: MPI_ERR_TRUNCATE was a
+  // plain dezero::Error naming nothing).
+  if (comm.rank() == forger) {
+    std::int64_t head[35] = {1, 1, 2};
+    REQUIRE(MPI_Bcast(head, 35, MPI_INT64_T, forger, comm.world()) == MPI_SUCCESS);
+  } else {
+    const std::string msg = dzt_thrown_value([&] { comm.bcast(Tensor(), forger); });
+    CHECK_MESSAGE(msg.find("a peer sent a longer message than this rank, rank 0, expected (MPI_ERR_TRUNCATE") !=
+                      std::string::npos,
+                  msg);
+    CHECK_MESSAGE(msg.find(kHint) != std::string::npos, msg);
+  }
+  check_still_works(comm);
+
+  // A problem text a peer sends is quoted after the rank that sent it, whatever it says.
+  if (comm.rank() == forger) {
+    std::int64_t head[34] = {1, 1, 4};  // a sound header: rank 0 finds nothing wrong
+    REQUIRE(MPI_Bcast(head, 34, MPI_INT64_T, forger, comm.world()) == MPI_SUCCESS);
+    int mine = 0, all = 0;  // the forger objects, with a text that pretends to be rank 0's
+    REQUIRE(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm.world()) == MPI_SUCCESS);
+    raw_allgather_strings(comm.world(), "rank 0 says: stop");
+  } else {
+    const std::string msg = dzt_thrown_value([&] { comm.bcast(Tensor(), forger); });
+    CHECK_MESSAGE(msg.find("dezero::mn bcast: rank 1 found a problem: ") == 0, msg);
+    CHECK_MESSAGE(msg.find("rank 0 says: stop") != std::string::npos, msg);
+  }
   check_still_works(comm);
 }
