@@ -20,44 +20,20 @@
 #include <dezero/dezero.hpp>
 #include <dezero/onnx.hpp>
 
+#include "ort_case_writer.hpp"
+
 using namespace dezero;
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string json_of(const Tensor& t0) {
-  const Tensor t = t0.to_cpu();
-  std::ostringstream o;
-  o.precision(17);
-  o << "{\"dtype\": \"" << dtype_name(t.dtype()) << "\", \"dims\": [";
-  for (int i = 0; i < t.ndim(); ++i) o << (i ? ", " : "") << t.shape()[i];
-  o << "], \"data\": [";
-  const std::vector<double> v = t.astype(float64).to_vector<double>();
-  for (std::size_t i = 0; i < v.size(); ++i) o << (i ? ", " : "") << v[i];
-  o << "]}";
-  return o.str();
+using Inputs = ort_case::Inputs;
+
+void write_case(const std::string& dir, std::int64_t b, const Inputs& in, const VariableList& out) {
+  ort_case::write(dir, b, in, out);
 }
 
-// One model: `run` makes the outputs of a batch of `b` (the inputs it returns by name).
-struct Case {
-  std::string name;
-  // Given a batch size: the inputs (names and values) and the outputs dezero computes.
-  std::function<std::pair<std::vector<std::pair<std::string, Variable>>, VariableList>(std::int64_t)> run;
-  // Exports from the batch-1 run.
-  std::function<void(const std::vector<std::pair<std::string, Variable>>&, const VariableList&, const std::string&)> save;
-};
-
-void write_case(const std::string& dir, std::int64_t b, const std::vector<std::pair<std::string, Variable>>& in,
-                const VariableList& out) {
-  std::ofstream f(dir + "/case_b" + std::to_string(b) + ".json");
-  f << "{\"inputs\": {";
-  for (std::size_t i = 0; i < in.size(); ++i) f << (i ? ", " : "") << "\"" << in[i].first << "\": " << json_of(in[i].second.data());
-  f << "}, \"outputs\": [";
-  for (std::size_t i = 0; i < out.size(); ++i) f << (i ? ", " : "") << json_of(out[i].data());
-  f << "]}\n";
-}
-
-dezero::onnx::ExportOptions options(const std::vector<std::pair<std::string, Variable>>& in) {
+dezero::onnx::ExportOptions options(const Inputs& in) {
   dezero::onnx::ExportOptions o;
   o.dynamic_batch = true;
   for (const auto& [n, v] : in) o.input_names.push_back(n);
@@ -89,7 +65,6 @@ int main(int argc, char** argv) try {
     }
   };
   // A graph of inputs (export_graph): `f` builds the outputs from the inputs of a batch.
-  using Inputs = std::vector<std::pair<std::string, Variable>>;
   auto graph_case = [&](const std::string& name, const std::function<Inputs(std::int64_t)>& make,
                         const std::function<VariableList(const VariableList&)>& f) {
     const std::string dir = root + "/" + name;

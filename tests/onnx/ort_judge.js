@@ -1,17 +1,17 @@
 // tests/onnx/ort_judge.js - ONNX Runtime as the second judge of exported models (CTest onnx_ort).
 //
-// For each folder under the one given (tests/onnx/ort_cases.cpp writes them): loads model.onnx in
+// For each folder under the ones given (tests/onnx/ort_cases.cpp and the export tests write them): loads model.onnx in
 // an InferenceSession (npm's onnxruntime-node; graph optimisations at their default, "all", as a
 // deployment runs them), feeds each case_b<N>.json's inputs and compares every output with what
 // dezero computed: |ort - dezero| <= 1e-4 + 1e-4 |dezero|. Prints one line per case; exit 1 on
 // any difference or error.
 //
-//   node ort_judge.js <node_modules folder holding onnxruntime-node> <cases folder>
+//   node ort_judge.js <node_modules folder holding onnxruntime-node> <cases folder>...
 'use strict';
 const fs = require('fs');
 const path = require('path');
 
-const [modules, root] = process.argv.slice(2);
+const [modules, ...roots] = process.argv.slice(2);
 const ort = require(path.join(modules, 'onnxruntime-node'));
 
 function tensorOf(v) {
@@ -27,8 +27,10 @@ function tensorOf(v) {
 
 async function main() {
   let failed = 0, cases = 0;
-  for (const name of fs.readdirSync(root).sort()) {
-    const dir = path.join(root, name);
+  const dirs = [];
+  for (const root of roots)
+    if (fs.existsSync(root)) for (const name of fs.readdirSync(root).sort()) dirs.push([name, path.join(root, name)]);
+  for (const [name, dir] of dirs) {
     if (!fs.existsSync(path.join(dir, 'model.onnx'))) continue;
     const session = await ort.InferenceSession.create(path.join(dir, 'model.onnx'));
     for (const file of fs.readdirSync(dir).filter((f) => /^case_b\d+\.json$/.test(f)).sort()) {
