@@ -494,6 +494,66 @@ struct OnnxModel::Impl {
     }
   }
 
+  // BatchNormalization updates its running statistics in place (train mode, fine-tuning). An
+  // exporter may hand it a tensor the file also uses elsewhere: PyTorch merges initializers of
+  // equal values, so a fresh export's running_var is an Identity of some BN's weight (all ones)
+  // and running_mean of some bias. Each statistic that is not this node's alone (its initializer,
+  // or the Identity chain from it, has another reader) gets a Parameter of its own, a copy, named
+  // after the value the node reads: no update then reaches a weight or another node's statistic.
+  // Before plan(), while the graph's names are still in the proto.
+  void separate_batch_norm_statistics(OnnxModel& model) {
+    const auto& g = proto.graph();
+    std::unordered_map<std::string, int> readers;  // value name -> how many node inputs and graph outputs read it
+    std::unordered_map<std::string, std::string> identity_of;  // an Identity's output -> its input
+    for (const auto* node : order) {
+      for (const auto& in : node->input())
+        if (!in.empty()) ++readers[in];
+      if (node->op_type() == "Identity" && node->input_size() == 1 && node->output_size() == 1)
+        identity_of[node->output(0)] = node->input(0);
+    }
+    for (const auto& o : g.output()) ++readers[o.name()];
+    std::unordered_set<std::string> names_used(slot_of.size());  // every value name the file has
+    for (const auto& [n, sl] : slot_of) names_used.insert(n);
+    for (const auto* node : order) {
+      for (const auto& in : node->input()) names_used.insert(in);
+      for (const auto& o : node->output()) names_used.insert(o);
+    }
+    std::unordered_map<std::string, std::size_t> param_of;  // initializer name -> index in params
+    for (const auto& t : g.initializer())
+      for (std::size_t i = 0; i < params.size(); ++i)
+        if (params[i].first == slot_of.at(t.name())) param_of[t.name()] = i;
+    std::unordered_set<std::string> taken;
+    for (const auto& [k, p] : model.named_params()) taken.insert(k);
+    std::unordered_set<std::string> float_names;
+    for (const auto& [n, i] : param_of) float_names.insert(n);
+    for (const auto* cnode : order) {
+      if (cnode->op_type() != "BatchNormalization") continue;
+      auto* node = const_cast<::onnx::NodeProto*>(cnode);  // the Impl's own copy of the file's graph
+      for (int i : {3, 4}) {
+        if (node->input_size() <= i || node->input(i).empty()) continue;
+        const std::string read = node->input(i);
+        std::string src = read;
+        bool alone = readers[src] == 1;
+        while (identity_of.count(src)) {
+          src = identity_of.at(src);
+          alone = alone && readers[src] == 1;
+        }
+        auto it = param_of.find(src);
+        if (alone || it == param_of.end()) continue;
+        const Tensor value = params[it->second].second.data().copy();
+        std::string name = read != src && !taken.count(read) ? read
+                           : node->output(0) + (i == 3 ? "/running_mean" : "/running_var");
+        for (int k = 2; taken.count(name); ++k) name = node->output(0) + (i == 3 ? "/running_mean_" : "/running_var_") + std::to_string(k);
+        std::string value_name = "dezero/statistic/" + name;  // a value name the file does not use
+        while (names_used.count(value_name)) value_name += "_";
+        names_used.insert(value_name);
+        params.emplace_back(slot(value_name), register_param(model, name, Parameter(value, name), float_names));
+        taken.insert(name);
+        node->set_input(i, value_name);
+      }
+    }
+  }
+
   void load(OnnxModel& model, const std::string& p) {
     read(p);
     read_opset();
@@ -506,6 +566,7 @@ struct OnnxModel::Impl {
     for (const auto& v : g.input()) available.insert(v.name());
     order_nodes(available);
     read_initializers(model);
+    separate_batch_norm_statistics(model);
     for (const auto& p : params) model_bytes += static_cast<std::int64_t>(p.second.data().nbytes());
     for (const auto& f : fixed) model_bytes += static_cast<std::int64_t>(f.host.nbytes());
     plan();

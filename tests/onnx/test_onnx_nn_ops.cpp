@@ -581,6 +581,43 @@ TEST_CASE("onnx nn ops: BatchNormalization differentiates in test mode; Config::
   CHECK(max_abs_diff(run(m, xs).data(), expect(new_mean, new_var)) < 1e-6);
 }
 
+TEST_CASE("onnx nn ops: a running statistic that aliases a weight (PyTorch's merged initializers) gets its own storage") {
+  // As a fresh PyTorch export: BN weights all ones and biases all zeros are merged, and each
+  // running_var is an Identity of a weight, each running_mean an Identity of a bias; here two
+  // BatchNormalization nodes share one weight and one bias (issue 47).
+  Net net(13);
+  net.input("X", {4, 3, 2}).output("Y");
+  auto add_init = [&](const char* name, std::initializer_list<double> v) {
+    auto& t = *net.m.mutable_graph()->add_initializer();
+    t.set_name(name);
+    t.set_data_type(::onnx::TensorProto::DOUBLE);
+    t.add_dims(3);
+    for (double x : v) t.add_double_data(x);
+  };
+  add_init("bn.weight", {1.0, 1.0, 1.0});
+  add_init("bn.bias", {0.0, 0.0, 0.0});
+  net.node("Identity", {"bn.weight"}, {"bn1.running_var"});
+  net.node("Identity", {"bn.bias"}, {"bn1.running_mean"});
+  net.node("BatchNormalization", {"X", "bn.weight", "bn.bias", "bn1.running_mean", "bn1.running_var"}, {"H"});
+  net.node("BatchNormalization", {"H", "bn.weight", "bn.bias", "bn.bias", "bn.weight"}, {"Y"});
+  OnnxModel m = net.load();
+  std::vector<std::string> keys;
+  for (const auto& [k, p] : m.named_params()) keys.push_back(k);
+  // the shared ones stay; each BN's statistics are Parameters of their own
+  CHECK(keys == std::vector<std::string>{"bn.weight", "bn.bias", "bn1.running_mean", "bn1.running_var",
+                                         "Y/running_mean", "Y/running_var"});
+  {
+    auto train = using_config("train", true);
+    auto ng = no_grad();
+    m(Variable(randn_f64({4, 3, 2}, 40) * 3.0 + 1.0));
+  }
+  CHECK(m.param("bn.weight").data().to_vector<double>() == std::vector<double>{1.0, 1.0, 1.0});
+  CHECK(m.param("bn.bias").data().to_vector<double>() == std::vector<double>{0.0, 0.0, 0.0});
+  CHECK(m.param("bn1.running_var").data().to_vector<double>() != std::vector<double>{1.0, 1.0, 1.0});
+  CHECK(m.param("bn1.running_mean").data().to_vector<double>() != std::vector<double>{0.0, 0.0, 0.0});
+  CHECK_FALSE(m.param("bn1.running_var").data().is_same(m.param("Y/running_var").data()));
+}
+
 TEST_CASE("onnx nn ops: Dropout is the identity in test mode and drops with training_mode") {
   Net net(13);
   net.input("X", {50, 40}).input("R", {}).input("T", {}, ::onnx::TensorProto::BOOL);

@@ -7,6 +7,9 @@
 //           Gather -> Unsqueeze -> Concat -> Reshape arithmetic of a dynamic batch), three Linear
 //   bn_cnn  conv, BatchNorm2d, ReLU, AvgPool2d with padding (Pad + AveragePool), conv, BatchNorm2d,
 //           ReLU, mean over H and W (ReduceMean), Linear; PyTorch's eval mode = dezero::test_mode()
+//   fresh_bn  the same CNN as constructed, whose running statistics PyTorch wrote as Identity nodes
+//           of the BatchNorm weights and biases; fresh_bn.npz holds a batch and the losses of three
+//           SGD steps in train mode
 // each exported with opset 13 and a symbolic batch axis ("batch"). For each, <name>.npz holds
 // inputs of 3 and 5 samples (x3, x5), PyTorch's outputs (y3, y5), a weight w3, and the gradients of
 // sum(y3 * w3) for the input (gx3) and every parameter ("g/<initializer name>"), and for bn_cnn one
@@ -202,6 +205,27 @@ TEST_CASE("PyTorch's CNN with BatchNorm2d in train mode: batch statistics, runni
     }
     CHECK(stats == 4);
   });
+}
+
+TEST_CASE("PyTorch's fresh CNN (running statistics that alias weights) fine-tunes with PyTorch's losses") {
+  // fresh_bn: BnCNN as constructed, exported as it is: PyTorch merged the equal initializers, so
+  // each running_var is an Identity of a BatchNorm weight (ones) and each running_mean of a bias
+  // (issue 47). Three SGD steps in train mode must give PyTorch's losses: an update of a running
+  // statistic that reached gamma or beta would change the next loss.
+  auto arrays = load_arrays("fresh_bn");
+  dezero::onnx::OnnxModel model(fixture_path("fresh_bn.onnx"));
+  optimizers::SGD sgd(0.1);
+  sgd.setup(model);
+  const std::vector<double> want = arrays.at("losses").to_vector<double>();
+  REQUIRE(want.size() == 3);
+  for (std::size_t k = 0; k < 3; ++k) {
+    Variable loss = F::softmax_cross_entropy(model(Variable(arrays.at("x"))), arrays.at("t"));
+    const double got = loss.data().item<double>();
+    CHECK_MESSAGE(std::abs(got - want[k]) <= 1e-5 * std::abs(want[k]), "step " << k << ": " << got << ", PyTorch " << want[k]);
+    model.cleargrads();
+    loss.backward();
+    sgd.update();
+  }
 }
 
 TEST_CASE("the comparison catches a wrong weight") {
