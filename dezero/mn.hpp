@@ -67,6 +67,10 @@ bool is_available();
 /// process ends, after the handler that caught the exception (the examples' report_error) has
 /// printed its message. An exception that no handler catches is reported by a terminate handler
 /// with its message, which then calls MPI_Abort. This is the one place where dezero ends a process.
+///
+/// A rank that waits in one MPI call longer than DEZERO_MN_TIMEOUT seconds (default 1800; 0 waits
+/// for ever) also aborts the job, naming the call: a peer that stopped sending without failing
+/// would otherwise hold it for ever. A DEZERO_MN_TIMEOUT that is not a number is a ValueError here.
 class Environment {
  public:
   /// Initialises MPI with the program's arguments (MPI may remove its own from them). Throws
