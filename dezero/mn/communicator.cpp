@@ -59,8 +59,7 @@ std::string describe_param(const std::string& key, const Parameter& p) {
 }
 
 // --- checking what a peer sent -----------------------------------------------------------------------
-const char* const kPeerHint =
-    "; hint: the ranks run different programs or versions of dezero, or a peer is not a dezero rank";
+using detail::kPeerHint;
 
 // The last word of bcast_data's description ("dezero" and the format's number): a description cut
 // short, or one in another format, lacks it.

@@ -51,8 +51,7 @@ SubDataset scatter_dataset(const datasets::Dataset& dataset, Communicator& comm,
       comm.allreduce(array(std::vector<std::int64_t>{n == root_n ? 0 : 1}, Shape{1}, int64)).item<std::int64_t>();
   if (differ < 0 || differ >= comm.size())
     throw ValueError("mn::scatter_dataset: the ranks' count of datasets that differ from rank 0's is " +
-                     std::to_string(differ) + ", outside 0 to " + std::to_string(comm.size() - 1) +
-                     "; hint: the ranks run different programs or versions of dezero, or a peer is not a dezero rank");
+                     std::to_string(differ) + ", outside 0 to " + std::to_string(comm.size() - 1) + detail::kPeerHint);
   if (differ != 0)
     throw ValueError("mn::scatter_dataset: the ranks' datasets differ in size: rank 0 has " + std::to_string(root_n) +
                      " samples and " + std::to_string(differ) + " rank(s) do not (rank " + std::to_string(comm.rank()) +

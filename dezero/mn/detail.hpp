@@ -42,6 +42,10 @@ struct Communicator::State {
 
 namespace detail {
 
+// The end of every message about something a peer sent that does not fit: what usually causes it.
+inline constexpr const char* kPeerHint =
+    "; hint: the ranks run different programs or versions of dezero, or a peer is not a dezero rank";
+
 // Throws dezero::Error "<op>: <call> failed: <MPI's message> (file:line)" unless rc is MPI_SUCCESS;
 // a message longer than the receiver expected (MPI_ERR_TRUNCATE: a peer that sends another count
 // than the collective's) is a ValueError saying so.

@@ -254,8 +254,8 @@ void check_mpi(int rc, const char* call, const char* file, int line) {
   if (cls == MPI_ERR_TRUNCATE)
     throw ValueError(std::string("dezero::mn: ") + call + ": a peer sent a longer message than this rank, rank " +
                      std::to_string(world_rank()) + ", expected (MPI_ERR_TRUNCATE: " +
-                     std::string(text, static_cast<std::size_t>(len)) + ", " + file + ":" + std::to_string(line) +
-                     "); hint: the ranks run different programs or versions of dezero, or a peer is not a dezero rank");
+                     std::string(text, static_cast<std::size_t>(len)) + ", " + file + ":" + std::to_string(line) + ")" +
+                     kPeerHint);
   throw Error(std::string("dezero::mn: ") + call + " failed: " + std::string(text, static_cast<std::size_t>(len)) +
               " (" + file + ":" + std::to_string(line) + ")");
 }
