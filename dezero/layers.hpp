@@ -21,4 +21,5 @@
 #include "dezero/layers/conv.hpp"
 #include "dezero/layers/embed_id.hpp"
 #include "dezero/layers/batch_norm.hpp"
+#include "dezero/layers/layer_norm.hpp"
 #include "dezero/layers/rnn.hpp"

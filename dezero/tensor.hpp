@@ -625,6 +625,9 @@ Tensor square(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 /// The element-wise max(x, 0), in x's dtype.
 Tensor relu(const Tensor& x);
+/// The element-wise error function erf(x) = 2/sqrt(pi) * integral from 0 to x of exp(-t^2) dt
+/// (libm's erff / erf); integer tensors give float64.
+Tensor erf(const Tensor& x);
 /// x to the power `c`, element-wise: x's dtype, but float64 for an integer tensor and a
 /// negative or fractional `c`.
 Tensor pow(const Tensor& x, double c);

@@ -190,6 +190,7 @@ const std::vector<Row>& table() {
     r.push_back(row("tanh", {real("x", {2, 3}, 2.0)}, [](const Args& a) { return F::tanh(a[0]); }));
     r.push_back(row("exp", {real("x", {2, 3})}, [](const Args& a) { return F::exp(a[0]); }));
     r.push_back(row("log", {positive("x", {2, 3})}, [](const Args& a) { return F::log(a[0]); }).says("x in [0.5, 2)"));
+    r.push_back(row("erf", {real("x", {2, 3}, 1.5)}, [](const Args& a) { return F::erf(a[0]); }));
     // --- shape.hpp ---------------------------------------------------------------------------
     r.push_back(row("reshape", {real("x", {2, 3, 2})}, [](const Args& a) { return F::reshape(a[0], {3, -1}); }));
     r.push_back(row("transpose (axes)", "transpose", {real("x", {2, 3, 4})},
@@ -277,6 +278,15 @@ const std::vector<Row>& table() {
                     .g(Grad::ae).says("x at least 0.1 from 0"));
     r.push_back(row("leaky_relu", {away("x", {2, 3}, {0.0})}, [](const Args& a) { return F::leaky_relu(a[0], 0.2); })
                     .g(Grad::ae));
+    r.push_back(row("gelu", {real("x", {2, 3}, 2.0)}, [](const Args& a) { return F::gelu(a[0]); }));
+    r.push_back(row("gelu (tanh form)", "gelu", {real("x", {2, 3}, 2.0)},
+                    [](const Args& a) { return F::gelu(a[0], "tanh"); }));
+    r.push_back(row("hard_sigmoid", {away("x", {2, 3}, {-1.0, 1.0})},
+                    [](const Args& a) { return F::hard_sigmoid(a[0], 0.5, 0.5); })
+                    .g(Grad::ae).says("alpha 0.5: kinks at -1 and 1, x at least 0.1 from them"));
+    r.push_back(row("hard_swish", {away("x", {2, 3}, {-0.75, 0.75})},
+                    [](const Args& a) { return F::hard_swish(a[0] * 4.0); })
+                    .g(Grad::ae).says("of 4x: kinks at x = -0.75 and 0.75"));
     r.push_back(row("softmax", {real("x", {3, 4})}, [](const Args& a) { return F::softmax(a[0]); }).sums(4));
     r.push_back(row("softmax (axis -1 of 3-d)", "softmax", {real("x", {2, 3, 4})},
                     [](const Args& a) { return F::softmax(a[0], -1); }).sums(4));
@@ -342,6 +352,10 @@ const std::vector<Row>& table() {
                       Tensor mean, var;
                       return F::batch_nrom(a[0], a[1], a[2], mean, var);
                     }).sums(4).says("DeZero's misspelt alias of batch_norm"));
+    r.push_back(row("layer_norm (last axis)", "layer_norm", {real("x", {3, 4}), real("gamma", {4}), real("beta", {4})},
+                    [](const Args& a) { return F::layer_norm(a[0], a[1], a[2]); }).sums(4));
+    r.push_back(row("layer_norm (last 2 axes, no beta)", "layer_norm", {real("x", {2, 2, 3}), real("gamma", {2, 3})},
+                    [](const Args& a) { return F::layer_norm(a[0], a[1], Variable(), 1e-3); }).sums(6));
     // --- conv.hpp ----------------------------------------------------------------------------
     r.push_back(row("conv2d (stride 1, pad 1, bias)", "conv2d",
                     {real("x", {2, 2, 4, 4}), real("W", {3, 2, 3, 3}), real("b", {3})},

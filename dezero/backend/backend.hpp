@@ -52,6 +52,7 @@ enum class UnaryOp : int {
   GeScalar, LtScalar, LeScalar,
   LeakyRelu,   // x > 0 ? x : alpha * x
   LeakyMask,   // x > 0 ? 1 : alpha
+  Erf,         // the error function 2/sqrt(pi) * integral_0^x exp(-t^2) dt
 };
 
 // y = f(a, b) with broadcasting; comparisons give 1 or 0 in the same dtype.

@@ -33,6 +33,8 @@ DEZERO_HD float m_tanh(float x) { return ::tanhf(x); }
 DEZERO_HD double m_tanh(double x) { return ::tanh(x); }
 DEZERO_HD float m_sqrt(float x) { return ::sqrtf(x); }
 DEZERO_HD double m_sqrt(double x) { return ::sqrt(x); }
+DEZERO_HD float m_erf(float x) { return ::erff(x); }
+DEZERO_HD double m_erf(double x) { return ::erf(x); }
 DEZERO_HD float m_pow(float x, float y) { return ::powf(x, y); }
 DEZERO_HD double m_pow(double x, double y) { return ::pow(x, y); }
 // Integers go through double and back.
@@ -48,6 +50,8 @@ DEZERO_HD std::int32_t m_tanh(std::int32_t x) { return static_cast<std::int32_t>
 DEZERO_HD std::int64_t m_tanh(std::int64_t x) { return static_cast<std::int64_t>(::tanh(static_cast<double>(x))); }
 DEZERO_HD std::int32_t m_sqrt(std::int32_t x) { return static_cast<std::int32_t>(::sqrt(static_cast<double>(x))); }
 DEZERO_HD std::int64_t m_sqrt(std::int64_t x) { return static_cast<std::int64_t>(::sqrt(static_cast<double>(x))); }
+DEZERO_HD std::int32_t m_erf(std::int32_t x) { return static_cast<std::int32_t>(::erf(static_cast<double>(x))); }
+DEZERO_HD std::int64_t m_erf(std::int64_t x) { return static_cast<std::int64_t>(::erf(static_cast<double>(x))); }
 DEZERO_HD std::int32_t m_pow(std::int32_t x, std::int32_t y) {
   return static_cast<std::int32_t>(::pow(static_cast<double>(x), static_cast<double>(y)));
 }
@@ -87,6 +91,7 @@ DEZERO_HD T unary_apply(detail::UnaryOp op, T x, T a) {
     case UnaryOp::LeScalar: return x <= a ? T(1) : T(0);
     case UnaryOp::LeakyRelu: return x > T(0) ? x : a * x;
     case UnaryOp::LeakyMask: return x > T(0) ? T(1) : a;
+    case UnaryOp::Erf: return m_erf(x);
   }
   return x;
 }

@@ -78,7 +78,7 @@ void unary_typed(UnaryOp op, const T* x, T* y, std::int64_t n, T a) {
     DEZERO_CASE(Sigmoid) DEZERO_CASE(Relu) DEZERO_CASE(PowScalar) DEZERO_CASE(AddScalar) DEZERO_CASE(MulScalar)
     DEZERO_CASE(RSubScalar) DEZERO_CASE(RDivScalar) DEZERO_CASE(DivScalar) DEZERO_CASE(MaxScalar)
     DEZERO_CASE(MinScalar) DEZERO_CASE(GtScalar) DEZERO_CASE(GeScalar) DEZERO_CASE(LtScalar) DEZERO_CASE(LeScalar)
-    DEZERO_CASE(LeakyRelu) DEZERO_CASE(LeakyMask)
+    DEZERO_CASE(LeakyRelu) DEZERO_CASE(LeakyMask) DEZERO_CASE(Erf)
 #undef DEZERO_CASE
   }
 }

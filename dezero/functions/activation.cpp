@@ -1,7 +1,11 @@
 // dezero/functions/activation.cpp - sigmoid, relu, leaky_relu, softmax, log_softmax
-// (DeZero functions.py; steps 43, 47). Forwards are single fused kernels;
-// backwards are written with Variables so that they can be differentiated again.
+// (DeZero functions.py; steps 43, 47), and gelu, hard_sigmoid, hard_swish (the activations
+// of PyTorch's model zoo: ViT / ConvNeXt, MobileNet V3). Forwards run on Tensors (most are
+// single fused kernels); backwards are written with Variables so that they can be
+// differentiated again.
 #include "dezero/functions/activation.hpp"
+
+#include <string>
 
 #include "dezero/functions.hpp"
 #include "dezero/functions/dual.hpp"
@@ -78,6 +82,80 @@ class LogSoftmax : public Function {
   int axis_;
 };
 
+// A float copy of an integer x (the activations give float64 for integer input, as NumPy).
+Tensor as_float(const Tensor& x) { return is_integer(x.dtype()) ? x.astype(float64) : x; }
+
+// GELU, x * Phi(x) with Phi the standard normal CDF (Hendrycks & Gimpel), exactly or in
+// the tanh form; both as PyTorch's F.gelu(approximate="none" | "tanh"):
+//   none:  y = 0.5 x (1 + erf(x / sqrt 2)),          gx = gy (Phi(x) + x phi(x)),
+//          phi(x) = exp(-x^2 / 2) / sqrt(2 pi)
+//   tanh:  y = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3),
+//          gx = gy (0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)), t = tanh(u)
+class Gelu : public Function {
+ public:
+  explicit Gelu(bool tanh_form) : tanh_(tanh_form) {}
+  TensorList forward(const TensorList& xs) override {
+    Tensor x = as_float(xs[0]);
+    if (tanh_) return {x * (dezero::tanh((x + x * x * x * kC) * kSqrt2OverPi) + 1.0) * 0.5};
+    return {x * (dezero::erf(x * kInvSqrt2) + 1.0) * 0.5};
+  }
+  VariableList backward(const VariableList& gys) override {
+    const Variable& x = input(0);
+    if (tanh_) {
+      Variable t = F::tanh((x + x * x * x * kC) * kSqrt2OverPi);
+      Variable du = (x * x * (3.0 * kC) + 1.0) * kSqrt2OverPi;
+      return {gys[0] * ((t + 1.0) * 0.5 + x * F::rsub(t * t, 1.0) * du * 0.5)};
+    }
+    Variable cdf = (F::erf(x * kInvSqrt2) + 1.0) * 0.5;
+    Variable pdf = F::exp(x * x * -0.5) * kInvSqrt2Pi;
+    return {gys[0] * (cdf + x * pdf)};
+  }
+  FunctionAttrs attributes() const override { return {{"approximate", std::string(tanh_ ? "tanh" : "none")}}; }
+  std::string name() const override { return "Gelu"; }
+
+ private:
+  static constexpr double kInvSqrt2 = 0.70710678118654752440;     // 1 / sqrt(2)
+  static constexpr double kInvSqrt2Pi = 0.39894228040143267794;   // 1 / sqrt(2 pi)
+  static constexpr double kSqrt2OverPi = 0.79788456080286535588;  // sqrt(2 / pi)
+  static constexpr double kC = 0.044715;
+  bool tanh_;
+};
+
+// y = clip(alpha x + beta, 0, 1); gx = gy * alpha where 0 < alpha x + beta < 1, else 0
+// (a constant mask, so the second derivative is 0, as it is almost everywhere).
+class HardSigmoid : public Function {
+ public:
+  HardSigmoid(double alpha, double beta) : alpha_(alpha), beta_(beta) {}
+  TensorList forward(const TensorList& xs) override { return {clip(as_float(xs[0]) * alpha_ + beta_, 0.0, 1.0)}; }
+  VariableList backward(const VariableList& gys) override {
+    Tensor z = as_float(input(0).data()) * alpha_ + beta_;
+    return {gys[0] * Variable(greater(z, 0.0) * less(z, 1.0) * alpha_)};
+  }
+  FunctionAttrs attributes() const override { return {{"alpha", alpha_}, {"beta", beta_}}; }
+  std::string name() const override { return "HardSigmoid"; }
+
+ private:
+  double alpha_, beta_;
+};
+
+// y = x * clip(x + 3, 0, 6) / 6 (PyTorch's hardswish, in its order of operations);
+// gx = gy * (hard_sigmoid(x, 1/6, 1/2) + x / 6 * [-3 < x < 3]): 0 below -3, (2x + 3) / 6
+// between, 1 above 3; its own derivative is 1/3 between.
+class HardSwish : public Function {
+ public:
+  TensorList forward(const TensorList& xs) override {
+    Tensor x = as_float(xs[0]);
+    return {x * clip(x + 3.0, 0.0, 6.0) / 6.0};
+  }
+  VariableList backward(const VariableList& gys) override {
+    const Variable& x = input(0);
+    Tensor xd = as_float(x.data());
+    Variable inside(greater(xd, -3.0) * less(xd, 3.0) * (1.0 / 6.0));
+    return {gys[0] * (F::hard_sigmoid(x, 1.0 / 6.0, 0.5) + x * inside)};
+  }
+  std::string name() const override { return "HardSwish"; }
+};
+
 }  // namespace
 
 namespace F {
@@ -86,5 +164,15 @@ Variable relu(const Variable& x) { return call<ReLU>(detail::in(x)); }
 Variable leaky_relu(const Variable& x, double slope) { return call<LeakyReLU>(detail::in(x), slope); }
 Variable softmax(const Variable& x, int axis) { return call<Softmax>(detail::in(x), axis); }
 Variable log_softmax(const Variable& x, int axis) { return call<LogSoftmax>(detail::in(x), axis); }
+Variable gelu(const Variable& x, const std::string& approximate) {
+  if (approximate != "none" && approximate != "tanh")
+    throw ValueError("gelu: approximate must be \"none\" or \"tanh\" (PyTorch's names), got \"" + approximate +
+                     "\"");
+  return call<Gelu>(detail::in(x), approximate == "tanh");
+}
+Variable hard_sigmoid(const Variable& x, double alpha, double beta) {
+  return call<HardSigmoid>(detail::in(x), alpha, beta);
+}
+Variable hard_swish(const Variable& x) { return call<HardSwish>(detail::in(x)); }
 }  // namespace F
 }  // namespace dezero

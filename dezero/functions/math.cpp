@@ -1,5 +1,6 @@
 // dezero/functions/math.cpp - sin, cos, tanh, exp, log (DeZero functions.py;
-// steps 27, 34, 35). tanh and exp differentiate through their own output y.
+// steps 27, 34, 35) and erf (Chainer's F.erf, for GELU). tanh and exp differentiate
+// through their own output y.
 #include "dezero/functions/math.hpp"
 
 #include "dezero/functions.hpp"
@@ -45,6 +46,20 @@ class Log : public Function {
   VariableList backward(const VariableList& gys) override { return {gys[0] / input(0)}; }
 };
 
+// y = erf(x); gx = gy * 2/sqrt(pi) * exp(-x^2), written in Variables (differentiable again).
+class Erf : public Function {
+ public:
+  TensorList forward(const TensorList& xs) override { return {dezero::erf(xs[0])}; }
+  VariableList backward(const VariableList& gys) override {
+    const Variable& x = input(0);
+    return {gys[0] * (F::exp(F::neg(x * x)) * kTwoOverSqrtPi)};
+  }
+  std::string name() const override { return "Erf"; }
+
+ private:
+  static constexpr double kTwoOverSqrtPi = 1.12837916709551257390;  // 2 / sqrt(pi)
+};
+
 }  // namespace
 
 namespace F {
@@ -52,6 +67,7 @@ Variable sin(const Variable& x) { return call<Sin>(detail::in(x)); }
 Variable cos(const Variable& x) { return call<Cos>(detail::in(x)); }
 Variable tanh(const Variable& x) { return call<Tanh>(detail::in(x)); }
 Variable exp(const Variable& x) { return call<Exp>(detail::in(x)); }
+Variable erf(const Variable& x) { return call<Erf>(detail::in(x)); }
 Variable log(const Variable& x) { return call<Log>(detail::in(x)); }
 }  // namespace F
 }  // namespace dezero

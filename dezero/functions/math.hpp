@@ -1,5 +1,5 @@
 /// \file
-/// Element-wise math: sin, cos, tanh, exp, log (DeZero functions.py; steps 27, 34, 35).
+/// Element-wise math: sin, cos, tanh, exp, log (DeZero functions.py; steps 27, 34, 35) and erf.
 ///
 /// Element-wise: the result has x's shape and dtype (an integer x gives float64, as
 /// NumPy). Out-of-domain values give NaN or inf, as NumPy, and throw nothing.
@@ -19,5 +19,8 @@ Variable tanh(const Variable& x);
 Variable exp(const Variable& x);
 /// The element-wise natural logarithm of x; gradient `gy / x`.
 Variable log(const Variable& x);
+/// The element-wise error function `erf(x) = 2/sqrt(pi) * integral from 0 to x of exp(-t^2) dt`
+/// (Chainer's F.erf; ONNX's Erf); gradient `gy * 2/sqrt(pi) * exp(-x^2)`.
+Variable erf(const Variable& x);
 
 }  // namespace dezero::F

@@ -1,5 +1,6 @@
 // dezero/functions/normalization.cpp - batch_norm (alias batch_nrom): DeZero
-// functions.py's BatchNorm, used by the BatchNorm layer.
+// functions.py's BatchNorm, used by the BatchNorm layer; layer_norm (Chainer's
+// F.layer_normalization over gamma's axes, as PyTorch's F.layer_norm), used by L::LayerNorm.
 //
 // Two routes to the same numbers. The fused one (tensor/fused.hpp's batch_norm_forward
 // and _backward, one backend call each: cpu/batch_norm.cpp, and on a GPU cuDNN's batch
@@ -13,6 +14,7 @@
 #include "dezero/functions/normalization.hpp"
 
 #include <string>
+#include <vector>
 
 #include "dezero/functions.hpp"
 #include "dezero/tensor/checks.hpp"
@@ -129,6 +131,58 @@ class BatchNorm : public Function {
   Tensor mean_, inv_std_;  // (C,)
 };
 
+// --- layer normalisation ------------------------------------------------------------------
+// x (..., D1..Dk) normalised over its last k axes (gamma's shape (D1..Dk)), per leading index:
+//   mu = mean(x), var = mean((x - mu)^2) (biased), rstd = 1 / sqrt(var + eps),
+//   xhat = (x - mu) rstd, y = gamma xhat + beta.
+// Backward (gy, dxhat = gy gamma, means over the k axes, sums over the leading ones):
+//   gx = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)), ggamma = sum(gy xhat), gbeta = sum(gy).
+// The forward keeps mu and rstd (one value per leading index); with create_graph they are
+// recomputed from x as Variables, so that the gradient differentiates again.
+class LayerNorm : public Function {
+ public:
+  LayerNorm(Axes axes, double eps) : axes_(std::move(axes)), eps_(eps) {}
+  TensorList forward(const TensorList& xs) override {
+    const Tensor &x = xs[0], &gamma = xs[1];
+    mean_ = dezero::mean(x, axes_, true);
+    Tensor xc = x - mean_;
+    rstd_ = 1.0 / sqrt(dezero::mean(square(xc), axes_, true) + eps_);
+    Tensor y = xc * rstd_ * gamma;
+    return {xs.size() > 2 ? y + xs[2] : y};
+  }
+  VariableList backward(const VariableList& gys) override {
+    const Variable &x = input(0), &gamma = input(1), &gy = gys[0];
+    Variable xhat;
+    Variable rstd;
+    if (Config::enable_backprop) {  // create_graph: the statistics as functions of x
+      Variable xc = x - F::mean(x, axes_, true);
+      rstd = F::pow(F::mean(xc * xc, axes_, true) + eps_, -0.5);
+      xhat = xc * rstd;
+    } else {
+      rstd = Variable(rstd_);
+      xhat = Variable((x.data() - mean_) * rstd_);
+    }
+    Variable gx;
+    if (needs_input_grad(0)) {
+      Variable d = gy * gamma;
+      gx = rstd * (d - F::mean(d, axes_, true) - xhat * F::mean(d * xhat, axes_, true));
+    }
+    VariableList g{gx, needs_input_grad(1) ? F::sum_to(gy * xhat, gamma.shape()) : Variable()};
+    if (inputs().size() > 2) g.push_back(needs_input_grad(2) ? F::sum_to(gy, gamma.shape()) : Variable());
+    return g;
+  }
+  // "axis": the first normalised axis, counted from the end (-k), as ONNX's LayerNormalization.
+  FunctionAttrs attributes() const override {
+    return {{"axis", -static_cast<std::int64_t>(axes_.list().size())}, {"eps", eps_}};
+  }
+  std::string name() const override { return "LayerNorm"; }
+
+ private:
+  Axes axes_;
+  double eps_;
+  Tensor mean_, rstd_;  // (..., 1, .., 1): keepdims
+};
+
 }  // namespace
 
 namespace F {
@@ -156,6 +210,44 @@ Variable batch_norm(const Variable& x, const Variable& gamma, const Variable& be
   check_c("running_var", running_var);
   if (!(eps > 0.0)) throw ValueError("batch_norm: eps must be positive, got " + std::to_string(eps));
   return call<BatchNorm>(detail::in(x, gamma, beta), running_mean, running_var, decay, eps, Config::train);
+}
+
+// --- layer_norm ---------------------------------------------------------------------------------
+Variable layer_norm(const Variable& x, const Variable& gamma, const Variable& beta, double eps) {
+  const Tensor& xd = x.data();
+  detail::check_defined("layer_norm", xd);
+  if (!is_floating(xd.dtype()))
+    throw DtypeError("layer_norm: x must be float32 or float64, got " + detail::describe(xd));
+  if (!gamma.defined() || !gamma.data().defined())
+    throw ValueError("layer_norm: gamma is undefined; hint: its shape names the normalised axes (ones(D) for "
+                     "a plain normalisation over the last axis of size D)");
+  const Tensor& g = gamma.data();
+  const int k = g.ndim(), nd = xd.ndim();
+  bool fits = k >= 1 && k <= nd;
+  for (int i = 0; fits && i < k; ++i) fits = g.shape()[i] == xd.shape()[nd - k + i];
+  if (!fits)
+    throw ShapeError("layer_norm: gamma " + detail::describe(g) + " must be the last axes of x " +
+                     detail::describe(xd) + "; hint: gamma's shape is the normalised shape (PyTorch's "
+                     "normalized_shape)");
+  detail::check_same_device("layer_norm", xd, g);
+  if (g.dtype() != xd.dtype())
+    throw DtypeError("layer_norm: gamma " + detail::describe(g) + " and x " + detail::describe(xd) +
+                     " must have one dtype");
+  const bool with_beta = beta.defined() && beta.data().defined();
+  if (with_beta) {
+    const Tensor& b = beta.data();
+    if (b.shape() != g.shape())
+      throw ShapeError("layer_norm: beta " + detail::describe(b) + " must have gamma's shape " + g.shape().str());
+    detail::check_same_device("layer_norm", xd, b);
+    if (b.dtype() != xd.dtype())
+      throw DtypeError("layer_norm: beta " + detail::describe(b) + " and x " + detail::describe(xd) +
+                       " must have one dtype");
+  }
+  if (!(eps > 0.0)) throw ValueError("layer_norm: eps must be positive, got " + std::to_string(eps));
+  std::vector<int> axes;
+  for (int i = nd - k; i < nd; ++i) axes.push_back(i);
+  if (with_beta) return call<LayerNorm>(detail::in(x, gamma, beta), axes, eps);
+  return call<LayerNorm>(detail::in(x, gamma), axes, eps);
 }
 
 Variable batch_nrom(const Variable& x, const Variable& gamma, const Variable& beta, Tensor& running_mean,

@@ -1,5 +1,5 @@
 /// \file
-/// Normalisation: batch_norm (DeZero functions.py's BatchNorm).
+/// Normalisation: batch_norm (DeZero functions.py's BatchNorm) and layer_norm.
 #pragma once
 
 #include "dezero/core.hpp"
@@ -19,6 +19,16 @@ namespace dezero::F {
 /// dezero::ValueError.
 Variable batch_norm(const Variable& x, const Variable& gamma, const Variable& beta, Tensor& running_mean,
                     Tensor& running_var, double decay = 0.9, double eps = 2e-5);
+/// Layer normalisation (Chainer's F.layer_normalization, PyTorch's F.layer_norm with
+/// normalized_shape = gamma's shape): x (..., D1..Dk) is normalised over its last k axes,
+/// where gamma is (D1..Dk), for every leading index:
+/// `gamma * (x - mean) / sqrt(var + eps) + beta`, with the mean and the biased variance over
+/// those axes. beta (gamma's shape) may be Variable() for none. The same in train and test
+/// mode; x, gamma and beta get gradients, differentiable again.
+/// An x that is not float is a dezero::DtypeError, as are gamma or beta of another dtype; an
+/// undefined gamma a dezero::ValueError; a gamma that is not x's last axes, or a beta not of
+/// gamma's shape, a dezero::ShapeError; `eps <= 0` a dezero::ValueError.
+Variable layer_norm(const Variable& x, const Variable& gamma, const Variable& beta = Variable(), double eps = 1e-5);
 /// DeZero's (misspelt) name for batch_norm.
 Variable batch_nrom(const Variable& x, const Variable& gamma, const Variable& beta, Tensor& running_mean,
                     Tensor& running_var, double decay = 0.9, double eps = 2e-5);

@@ -171,6 +171,7 @@ Tensor sign(const Tensor& x) { return unary_op(UnaryOp::Sign, x, "sign", false);
 Tensor square(const Tensor& x) { return unary_op(UnaryOp::Square, x, "square", false); }
 Tensor sigmoid(const Tensor& x) { return unary_op(UnaryOp::Sigmoid, x, "sigmoid"); }
 Tensor relu(const Tensor& x) { return unary_op(UnaryOp::Relu, x, "relu", false); }
+Tensor erf(const Tensor& x) { return unary_op(UnaryOp::Erf, x, "erf"); }
 Tensor pow(const Tensor& x, double c) {
   detail::check_defined("pow", x);
   if (c == 2.0) return square(x);
