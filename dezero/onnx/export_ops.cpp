@@ -50,6 +50,91 @@ void emit_softmax(Writer& w, const Call& c, const char* op) {
   Writer::attr(w.node(op, {c.x(w, 0)}, {c.out[0]}), "axis", c.i("axis"));
 }
 
+// GELU as PyTorch 1.13 writes it at opsets 13-17 (ONNX's Gelu op came in opset 20):
+//   none:  y = x * (erf(x / sqrt 2) + 1) * 0.5
+//   tanh:  y = x * (tanh(sqrt(2/pi) (x + 0.044715 x^3)) + 1) * 0.5
+void emit_gelu(Writer& w, const Call& c) {
+  DType dt = c.out_dtype();
+  std::string x = c.x(w, 0), inner;
+  auto k = [&](double v, const char* what) { return w.scalar(v, dt, c.base + "/" + what); };
+  auto op2 = [&](const char* op, const std::string& a, const std::string& b, const char* what) {
+    std::string o = c.tmp(w, what);
+    w.node(op, {a, b}, {o});
+    return o;
+  };
+  if (c.get<std::string>("approximate") == "tanh") {
+    std::string x3 = op2("Mul", op2("Mul", x, x, "x2"), x, "x3");
+    std::string u = op2("Mul", op2("Add", x, op2("Mul", x3, k(0.044715, "c"), "cx3"), "poly"),
+                        k(0.79788456080286535588, "sqrt_2_over_pi"), "u");
+    inner = c.tmp(w, "tanh");
+    w.node("Tanh", {u}, {inner});
+  } else {
+    std::string scaled = op2("Div", x, k(1.4142135623730950488, "sqrt2"), "scaled");
+    inner = c.tmp(w, "erf");
+    w.node("Erf", {scaled}, {inner});
+  }
+  std::string half = op2("Mul", x, op2("Add", inner, k(1.0, "one"), "cdf2"), "x_cdf2");
+  w.node("Mul", {half, k(0.5, "half")}, {c.out[0]});
+}
+void emit_hard_sigmoid(Writer& w, const Call& c) {
+  auto& n = w.node("HardSigmoid", {c.x(w, 0)}, {c.out[0]});
+  Writer::attr(n, "alpha", c.f("alpha"));
+  Writer::attr(n, "beta", c.f("beta"));
+}
+// HardSwish from opset 14; at 13 as x * HardSigmoid(x; 1/6, 1/2).
+void emit_hard_swish(Writer& w, const Call& c) {
+  std::string x = c.x(w, 0);
+  if (w.opset() >= 14) {
+    w.node("HardSwish", {x}, {c.out[0]});
+    return;
+  }
+  std::string g = c.tmp(w, "gate");
+  auto& n = w.node("HardSigmoid", {x}, {g});
+  Writer::attr(n, "alpha", 1.0 / 6.0);
+  Writer::attr(n, "beta", 0.5);
+  w.node("Mul", {x, g}, {c.out[0]});
+}
+// LayerNormalization from opset 17; before, its definition in ReduceMean (axes attribute until
+// 17), Sub, Mul, Add, Sqrt, Div nodes.
+void emit_layer_norm(Writer& w, const Call& c) {
+  const std::int64_t axis = c.i("axis");  // -k: the last k axes
+  const double eps = c.f("eps");
+  std::string x = c.x(w, 0), gamma = c.x(w, 1);
+  std::string beta = c.n_in() > 2 ? c.x(w, 2) : std::string();
+  if (w.opset() >= 17) {
+    std::vector<std::string> in{x, gamma};
+    if (!beta.empty()) in.push_back(beta);
+    auto& n = w.node("LayerNormalization", in, {c.out[0]});
+    Writer::attr(n, "axis", axis);
+    Writer::attr(n, "epsilon", eps);
+    return;
+  }
+  Ints axes;
+  for (std::int64_t a = axis; a < 0; ++a) axes.push_back(a);
+  auto mean = [&](const std::string& v, const char* what) {
+    std::string o = c.tmp(w, what);
+    auto& n = w.node("ReduceMean", {v}, {o});
+    Writer::attr(n, "axes", axes);
+    Writer::attr(n, "keepdims", std::int64_t{1});
+    return o;
+  };
+  auto op2 = [&](const char* op, const std::string& a, const std::string& b, const char* what) {
+    std::string o = c.tmp(w, what);
+    w.node(op, {a, b}, {o});
+    return o;
+  };
+  std::string xc = op2("Sub", x, mean(x, "mean"), "centered");
+  std::string var = mean(op2("Mul", xc, xc, "squared"), "var");
+  std::string sd = c.tmp(w, "std");
+  w.node("Sqrt", {op2("Add", var, w.scalar(eps, c.out_dtype(), c.base + "/eps"), "var_eps")}, {sd});
+  std::string normalized = op2("Div", xc, sd, "normalized");
+  if (beta.empty()) {
+    w.node("Mul", {normalized, gamma}, {c.out[0]});
+  } else {
+    w.node("Add", {op2("Mul", normalized, gamma, "scaled"), beta}, {c.out[0]});
+  }
+}
+
 // --- emitters: shapes -----------------------------------------------------------------------------
 // A literal shape for a value whose axis 0 is the input's axis 0: with dynamic_batch it is
 // written as 0 ("copy the input's extent"), so the graph runs at any batch size.
@@ -369,6 +454,11 @@ const std::map<std::string, Emitter>& emitters() {
       {"Sigmoid", [](Writer& w, const Call& c) { unary(w, c, "Sigmoid"); }},
       {"ReLU", [](Writer& w, const Call& c) { unary(w, c, "Relu"); }},
       {"LeakyReLU", emit_leaky_relu},
+      {"Erf", [](Writer& w, const Call& c) { unary(w, c, "Erf"); }},
+      {"Gelu", emit_gelu},
+      {"HardSigmoid", emit_hard_sigmoid},
+      {"HardSwish", emit_hard_swish},
+      {"LayerNorm", emit_layer_norm},
       {"Softmax", [](Writer& w, const Call& c) { emit_softmax(w, c, "Softmax"); }},
       {"LogSoftmax", [](Writer& w, const Call& c) { emit_softmax(w, c, "LogSoftmax"); }},
       {"Clip", emit_clip},

@@ -73,6 +73,9 @@ Variable cos_v(const Variable& x) { return F::cos(x); }
 Variable tanh_v(const Variable& x) { return F::tanh(x); }
 Variable sigmoid_v(const Variable& x) { return F::sigmoid(x); }
 Variable relu_v(const Variable& x) { return F::relu(x); }
+Variable erf_v(const Variable& x) { return F::erf(x); }
+Tensor erf_t(const Tensor& x) { return dezero::erf(x); }
+Variable hard_swish_v(const Variable& x) { return F::hard_swish(x); }
 Tensor relu_t(const Tensor& x) { return dezero::relu(x); }
 Variable sqrt_v(const Variable& x) { return sqrt(x); }
 Variable abs_v(const Variable& x) { return abs(x); }
@@ -264,6 +267,12 @@ void register_math_ops(OpTable& table) {
   table.push_back(simple("LeakyRelu", 7, 17, {"alpha"}, [](OpContext& ctx) -> VariableList {
     return {F::leaky_relu(ctx.input(0), ctx.attrs().f("alpha", 0.01f))};
   }));
+  // the activations of PyTorch's model zoo: GELU as Erf (ViT, ConvNeXt), MobileNet V3's hard ones
+  table.push_back(unary("Erf", 9, erf_v, erf_t));
+  table.push_back(simple("HardSigmoid", 7, 17, {"alpha", "beta"}, [](OpContext& ctx) -> VariableList {
+    return {F::hard_sigmoid(ctx.input(0), ctx.attrs().f("alpha", 0.2f), ctx.attrs().f("beta", 0.5f))};
+  }));
+  table.push_back(unary("HardSwish", 14, hard_swish_v));
   // Pow: the result has the base's type; an integer base is computed on Tensors. A fixed
   // one-element exponent (PyTorch's x ** 2: a Constant) is F::pow's constant exponent.
   table.push_back(simple("Pow", 7, 17, {}, [](OpContext& ctx) -> VariableList {

@@ -1,6 +1,7 @@
 // dezero/onnx/import_ops_nn.cpp - internal: the importer's neural-network ops other than
 // convolutions and pools (import_ops_conv.cpp), opsets 7-17: Gemm, MatMul, BatchNormalization,
-// Dropout, LSTM, SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss (register_nn_ops, ops.hpp).
+// LayerNormalization, Dropout, LSTM, SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss
+// (register_nn_ops, ops.hpp).
 //
 // Every float result is built out of DeZero Functions (dezero::F and the helpers of
 // onnx/functions.hpp), so backward(), create_graph and the optimizers work on it. Where ONNX's
@@ -416,6 +417,52 @@ VariableList run_nll_loss(OpContext& ctx) {
   return {nll_loss(ctx, x, 1, 2)};
 }
 
+// --- LayerNormalization (opset 17) -----------------------------------------------------------------
+void check_layer_norm(const Attrs& a) {
+  if (a.f("epsilon", 1e-5f) <= 0.0f) unsupported(a.node, a.opset, "epsilon <= 0");
+  if (a.i("stash_type", 1) != 1)
+    unsupported(a.node, a.opset, "stash_type other than 1 (statistics in float32) is not supported");
+}
+
+// Y = Scale (X - mean) / sqrt(var + epsilon) + B over the axes [axis, rank) of X: F::layer_norm
+// with gamma = Scale broadcast to those axes' shape. The optional outputs Mean and InvStdDev
+// (X's shape with 1 on the normalised axes) are computed again, as Variables, when named.
+VariableList run_layer_norm(OpContext& ctx) {
+  const Variable& x = float_input(ctx, 0, "X");
+  const int nd = x.ndim();
+  std::int64_t axis = ctx.attrs().i("axis", -1);
+  if (axis < -nd || axis >= nd)
+    shape_error(ctx, "axis " + std::to_string(axis) + " is out of range for X " + x.shape().str());
+  if (axis < 0) axis += nd;
+  const Shape norm(x.shape().begin() + axis, x.shape().end());
+  auto as_norm = [&](const Variable& v, const char* what) {
+    if (v.shape() == norm) return v;
+    if (v.ndim() > norm.ndim()) shape_error(ctx, std::string(what) + " " + v.shape().str() +
+                                                     " does not broadcast to the normalised shape " + norm.str());
+    for (int i = 0; i < v.ndim(); ++i) {
+      const std::int64_t d = v.shape()[i], want = norm[norm.ndim() - v.ndim() + i];
+      if (d != want && d != 1)
+        shape_error(ctx, std::string(what) + " " + v.shape().str() + " does not broadcast to the normalised shape " +
+                             norm.str() + " of X " + x.shape().str());
+    }
+    return F::broadcast_to(v, norm);
+  };
+  const double eps = ctx.attrs().f("epsilon", 1e-5f);
+  Variable gamma = as_norm(ctx.input(1), "Scale");
+  Variable beta = ctx.has_input(2) ? as_norm(ctx.input(2), "B") : Variable();
+  VariableList outs{F::layer_norm(x, gamma, beta, eps), Variable(), Variable()};
+  if (ctx.wants_output(1) || ctx.wants_output(2)) {
+    std::vector<int> axes;
+    for (int i = static_cast<int>(axis); i < nd; ++i) axes.push_back(i);
+    Variable mean = F::mean(x, axes, true);
+    Variable xc = x - mean;
+    if (ctx.wants_output(1)) outs[1] = mean;
+    if (ctx.wants_output(2)) outs[2] = F::pow(F::mean(xc * xc, axes, true) + eps, -0.5);
+  }
+  outs.resize(std::max<std::size_t>(1, std::min<std::size_t>(3, ctx.num_outputs())));
+  return outs;
+}
+
 }  // namespace
 
 // --- the table --------------------------------------------------------------------------------
@@ -427,6 +474,8 @@ void register_nn_ops(OpTable& table) {
   add(table, "BatchNormalization", 9, 13, {"epsilon", "momentum"}, check_batch_norm, run_batch_norm);
   add(table, "BatchNormalization", 14, 17, {"epsilon", "momentum", "training_mode"}, check_batch_norm,
       run_batch_norm);
+
+  add(table, "LayerNormalization", 17, 17, {"axis", "epsilon", "stash_type"}, check_layer_norm, run_layer_norm);
 
   add(table, "Dropout", 7, 11, {"ratio"}, check_dropout, run_dropout);
   add(table, "Dropout", 12, 17, {"seed"}, check_dropout, run_dropout);

@@ -51,10 +51,11 @@ const std::vector<Family>& covered() {
       {"node_tests_math.txt",
        {"Add", "Sub", "Mul", "Div", "Neg", "Pow", "Exp", "Log", "Sin", "Cos", "Tanh", "Sigmoid", "Relu", "LeakyRelu",
         "Softmax", "LogSoftmax", "Reshape", "Transpose", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceMean", "Expand",
-        "Max", "Min", "Clip", "Flatten", "Concat", "Gather", "Slice", "Squeeze", "Unsqueeze"}},
+        "Max", "Min", "Clip", "Flatten", "Concat", "Gather", "Slice", "Squeeze", "Unsqueeze", "Erf", "HardSigmoid",
+        "HardSwish"}},
       {"node_tests_nn.txt",
        {"MatMul", "Gemm", "Dropout", "BatchNormalization", "Conv", "ConvTranspose", "MaxPool", "AveragePool",
-        "SoftmaxCrossEntropyLoss", "LSTM"}},
+        "SoftmaxCrossEntropyLoss", "LSTM", "LayerNormalization"}},
   };
   return f;
 }

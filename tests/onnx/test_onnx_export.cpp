@@ -257,6 +257,27 @@ class TwoStepLSTM : public Model {
   std::shared_ptr<L::Linear> fc;
 };
 
+// The activations and normalisation of PyTorch's model zoo: gelu (both forms), hard_swish,
+// hard_sigmoid, erf, layer_norm over one axis (lazy L::LayerNorm) and over two (L::LayerNorm({2, 3})).
+class ZooNet : public Model {
+ public:
+  ZooNet() {
+    l1 = register_layer("l1", std::make_shared<L::Linear>(6));
+    ln1 = register_layer("ln1", std::make_shared<L::LayerNorm>());
+    ln2 = register_layer("ln2", std::make_shared<L::LayerNorm>(Shape{2, 3}, 1e-3));
+    l2 = register_layer("l2", std::make_shared<L::Linear>(3));
+  }
+  // x: (N, 5) -> (N, 6) -> (N, 2, 3) -> (N, 6) -> (N, 3)
+  Variable forward(const Variable& x) override {
+    Variable h = (*ln1)(F::gelu((*l1)(x)));
+    h = F::hard_swish(F::gelu(h * 2.0, "tanh")) + F::hard_sigmoid(h, 0.3, 0.4) * F::erf(h);
+    h = (*ln2)(F::reshape(h, {h.shape()[0], 2, 3}));
+    return (*l2)(F::reshape(h, {h.shape()[0], 6}));
+  }
+  std::shared_ptr<L::Linear> l1, l2;
+  std::shared_ptr<L::LayerNorm> ln1, ln2;
+};
+
 // A few train-mode passes, so that BatchNorm's running statistics are not 0 and 1.
 void warm_up(L::Layer& model, const Shape& shape) {
   random::Generator gen(3);
@@ -302,6 +323,28 @@ TEST_CASE("onnx export: Sequential with layers and callables round trip") {
   CHECK(has_op(m, "Tanh"));
   CHECK(has_op(m, "LeakyRelu"));
   CHECK(has_op(m, "LogSoftmax"));
+}
+
+TEST_CASE("onnx export: gelu, hard_swish, hard_sigmoid, erf and layer_norm round trip at opsets 13, 14 and 17") {
+  random::Generator gen(23);
+  ZooNet model;
+  model(Variable(gen.randn({2, 5}, float32)));  // the lazy parameters
+  // non-trivial gamma and beta
+  for (auto* ln : {model.ln1.get(), model.ln2.get()}) {
+    ln->gamma.set_data(gen.rand(ln->gamma.shape(), float32) + 0.5);
+    ln->beta.set_data(gen.randn(ln->beta.shape(), float32) * 0.3);
+  }
+  for (int opset : {13, 14, 17}) {
+    CAPTURE(opset);
+    dx::ExportOptions opts;
+    opts.opset_version = opset;
+    opts.dynamic_batch = true;
+    ::onnx::ModelProto m = round_trip(model, {Variable(gen.randn({4, 5}, float32))}, opts, 2e-5);
+    for (const char* op : {"Erf", "Tanh", "HardSigmoid"}) CHECK_MESSAGE(has_op(m, op), "no " << op);
+    CHECK(has_op(m, "HardSwish") == (opset >= 14));
+    CHECK(has_op(m, "LayerNormalization") == (opset >= 17));
+    CHECK(has_op(m, "ReduceMean") == (opset < 17));
+  }
 }
 
 TEST_CASE("onnx export: an LSTM layer (two steps) round trip") {

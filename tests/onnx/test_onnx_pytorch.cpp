@@ -7,6 +7,8 @@
 //           Gather -> Unsqueeze -> Concat -> Reshape arithmetic of a dynamic batch), three Linear
 //   bn_cnn  conv, BatchNorm2d, ReLU, AvgPool2d with padding (Pad + AveragePool), conv, BatchNorm2d,
 //           ReLU, mean over H and W (ReduceMean), Linear; PyTorch's eval mode = dezero::test_mode()
+//   zoo_ops13, zoo_ops17  GELU (Erf and tanh forms), Hardswish, Hardsigmoid, LayerNorm over one
+//           and two axes, Linear on 3-d values (Transpose + MatMul + Add), at opsets 13 and 17
 //   fresh_bn  the same CNN as constructed, whose running statistics PyTorch wrote as Identity nodes
 //           of the BatchNorm weights and biases; fresh_bn.npz holds a batch and the losses of three
 //           SGD steps in train mode
@@ -90,7 +92,7 @@ bool outputs_match(const Tensor& a, const Tensor& b, double tol = 1e-5) {
 
 // --- the checks, the same for every model ----------------------------------------------------------
 // `input_shape`: the declared input shape after the batch axis. The model and its inputs on `dev`.
-void check_model(const std::string& name, const std::vector<std::int64_t>& input_shape, Device dev) {
+void check_model(const std::string& name, const std::vector<std::int64_t>& input_shape, Device dev, int opset = 13) {
   auto arrays = load_arrays(name);
   for (auto& [key, a] : arrays) a = a.to(dev);
   const auto inits = initializers(name);
@@ -99,7 +101,7 @@ void check_model(const std::string& name, const std::vector<std::int64_t>& input
   model.to(dev);
 
   // What the file declares: one input and one output, axis 0 the symbol "batch".
-  CHECK(model.opset_version() == 13);
+  CHECK(model.opset_version() == opset);
   CHECK(model.producer().rfind("pytorch", 0) == 0);
   REQUIRE(model.input_names() == std::vector<std::string>{"input"});
   REQUIRE(model.output_names() == std::vector<std::string>{"output"});
@@ -173,6 +175,16 @@ TEST_CASE("PyTorch's MLP 784-100-10 (Gemm, Relu): outputs and gradients as PyTor
 
 TEST_CASE("PyTorch's LeNet with x.view(x.size(0), -1) at batch 3 and 5: outputs and gradients") {
   dzt::on_each_device([](Device dev) { check_model("lenet", {1, 28, 28}, dev); });
+}
+
+// GELU is Erf (or Tanh) with Mul/Add/Div at both opsets.
+TEST_CASE("PyTorch's GELU (both forms), Hardswish, Hardsigmoid and LayerNorm at opset 13 (composed)") {
+  // LayerNorm as ReduceMean/Sub/Pow/Sqrt/Div, Hardswish as HardSigmoid + Mul
+  dzt::on_each_device([](Device dev) { check_model("zoo_ops13", {4, 12}, dev, 13); });
+}
+
+TEST_CASE("PyTorch's GELU (both forms), HardSwish, Hardsigmoid and LayerNormalization at opset 17") {
+  dzt::on_each_device([](Device dev) { check_model("zoo_ops17", {4, 12}, dev, 17); });
 }
 
 TEST_CASE("PyTorch's CNN with BatchNorm2d (eval) and padded AvgPool2d, in test mode") {

@@ -5,8 +5,8 @@ to 1e-4 relative").
 
 Run at development time (Debian's python3-torch 1.13, python3-onnx 1.12):
     /usr/bin/python3 tests/data/onnx/make_fixtures.py
-It rewrites, next to itself, for each model <name> in (mlp, lenet, bn_cnn):
-  <name>.onnx  torch.onnx.export, opset 13, the batch axis of input and output dynamic ("batch"),
+It rewrites, next to itself, for each model <name> in (mlp, lenet, bn_cnn, zoo_ops13, zoo_ops17):
+  <name>.onnx  torch.onnx.export, opset 13 (zoo_ops17: 17), the batch axis of input and output dynamic ("batch"),
                do_constant_folding as PyTorch's default (on); input "input", output "output"
   <name>.npz   float32 arrays (deflated, fixed timestamps: a rerun writes the same bytes):
                  x3, x5           input batches of 3 and 5 samples
@@ -28,6 +28,14 @@ The models:
   mlp     784-100-10: Linear, ReLU, Linear (PyTorch writes Gemm)
   lenet   (N, 1, 28, 28): conv 5x5 (6), ReLU, max pool 2, conv 5x5 (16), ReLU, max pool 2,
           x.view(x.size(0), -1) (Shape, Gather, Unsqueeze, Concat, Reshape), Linear 256-120-84-10
+  zoo_ops13, zoo_ops17  (N, 4, 12): the activations and normalisation of PyTorch's model zoo, each
+          on 3-d values (Linear on the last axis: MatMul + Add): Linear 12-16, GELU (Erf form),
+          LayerNorm(16), Linear 16-16, GELU(approximate="tanh"), Hardswish, Linear 16-16,
+          Hardsigmoid, LayerNorm((4, 16)) over the last two axes, Linear 16-5. At opset 13 PyTorch
+          writes LayerNorm as ReduceMean/Sub/Pow/Sqrt/Div and Hardswish as HardSigmoid + Mul; at
+          17 as LayerNormalization and HardSwish. The LayerNorms get non-trivial gamma and beta. Exported
+          without constant folding, which would write each Linear's weight transposed (MatMul on 3-d
+          values), an initializer that is not the module's parameter.
   bn_cnn  (N, 3, 16, 16): conv 3x3 pad 1 (8), BatchNorm2d, ReLU, AvgPool2d(3, stride 2, pad 1)
           (count_include_pad: PyTorch writes Pad then AveragePool), conv 3x3 (16), BatchNorm2d, ReLU,
           mean over H and W (ReduceMean), Linear 16-10. The BatchNorms run in eval mode with
@@ -102,6 +110,33 @@ class BnCNN(nn.Module):
         return self.fc(x)
 
 
+class ZooOps(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(12, 16)
+        self.ln1 = nn.LayerNorm(16)
+        self.fc2 = nn.Linear(16, 16)
+        self.fc3 = nn.Linear(16, 16)
+        self.ln2 = nn.LayerNorm((4, 16))
+        self.fc4 = nn.Linear(16, 5)
+
+    def forward(self, x):  # x: (N, 4, 12)
+        x = self.ln1(nn.functional.gelu(self.fc1(x)))
+        x = nn.functional.hardswish(nn.functional.gelu(self.fc2(x), approximate="tanh"))
+        x = self.ln2(nn.functional.hardsigmoid(self.fc3(x)))
+        return self.fc4(x)
+
+
+def zoo_ops(opset):
+    torch.manual_seed(2)
+    model = ZooOps()
+    with torch.no_grad():
+        for ln in (model.ln1, model.ln2):
+            ln.weight.uniform_(0.5, 1.5)
+            ln.bias.uniform_(-0.5, 0.5)
+    export(f"zoo_ops{opset}", model, (4, 12), torch.onnx.TrainingMode.EVAL, opset, fold=False)
+
+
 # --- files ----------------------------------------------------------------------------------------
 def save_npz(path, arrays):
     """np.savez_compressed's layout ("<key>.npy" members, deflated) with fixed timestamps."""
@@ -114,12 +149,12 @@ def save_npz(path, arrays):
             z.writestr(info, buf.getvalue())
 
 
-def export(name, model, x_shape, training):
+def export(name, model, x_shape, training, opset=OPSET, fold=True):
     model.eval()
     x3 = torch.randn(3, *x_shape)
     x5 = torch.randn(5, *x_shape)
     path = os.path.join(HERE, name + ".onnx")
-    torch.onnx.export(model, (x3,), path, opset_version=OPSET, training=training,
+    torch.onnx.export(model, (x3,), path, opset_version=opset, training=training, do_constant_folding=fold,
                       input_names=["input"], output_names=["output"],
                       dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
 
@@ -233,10 +268,16 @@ def main():
 
 if __name__ == "__main__":
     import sys
-    if sys.argv[1:] == ["fresh_bn"]:  # only the newest fixture (the others stay byte for byte)
+    if sys.argv[1:] == ["fresh_bn"]:  # only one fixture (the others stay byte for byte)
         torch.set_num_threads(1)
         warnings.filterwarnings("ignore", message="It is recommended that constant folding be turned off")
         fresh_bn()
+    elif sys.argv[1:] == ["zoo_ops"]:
+        torch.set_num_threads(1)
+        zoo_ops(13)
+        zoo_ops(17)
     else:
         main()
         fresh_bn()
+        zoo_ops(13)
+        zoo_ops(17)
