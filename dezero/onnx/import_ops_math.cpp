@@ -5,11 +5,12 @@
 // Floating-point values go through DeZero Functions (dezero::F and onnx/functions.hpp), so an
 // imported graph differentiates. Integer values (shapes, indices, flags) are computed directly
 // on Tensors and carry no gradient; ONNX's bool is dezero's int64 0/1 (proto.cpp reads it so).
-// Besides the ops the table has the comparisons, logic, Where and ArgMax/ArgMin that
-// exporters and ONNX's function expansions use. Where an op changed between opsets 7 and 17
-// (Softmax's 2-d coercion before 13, ReduceSum's axes that became an input in 13, Clip's bounds
-// in 11) the table has one OpDef per form.
+// Mod (integer remainders, Swin's windows) is here too. Besides the ops the table has
+// the comparisons, logic, Where and ArgMax/ArgMin that exporters and ONNX's function expansions
+// use. Where an op changed between opsets 7 and 17 (Softmax's 2-d coercion before 13, ReduceSum's
+// axes that became an input in 13, Clip's bounds in 11) the table has one OpDef per form.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -244,6 +245,40 @@ OpDef arg_def(bool is_max, bool v12) {
   return d;
 }
 
+// --- Mod --------------------------------------------------------------------------------------------
+// The remainder of A / B, broadcast. fmod = 0 (integers only) takes the divisor's sign, as Python's
+// %; fmod = 1 the dividend's, as C's fmod. Integers are computed on the host (a zero divisor is a
+// ValueError); a float remainder is A - q B with the quotient q = trunc(A / B) a constant, so its
+// gradient is 1 for A and -q for B (Swin's shifted windows use it on integers).
+VariableList run_mod(OpContext& ctx) {
+  const Variable& a = ctx.input(0);
+  const Variable& b = ctx.input(1);
+  const bool c_fmod = ctx.attrs().i("fmod", 0) == 1;
+  if (is_int(a) != is_int(b))
+    ctx.malformed(std::string("A (") + dtype_name(a.dtype()) + ") and B (" + dtype_name(b.dtype()) + ") must have one type");
+  const Shape s = broadcast_shapes(a.shape(), b.shape(), "Mod");
+  check_output_size(ctx, std::vector<std::int64_t>(s.begin(), s.end()), "output");
+  auto host = [&](const Variable& v, DType dt) { return dezero::broadcast_to(v.data().to_cpu().astype(dt), s); };
+  if (is_int(a)) {
+    const std::vector<std::int64_t> av = host(a, int64).to_vector<std::int64_t>(),
+                                    bv = host(b, int64).to_vector<std::int64_t>();
+    std::vector<std::int64_t> r(av.size());
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      if (bv[i] == 0) throw ValueError(describe_node(ctx.node(), ctx.opset()) + ": integer division by zero");
+      if (bv[i] == -1) { r[i] = 0; continue; }  // INT64_MIN % -1 overflows in C++
+      r[i] = av[i] % bv[i];
+      if (!c_fmod && r[i] != 0 && ((r[i] < 0) != (bv[i] < 0))) r[i] += bv[i];
+    }
+    return {fixed(array(r, s, int64).astype(a.dtype()).to(a.device()))};
+  }
+  if (!c_fmod) ctx.malformed("fmod must be 1 for floating-point inputs");
+  const std::vector<double> av = host(a, float64).to_vector<double>(), bv = host(b, float64).to_vector<double>();
+  std::vector<double> q(av.size());
+  for (std::size_t i = 0; i < q.size(); ++i) q[i] = std::trunc(av[i] / bv[i]);
+  Variable qv = fixed(array(q, s, float64).astype(promote_types(a.dtype(), b.dtype())).to(a.device()));
+  return {F::sub(a, F::mul(qv, b))};
+}
+
 }  // namespace
 
 // --- the table ----------------------------------------------------------------------------------
@@ -308,6 +343,11 @@ void register_math_ops(OpTable& table) {
     const Variable& x = ctx.input(0);
     if (is_int(x)) return {fixed(dezero::clip(x.data(), std::min(lo, hi), hi).astype(x.dtype()))};
     return {lo > hi ? F::clip(x, hi, hi) : F::clip(x, lo, hi)};
+  }));
+
+  table.push_back(simple("Mod", 10, 17, {"fmod"}, run_mod, [](const Attrs& a) {
+    const std::int64_t f = a.i("fmod", 0);
+    if (f != 0 && f != 1) malformed(a.node, a.opset, "fmod must be 0 or 1");
   }));
 
   // comparisons and logic (bool as int64 0/1)

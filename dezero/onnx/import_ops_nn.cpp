@@ -1,5 +1,5 @@
 // dezero/onnx/import_ops_nn.cpp - internal: the importer's neural-network ops other than
-// convolutions and pools (import_ops_conv.cpp), opsets 7-17: Gemm, MatMul, BatchNormalization,
+// convolutions and pools (import_ops_conv.cpp), opsets 7-17: Gemm, MatMul, Einsum, BatchNormalization,
 // LayerNormalization, Dropout, LSTM, SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss
 // (register_nn_ops, ops.hpp).
 //
@@ -13,6 +13,7 @@
 // naming the node: LSTM's clip, activations other than the default and sequences shorter than
 // the input.
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <initializer_list>
 #include <random>
@@ -88,6 +89,134 @@ VariableList run_gemm(OpContext& ctx) {
 
 // np.matmul's rules: 1-d operands, broadcast batch axes.
 VariableList run_matmul(OpContext& ctx) { return {F::matmul(ctx.input(0), ctx.input(1))}; }
+// --- Einsum ---------------------------------------------------------------------------------------
+// The equation's terms, one letter per axis ("bghij,bghjd->bghid"; without "->", the output is
+// the letters that occur once, in alphabetical order, as NumPy). Refused at load time: "..."
+// (broadcast axes) and a letter twice in one term (a diagonal).
+struct Einsum {
+  std::vector<std::string> in;
+  std::string out;
+};
+
+Einsum parse_einsum(const Attrs& a) {
+  if (!a.has("equation")) malformed(a.node, a.opset, "attribute 'equation' is required");
+  std::string eq;
+  for (char c : a.s("equation", "")) if (c != ' ') eq += c;
+  if (eq.find("...") != std::string::npos)
+    unsupported(a.node, a.opset, "an equation with '...' (broadcast axes): '" + eq + "'");
+  Einsum e;
+  const std::size_t arrow = eq.find("->");
+  const std::string lhs = eq.substr(0, arrow);
+  std::size_t start = 0;
+  for (std::size_t i = 0; i <= lhs.size(); ++i)
+    if (i == lhs.size() || lhs[i] == ',') {
+      e.in.push_back(lhs.substr(start, i - start));
+      start = i + 1;
+    }
+  auto check_term = [&](const std::string& t, bool repeats_ok) {
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      if (!std::isalpha(static_cast<unsigned char>(t[i])))
+        malformed(a.node, a.opset, "equation '" + eq + "': '" + t[i] + "' is not a letter");
+      if (!repeats_ok && t.find(t[i], i + 1) != std::string::npos)
+        unsupported(a.node, a.opset, "equation '" + eq + "': '" + t[i] + "' twice in one term (a diagonal)");
+    }
+  };
+  for (const std::string& t : e.in) check_term(t, false);
+  if (arrow != std::string::npos) {
+    e.out = eq.substr(arrow + 2);
+    check_term(e.out, false);
+    for (char c : e.out)
+      if (lhs.find(c) == std::string::npos) malformed(a.node, a.opset, "equation '" + eq + "': output letter '" +
+                                                                          std::string(1, c) + "' is in no input");
+  } else {
+    for (char c = 'A'; c <= 'z'; ++c)
+      if (std::isalpha(static_cast<unsigned char>(c)) && std::count(lhs.begin(), lhs.end(), c) == 1) e.out += c;
+  }
+  if (e.in.size() != static_cast<std::size_t>(a.node.input_size()))
+    malformed(a.node, a.opset, "equation '" + eq + "' has " + std::to_string(e.in.size()) + " terms for " +
+                                   std::to_string(a.node.input_size()) + " inputs");
+  return e;
+}
+
+// One operand and its letters.
+struct Term {
+  Variable v;
+  std::string t;
+};
+
+// Sums out the axes of `x` whose letters are in neither `other` nor `keep`.
+void sum_out(Term& x, const std::string& other, const std::string& keep) {
+  std::vector<int> axes;
+  std::string left;
+  for (std::size_t i = 0; i < x.t.size(); ++i) {
+    if (other.find(x.t[i]) == std::string::npos && keep.find(x.t[i]) == std::string::npos) axes.push_back(static_cast<int>(i));
+    else left += x.t[i];
+  }
+  if (!axes.empty()) x.v = F::sum(x.v, Axes(axes));
+  x.t = left;
+}
+
+// a (x) b over their common letters, keeping those in `keep`: as one batched product
+//   A (batch, a's own, summed) -> (B, M, K),  B (batch, summed, b's own) -> (B, K, N),
+//   A B -> (B, M, N) -> (batch..., a's own..., b's own...).
+Term contract(const OpContext& ctx, Term a, Term b, const std::string& keep) {
+  sum_out(a, b.t, keep);
+  sum_out(b, a.t, keep);
+  std::string batch, own_a, own_b, summed;
+  for (char c : a.t) {
+    if (b.t.find(c) == std::string::npos) own_a += c;
+    else if (keep.find(c) != std::string::npos) batch += c;
+    else summed += c;
+  }
+  for (char c : b.t) if (a.t.find(c) == std::string::npos) own_b += c;
+  auto extent = [](const Term& x, char c) { return x.v.shape()[static_cast<int>(x.t.find(c))]; };
+  for (char c : batch + summed)
+    if (extent(a, c) != extent(b, c))
+      shape_error(ctx, "letter '" + std::string(1, c) + "' has extent " + std::to_string(extent(a, c)) + " in " +
+                           a.v.shape().str() + " and " + std::to_string(extent(b, c)) + " in " + b.v.shape().str());
+  auto arrange = [&](const Term& x, const std::string& first, const std::string& second, const std::string& third) {
+    std::vector<int> perm;
+    std::int64_t n[3] = {1, 1, 1};
+    const std::string* parts[3] = {&first, &second, &third};
+    for (int k = 0; k < 3; ++k)
+      for (char c : *parts[k]) {
+        perm.push_back(static_cast<int>(x.t.find(c)));
+        n[k] *= extent(x, c);
+      }
+    return F::reshape(F::transpose(x.v, perm), Shape{n[0], n[1], n[2]});
+  };
+  Variable y = F::matmul(arrange(a, batch, own_a, summed), arrange(b, batch, summed, own_b));
+  Shape s;
+  for (char c : batch + own_a) s.push_back(extent(a, c));
+  for (char c : own_b) s.push_back(extent(b, c));
+  return {F::reshape(y, s), batch + own_a + own_b};
+}
+
+// Einsum (opset 12): the operands contracted left to right (a letter is summed as soon as no
+// later operand and not the output has it), then the result's axes put in the output's order.
+// Every step is F::sum, F::transpose, F::reshape or F::matmul, so it differentiates.
+VariableList run_einsum(OpContext& ctx) {
+  const Einsum e = parse_einsum(ctx.attrs());
+  std::vector<Term> terms;
+  for (std::size_t i = 0; i < e.in.size(); ++i) {
+    const Variable& v = ctx.input(i);
+    if (v.ndim() != static_cast<int>(e.in[i].size()))
+      shape_error(ctx, "operand " + std::to_string(i) + " " + v.shape().str() + " does not have the " +
+                           std::to_string(e.in[i].size()) + " axes of its term '" + e.in[i] + "'");
+    terms.push_back({v, e.in[i]});
+  }
+  Term acc = terms[0];
+  for (std::size_t i = 1; i < terms.size(); ++i) {
+    std::string keep = e.out;
+    for (std::size_t j = i + 1; j < terms.size(); ++j) keep += terms[j].t;
+    acc = contract(ctx, acc, terms[i], keep);
+  }
+  sum_out(acc, "", e.out);
+  std::vector<int> perm;
+  for (char c : e.out) perm.push_back(static_cast<int>(acc.t.find(c)));
+  return {perm.size() > 1 ? F::transpose(acc.v, perm) : acc.v};
+}
+
 // --- BatchNormalization -----------------------------------------------------------------------
 void check_batch_norm(const Attrs& a) {
   if (a.opset < 9 && a.i("spatial", 1) != 1)
@@ -469,6 +598,7 @@ VariableList run_layer_norm(OpContext& ctx) {
 void register_nn_ops(OpTable& table) {
   add(table, "Gemm", 7, 17, {"alpha", "beta", "transA", "transB"}, nullptr, run_gemm);
   add(table, "MatMul", 7, 17, {}, nullptr, run_matmul);
+  add(table, "Einsum", 12, 17, {"equation"}, [](const Attrs& a) { parse_einsum(a); }, run_einsum);
 
   add(table, "BatchNormalization", 7, 8, {"epsilon", "momentum", "spatial"}, check_batch_norm, run_batch_norm);
   add(table, "BatchNormalization", 9, 13, {"epsilon", "momentum"}, check_batch_norm, run_batch_norm);

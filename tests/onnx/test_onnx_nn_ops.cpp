@@ -335,6 +335,128 @@ TEST_CASE("onnx nn ops: Gemm with alpha, beta, transA, transB and a broadcast C,
   check_double_grad(m, xs, 1, 0);
 }
 
+// --- Einsum, Mod, ScatterND (MaxViT's attention, Swin's shifted windows) ---------------------------
+TEST_CASE("onnx nn ops: Einsum as batched products, transposes and sums, and its gradients") {
+  struct Case {
+    std::string eq;
+    std::vector<Shape> shapes;
+    std::function<Tensor(const std::vector<Tensor>&)> ref;
+  };
+  const std::vector<Case> cases = {
+      {"bij,bjk->bik", {{2, 3, 4}, {2, 4, 5}}, [](const std::vector<Tensor>& x) { return matmul(x[0], x[1]); }},
+      {"bghij,bghjd->bghid", {{1, 2, 2, 3, 4}, {1, 2, 2, 4, 3}},  // MaxViT's
+       [](const std::vector<Tensor>& x) { return matmul(x[0], x[1]); }},
+      {"bghid,bghjd->bghij", {{1, 2, 2, 3, 4}, {1, 2, 2, 5, 4}},
+       [](const std::vector<Tensor>& x) { return matmul(x[0], x[1].transpose({0, 1, 2, 4, 3})); }},
+      {"ij->ji", {{3, 4}}, [](const std::vector<Tensor>& x) { return x[0].transpose(); }},
+      {"ij->i", {{3, 4}}, [](const std::vector<Tensor>& x) { return sum(x[0], 1); }},
+      {"i,i", {{5}, {5}}, [](const std::vector<Tensor>& x) { return sum(x[0] * x[1]); }},
+      {"ij,jk", {{3, 4}, {4, 2}}, [](const std::vector<Tensor>& x) { return matmul(x[0], x[1]); }},  // implicit "->ik"
+      {"ij,jk,kl->li", {{2, 3}, {3, 4}, {4, 5}},
+       [](const std::vector<Tensor>& x) { return matmul(matmul(x[0], x[1]), x[2]).transpose(); }},
+      {"bi,ci->bc", {{2, 3}, {4, 3}}, [](const std::vector<Tensor>& x) { return matmul(x[0], x[1].transpose()); }},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.eq);
+    Net net(13);
+    std::vector<std::string> names;
+    auto& n = net.node("Einsum", {}, {"Y"});
+    std::vector<Tensor> xs;
+    for (std::size_t i = 0; i < c.shapes.size(); ++i) {
+      names.push_back("X" + std::to_string(i));
+      net.input(names.back(), I64s(c.shapes[i].begin(), c.shapes[i].end()));
+      n.add_input(names.back());
+      xs.push_back(randn_f64(c.shapes[i], static_cast<unsigned>(10 + i)));
+    }
+    net.output("Y");
+    set_string(n, "equation", c.eq);
+    OnnxModel m = net.load();
+    CHECK(max_abs_diff(run(m, xs).data(), c.ref(xs)) < 1e-12);
+    if (xs.size() == 2) check_grads(m, xs, {0, 1});
+    if (c.eq == "bij,bjk->bik") check_double_grad(m, xs, 0, 1);
+  }
+  auto refusal = [](const std::string& eq, I64s a, I64s b) {
+    return [eq, a, b] {
+      Net net(13);
+      net.input("A", a).input("B", b).output("Y");
+      set_string(net.node("Einsum", {"A", "B"}, {"Y"}), "equation", eq);
+      OnnxModel m = net.load();
+      run(m, {randn_f64(Shape(a), 1), randn_f64(Shape(b), 2)});
+    };
+  };
+  CHECK(contains(error_of<NotImplementedError>(refusal("...ij,...jk->...ik", {2, 3}, {3, 2})), "'...' (broadcast axes)"));
+  CHECK(contains(error_of<NotImplementedError>(refusal("ii,ij->j", {2, 2}, {2, 3})), "twice in one term"));
+  CHECK(contains(error_of<ShapeError>(refusal("ij,jk->ik", {2, 3}, {4, 2})),
+                 "letter 'j' has extent 3 in (2, 3) and 4 in (4, 2)"));
+  CHECK(contains(error_of<ValueError>(refusal("ij,jk->iz", {2, 3}, {3, 2})), "output letter 'z' is in no input"));
+}
+
+TEST_CASE("onnx nn ops: Mod takes the divisor's sign (fmod 0) or the dividend's (fmod 1); float Mod differentiates") {
+  {
+    Net net(13);
+    net.input("A", {6}, ::onnx::TensorProto::INT64).input("B", {6}, ::onnx::TensorProto::INT64).output("Y", ::onnx::TensorProto::INT64);
+    net.node("Mod", {"A", "B"}, {"Y"});
+    OnnxModel m = net.load();
+    const Tensor a = array(std::vector<std::int64_t>{7, -7, 7, -7, 0, 5}, Shape{6}, int64);
+    const Tensor b = array(std::vector<std::int64_t>{3, 3, -3, -3, 4, -1}, Shape{6}, int64);
+    CHECK(run(m, {a, b}).data().to_vector<std::int64_t>() == std::vector<std::int64_t>{1, 2, -2, -1, 0, 0});
+    const Tensor zero = array(std::vector<std::int64_t>{3, 3, 3, 0, 3, 3}, Shape{6}, int64);
+    CHECK(contains(error_of<ValueError>([&] { run(m, {a, zero}); }), "integer division by zero"));
+  }
+  Net net(13);
+  net.input("A", {2, 3}).input("B", {3}).output("Y");
+  set_int(net.node("Mod", {"A", "B"}, {"Y"}), "fmod", 1);
+  OnnxModel m = net.load();
+  const Tensor a = array(std::vector<double>{5.5, -5.5, 2.25, 7.0, -1.0, 0.3}, Shape{2, 3}, float64);
+  const Tensor b = array(std::vector<double>{2.0, 2.0, -1.0}, Shape{3}, float64);
+  const Doubles y = run(m, {a, b}).data().to_vector<double>();
+  const Doubles want = {std::fmod(5.5, 2.0), std::fmod(-5.5, 2.0), std::fmod(2.25, -1.0),
+                        std::fmod(7.0, 2.0), std::fmod(-1.0, 2.0), std::fmod(0.3, -1.0)};
+  for (std::size_t i = 0; i < want.size(); ++i) CHECK(y[i] == doctest::Approx(want[i]).epsilon(1e-12));
+  check_grads(m, {a, b}, {0, 1});
+  Net bad(13);
+  bad.input("A", {2}).input("B", {2}).output("Y");
+  bad.node("Mod", {"A", "B"}, {"Y"});
+  CHECK(contains(error_of<ValueError>([&] { OnnxModel mm = bad.load(); run(mm, {a.reshape({6})[Slice(0, 2)], b[Slice(0, 2)]}); }),
+                 "fmod must be 1 for floating-point inputs"));
+}
+
+TEST_CASE("onnx nn ops: ScatterND replaces, adds or multiplies rows; with differentiable inputs both get gradients") {
+  // data (4, 3); indices (3, 1) name rows 2, 0, 2; updates (3, 3)
+  const Tensor data = randn_f64({4, 3}, 5), upd = randn_f64({3, 3}, 6);
+  const Tensor idx = array(std::vector<std::int64_t>{2, 0, 2}, Shape{3, 1}, int64);
+  const Doubles d = data.to_vector<double>(), u = upd.to_vector<double>();
+  for (const char* red : {"none", "add", "mul"}) {
+    CAPTURE(red);
+    Net net(16);
+    net.input("D", {4, 3}).input("I", {3, 1}, ::onnx::TensorProto::INT64).input("U", {3, 3}).output("Y");
+    set_string(net.node("ScatterND", {"D", "I", "U"}, {"Y"}), "reduction", red);
+    OnnxModel m = net.load();
+    Doubles want = d;
+    const int rows[3] = {2, 0, 2};
+    bool written[4] = {false, false, false, false};
+    for (int t = 0; t < 3; ++t) {
+      for (int e = 0; e < 3; ++e) {
+        double& w = want[static_cast<std::size_t>(rows[t] * 3 + e)];
+        const double x = u[static_cast<std::size_t>(t * 3 + e)];
+        w = std::string(red) == "add" ? w + x : std::string(red) == "mul" ? w * x : (written[rows[t]] ? w + x : x);
+      }
+      written[rows[t]] = true;
+    }
+    // "none" with a repeated row: the updates add (ONNX leaves it undefined)
+    CHECK(max_abs_diff(run(m, {data, idx, upd}).data(), array(want, Shape{4, 3}, float64)) < 1e-12);
+    check_grads(m, {data, idx, upd}, {0, 2});
+  }
+  Net net(13);
+  net.input("D", {4, 3}).input("I", {1, 2}, ::onnx::TensorProto::INT64).input("U", {1}).output("Y");
+  net.node("ScatterND", {"D", "I", "U"}, {"Y"});
+  OnnxModel m = net.load();
+  CHECK(contains(error_of<IndexError>([&] {
+                   run(m, {data, array(std::vector<std::int64_t>{1, 3}, Shape{1, 2}, int64), randn_f64({1}, 1)});
+                 }),
+                 "index 3 is out of range for axis 1 of data (4, 3)"));
+}
+
 // --- Conv, ConvTranspose --------------------------------------------------------------------------
 TEST_CASE("onnx nn ops: Conv with groups, dilations, strides and asymmetric pads, and its gradients") {
   Net net;
