@@ -92,6 +92,12 @@ struct UpdateChunk {
 // and output (oh, ow) = ((h + 2ph - kh) / sh + 1, (w + 2pw - kw) / sw + 1), or a
 // deconvolution's larger `outsize`. `oc` is the other side's channel count: a conv's
 // output channels (weights (oc, c, kh, kw)); 0 for pooling and im2col.
+// `groups` splits a convolution's channels (PyTorch's groups, ONNX's group): input
+// channels [i c/groups, (i+1) c/groups) meet only filters [i oc/groups, (i+1) oc/groups),
+// whose weights are (oc, c/groups, kh, kw) (the same bytes as oneDNN's (groups,
+// oc/groups, c/groups, kh, kw)); groups == c is a depthwise convolution. c and oc are
+// multiples of it (tensor/conv.cpp checks). A backend that cannot take groups > 1 answers
+// false from conv2d_* and the caller's im2col path does it per group. 1 for pooling.
 // `compute` asks for mixed precision (issue 31, autocast): bfloat16 or float16 with
 // float32 buffers, whose values are then rounded to it and the products summed in
 // float32; float32 (the default) means the buffers' own dtype. A library path without
@@ -102,6 +108,7 @@ struct ConvGeom {
   std::int64_t oh = 0, ow = 0;
   std::int64_t oc = 0;
   DType compute = DType::Float32;
+  std::int64_t groups = 1;
 };
 
 class Backend {
@@ -179,9 +186,9 @@ class Backend {
   // Each returns false, with nothing done, where the backend has no library path for
   // this case; the caller then computes it with im2col/col2im and gemm. Pointers are
   // contiguous NCHW on this device; b may be null (no bias).
-  //   conv2d_forward:         y (n, oc, oh, ow) = x (n, c, h, w) * W (oc, c, kh, kw) + b (oc)
+  //   conv2d_forward:         y (n, oc, oh, ow) = x (n, c, h, w) * W (oc, c/groups, kh, kw) + b (oc)
   //   conv2d_backward_data:   gx (n, c, h, w) from gy (n, oc, oh, ow) and W (deconv2d's forward)
-  //   conv2d_backward_filter: gW (oc, c, kh, kw) from x and gy
+  //   conv2d_backward_filter: gW (oc, c/groups, kh, kw) from x and gy
   virtual bool conv2d_forward(DType /*dt*/, const void* /*x*/, const void* /*w*/, const void* /*b*/, void* /*y*/,
                               const ConvGeom& /*g*/) {
     return false;

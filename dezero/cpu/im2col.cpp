@@ -20,7 +20,10 @@
 //   forward: y[i] = W (oc, c kh kw) @ col[i] + b       data: col2im(W^T @ gy[i])
 //   filter:  gW = sum_i gy[i] @ col[i]^T, one partial sum per thread, added in thread order
 // (where oc >= 32, forward and filter compute the transposed products, whose shapes
-// suit the sgemm's register tiles, and transpose the small results).
+// suit the sgemm's register tiles, and transpose the small results). A grouped
+// convolution (g.groups G, W (oc, c/G, kh, kw)) runs one product per group on its slice
+// of the image's col (rows [j c/G kh kw, (j+1) c/G kh kw)) and of W, y and gy (rows
+// [j oc/G, (j+1) oc/G)); the test for the transposed products is then oc/G >= 32.
 #include <algorithm>
 #include <atomic>
 #include <type_traits>
@@ -220,13 +223,14 @@ void on_threads(int nt, Body body) {
 // (oc < 32) products stay W @ col: gemm.cpp sends n < 32 to Eigen, slower here.
 template <class T>
 bool transposed_products(const ConvGeom& g) {
-  return std::is_same_v<T, float> && g.oc >= 32;
+  return std::is_same_v<T, float> && g.oc / g.groups >= 32;
 }
 
 template <class T>
 void conv_forward_typed(const T* x, const T* w, const T* b, T* y, const ConvGeom& g) {
   i64 ckk = g.c * g.kh * g.kw, ohw = g.oh * g.ow, in = g.c * g.h * g.w, pin = g.h * g.w, pcol = g.kh * g.kw * ohw;
-  int nt = conv_threads(g.n, 2.0 * double(g.oc) * double(ckk) * double(ohw));
+  const i64 G = g.groups, ckg = ckk / G, ocg = g.oc / G;  // one group's col rows and filters
+  int nt = conv_threads(g.n, 2.0 * double(ocg) * double(ckk) * double(ohw));
   bool tr = transposed_products<T>(g);
   std::atomic<i64> next{0};  // the next image: a thread the OS has descheduled holds up no one
   on_threads(nt, [&](int, int) {
@@ -238,11 +242,14 @@ void conv_forward_typed(const T* x, const T* w, const T* b, T* y, const ConvGeom
       if (!tr) {
         if (b)
           for (i64 o = 0; o < g.oc; ++o) std::fill(yi + o * ohw, yi + (o + 1) * ohw, b[o]);
-        gemm(dtype_of<T>(), false, false, g.oc, ohw, ckk, 1.0, w, ckk, 0, col, ohw, 0, b ? 1.0 : 0.0, yi, ohw,
-             0, 1);
+        for (i64 j = 0; j < G; ++j)  // y rows j ocg.. = W rows j ocg.. @ col rows j ckg..
+          gemm(dtype_of<T>(), false, false, ocg, ohw, ckg, 1.0, w + j * ocg * ckg, ckg, 0, col + j * ckg * ohw, ohw,
+               0, b ? 1.0 : 0.0, yi + j * ocg * ohw, ohw, 0, 1);
         continue;
       }
-      gemm(dtype_of<T>(), true, true, ohw, g.oc, ckk, 1.0, col, ohw, 0, w, ckk, 0, 0.0, yt, g.oc, 0, 1);
+      for (i64 j = 0; j < G; ++j)  // yt columns j ocg.. = (col rows j ckg..)^T @ (W rows j ocg..)^T
+        gemm(dtype_of<T>(), true, true, ohw, ocg, ckg, 1.0, col + j * ckg * ohw, ohw, 0, w + j * ocg * ckg, ckg, 0,
+             0.0, yt + j * ocg, g.oc, 0, 1);
       for (i64 o = 0; o < g.oc; ++o) {
         T bo = b ? b[o] : T(0);
         const T* src = yt + o;
@@ -256,13 +263,15 @@ void conv_forward_typed(const T* x, const T* w, const T* b, T* y, const ConvGeom
 template <class T>
 void conv_backward_data_typed(const T* w, const T* gy, T* gx, const ConvGeom& g) {
   i64 ckk = g.c * g.kh * g.kw, ohw = g.oh * g.ow, in = g.c * g.h * g.w, pin = g.h * g.w, pcol = g.kh * g.kw * ohw;
-  int nt = conv_threads(g.n, 2.0 * double(g.oc) * double(ckk) * double(ohw));
+  const i64 G = g.groups, ckg = ckk / G, ocg = g.oc / G;
+  int nt = conv_threads(g.n, 2.0 * double(ocg) * double(ckk) * double(ohw));
   std::atomic<i64> next{0};  // the next image, as in the forward
   on_threads(nt, [&](int, int) {
     T* col = scratch<T>(0, ckk * ohw);
     for (i64 i; (i = next.fetch_add(1, std::memory_order_relaxed)) < g.n;) {
-      gemm(dtype_of<T>(), true, false, ckk, ohw, g.oc, 1.0, w, ckk, 0, gy + i * g.oc * ohw, ohw, 0, 0.0, col,
-           ohw, 0, 1);
+      for (i64 j = 0; j < G; ++j)  // col rows j ckg.. = (W rows j ocg..)^T @ gy[i] rows j ocg..
+        gemm(dtype_of<T>(), true, false, ckg, ohw, ocg, 1.0, w + j * ocg * ckg, ckg, 0,
+             gy + i * g.oc * ohw + j * ocg * ohw, ohw, 0, 0.0, col + j * ckg * ohw, ohw, 0, 1);
       for (i64 c = 0; c < g.c; ++c) col2im_plane(col + c * pcol, gx + i * in + c * pin, g);
     }
   });
@@ -275,8 +284,9 @@ void conv_backward_data_typed(const T* w, const T* gy, T* gx, const ConvGeom& g)
 template <class T>
 void conv_backward_filter_typed(const T* x, const T* gy, T* gw, const ConvGeom& g) {
   i64 ckk = g.c * g.kh * g.kw, ohw = g.oh * g.ow, in = g.c * g.h * g.w, pin = g.h * g.w, pcol = g.kh * g.kw * ohw;
-  i64 nw = g.oc * ckk;
-  int nt = conv_threads(g.n, 2.0 * double(g.oc) * double(ckk) * double(ohw));
+  const i64 G = g.groups, ckg = ckk / G, ocg = g.oc / G;
+  i64 nw = g.oc * ckg;  // gW (oc, c/G kh kw); transposed: per group (ckg, ocg), group after group
+  int nt = conv_threads(g.n, 2.0 * double(ocg) * double(ckk) * double(ohw));
   bool tr = transposed_products<T>(g);
   // Slot t's sum at parts + t nw, in the calling thread's scratch (a thread may run two slots).
   T* parts = scratch<T>(2, nw * nt);
@@ -290,10 +300,14 @@ void conv_backward_filter_typed(const T* x, const T* gy, T* gw, const ConvGeom& 
       for (i64 c = 0; c < g.c; ++c) im2col_plane(x + i * in + c * pin, col + c * pcol, g);
       double beta = i == lo ? 0.0 : 1.0;
       const T* gyi = gy + i * g.oc * ohw;
-      if (tr)
-        gemm(dtype_of<T>(), false, true, ckk, g.oc, ohw, 1.0, col, ohw, 0, gyi, ohw, 0, beta, acc, g.oc, 0, 1);
-      else
-        gemm(dtype_of<T>(), false, true, g.oc, ckk, ohw, 1.0, gyi, ohw, 0, col, ohw, 0, beta, acc, ckk, 0, 1);
+      for (i64 j = 0; j < G; ++j) {
+        const T *colj = col + j * ckg * ohw, *gyj = gyi + j * ocg * ohw;
+        T* accj = acc + j * ocg * ckg;
+        if (tr)
+          gemm(dtype_of<T>(), false, true, ckg, ocg, ohw, 1.0, colj, ohw, 0, gyj, ohw, 0, beta, accj, ocg, 0, 1);
+        else
+          gemm(dtype_of<T>(), false, true, ocg, ckg, ohw, 1.0, gyj, ohw, 0, colj, ohw, 0, beta, accj, ckg, 0, 1);
+      }
     }
   });
   for (int t = 1; t < nt; ++t)
@@ -302,8 +316,9 @@ void conv_backward_filter_typed(const T* x, const T* gy, T* gw, const ConvGeom& 
     std::copy(parts, parts + nw, gw);
     return;
   }
-  for (i64 o = 0; o < g.oc; ++o)
-    for (i64 k = 0; k < ckk; ++k) gw[o * ckk + k] = parts[k * g.oc + o];
+  for (i64 j = 0; j < G; ++j)
+    for (i64 o = 0; o < ocg; ++o)
+      for (i64 k = 0; k < ckg; ++k) gw[(j * ocg + o) * ckg + k] = parts[j * ocg * ckg + k * ocg + o];
 }
 
 }  // namespace

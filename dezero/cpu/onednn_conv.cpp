@@ -10,6 +10,9 @@
 //   filter:  gW (oc, c, kh, kw) from x and gy                                convolution_backward_weights
 // DeZero's zero padding is symmetric (ph, pw on both sides) with the output size rounded
 // down, so oneDNN's right padding is what the output size leaves: (oh - 1) sh + kh - h - ph.
+// A grouped convolution (g.groups G > 1, W (oc, c/G, kh, kw)) is oneDNN's own: weights of
+// 5 dims (G, oc/G, c/G, kh, kw) in the plain goihw format, the same bytes as the callers'
+// (oc, c/G, kh, kw); groups == c (depthwise) gets oneDNN's depthwise jit kernels.
 //
 // Memory formats: oneDNN chooses them (format_tag::any: nChw16c activations, OIhw16i16o
 // weights, ...) and reorders turn the callers' plain nchw / oihw buffers into them and
@@ -82,11 +85,11 @@ bool enabled() {
 // The geometry, the direction, the compute type and the thread count (a primitive splits
 // its work for the threads there were when it was made; omp_set_num_threads may change
 // them later).
-using Key = OnednnKey<16>;
+using Key = OnednnKey<17>;
 
 Key key_of(const ConvGeom& g, Dir d) {
-  return Key{{g.n, g.c, g.h, g.w, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, g.oh, g.ow, g.oc, static_cast<i64>(d),
-              static_cast<i64>(g.compute), static_cast<i64>(omp_get_max_threads())}};
+  return Key{{g.n, g.c, g.h, g.w, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, g.oh, g.ow, g.oc, g.groups,
+              static_cast<i64>(d), static_cast<i64>(g.compute), static_cast<i64>(omp_get_max_threads())}};
 }
 
 // One argument of a primitive: the caller's plain buffer (user) and the format the
@@ -110,8 +113,13 @@ struct Plan {
 std::shared_ptr<const Plan> make_plan(const ConvGeom& g, Dir dir) {
   auto plan = std::make_shared<Plan>();
   dnnl::engine& eng = *onednn_engine();
-  const memory::dims S = {g.n, g.c, g.h, g.w}, W = {g.oc, g.c, g.kh, g.kw}, D = {g.n, g.oc, g.oh, g.ow},
-                     B = {g.oc}, st = {g.sh, g.sw}, pl = {g.ph, g.pw},
+  // W: (oc, c, kh, kw), or grouped (G, oc/G, c/G, kh, kw).
+  const bool grouped = g.groups > 1;
+  const memory::dims W = grouped ? memory::dims{g.groups, g.oc / g.groups, g.c / g.groups, g.kh, g.kw}
+                                 : memory::dims{g.oc, g.c, g.kh, g.kw};
+  const tag w_plain = grouped ? tag::goihw : tag::oihw;
+  const memory::dims S = {g.n, g.c, g.h, g.w}, D = {g.n, g.oc, g.oh, g.ow}, B = {g.oc}, st = {g.sh, g.sw},
+                     pl = {g.ph, g.pw},
                      pr = {(g.oh - 1) * g.sh + g.kh - g.h - g.ph, (g.ow - 1) * g.sw + g.kw - g.w - g.pw};
   using dt = memory::data_type;
   const bool low = is_half(g.compute);
@@ -121,7 +129,7 @@ std::shared_ptr<const Plan> make_plan(const ConvGeom& g, Dir dir) {
   const dt x_t = dir == Dir::Data ? dt::f32 : lt, w_t = dir == Dir::Filter ? dt::f32 : lt,
            y_t = dir == Dir::Data || dir == Dir::Filter ? lt : dt::f32;
   auto md = [](const memory::dims& d, tag t, dt ty = dt::f32) { return memory::desc(d, ty, t); };
-  const auto xu = md(S, tag::nchw), wu = md(W, tag::oihw), yu = md(D, tag::nchw), bs = md(B, tag::x);
+  const auto xu = md(S, tag::nchw), wu = md(W, w_plain), yu = md(D, tag::nchw), bs = md(B, tag::x);
   // A low-precision 1x1 convolution keeps the callers' plain formats (nchw, oihw): oneDNN
   // then runs it as a GEMM per image, whose operands need only the conversion, and writes
   // the float32 result where it goes. Its blocked (nhwc, AMX) kernel is faster by itself
@@ -129,7 +137,7 @@ std::shared_ptr<const Plan> make_plan(const ConvGeom& g, Dir dir) {
   // 64 -> 256 on 56x56, batch 8, 1 thread: 9.6 ms blocked against 3.8 ms plain; W4 in
   // bf16 at 1 thread 2.59 -> 1.97 s/step.
   const bool plain = low && g.kh == 1 && g.kw == 1;
-  const tag ta = plain ? tag::nchw : tag::any, tw = plain ? tag::oihw : tag::any;  // any: oneDNN's choice
+  const tag ta = plain ? tag::nchw : tag::any, tw = plain ? w_plain : tag::any;  // any: oneDNN's choice
   const auto xs = md(S, ta, x_t), ws = md(W, tw, w_t), ys = md(D, ta, y_t);
   // The forward (and the backward's hint): low-precision src and weights, a float32 dst.
   const auto fxs = md(S, ta, lt), fws = md(W, tw, lt), fys = md(D, ta);
@@ -370,7 +378,7 @@ bool onednn_conv2d_backward_filter(DType dt, const void* x, const void* gy, void
   if (!takes(dt, g)) return false;
   const i64 pieces = batch_pieces(g.n);
   if (!pieces) return run(g, Dir::Filter, {x, gy, gw});
-  const i64 nw = g.oc * g.c * g.kh * g.kw, xs = g.c * g.h * g.w, ys = g.oc * g.oh * g.ow;
+  const i64 nw = g.oc * (g.c / g.groups) * g.kh * g.kw, xs = g.c * g.h * g.w, ys = g.oc * g.oh * g.ow;
   float* parts = filter_scratch(nw * pieces);  // piece p's sum at parts + p nw
   const auto* xf = static_cast<const float*>(x);
   const auto* gyf = static_cast<const float*>(gy);

@@ -85,7 +85,7 @@ using Scalars = cd::CudnnScalars;
 inline cudnnDataType_t data_type(DType dt) { return cd::cudnn_data_type(dt); }
 
 // --- RAII descriptors ------------------------------------------------------------------------
-// W: (oc, c, kh, kw)
+// W: (oc, c, kh, kw); a grouped convolution's (oc, c/groups, kh, kw) is made with c/groups.
 class FilterDesc : public cd::CudnnDescriptor<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor,
                                               cudnnDestroyFilterDescriptor> {
  public:
@@ -96,7 +96,8 @@ class FilterDesc : public cd::CudnnDescriptor<cudnnFilterDescriptor_t, cudnnCrea
 };
 
 // Padding and stride of g, no dilation, cross-correlation, computed in the data's type
-// (float32 for the 16-bit types: the pseudo-half configurations).
+// (float32 for the 16-bit types: the pseudo-half configurations); g.groups > 1 sets cuDNN's
+// group count (its filter descriptor then has c/groups input channels).
 class ConvDesc : public cd::CudnnDescriptor<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor,
                                             cudnnDestroyConvolutionDescriptor> {
  public:
@@ -104,6 +105,7 @@ class ConvDesc : public cd::CudnnDescriptor<cudnnConvolutionDescriptor_t, cudnnC
     DEZERO_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(*this, int(g.ph), int(g.pw), int(g.sh), int(g.sw), 1, 1,
                                                        CUDNN_CROSS_CORRELATION,
                                                        is_half(dt) ? CUDNN_DATA_FLOAT : data_type(dt)));
+    if (g.groups > 1) DEZERO_CUDNN_CHECK(cudnnSetConvolutionGroupCount(*this, int(g.groups)));
     set_math(math);
   }
   void set_math(ConvMath math) {
@@ -111,14 +113,18 @@ class ConvDesc : public cd::CudnnDescriptor<cudnnConvolutionDescriptor_t, cudnnC
   }
 };
 
-// The descriptors of one convolution: x (n, c, h, w), W (oc, c, kh, kw), y (n, oc, oh, ow).
+// The descriptors of one convolution: x (n, c, h, w), W (oc, c/groups, kh, kw), y (n, oc, oh, ow).
 struct ConvDescs {
   ConvDescs(DType dt, const ConvGeom& g, ConvMath math)
-      : x(dt, g.n, g.c, g.h, g.w), y(dt, g.n, g.oc, g.oh, g.ow), w(dt, g.oc, g.c, g.kh, g.kw), conv(dt, g, math) {}
+      : x(dt, g.n, g.c, g.h, g.w), y(dt, g.n, g.oc, g.oh, g.ow), w(dt, g.oc, g.c / g.groups, g.kh, g.kw),
+        conv(dt, g, math) {}
   TensorDesc x, y;
   FilterDesc w;
   ConvDesc conv;
 };
+
+// W's elements: oc (c/groups) kh kw.
+std::int64_t weights_of(const ConvGeom& g) { return g.oc * (g.c / g.groups) * g.kh * g.kw; }
 
 // --- is cuDNN usable? ------------------------------------------------------------------------
 // Once per process: DEZERO_CUDNN=0 turns it off; otherwise libcudnn must load, say it is
@@ -474,7 +480,7 @@ bool lowp_forward(int device, DType dt, const void* x, const void* w, const void
   return with_cudnn(ConvPass::forward, device, ht, g, y, {{&b, bytes_of(float32, g.oc)}},
                     [&] {
                       xh = lb.round(x, g.n * g.c * g.h * g.w);
-                      wh = lb.round(w, g.oc * g.c * g.kh * g.kw);
+                      wh = lb.round(w, weights_of(g));
                       yh = lb.make(ny);
                     },
                     [&](cudnnHandle_t h, const ConvDescs& d, int algo, void* ws, std::size_t ws_bytes) {
@@ -502,7 +508,7 @@ bool lowp_backward_data(int device, DType dt, const void* w, const void* gy, voi
   void* gxh = nullptr;
   return with_cudnn(ConvPass::backward_data, device, ht, g, gx, {},
                     [&] {
-                      wh = lb.round(w, g.oc * g.c * g.kh * g.kw);
+                      wh = lb.round(w, weights_of(g));
                       gyh = lb.round(gy, g.n * g.oc * g.oh * g.ow);
                       gxh = lb.make(nx);
                     },
@@ -520,7 +526,7 @@ bool lowp_backward_data(int device, DType dt, const void* w, const void* gy, voi
 bool lowp_backward_filter(int device, DType dt, const void* x, const void* gy, void* gw, const ConvGeom& g) {
   if (!lowp_possible(device, dt, g)) return false;
   const DType ht = g.compute;
-  const std::int64_t nw = g.oc * g.c * g.kh * g.kw;
+  const std::int64_t nw = weights_of(g);
   LowpBuffers lb{device, ht, {}};
   const void *xh = nullptr, *gyh = nullptr;
   void* gwh = nullptr;
@@ -613,12 +619,13 @@ cudnnHandle_t cudnn_handle_or_null(int device, cudaStream_t stream) {
 namespace dezero::detail::gpu {
 
 // --- the entry points (detail/launchers.hpp) -------------------------------------------------
-// x (n, c, h, w), W (oc, c, kh, kw), b (oc) or null -> y (n, oc, oh, ow)
+// x (n, c, h, w), W (oc, c/groups, kh, kw), b (oc) or null -> y (n, oc, oh, ow)
 bool cudnn_conv2d_forward(int device, DType dt, const void* x, const void* w, const void* b, void* y,
                           const ConvGeom& g) {
   if (is_half(g.compute)) return lowp_forward(device, dt, x, w, b, y, g);
   return with_cudnn(ConvPass::forward, device, dt, g, y,
-                    {{&x, bytes_of(dt, g.n * g.c * g.h * g.w)}, {&w, bytes_of(dt, g.oc * g.c * g.kh * g.kw)}, {&b, bytes_of(dt, g.oc)}},
+                    {{&x, bytes_of(dt, g.n * g.c * g.h * g.w)}, {&w, bytes_of(dt, weights_of(g))},
+                     {&b, bytes_of(dt, g.oc)}},
                     [] {}, [&](cudnnHandle_t h, const ConvDescs& d, int algo, void* ws, std::size_t ws_bytes) {
                       Scalars k;
                       cudnnStatus_t st = cudnnConvolutionForward(h, k.get(dt, 1), d.x, x, d.w, w, d.conv,
@@ -633,11 +640,11 @@ bool cudnn_conv2d_forward(int device, DType dt, const void* x, const void* w, co
                     });
 }
 
-// gy (n, oc, oh, ow), W (oc, c, kh, kw) -> gx (n, c, h, w), overwritten
+// gy (n, oc, oh, ow), W (oc, c/groups, kh, kw) -> gx (n, c, h, w), overwritten
 bool cudnn_conv2d_backward_data(int device, DType dt, const void* w, const void* gy, void* gx, const ConvGeom& g) {
   if (is_half(g.compute)) return lowp_backward_data(device, dt, w, gy, gx, g);
   return with_cudnn(ConvPass::backward_data, device, dt, g, gx,
-                    {{&w, bytes_of(dt, g.oc * g.c * g.kh * g.kw)}, {&gy, bytes_of(dt, g.n * g.oc * g.oh * g.ow)}},
+                    {{&w, bytes_of(dt, weights_of(g))}, {&gy, bytes_of(dt, g.n * g.oc * g.oh * g.ow)}},
                     [] {}, [&](cudnnHandle_t h, const ConvDescs& d, int algo, void* ws, std::size_t ws_bytes) {
                       Scalars k;
                       return cudnnConvolutionBackwardData(h, k.get(dt, 1), d.w, w, d.y, gy, d.conv,
@@ -646,7 +653,7 @@ bool cudnn_conv2d_backward_data(int device, DType dt, const void* w, const void*
                     });
 }
 
-// x (n, c, h, w), gy (n, oc, oh, ow) -> gW (oc, c, kh, kw), overwritten
+// x (n, c, h, w), gy (n, oc, oh, ow) -> gW (oc, c/groups, kh, kw), overwritten
 bool cudnn_conv2d_backward_filter(int device, DType dt, const void* x, const void* gy, void* gw,
                                   const ConvGeom& g) {
   if (is_half(g.compute)) return lowp_backward_filter(device, dt, x, gy, gw, g);

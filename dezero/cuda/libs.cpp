@@ -409,6 +409,8 @@ DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnSetConvolution2dDescriptor,
            (convDesc, pad_h, pad_w, u, v, dilation_h, dilation_w, mode, computeType))
 DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnSetConvolutionMathType,
            (cudnnConvolutionDescriptor_t convDesc, cudnnMathType_t mathType), (convDesc, mathType))
+DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnSetConvolutionGroupCount,
+           (cudnnConvolutionDescriptor_t convDesc, int groupCount), (convDesc, groupCount))
 // convolution forward, backward data and backward filter, each: the heuristics' list, the
 // workspace of one algorithm, the call
 DEZERO_FORWARD(kCudnn, cudnnStatus_t, cudnnGetConvolutionForwardAlgorithmMaxCount, (cudnnHandle_t handle, int* count),

@@ -11,7 +11,9 @@
 //   data:     gcol[i] (c kh kw, oh ow) = W^T @ gy[i] (oc, oh ow), then col2im
 //   filter:   gW (oc, c kh kw)     = sum_i gy[i] @ col[i]^T
 // so the results are NCHW as they come out of the GEMM (no (n, oh, ow, oc) transpose
-// as in DeZero's tensordot + rollaxis). Max and average pooling likewise try the
+// as in DeZero's tensordot + rollaxis). A grouped convolution (groups G, W (oc, c/G, kh,
+// kw)) runs one such batched GEMM per group on its slices: rows [j c/G kh kw, (j+1) c/G
+// kh kw) of col, rows [j oc/G, (j+1) oc/G) of W, y and gy. Max and average pooling likewise try the
 // backend's library first (Backend::library_max_pool_* / library_avg_pool_*: cuDNN),
 // then its own kernels. set_conv_library_path(false) turns every library path off
 // (batch normalisation's too, tensor/batch_norm.cpp), for the tests that compare them.
@@ -90,6 +92,16 @@ void check_bias(const char* op, const Tensor& b, const Tensor& x, i64 channels) 
                      describe(b) + "; hint: pass Variable() for no bias");
 }
 
+// groups (the three products): at least 1, else a ValueError naming op.
+void check_groups_positive(const char* op, i64 groups) {
+  if (groups < 1)
+    throw ValueError(std::string(op) + ": groups must be >= 1, got " + std::to_string(groups) +
+                     "; hint: groups = 1 is an ordinary convolution, groups = C a depthwise one");
+}
+
+// `p` advanced by n elements of dt (a group's slice of a buffer).
+void* at(void* p, DType dt, i64 n) { return static_cast<char*>(p) + n * i64(dtype_size(dt)); }
+
 // y[n, c, :, :] += b[c]: the bias of a (n, c, h, w) result, in place.
 void add_channel_bias_(Tensor& y, const Tensor& b) {
   Tensor bb = b.reshape(Shape{1, b.shape()[0], 1, 1});
@@ -150,18 +162,32 @@ Tensor col2im(const char* op, const Tensor& col, const Shape& x_shape, Pair s, P
 
 // --- the three convolution products ----------------------------------------------------------
 Tensor conv2d_forward(const char* op, const Tensor& x, const Tensor& W, const Tensor& b, Pair s, Pair p,
-                      DType compute) {
+                      DType compute, std::int64_t groups) {
   check_float4d(op, "x", x, "(N, C, H, W)");
-  check_float4d(op, "W", W, "(out_channels, in_channels, KH, KW)");
+  check_float4d(op, "W", W, groups == 1 ? "(out_channels, in_channels, KH, KW)"
+                                        : "(out_channels, in_channels / groups, KH, KW)");
   check_same(op, x, "x", W, "W");
+  check_groups_positive(op, groups);
   const Shape& ws = W.shape();
-  if (ws[1] != x.shape()[1])
-    throw ShapeError(std::string(op) + ": x " + describe(x) + " has " + std::to_string(x.shape()[1]) +
-                     " channels but W " + describe(W) + " expects " + std::to_string(ws[1]) +
+  const i64 C = x.shape()[1];
+  if (groups == 1 && ws[1] != C)
+    throw ShapeError(std::string(op) + ": x " + describe(x) + " has " + std::to_string(C) + " channels but W " +
+                     describe(W) + " expects " + std::to_string(ws[1]) +
                      "; hint: W is (out_channels, in_channels, KH, KW)");
+  if (C % groups != 0 || ws[0] % groups != 0)
+    throw ShapeError(std::string(op) + ": groups " + std::to_string(groups) + " must divide the " +
+                     std::to_string(C) + " input channels of x " + describe(x) + " and the " + std::to_string(ws[0]) +
+                     " output channels of W " + describe(W) + "; hint: choose groups among their common divisors");
+  if (ws[1] * groups != C)
+    throw ShapeError(std::string(op) + ": x " + describe(x) + " has " + std::to_string(C) + " channels, " +
+                     std::to_string(C / groups) + " per group with groups " + std::to_string(groups) + ", but W " +
+                     describe(W) + " expects " + std::to_string(ws[1]) +
+                     " per group; hint: W is (out_channels, in_channels / groups, KH, KW)");
   check_bias(op, b, x, ws[0]);
   ConvGeom g = geometry(op, x.shape(), describe(x), Pair(static_cast<int>(ws[2]), static_cast<int>(ws[3])), s, p);
-  if (is_half(x.dtype())) return half_result(conv2d_forward(op, wide(x), wide(W), wide(b), s, p, x.dtype()), x.dtype());
+  g.groups = groups;
+  if (is_half(x.dtype()))
+    return half_result(conv2d_forward(op, wide(x), wide(W), wide(b), s, p, x.dtype(), groups), x.dtype());
   const bool low = lowp(x.dtype(), compute);
   if (low) g.compute = compute;
   g.oc = ws[0];
@@ -170,6 +196,8 @@ Tensor conv2d_forward(const char* op, const Tensor& x, const Tensor& W, const Te
   Backend& be = backend_of(x);
   DType dt = x.dtype();
   i64 ckk = g.c * g.kh * g.kw, ohw = g.oh * g.ow;
+  // One group's slice: ckg = c/G kh kw rows of col, ocg = oc/G filters.
+  const i64 ckg = ckk / groups, ocg = g.oc / groups;
   if (ckk == 0) {
     y.fill_(0);
     if (b.defined()) add_channel_bias_(y, b);
@@ -177,7 +205,7 @@ Tensor conv2d_forward(const char* op, const Tensor& x, const Tensor& W, const Te
   }
   const void* bp = b.defined() ? b.raw_data() : nullptr;
   if (library() && be.conv2d_forward(dt, x.raw_data(), W.raw_data(), bp, y.raw_data(), g)) return y;
-  if (low) return conv2d_forward(op, rounded(x, compute), rounded(W, compute), b, s, p);
+  if (low) return conv2d_forward(op, rounded(x, compute), rounded(W, compute), b, s, p, DType::Float32, groups);
   Tensor col = Tensor::empty(Shape{g.n, ckk, ohw}, dt, x.device());
   be.im2col(dt, x.raw_data(), col.raw_data(), g);
   double beta = 0.0;
@@ -186,26 +214,37 @@ Tensor conv2d_forward(const char* op, const Tensor& x, const Tensor& W, const Te
     add_channel_bias_(y, b);
     beta = 1.0;
   }
-  be.gemm(dt, false, false, g.oc, ohw, ckk, 1.0, W.raw_data(), ckk, 0, col.raw_data(), ohw, ckk * ohw, beta,
-          y.raw_data(), ohw, g.oc * ohw, g.n);
+  // Group j: y[i] rows j ocg.. (ocg, oh ow) = W rows j ocg.. (ocg, ckg) @ col[i] rows j ckg.. (ckg, oh ow)
+  for (i64 j = 0; j < groups; ++j)
+    be.gemm(dt, false, false, ocg, ohw, ckg, 1.0, at(W.raw_data(), dt, j * ocg * ckg), ckg, 0,
+            at(col.raw_data(), dt, j * ckg * ohw), ohw, ckk * ohw, beta, at(y.raw_data(), dt, j * ocg * ohw), ohw,
+            g.oc * ohw, g.n);
   return y;
 }
 
 Tensor conv2d_backward_data(const char* op, const Tensor& gy, const Tensor& W, const Tensor& b, Pair s, Pair p,
-                            Pair out, DType compute) {
+                            Pair out, DType compute, std::int64_t groups) {
   check_float4d(op, "x", gy, "(N, C, H, W)");
-  check_float4d(op, "W", W, "(in_channels, out_channels, KH, KW)");
+  check_float4d(op, "W", W, groups == 1 ? "(in_channels, out_channels, KH, KW)"
+                                        : "(in_channels, out_channels / groups, KH, KW)");
   check_same(op, gy, "x", W, "W");
+  check_groups_positive(op, groups);
   const Shape& ws = W.shape();
   const Shape& ys = gy.shape();
   if (ws[0] != ys[1])
     throw ShapeError(std::string(op) + ": x " + describe(gy) + " has " + std::to_string(ys[1]) + " channels but W " +
                      describe(W) + " expects " + std::to_string(ws[0]) +
-                     "; hint: deconv2d's W is (in_channels, out_channels, KH, KW)");
-  check_bias(op, b, gy, ws[1]);
+                     (groups == 1 ? "; hint: deconv2d's W is (in_channels, out_channels, KH, KW)"
+                                  : "; hint: deconv2d's W is (in_channels, out_channels / groups, KH, KW)"));
+  if (ys[1] % groups != 0)
+    throw ShapeError(std::string(op) + ": groups " + std::to_string(groups) + " must divide the " +
+                     std::to_string(ys[1]) + " input channels of x " + describe(gy) + " (W " + describe(W) +
+                     "); hint: choose groups among the divisors of " + std::to_string(ys[1]));
+  const i64 C = ws[1] * groups;  // the result's channels
+  check_bias(op, b, gy, C);
   if (out.h < 1 || out.w < 1)
     throw ValueError(std::string(op) + ": outsize must be positive, got " + out.str());
-  Shape xs{ys[0], ws[1], out.h, out.w};
+  Shape xs{ys[0], C, out.h, out.w};
   ConvGeom g = geometry(op, xs, "of output size " + out.str(), Pair(static_cast<int>(ws[2]), static_cast<int>(ws[3])),
                         s, p);
   if (g.oh != ys[2] || g.ow != ys[3])
@@ -214,8 +253,10 @@ Tensor conv2d_backward_data(const char* op, const Tensor& gy, const Tensor& W, c
                      ": a convolution of it gives " + hw(g.oh, g.ow) + ", not " + hw(ys[2], ys[3]) +
                      "; hint: outsize must satisfy (outsize + 2 pad - k) / stride + 1 == input size, e.g. " +
                      hw(s.h * (ys[2] - 1) + ws[2] - 2 * p.h, s.w * (ys[3] - 1) + ws[3] - 2 * p.w) + " (the default)");
+  g.groups = groups;
   if (is_half(gy.dtype()))
-    return half_result(conv2d_backward_data(op, wide(gy), wide(W), wide(b), s, p, out, gy.dtype()), gy.dtype());
+    return half_result(conv2d_backward_data(op, wide(gy), wide(W), wide(b), s, p, out, gy.dtype(), groups),
+                       gy.dtype());
   const bool low = lowp(gy.dtype(), compute);
   if (low) g.compute = compute;
   g.oc = ws[0];
@@ -224,13 +265,18 @@ Tensor conv2d_backward_data(const char* op, const Tensor& gy, const Tensor& W, c
   Backend& be = backend_of(gy);
   DType dt = gy.dtype();
   i64 ckk = g.c * g.kh * g.kw, ohw = g.oh * g.ow;
+  const i64 ckg = ckk / groups, ocg = g.oc / groups;
   if (g.oc == 0 || ohw == 0) {
     gx.fill_(0);
   } else if (!library() || !be.conv2d_backward_data(dt, W.raw_data(), gy.raw_data(), gx.raw_data(), g)) {
-    if (low) return conv2d_backward_data(op, rounded(gy, compute), rounded(W, compute), b, s, p, out);
+    if (low) return conv2d_backward_data(op, rounded(gy, compute), rounded(W, compute), b, s, p, out, DType::Float32,
+                                         groups);
     Tensor gcol = Tensor::empty(Shape{g.n, ckk, ohw}, dt, gy.device());
-    be.gemm(dt, true, false, ckk, ohw, g.oc, 1.0, W.raw_data(), ckk, 0, gy.raw_data(), ohw, g.oc * ohw, 0.0,
-            gcol.raw_data(), ohw, ckk * ohw, g.n);
+    // Group j: gcol[i] rows j ckg.. (ckg, oh ow) = (W rows j ocg..)^T (ckg, ocg) @ gy[i] rows j ocg..
+    for (i64 j = 0; j < groups; ++j)
+      be.gemm(dt, true, false, ckg, ohw, ocg, 1.0, at(W.raw_data(), dt, j * ocg * ckg), ckg, 0,
+              at(gy.raw_data(), dt, j * ocg * ohw), ohw, g.oc * ohw, 0.0, at(gcol.raw_data(), dt, j * ckg * ohw), ohw,
+              ckk * ohw, g.n);
     be.col2im(dt, gcol.raw_data(), gx.raw_data(), g);
   }
   if (b.defined()) add_channel_bias_(gx, b);
@@ -238,44 +284,56 @@ Tensor conv2d_backward_data(const char* op, const Tensor& gy, const Tensor& W, c
 }
 
 Tensor conv2d_backward_filter(const char* op, const Tensor& x, const Tensor& gy, Pair k, Pair s, Pair p,
-                              DType compute) {
+                              DType compute, std::int64_t groups) {
   check_float4d(op, "x", x, "(N, C, H, W)");
   check_float4d(op, "gy", gy, "(N, OC, OH, OW)");
   check_same(op, x, "x", gy, "gy");
+  check_groups_positive(op, groups);
   ConvGeom g = geometry(op, x.shape(), describe(x), k, s, p);
   const Shape& ys = gy.shape();
   if (ys[0] != g.n || ys[2] != g.oh || ys[3] != g.ow)
     throw ShapeError(std::string(op) + ": gy " + describe(gy) + " does not fit x " + describe(x) + " with kernel " +
                      k.str() + ", stride " + s.str() + " and pad " + p.str() + " (output " + hw(g.oh, g.ow) +
                      "); hint: gy is the gradient of the convolution's output");
+  if (g.c % groups != 0 || ys[1] % groups != 0)
+    throw ShapeError(std::string(op) + ": groups " + std::to_string(groups) + " must divide the channels of x " +
+                     describe(x) + " and of gy " + describe(gy) + "; hint: gy is the gradient of the output");
+  g.groups = groups;
   if (is_half(x.dtype()))
-    return half_result(conv2d_backward_filter(op, wide(x), wide(gy), k, s, p, x.dtype()), x.dtype());
+    return half_result(conv2d_backward_filter(op, wide(x), wide(gy), k, s, p, x.dtype(), groups), x.dtype());
   const bool low = lowp(x.dtype(), compute);
   if (low) g.compute = compute;
   g.oc = ys[1];
-  Tensor gW = Tensor::empty(Shape{g.oc, g.c, g.kh, g.kw}, x.dtype(), x.device());
+  Tensor gW = Tensor::empty(Shape{g.oc, g.c / groups, g.kh, g.kw}, x.dtype(), x.device());
   if (gW.size() == 0) return gW;
   Backend& be = backend_of(x);
   DType dt = x.dtype();
   i64 ckk = g.c * g.kh * g.kw, ohw = g.oh * g.ow;
+  const i64 ckg = ckk / groups, ocg = g.oc / groups;
   if (g.n == 0 || ohw == 0) {
     gW.fill_(0);
     return gW;
   }
   if (library() && be.conv2d_backward_filter(dt, x.raw_data(), gy.raw_data(), gW.raw_data(), g)) return gW;
-  if (low) return conv2d_backward_filter(op, rounded(x, compute), rounded(gy, compute), k, s, p);
+  if (low)
+    return conv2d_backward_filter(op, rounded(x, compute), rounded(gy, compute), k, s, p, DType::Float32, groups);
   Tensor col = Tensor::empty(Shape{g.n, ckk, ohw}, dt, x.device());
   be.im2col(dt, x.raw_data(), col.raw_data(), g);
+  // Group j: gW rows j ocg.. (ocg, ckg) = sum_i gy[i] rows j ocg.. @ (col[i] rows j ckg..)^T
+  const i64 nw = g.oc * ckg;  // gW's elements
   if (g.n == 1) {
-    be.gemm(dt, false, true, g.oc, ckk, ohw, 1.0, gy.raw_data(), ohw, 0, col.raw_data(), ohw, 0, 0.0, gW.raw_data(),
-            ckk, 0, 1);
+    for (i64 j = 0; j < groups; ++j)
+      be.gemm(dt, false, true, ocg, ckg, ohw, 1.0, at(gy.raw_data(), dt, j * ocg * ohw), ohw, 0,
+              at(col.raw_data(), dt, j * ckg * ohw), ohw, 0, 0.0, at(gW.raw_data(), dt, j * ocg * ckg), ckg, 0, 1);
     return gW;
   }
   // One partial gW per image (the batch's GEMMs run in parallel), then their sum.
-  Tensor part = Tensor::empty(Shape{g.n, g.oc * ckk}, dt, x.device());
-  be.gemm(dt, false, true, g.oc, ckk, ohw, 1.0, gy.raw_data(), ohw, g.oc * ohw, col.raw_data(), ohw, ckk * ohw, 0.0,
-          part.raw_data(), ckk, g.oc * ckk, g.n);
-  be.reduce(ReduceOp::Sum, dt, part.raw_data(), gW.raw_data(), 1, g.n, g.oc * ckk);
+  Tensor part = Tensor::empty(Shape{g.n, nw}, dt, x.device());
+  for (i64 j = 0; j < groups; ++j)
+    be.gemm(dt, false, true, ocg, ckg, ohw, 1.0, at(gy.raw_data(), dt, j * ocg * ohw), ohw, g.oc * ohw,
+            at(col.raw_data(), dt, j * ckg * ohw), ohw, ckk * ohw, 0.0, at(part.raw_data(), dt, j * ocg * ckg), ckg,
+            nw, g.n);
+  be.reduce(ReduceOp::Sum, dt, part.raw_data(), gW.raw_data(), 1, g.n, nw);
   return gW;
 }
 

@@ -110,6 +110,11 @@ Tensor matmul_lowp(const Tensor& a, const Tensor& b, bool ta, bool tb, const Ten
 // the backend's low-precision kernel (ConvGeom::compute; oneDNN's bf16 convolutions on
 // the host), else the two operands rounded to `compute` and back, then the float32 path.
 // The bias stays float32. Other dtypes ignore it.
+//
+// `groups` (the three products; PyTorch's groups, ONNX's group): the channels split into
+// that many independent convolutions, W (oc, c/groups, kh, kw); groups == c is depthwise.
+// It must be >= 1 (ValueError) and divide c and oc (ShapeError). Backend::conv2d_* with
+// ConvGeom::groups, else one batched GEMM per group.
 
 // Only the checks of im2col (for the composite functions: conv2d_simple, pooling_simple,
 // average_pooling, so that their errors name them).
@@ -119,22 +124,22 @@ Tensor im2col(const char* op, const Tensor& x, Pair k, Pair s, Pair p);
 // col (n, c, kh, kw, oh, ow) -> x (n, c, h, w) of x_shape, the adjoint of im2col.
 Tensor col2im(const char* op, const Tensor& col, const Shape& x_shape, Pair s, Pair p);
 
-// y (n, oc, oh, ow) = x (n, c, h, w) * W (oc, c, kh, kw) + b (oc,) (b may be undefined):
+// y (n, oc, oh, ow) = x (n, c, h, w) * W (oc, c/groups, kh, kw) + b (oc,) (b may be undefined):
 // Backend::conv2d_forward (the library path) when it takes the case, else im2col and
-// one GEMM per image, W (oc, c kh kw) @ col (c kh kw, oh ow), which lands in NCHW.
+// one GEMM per image (and group), W (oc, c kh kw) @ col (c kh kw, oh ow), which lands in NCHW.
 Tensor conv2d_forward(const char* op, const Tensor& x, const Tensor& W, const Tensor& b, Pair s, Pair p,
-                      DType compute = DType::Float32);
+                      DType compute = DType::Float32, std::int64_t groups = 1);
 // The convolution's gradient with respect to its input, and deconv2d's forward:
-// gx (n, c, out.h, out.w) from gy (n, oc, oh, ow) and W (oc, c, kh, kw), plus b (c,)
+// gx (n, c, out.h, out.w) from gy (n, oc, oh, ow) and W (oc, c/groups, kh, kw), plus b (c,)
 // when defined. out must give back (oh, ow) through the conv size formula.
-// Backend::conv2d_backward_data, else W^T @ gy per image, then col2im.
+// Backend::conv2d_backward_data, else W^T @ gy per image (and group), then col2im.
 Tensor conv2d_backward_data(const char* op, const Tensor& gy, const Tensor& W, const Tensor& b, Pair s, Pair p,
-                            Pair out, DType compute = DType::Float32);
-// The convolution's gradient with respect to W: gW (oc, c, kh, kw) from x (n, c, h, w)
-// and gy (n, oc, oh, ow). Backend::conv2d_backward_filter, else gy @ col^T per image,
-// summed over the batch.
+                            Pair out, DType compute = DType::Float32, std::int64_t groups = 1);
+// The convolution's gradient with respect to W: gW (oc, c/groups, kh, kw) from x (n, c, h, w)
+// and gy (n, oc, oh, ow). Backend::conv2d_backward_filter, else gy @ col^T per image (and
+// group), summed over the batch.
 Tensor conv2d_backward_filter(const char* op, const Tensor& x, const Tensor& gy, Pair k, Pair s, Pair p,
-                              DType compute = DType::Float32);
+                              DType compute = DType::Float32, std::int64_t groups = 1);
 
 // Whether the three products, max and average pooling and batch normalisation try the
 // backend's library path (default true: cuDNN on a GPU, where it takes the case). false

@@ -71,7 +71,7 @@ inline bool operator==(const ConvAlgoKey& a, const ConvAlgoKey& b) {
   return a.pass == b.pass && a.device == b.device && a.dtype == b.dtype && a.allow_tf32 == b.allow_tf32 &&
          a.workspace_limit == b.workspace_limit && x.n == y.n && x.c == y.c && x.h == y.h && x.w == y.w &&
          x.kh == y.kh && x.kw == y.kw && x.sh == y.sh && x.sw == y.sw && x.ph == y.ph && x.pw == y.pw &&
-         x.oh == y.oh && x.ow == y.ow && x.oc == y.oc && x.compute == y.compute;
+         x.oh == y.oh && x.ow == y.ow && x.oc == y.oc && x.compute == y.compute && x.groups == y.groups;
 }
 inline bool operator!=(const ConvAlgoKey& a, const ConvAlgoKey& b) { return !(a == b); }
 
@@ -85,7 +85,7 @@ struct ConvAlgoKeyHash {
       }
     };
     const auto& g = k.g;
-    for (std::int64_t v : {g.n, g.c, g.h, g.w, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, g.oh, g.ow, g.oc})
+    for (std::int64_t v : {g.n, g.c, g.h, g.w, g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, g.oh, g.ow, g.oc, g.groups})
       mix(static_cast<std::uint64_t>(v));
     mix(static_cast<std::uint64_t>(k.pass));
     mix(static_cast<std::uint64_t>(k.device));
@@ -188,8 +188,10 @@ inline bool cudnn_aligned(const void* p) { return reinterpret_cast<std::uintptr_
 // per tensor) and its output size is the convolution's: (h + 2ph - kh) / sh + 1 = oh and
 // the same across. A deconvolution whose `outsize` adds more than stride - 1 to that
 // (DeZero allows it) is not one cuDNN can express: the caller's col2im path handles it.
+// groups (cudnnSetConvolutionGroupCount) must be at least 1, an int, and divide c and oc.
 inline bool conv_geometry_fits_cudnn(const dezero::detail::ConvGeom& g) {
   constexpr std::int64_t kMax = 2147483647;
+  if (g.groups < 1 || g.groups > kMax || g.c % g.groups != 0 || g.oc % g.groups != 0) return false;
   for (std::int64_t v : {g.n, g.c, g.h, g.w, g.kh, g.kw, g.sh, g.sw, g.oh, g.ow, g.oc})
     if (v <= 0 || v > kMax) return false;
   if (g.ph < 0 || g.pw < 0 || g.ph > kMax || g.pw > kMax) return false;
