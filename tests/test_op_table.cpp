@@ -363,6 +363,12 @@ const std::vector<Row>& table() {
     r.push_back(row("conv2d (kernel 2x3, stride (2, 1), pad (0, 1), no bias)", "conv2d",
                     {real("x", {1, 2, 5, 6}), real("W", {2, 2, 2, 3})},
                     [](const Args& a) { return F::conv2d(a[0], a[1], Variable(), {2, 1}, {0, 1}); }).sums(12));
+    r.push_back(row("conv2d (groups 2, stride 1, pad 1, bias)", "conv2d",
+                    {real("x", {2, 4, 4, 4}), real("W", {6, 2, 3, 3}), real("b", {6})},
+                    [](const Args& a) { return F::conv2d(a[0], a[1], a[2], 1, 1, 2); }).sums(32));
+    r.push_back(row("conv2d (depthwise, groups 3, stride 2, pad 1, no bias)", "conv2d",
+                    {real("x", {2, 3, 5, 5}), real("W", {6, 1, 3, 3})},
+                    [](const Args& a) { return F::conv2d(a[0], a[1], Variable(), 2, 1, 3); }).sums(18));
     r.push_back(row("conv2d_simple (stride 2, pad 1, bias)", "conv2d_simple",
                     {real("x", {1, 2, 5, 5}), real("W", {2, 2, 3, 3}), real("b", {2})},
                     [](const Args& a) { return F::conv2d_simple(a[0], a[1], a[2], 2, 1); }).sums(18));
@@ -374,6 +380,12 @@ const std::vector<Row>& table() {
                     [](const Args& a) { return F::deconv2d(a[0], a[1], a[2], {1, 2}, {1, 0}); }).sums(12));
     r.push_back(row("deconv2d (outsize 6x6, no bias)", "deconv2d", {real("x", {1, 2, 3, 3}), real("W", {2, 1, 3, 3})},
                     [](const Args& a) { return F::deconv2d(a[0], a[1], Variable(), 2, 1, Pair{6, 6}); }).sums(18));
+    r.push_back(row("deconv2d (groups 2, stride 2, pad 1, bias)", "deconv2d",
+                    {real("x", {1, 4, 3, 3}), real("W", {4, 3, 3, 3}), real("b", {6})},
+                    [](const Args& a) { return F::deconv2d(a[0], a[1], a[2], 2, 1, std::nullopt, 2); }).sums(27));
+    r.push_back(row("deconv2d (depthwise, groups 3, outsize 6x6, no bias)", "deconv2d",
+                    {real("x", {2, 3, 3, 3}), real("W", {3, 1, 3, 3})},
+                    [](const Args& a) { return F::deconv2d(a[0], a[1], Variable(), 2, 1, Pair{6, 6}, 3); }).sums(18));
     r.push_back(row("im2col (kernel 3, pad 1, matrix)", "im2col", {real("x", {1, 2, 4, 4})},
                     [](const Args& a) { return F::im2col(a[0], 3, 1, 1, true); }).sums(9));
     r.push_back(row("im2col (kernel 2, stride 2, 6-d)", "im2col", {real("x", {2, 1, 4, 4})},

@@ -9,6 +9,9 @@
 //   Conv2DGradW gW = sum gy @ col(x)^T, linear in both inputs:
 //               gx = deconv2d(gy, ggW), ggy = conv2d(x, ggW)
 // (DeZero's Conv2DGradW.backward took a weakref for a Variable and crashed.)
+// All three carry `groups` (PyTorch's grouped convolution; W (OC, C/groups, KH, KW) for
+// conv, (C, OC/groups, KH, KW) for deconv: the same tensor seen from either side) and
+// pass it on, so a grouped or depthwise convolution stays one Function at every order.
 //
 // Mixed precision (issue 31): each of the three keeps the autocast type it was called
 // under (Config::autocast, float32 when none) and passes it on to the Functions of its
@@ -77,66 +80,77 @@ class Col2im : public Function {
 VariableList Im2col::backward(const VariableList& gys) { return {call<Col2im>(detail::in(gys[0]), input(0).shape(), s_, p_)}; }
 
 // --- the convolution Functions --------------------------------------------------------------
-// gW (OC, C, KH, KW) of y = conv(x, W) from x (N, C, H, W) and gy (N, OC, OH, OW).
+// gW (OC, C/groups, KH, KW) of y = conv(x, W) from x (N, C, H, W) and gy (N, OC, OH, OW).
 class Conv2DGradW : public Function {
  public:
-  Conv2DGradW(Pair k, Pair s, Pair p, DType compute) : k_(k), s_(s), p_(p), compute_(compute) {}
+  Conv2DGradW(Pair k, Pair s, Pair p, DType compute, std::int64_t groups)
+      : k_(k), s_(s), p_(p), compute_(compute), groups_(groups) {}
   TensorList forward(const TensorList& xs) override {
-    return {detail::conv2d_backward_filter("conv2d", xs[0], xs[1], k_, s_, p_, compute_)};
+    return {detail::conv2d_backward_filter("conv2d", xs[0], xs[1], k_, s_, p_, compute_, groups_)};
   }
   VariableList backward(const VariableList& ggs) override;
 
  private:
   Pair k_, s_, p_;
   DType compute_;
+  std::int64_t groups_;
 };
 
-// y (N, OC, OH, OW) = x (N, C, H, W) * W (OC, C, KH, KW) [+ b (OC,)]
+// y (N, OC, OH, OW) = x (N, C, H, W) * W (OC, C/groups, KH, KW) [+ b (OC,)]
 class Conv2d : public Function {
  public:
-  Conv2d(Pair s, Pair p, DType compute) : s_(s), p_(p), compute_(compute) {}
+  Conv2d(Pair s, Pair p, DType compute, std::int64_t groups) : s_(s), p_(p), compute_(compute), groups_(groups) {}
   TensorList forward(const TensorList& xs) override {
-    return {detail::conv2d_forward("conv2d", xs[0], xs[1], xs.size() > 2 ? xs[2] : Tensor(), s_, p_, compute_)};
+    return {detail::conv2d_forward("conv2d", xs[0], xs[1], xs.size() > 2 ? xs[2] : Tensor(), s_, p_, compute_,
+                                   groups_)};
   }
   VariableList backward(const VariableList& gys) override;
-  FunctionAttrs attributes() const override { return {{"stride", hw(s_)}, {"pad", hw(p_)}}; }
+  FunctionAttrs attributes() const override { return {{"stride", hw(s_)}, {"pad", hw(p_)}, {"groups", groups_}}; }
 
  private:
   Pair s_, p_;
   DType compute_;
+  std::int64_t groups_;
 };
 
-// y (N, OC, OH, OW) = deconv(x (N, C, H, W), W (C, OC, KH, KW)) [+ b (OC,)], (OH, OW) = out
+// y (N, OC, OH, OW) = deconv(x (N, C, H, W), W (C, OC/groups, KH, KW)) [+ b (OC,)], (OH, OW) = out
 class Deconv2d : public Function {
  public:
-  Deconv2d(Pair s, Pair p, Pair out, DType compute) : s_(s), p_(p), out_(out), compute_(compute) {}
+  Deconv2d(Pair s, Pair p, Pair out, DType compute, std::int64_t groups)
+      : s_(s), p_(p), out_(out), compute_(compute), groups_(groups) {}
   TensorList forward(const TensorList& xs) override {
     return {detail::conv2d_backward_data("deconv2d", xs[0], xs[1], xs.size() > 2 ? xs[2] : Tensor(), s_, p_, out_,
-                                         compute_)};
+                                         compute_, groups_)};
   }
   VariableList backward(const VariableList& gys) override;
   // "outsize": (OH, OW) of the result.
-  FunctionAttrs attributes() const override { return {{"stride", hw(s_)}, {"pad", hw(p_)}, {"outsize", hw(out_)}}; }
+  FunctionAttrs attributes() const override {
+    return {{"stride", hw(s_)}, {"pad", hw(p_)}, {"outsize", hw(out_)}, {"groups", groups_}};
+  }
 
  private:
   Pair s_, p_, out_;
   DType compute_;
+  std::int64_t groups_;
 };
 
 // The backward products, each in the type of the Function that asks for them.
 VariableList Conv2DGradW::backward(const VariableList& ggs) {
   const Variable &x = input(0), &gy = input(1), &ggW = ggs[0];
   Variable gx, ggy;
-  if (needs_input_grad(0)) gx = call<Deconv2d>(detail::in(gy, ggW), s_, p_, image_of(x.shape()), compute_);
-  if (needs_input_grad(1)) ggy = call<Conv2d>(detail::in(x, ggW), s_, p_, compute_);
+  if (needs_input_grad(0))
+    gx = call<Deconv2d>(detail::in(gy, ggW), s_, p_, image_of(x.shape()), compute_, groups_);
+  if (needs_input_grad(1)) ggy = call<Conv2d>(detail::in(x, ggW), s_, p_, compute_, groups_);
   return {gx, ggy};
 }
 
 VariableList Conv2d::backward(const VariableList& gys) {
   const Variable &x = input(0), &W = input(1), &gy = gys[0];
   VariableList g(inputs().size());
-  if (needs_input_grad(0)) g[0] = call<Deconv2d>(detail::in(gy, W), s_, p_, image_of(x.shape()), compute_);
-  if (needs_input_grad(1)) g[1] = call<Conv2DGradW>(detail::in(x, gy), kernel_of(W.shape()), s_, p_, compute_);
+  if (needs_input_grad(0))
+    g[0] = call<Deconv2d>(detail::in(gy, W), s_, p_, image_of(x.shape()), compute_, groups_);
+  if (needs_input_grad(1))
+    g[1] = call<Conv2DGradW>(detail::in(x, gy), kernel_of(W.shape()), s_, p_, compute_, groups_);
   if (g.size() > 2 && needs_input_grad(2)) g[2] = bias_grad(gy);
   return g;
 }
@@ -144,8 +158,9 @@ VariableList Conv2d::backward(const VariableList& gys) {
 VariableList Deconv2d::backward(const VariableList& gys) {
   const Variable &x = input(0), &W = input(1), &gy = gys[0];
   VariableList g(inputs().size());
-  if (needs_input_grad(0)) g[0] = call<Conv2d>(detail::in(gy, W), s_, p_, compute_);
-  if (needs_input_grad(1)) g[1] = call<Conv2DGradW>(detail::in(gy, x), kernel_of(W.shape()), s_, p_, compute_);
+  if (needs_input_grad(0)) g[0] = call<Conv2d>(detail::in(gy, W), s_, p_, compute_, groups_);
+  if (needs_input_grad(1))
+    g[1] = call<Conv2DGradW>(detail::in(gy, x), kernel_of(W.shape()), s_, p_, compute_, groups_);
   if (g.size() > 2 && needs_input_grad(2)) g[2] = bias_grad(gy);
   return g;
 }
@@ -162,12 +177,13 @@ void check_4d(const char* op, const char* what, const Variable& v, const char* l
 namespace F {
 
 // --- conv2d / conv2d_simple (step 57) ---------------------------------------------------------
-Variable conv2d(const Variable& x, const Variable& W, const Variable& b, Pair stride, Pair pad) {
+Variable conv2d(const Variable& x, const Variable& W, const Variable& b, Pair stride, Pair pad,
+               std::int64_t groups) {
   x.defined_data("conv2d");
   W.defined_data("conv2d");
   const DType compute = detail::autocast_compute(Config::autocast, x.device());
-  if (has_bias(b)) return call<Conv2d>(detail::in(x, W, b), stride, pad, compute);
-  return call<Conv2d>(detail::in(x, W), stride, pad, compute);
+  if (has_bias(b)) return call<Conv2d>(detail::in(x, W, b), stride, pad, compute, groups);
+  return call<Conv2d>(detail::in(x, W), stride, pad, compute, groups);
 }
 
 Variable conv2d_simple(const Variable& x, const Variable& W, const Variable& b, Pair stride, Pair pad) {
@@ -190,7 +206,7 @@ Variable conv2d_simple(const Variable& x, const Variable& W, const Variable& b, 
 
 // --- deconv2d -----------------------------------------------------------------------------------
 Variable deconv2d(const Variable& x, const Variable& W, const Variable& b, Pair stride, Pair pad,
-                  std::optional<Pair> outsize) {
+                  std::optional<Pair> outsize, std::int64_t groups) {
   const Tensor& xd = x.defined_data("deconv2d");
   const Tensor& wd = W.defined_data("deconv2d");
   Pair out = outsize ? *outsize : Pair(1);
@@ -198,8 +214,8 @@ Variable deconv2d(const Variable& x, const Variable& W, const Variable& b, Pair 
     out = Pair(static_cast<int>(deconv_outsize(xd.shape()[2], wd.shape()[2], stride.h, pad.h)),
                static_cast<int>(deconv_outsize(xd.shape()[3], wd.shape()[3], stride.w, pad.w)));
   const DType compute = detail::autocast_compute(Config::autocast, x.device());
-  if (has_bias(b)) return call<Deconv2d>(detail::in(x, W, b), stride, pad, out, compute);
-  return call<Deconv2d>(detail::in(x, W), stride, pad, out, compute);
+  if (has_bias(b)) return call<Deconv2d>(detail::in(x, W, b), stride, pad, out, compute, groups);
+  return call<Deconv2d>(detail::in(x, W), stride, pad, out, compute, groups);
 }
 
 // --- im2col / col2im (step 57) -------------------------------------------------------------------
