@@ -347,14 +347,20 @@ void window(::onnx::NodeProto& n, const Ints& kernel, const Ints& stride, const 
 void conv_inputs(Writer& w, const Call& c, std::vector<std::string>& in) {
   for (std::size_t i = 0; i < c.n_in(); ++i) in.push_back(c.x(w, i));
 }
-// conv2d: W (OC, C, KH, KW) is ONNX's layout.
+// The `group` attribute of a grouped conv2d / deconv2d (none for groups 1, ONNX's default).
+void group_attr(::onnx::NodeProto& n, const Call& c) {
+  if (c.has("groups") && c.i("groups") > 1) Writer::attr(n, "group", c.i("groups"));
+}
+// conv2d: W (OC, C / groups, KH, KW) is ONNX's layout.
 void emit_conv(Writer& w, const Call& c) {
   std::vector<std::string> in;
   conv_inputs(w, c, in);
   const Shape& ws = c.in_shape(1);
-  window(w.node("Conv", in, {c.out[0]}), Ints{ws[2], ws[3]}, c.ints("stride"), c.ints("pad"));
+  auto& n = w.node("Conv", in, {c.out[0]});
+  window(n, Ints{ws[2], ws[3]}, c.ints("stride"), c.ints("pad"));
+  group_attr(n, c);
 }
-// deconv2d: W (C, OC, KH, KW) is ONNX's layout; an outsize past the usual one is output_padding.
+// deconv2d: W (C, OC / groups, KH, KW) is ONNX's layout; an outsize past the usual one is output_padding.
 void emit_deconv(Writer& w, const Call& c) {
   std::vector<std::string> in;
   conv_inputs(w, c, in);
@@ -370,6 +376,7 @@ void emit_deconv(Writer& w, const Call& c) {
   auto& n = w.node("ConvTranspose", in, {c.out[0]});
   window(n, Ints{ws[2], ws[3]}, s, p);
   if (extra[0] || extra[1]) Writer::attr(n, "output_padding", extra);
+  group_attr(n, c);
 }
 // DeZero's pooling pads with zeros: max pooling sees them (ONNX's MaxPool pads with -inf) and
 // average pooling counts them (count_include_pad = 1, which OpenCV 4.6 ignores), so both are a

@@ -14,7 +14,9 @@
 //     2-d ones over the kernel's depth, 3-d pools as a pool along each axis in turn, a 3-d
 //     ConvTranspose as the convolution of the stride-spread input with the flipped kernel;
 //     dilations spread the kernel with zeros (Conv, ConvTranspose) or take the max over strided
-//     slices (2-d MaxPool); group > 1 splits the channels and concatenates the groups' results.
+//     slices (2-d MaxPool); group > 1 is F::conv2d / F::deconv2d's groups for 1-d and 2-d
+//     convolutions (one Function: oneDNN's and cuDNN's grouped and depthwise kernels), and
+//     splits the channels and concatenates the groups' results for 3-d ones.
 // Integer results (MaxPool's Indices, uint8 MaxPool) are host tensors without a gradient. The
 // sizes the attributes ask for (the padded input, the windows, the dilated kernel, ConvTranspose's
 // full result and output) are capped before anything is allocated (import_util.hpp), and the
@@ -311,6 +313,8 @@ VariableList run_conv(OpContext& ctx) {
   Variable y;
   if (group == 1) {
     y = conv(x, W, b);
+  } else if (w.axes() == 2) {  // 1-d (as 2-d) and 2-d: a grouped conv2d
+    y = F::conv2d(x, W, b, w.stride(), pad, group);
   } else {
     const std::int64_t cg = C / group, ocg = OC / group;
     VariableList ys;
@@ -414,6 +418,9 @@ VariableList run_conv_transpose(OpContext& ctx) {
   Variable y;
   if (group == 1) {
     y = deconv(x, W, b);
+  } else if (axes == 2) {  // 1-d (as 2-d) and 2-d: a grouped deconv2d
+    const Pair p = plain ? Pair(static_cast<int>(pb[0]), static_cast<int>(pb[1])) : Pair(0);
+    y = F::deconv2d(x, W, plain ? b : Variable(), stride, p, std::nullopt, group);
   } else {
     const std::int64_t cg = C / group, ocg = OC / group;
     VariableList ys;

@@ -240,6 +240,34 @@ class SmallCNN : public Model {
   std::shared_ptr<L::Linear> fc;
 };
 
+// Grouped convolutions: a depthwise one with a channel multiplier (4 -> 8 in 4 groups), a
+// grouped one (8 -> 6 in 2 groups, no bias), a grouped transposed one (6 -> 3 in 3 groups).
+class GroupedCNN : public Model {
+ public:
+  GroupedCNN() {
+    L::ConvOptions dw;
+    dw.pad = 1;
+    dw.groups = 4;
+    depthwise = register_layer("dw", std::make_shared<L::Conv2d>(8, 3, dw));
+    L::ConvOptions g2;
+    g2.stride = 2;
+    g2.nobias = true;
+    g2.groups = 2;
+    grouped = register_layer("g2", std::make_shared<L::Conv2d>(6, 3, g2));
+    L::ConvOptions d3;
+    d3.stride = 2;
+    d3.pad = 1;
+    d3.groups = 3;
+    up = register_layer("up", std::make_shared<L::Deconv2d>(3, 4, d3));
+  }
+  // x: (N, 4, 8, 8) -> (N, 8, 8, 8) -> (N, 6, 3, 3) -> (N, 3, 6, 6)
+  Variable forward(const Variable& x) override {
+    return (*up)(F::relu((*grouped)(F::relu((*depthwise)(x)))));
+  }
+  std::shared_ptr<L::Conv2d> depthwise, grouped;
+  std::shared_ptr<L::Deconv2d> up;
+};
+
 // Two steps of an LSTM (the recurrent weights are used from the second on), then Linear.
 class TwoStepLSTM : public Model {
  public:
@@ -379,6 +407,28 @@ TEST_CASE("onnx export: a CNN with Conv2d, BatchNorm (running statistics), pooli
   auto avg = std::find(ops.begin(), ops.end(), "AveragePool");
   REQUIRE(avg != ops.end());
   CHECK(*(avg - 1) == "Pad");
+}
+
+TEST_CASE("onnx export: grouped and depthwise Conv2d / Deconv2d round trip with ONNX's group attribute") {
+  random::Generator gen(21);
+  GroupedCNN model;
+  Variable x(gen.randn({2, 4, 8, 8}, float32));
+  ::onnx::ModelProto m = round_trip(model, {x});
+  CHECK(op_types(m) == std::vector<std::string>{"Conv", "Relu", "Conv", "Relu", "ConvTranspose"});
+  std::vector<std::int64_t> groups;
+  for (const auto& n : m.graph().node()) {
+    if (n.op_type() != "Conv" && n.op_type() != "ConvTranspose") continue;
+    std::int64_t g = 0;
+    for (const auto& a : n.attribute())
+      if (a.name() == "group") g = a.i();
+    groups.push_back(g);
+  }
+  CHECK(groups == std::vector<std::int64_t>{4, 2, 3});
+  // An ordinary convolution writes no group (ONNX's default, 1).
+  SmallCNN plain;
+  ::onnx::ModelProto p = round_trip(plain, {Variable(gen.randn({2, 2, 8, 8}, float32))});
+  for (const auto& n : p.graph().node())
+    for (const auto& a : n.attribute()) CHECK(a.name() != "group");
 }
 
 TEST_CASE("onnx export: pooling with padding pads with zeros, as DeZero does (Pad + MaxPool / AveragePool)") {

@@ -27,6 +27,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <variant>
 #include <vector>
 #include "onnx_test_util.hpp"
 #include "support/memory_ceiling.hpp"
@@ -491,6 +492,55 @@ TEST_CASE("onnx nn ops: a depthwise 1-d Conv with auto_pad SAME_LOWER") {
   CHECK(y.shape() == Shape{1, 3, 5});
   CHECK(max_abs_diff(y.data(), want.reshape({1, 3, 5})) < 1e-12);
   check_grads(m, {x, W}, {0, 1});
+}
+
+TEST_CASE("onnx nn ops: a grouped and a depthwise 2-d Conv are one grouped F::conv2d, differentiable twice") {
+  Net net;
+  net.input("X", {2, 6, 6, 5}).input("W", {6, 1, 3, 3}).input("B", {6}).input("V", {4, 3, 1, 2}).output("Y");
+  auto& dw = net.node("Conv", {"X", "W", "B"}, {"H"});  // depthwise: group = C = 6
+  set_int(dw, "group", 6);
+  set_ints(dw, "pads", {1, 1, 1, 1});
+  auto& g2 = net.node("Conv", {"H", "V"}, {"Y"});  // 6 -> 4 channels in 2 groups, stride 2
+  set_int(g2, "group", 2);
+  set_ints(g2, "strides", {2, 1});
+  OnnxModel m = net.load();
+  const std::vector<Tensor> xs{randn_f64({2, 6, 6, 5}, 40), randn_f64({6, 1, 3, 3}, 41), randn_f64({6}, 42),
+                               randn_f64({4, 3, 1, 2}, 43)};
+  const Variable y = run(m, xs);
+  const Tensor h = conv_ref(xs[0], xs[1], xs[2], {1, 1}, {1, 1}, {1, 1, 1, 1}, 6);
+  const Tensor want = conv_ref(h, xs[3], zeros({4}, float64), {2, 1}, {1, 1}, {0, 0, 0, 0}, 2);
+  CHECK(y.shape() == Shape{2, 4, 3, 4});
+  CHECK(max_abs_diff(y.data(), want) < 1e-12);
+  // One Function per node, not a per-group loop with a concat: the result's creator is the
+  // grouped convolution itself, with groups among its attributes.
+  REQUIRE(y.creator() != nullptr);
+  CHECK(y.creator()->name() == "Conv2d");
+  std::int64_t groups = 0;
+  for (const auto& [k, a] : y.creator()->attributes())
+    if (k == "groups") groups = std::get<std::int64_t>(a);
+  CHECK(groups == 2);
+  check_grads(m, xs, {0, 1, 2, 3});
+  check_double_grad(m, xs, 0, 1);
+  check_double_grad(m, xs, 1, 0);
+}
+
+TEST_CASE("onnx nn ops: a depthwise ConvTranspose with symmetric pads is one grouped F::deconv2d") {
+  Net net;
+  net.input("X", {1, 4, 3, 4}).input("W", {4, 2, 3, 3}).input("B", {8}).output("Y");
+  auto& n = net.node("ConvTranspose", {"X", "W", "B"}, {"Y"});
+  set_int(n, "group", 4);
+  set_ints(n, "strides", {2, 2});
+  set_ints(n, "pads", {1, 1, 1, 1});
+  OnnxModel m = net.load();
+  const std::vector<Tensor> xs{randn_f64({1, 4, 3, 4}, 44), randn_f64({4, 2, 3, 3}, 45), randn_f64({8}, 46)};
+  const Variable y = run(m, xs);
+  // OH = 2 (3 - 1) + 3 - 2 = 5, OW = 2 (4 - 1) + 3 - 2 = 7
+  const Tensor want = deconv_ref(xs[0], xs[1], xs[2], {2, 2}, {1, 1}, {1, 1}, 5, 7, 4);
+  CHECK(y.shape() == Shape{1, 8, 5, 7});
+  CHECK(max_abs_diff(y.data(), want) < 1e-12);
+  REQUIRE(y.creator() != nullptr);
+  CHECK(y.creator()->name() == "Deconv2d");
+  check_grads(m, xs, {0, 1, 2});
 }
 
 TEST_CASE("onnx nn ops: ConvTranspose with groups, dilations, asymmetric pads and output_padding") {
