@@ -5,7 +5,8 @@
 // geometries cuDNN takes, the 16-byte alignment rule on an offset view), the TF32 switch,
 // and in a CUDA build that the cuDNN found by the build loads, is 8.x or later, and says
 // why it is not used when it is not. With a GPU: the backend's three entry points against
-// a direct convolution in double on the host, on several geometries, float32 and float64,
+// a direct convolution in double on the host, on several geometries (a depthwise and a
+// grouped one among them: cudnnSetConvolutionGroupCount), float32 and float64,
 // with TF32 allowed and with no workspace, a deconvolution's geometry, the cases cuDNN
 // declines, a call that fails at run time (the retry and what the cache keeps), offset
 // views, the pool getting every workspace back, a stream of its own, the timings
@@ -50,11 +51,18 @@ ConvGeom geom(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, st
   return g;
 }
 
+// g with `groups` channel groups: W (oc, c/groups, kh, kw).
+ConvGeom grouped(ConvGeom g, std::int64_t groups) {
+  g.groups = groups;
+  return g;
+}
+
 std::string str(const ConvGeom& g) {
   return "x (" + std::to_string(g.n) + ", " + std::to_string(g.c) + ", " + std::to_string(g.h) + ", " +
-         std::to_string(g.w) + ") W (" + std::to_string(g.oc) + ", " + std::to_string(g.c) + ", " +
+         std::to_string(g.w) + ") W (" + std::to_string(g.oc) + ", " + std::to_string(g.c / g.groups) + ", " +
          std::to_string(g.kh) + ", " + std::to_string(g.kw) + ") stride (" + std::to_string(g.sh) + ", " +
-         std::to_string(g.sw) + ") pad (" + std::to_string(g.ph) + ", " + std::to_string(g.pw) + ")";
+         std::to_string(g.sw) + ") pad (" + std::to_string(g.ph) + ", " + std::to_string(g.pw) + ")" +
+         (g.groups != 1 ? " groups " + std::to_string(g.groups) : std::string());
 }
 
 }  // namespace
@@ -93,6 +101,8 @@ TEST_CASE("cudnn conv: the algorithm cache key holds every field that changes th
   vary([](cd::ConvAlgoKey& k) { k.g.oh = 6; });
   vary([](cd::ConvAlgoKey& k) { k.g.ow = 6; });
   vary([](cd::ConvAlgoKey& k) { k.g.oc = 5; });
+  vary([](cd::ConvAlgoKey& k) { k.g.compute = bfloat16; });
+  vary([](cd::ConvAlgoKey& k) { k.g.groups = 2; });
   std::unordered_map<cd::ConvAlgoKey, int, cd::ConvAlgoKeyHash> cache;
   cache[a] = -1;
   for (std::size_t i = 0; i < variants.size(); ++i) {
@@ -223,6 +233,12 @@ TEST_CASE("cudnn conv: the geometries cuDNN's descriptors take") {
   bad = g;
   bad.ph = -1;
   CHECK_FALSE(cd::conv_geometry_fits_cudnn(bad));
+  // groups (cudnnSetConvolutionGroupCount) must divide both channel counts
+  CHECK(cd::conv_geometry_fits_cudnn(grouped(geom(2, 6, 7, 7, 4, 3, 3, 1, 1, 1, 1), 2)));
+  CHECK(cd::conv_geometry_fits_cudnn(grouped(geom(2, 6, 7, 7, 6, 3, 3, 1, 1, 1, 1), 6)));  // depthwise
+  CHECK_FALSE(cd::conv_geometry_fits_cudnn(grouped(geom(2, 6, 7, 7, 4, 3, 3), 4)));         // 6 % 4
+  CHECK_FALSE(cd::conv_geometry_fits_cudnn(grouped(geom(2, 6, 7, 7, 4, 3, 3), 3)));         // 4 % 3
+  CHECK_FALSE(cd::conv_geometry_fits_cudnn(grouped(geom(2, 6, 7, 7, 6, 3, 3), 0)));
   // more than INT_MAX elements in x: cuDNN's int sizes cannot hold it
   CHECK_FALSE(cd::conv_geometry_fits_cudnn(geom(1024, 64, 256, 256, 1, 1, 1)));
   CHECK(cd::conv_geometry_fits_cudnn(geom(511, 64, 256, 256, 1, 1, 1)));  // just under 2^31 - 1
@@ -276,18 +292,20 @@ std::vector<double> ref_forward(const ConvGeom& g, const std::vector<double>& x,
                                 const std::vector<double>& b, std::vector<double>* norm = nullptr) {
   std::vector<double> y(g.n * g.oc * g.oh * g.ow, 0.0);
   if (norm) norm->assign(y.size(), 0.0);
+  const std::int64_t cg = g.c / g.groups, ocg = g.oc / g.groups;  // filter o sees channels (o / ocg) cg ...
   for (std::int64_t n = 0; n < g.n; ++n)
     for (std::int64_t o = 0; o < g.oc; ++o)
       for (std::int64_t i = 0; i < g.oh; ++i)
         for (std::int64_t j = 0; j < g.ow; ++j) {
           double acc = b.empty() ? 0.0 : b[o];
           double sq = acc * acc;
-          for (std::int64_t c = 0; c < g.c; ++c)
+          for (std::int64_t c = 0; c < cg; ++c)
             for (std::int64_t p = 0; p < g.kh; ++p)
               for (std::int64_t q = 0; q < g.kw; ++q) {
                 std::int64_t r = i * g.sh + p - g.ph, s = j * g.sw + q - g.pw;
                 if (r < 0 || r >= g.h || s < 0 || s >= g.w) continue;
-                double t = x[((n * g.c + c) * g.h + r) * g.w + s] * W[((o * g.c + c) * g.kh + p) * g.kw + q];
+                const std::int64_t xc = o / ocg * cg + c;
+                double t = x[((n * g.c + xc) * g.h + r) * g.w + s] * W[((o * cg + c) * g.kh + p) * g.kw + q];
                 acc += t;
                 sq += t * t;
               }
@@ -298,24 +316,26 @@ std::vector<double> ref_forward(const ConvGeom& g, const std::vector<double>& x,
   return y;
 }
 
-// gx (n, c, h, w) from gy and W; gW (oc, c, kh, kw) from x and gy; and the 2-norms of their terms.
+// gx (n, c, h, w) from gy and W; gW (oc, c/groups, kh, kw) from x and gy; and the 2-norms of their terms.
 void ref_backward(const ConvGeom& g, const std::vector<double>& x, const std::vector<double>& W,
                   const std::vector<double>& gy, std::vector<double>& gx, std::vector<double>& gW,
                   std::vector<double>* gx_norm = nullptr, std::vector<double>* gW_norm = nullptr) {
+  const std::int64_t cg = g.c / g.groups, ocg = g.oc / g.groups;
   gx.assign(g.n * g.c * g.h * g.w, 0.0);
-  gW.assign(g.oc * g.c * g.kh * g.kw, 0.0);
+  gW.assign(g.oc * cg * g.kh * g.kw, 0.0);
   std::vector<double> sx(gx.size(), 0.0), sw(gW.size(), 0.0);
   for (std::int64_t n = 0; n < g.n; ++n)
     for (std::int64_t o = 0; o < g.oc; ++o)
       for (std::int64_t i = 0; i < g.oh; ++i)
         for (std::int64_t j = 0; j < g.ow; ++j) {
           double d = gy[((n * g.oc + o) * g.oh + i) * g.ow + j];
-          for (std::int64_t c = 0; c < g.c; ++c)
+          for (std::int64_t c = 0; c < cg; ++c)
             for (std::int64_t p = 0; p < g.kh; ++p)
               for (std::int64_t q = 0; q < g.kw; ++q) {
                 std::int64_t r = i * g.sh + p - g.ph, s = j * g.sw + q - g.pw;
                 if (r < 0 || r >= g.h || s < 0 || s >= g.w) continue;
-                std::int64_t xi = ((n * g.c + c) * g.h + r) * g.w + s, wi = ((o * g.c + c) * g.kh + p) * g.kw + q;
+                std::int64_t xi = ((n * g.c + o / ocg * cg + c) * g.h + r) * g.w + s,
+                             wi = ((o * cg + c) * g.kh + p) * g.kw + q;
                 double tx = d * W[wi], tw = d * x[xi];
                 gx[xi] += tx;
                 gW[wi] += tw;
@@ -376,7 +396,7 @@ void check_geometry(const ConvGeom& g, DType dt, bool bias, Precision p) {
   INFO("cuDNN's last run-time failure: ", cd::cudnn_conv_last_failure());
   Device gpu = Device::cuda(0);
   Tensor x = random::randn(Shape{g.n, g.c, g.h, g.w}, dt);
-  Tensor W = random::randn(Shape{g.oc, g.c, g.kh, g.kw}, dt);
+  Tensor W = random::randn(Shape{g.oc, g.c / g.groups, g.kh, g.kw}, dt);
   Tensor b = random::randn(Shape{g.oc}, dt);
   Tensor gy = random::randn(Shape{g.n, g.oc, g.oh, g.ow}, dt);
   Tensor xd = x.to(gpu), Wd = W.to(gpu), bd = b.to(gpu), gyd = gy.to(gpu);
@@ -389,8 +409,9 @@ void check_geometry(const ConvGeom& g, DType dt, bool bias, Precision p) {
   std::vector<double> hx = dzt::vals(x), hW = dzt::vals(W), hgy = dzt::vals(gy), rgx, rgW, ny, ngx, ngW;
   std::vector<double> ry = ref_forward(g, hx, hW, bias ? dzt::vals(b) : std::vector<double>{}, &ny);
   ref_backward(g, hx, hW, hgy, rgx, rgW, &ngx, &ngW);
-  // the most terms an element sums: c kh kw (+ the bias), oc kh kw, n oh ow
-  const std::int64_t k_fwd = g.c * g.kh * g.kw + 1, k_data = g.oc * g.kh * g.kw, k_filter = g.n * g.oh * g.ow;
+  // the most terms an element sums: c/groups kh kw (+ the bias), oc/groups kh kw, n oh ow
+  const std::int64_t k_fwd = g.c / g.groups * g.kh * g.kw + 1, k_data = g.oc / g.groups * g.kh * g.kw,
+                     k_filter = g.n * g.oh * g.ow;
   std::string where;
   CHECK_MESSAGE(close_to(dzt::vals(y), ry, ny, k_fwd, p, where), "forward: " << where);
   CHECK_MESSAGE(close_to(dzt::vals(gx), rgx, ngx, k_data, p, where), "backward data: " << where);
@@ -406,6 +427,8 @@ const std::vector<ConvGeom>& geometries() {
       geom(1, 3, 4, 4, 2, 4, 4),                    // kernel = input: one output pixel
       geom(4, 16, 14, 14, 32, 3, 3, 1, 1, 1, 1),    // the CNN's second convolution (W2)
       geom(8, 1, 28, 28, 16, 3, 3, 1, 1, 1, 1),     // and its first, on MNIST's size
+      grouped(geom(2, 32, 14, 14, 32, 3, 3, 1, 1, 1, 1), 32),  // depthwise (cudnnSetConvolutionGroupCount)
+      grouped(geom(2, 6, 9, 7, 4, 3, 3, 2, 1, 1, 0), 2),       // grouped, 3 channels and 2 filters per group
   };
   return gs;
 }
