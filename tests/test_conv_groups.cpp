@@ -315,6 +315,15 @@ TEST_CASE("conv2d / deconv2d groups errors name the function, the shapes and gro
   CHECK_MESSAGE(dzt::has(m, "deconv2d: b must be (6,)"), m);
   m = msg_s([&] { F::deconv2d(x, Variable(zeros({2, 3, 3, 3}, float64)), Variable(), 1, 0, std::nullopt, 2); });
   CHECK_MESSAGE(dzt::has(m, "hint: deconv2d's W is (in_channels, out_channels / groups, KH, KW)"), m);
+  // groups beyond the channels, with no channels at all too (0 % groups is 0): refused, no overflow
+  const std::int64_t huge = std::int64_t{1} << 62;
+  Variable empty(zeros({1, 0, 4, 4}, float64));
+  m = msg_s([&] { F::conv2d(empty, Variable(zeros({0, 0, 3, 3}, float64)), Variable(), 1, 0, huge); });
+  CHECK_MESSAGE(dzt::has(m, "conv2d: groups 4611686018427387904 must divide the 0 input channels"), m);
+  m = msg_s([&] { F::deconv2d(empty, Variable(zeros({0, 5, 3, 3}, float64)), Variable(), 1, 0, std::nullopt, huge); });
+  CHECK_MESSAGE(dzt::has(m, "deconv2d: groups 4611686018427387904 must divide the 0 input channels"), m);
+  // one group and no channels is an empty result, as before
+  CHECK(F::conv2d(empty, Variable(zeros({3, 0, 3, 3}, float64)), Variable(), 1, 1).shape() == Shape{1, 3, 4, 4});
 }
 
 TEST_CASE("L::Conv2d / L::Deconv2d groups: weight shapes, the fan-in C / groups, forward, and the checks") {

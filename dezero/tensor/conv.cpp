@@ -26,6 +26,7 @@
 // ConvGeom::compute set (oneDNN's bf16 convolutions on the host, cuDNN's on a GPU), else
 // the operands rounded to it and back and the float32 path (the same values, with the
 // sums in another order).
+#include <algorithm>
 #include <atomic>
 #include <string>
 
@@ -174,11 +175,12 @@ Tensor conv2d_forward(const char* op, const Tensor& x, const Tensor& W, const Te
     throw ShapeError(std::string(op) + ": x " + describe(x) + " has " + std::to_string(C) + " channels but W " +
                      describe(W) + " expects " + std::to_string(ws[1]) +
                      "; hint: W is (out_channels, in_channels, KH, KW)");
-  if (C % groups != 0 || ws[0] % groups != 0)
+  // (groups beyond the channels divides none of them, 0 channels aside: refused too)
+  if (groups > std::max<i64>(C, 1) || C % groups != 0 || ws[0] % groups != 0)
     throw ShapeError(std::string(op) + ": groups " + std::to_string(groups) + " must divide the " +
                      std::to_string(C) + " input channels of x " + describe(x) + " and the " + std::to_string(ws[0]) +
                      " output channels of W " + describe(W) + "; hint: choose groups among their common divisors");
-  if (ws[1] * groups != C)
+  if (ws[1] != C / groups)
     throw ShapeError(std::string(op) + ": x " + describe(x) + " has " + std::to_string(C) + " channels, " +
                      std::to_string(C / groups) + " per group with groups " + std::to_string(groups) + ", but W " +
                      describe(W) + " expects " + std::to_string(ws[1]) +
@@ -236,7 +238,7 @@ Tensor conv2d_backward_data(const char* op, const Tensor& gy, const Tensor& W, c
                      describe(W) + " expects " + std::to_string(ws[0]) +
                      (groups == 1 ? "; hint: deconv2d's W is (in_channels, out_channels, KH, KW)"
                                   : "; hint: deconv2d's W is (in_channels, out_channels / groups, KH, KW)"));
-  if (ys[1] % groups != 0)
+  if (groups > std::max<i64>(ys[1], 1) || ys[1] % groups != 0)
     throw ShapeError(std::string(op) + ": groups " + std::to_string(groups) + " must divide the " +
                      std::to_string(ys[1]) + " input channels of x " + describe(gy) + " (W " + describe(W) +
                      "); hint: choose groups among the divisors of " + std::to_string(ys[1]));
@@ -295,7 +297,7 @@ Tensor conv2d_backward_filter(const char* op, const Tensor& x, const Tensor& gy,
     throw ShapeError(std::string(op) + ": gy " + describe(gy) + " does not fit x " + describe(x) + " with kernel " +
                      k.str() + ", stride " + s.str() + " and pad " + p.str() + " (output " + hw(g.oh, g.ow) +
                      "); hint: gy is the gradient of the convolution's output");
-  if (g.c % groups != 0 || ys[1] % groups != 0)
+  if (groups > std::max<i64>(g.c, 1) || g.c % groups != 0 || ys[1] % groups != 0)
     throw ShapeError(std::string(op) + ": groups " + std::to_string(groups) + " must divide the channels of x " +
                      describe(x) + " and of gy " + describe(gy) + "; hint: gy is the gradient of the output");
   g.groups = groups;
