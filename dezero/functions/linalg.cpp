@@ -153,7 +153,17 @@ class BatchedMatMul : public Function {
     const Variable& gy = gys[0];
     Variable ga, gb;
     if (needs_input_grad(0)) ga = F::sum_to(F::matmul(gy, swap_last(input(1))), input(0).shape());
-    if (needs_input_grad(1)) gb = F::sum_to(F::matmul(swap_last(input(0)), gy), input(1).shape());
+    if (needs_input_grad(1)) {
+      const Variable& a = input(0);
+      if (input(1).ndim() == 2 && a.ndim() > 2) {
+        // one W for every batch of a: gW (k, n) = sum_i a_i^T gy_i = a (B m, k)^T gy (B m, n), one
+        // 2-d product instead of B products and a sum over them
+        const std::int64_t k = a.shape()[a.ndim() - 1], n = gy.shape()[gy.ndim() - 1];
+        gb = F::matmul(F::transpose(F::reshape(a, Shape{-1, k})), F::reshape(gy, Shape{-1, n}));
+      } else {
+        gb = F::sum_to(F::matmul(swap_last(a), gy), input(1).shape());
+      }
+    }
     return {ga, gb};
   }
   std::string name() const override { return "MatMul"; }

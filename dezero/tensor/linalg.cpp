@@ -66,6 +66,14 @@ Tensor matmul(const Tensor& a0, const Tensor& b0) {
   Tensor y = Tensor::empty(out, dt, a.device());
   if (y.size() == 0) return y;
   if (k == 0) { y.fill_(0); return y; }
+  if (sb == 0 && sa != 0 && nb > 1) {
+    // One matrix b for every batch of a (a Linear on (..., m, k) values, PyTorch's attention on
+    // (seq, batch, dim)): the batches of a are rows of one (nb m, k) matrix, so it is one GEMM
+    // instead of nb small ones (at m = 1, nb matrix-vector products).
+    backend_of(a).gemm(dt, false, false, nb * m, n, k, 1.0, a.raw_data(), k, 0, b.raw_data(), n, 0, 0.0,
+                       y.raw_data(), n, 0, 1);
+    return y;
+  }
   backend_of(a).gemm(dt, false, false, m, n, k, 1.0, a.raw_data(), k, sa, b.raw_data(), n, sb, 0.0, y.raw_data(), n,
                      m * n, nb);
   return y;
