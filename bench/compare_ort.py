@@ -15,7 +15,7 @@ torch.no_grad(). Every measurement is a fresh process: load, --warmup calls, the
 that all see the same machine load; the ratios are the medians of the per-round ratios.
 
 --train 1 adds a training step at each batch (train mode, softmax cross entropy on random labels,
-backward, SGD 0.01) for dezero (the imported file, exported with TrainingMode.TRAINING so that its
+backward, SGD 0.01) for dezero (the imported file, exported with TrainingMode.PRESERVE so that its
 BatchNorms stay) and PyTorch eager; ONNX Runtime has no training here.
 Prints one line per measurement and a table at the end; name the CPU with the figures (the last
 line of onnx_speed's output is printed once).
@@ -72,11 +72,12 @@ def torch_worker(name, batch, threads, calls, warmup, train):
 
 
 def export(name, path, training):
+    """For training: PRESERVE in eval mode, so that BatchNormalization stays (dezero's follows Config::train,
+    batch statistics in a training step) without the training outputs opset 13 cannot carry."""
     import torch
     warnings.filterwarnings("ignore")
-    model = build_model(name)
-    model.train() if training else model.eval()
-    mode = torch.onnx.TrainingMode.TRAINING if training else torch.onnx.TrainingMode.EVAL
+    model = build_model(name).eval()
+    mode = torch.onnx.TrainingMode.PRESERVE if training else torch.onnx.TrainingMode.EVAL
     torch.onnx.export(model, (torch.randn(1, 3, 224, 224),), path, opset_version=13, training=mode,
                       do_constant_folding=not training, input_names=["input"], output_names=["output"],
                       dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
