@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "dezero/tensor/fused.hpp"  // detail::set_conv_library_path
+#include "support/conv_paths.hpp"
 #include "support/fixtures.hpp"
 #include "support/test_util.hpp"
 
@@ -37,20 +38,7 @@ bool near(const Variable& v, const Tensor& ref, double tol = 1e-10) {
   return dzt::close(v.data().to_cpu(), ref, tol, tol);
 }
 
-// body() once through the backend's library path for the convolutions and pooling (on
-// the host cpu/im2col.cpp's image-by-image products, cuDNN on a GPU where it is built) and
-// once through tensor/conv.cpp's batched im2col + GEMM and the backend's own pooling
-// kernels (pool.cu on a GPU), so both paths meet the same values.
-void on_each_conv_path(const std::function<void()>& body) {
-  struct Restore {
-    ~Restore() { detail::set_conv_library_path(true); }
-  } restore;
-  for (bool lib : {true, false}) {
-    CAPTURE(lib);
-    detail::set_conv_library_path(lib);
-    body();
-  }
-}
+using dzt::on_each_conv_path;  // tests/support/conv_paths.hpp
 Pair pr(const std::vector<std::int64_t>& a, std::size_t i) { return Pair(int(a[i]), int(a[i + 1])); }
 
 // sum(y * gy) as the loss whose gradients the fixtures hold.

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "dezero/tensor/fused.hpp"  // detail::set_conv_library_path
+#include "support/conv_paths.hpp"
 #include "support/test_util.hpp"
 
 using namespace dezero;
@@ -31,17 +32,7 @@ namespace {
 
 using i64 = std::int64_t;
 
-// body() on the library path and on the batched im2col + GEMM path (as test_conv.cpp).
-void on_each_conv_path(const std::function<void()>& body) {
-  struct Restore {
-    ~Restore() { detail::set_conv_library_path(true); }
-  } restore;
-  for (bool lib : {true, false}) {
-    CAPTURE(lib);
-    detail::set_conv_library_path(lib);
-    body();
-  }
-}
+using dzt::on_each_conv_path;  // tests/support/conv_paths.hpp
 
 // Channels [j n, (j + 1) n) of axis 0 or 1.
 Variable chans(const Variable& v, int axis, i64 j, i64 n) {
