@@ -13,8 +13,8 @@
 //   <file>: y rel E (PyTorch E), gx rel E (PyTorch E), params K/N worst rel E (PyTorch E, <key>),
 //   forward S s, backward S s
 // where the worst parameter is the one furthest from the reference relative to PyTorch's error.
-// --float64 1 runs the model in float64 (every parameter and statistic cast, x too) and prints its
-// errors against the float64 reference alone: the same arithmetic as PyTorch's float64 agrees to
+// --float64 1 runs the model in float64 (MODEL.onnx then is zoo_parity.py's float64 copy of the file;
+// every parameter and statistic is cast, x too) and prints its errors against the float64 reference alone: the same arithmetic as PyTorch's float64 agrees to
 // ~1e-12, which separates a wrong formula from float32 rounding (a ReLU or max pooling input near
 // a kink can fall on the other side in float32, in PyTorch's float32 as in ours).
 // Exit status 0 when every array is within float32 rounding: no further from the reference than
@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
   }
   omp_set_num_threads(std::stoi(bench::arg(argc, argv, "--threads", "1")));
   try {
+    utils::set_max_npz_bytes(std::int64_t{1} << 36);  // our own arrays: a large model's exceed 2 GiB
     std::map<std::string, Tensor> data;
     for (auto& [k, t] : utils::load_npz(argv[2])) data.emplace(k, t);
     onnx::OnnxModel model(argv[1]);

@@ -32,6 +32,7 @@ import zipfile
 
 import numpy as np
 import onnx
+import onnx.numpy_helper
 import torch
 import torchvision
 
@@ -46,6 +47,28 @@ def save_npz(path, arrays):
             dt = np.float64 if key.startswith("ref/") else np.float32
             np.lib.format.write_array(buf, np.ascontiguousarray(a, dtype=dt), allow_pickle=False)
             z.writestr(key + ".npy", buf.getvalue())
+
+
+def to_float64(path, out):
+    """The same model in float64: float initializers, Constant values, Cast targets and declared types."""
+    F, D = onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE
+    m = onnx.load(path)
+
+    def widen(t):
+        if t.data_type == F:
+            t.CopyFrom(onnx.numpy_helper.from_array(onnx.numpy_helper.to_array(t).astype(np.float64), t.name))
+    for t in m.graph.initializer:
+        widen(t)
+    for n in m.graph.node:
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.TENSOR:
+                widen(a.t)
+            if n.op_type == "Cast" and a.name == "to" and a.i == F:
+                a.i = D
+    for v in list(m.graph.input) + list(m.graph.output) + list(m.graph.value_info):
+        if v.type.tensor_type.elem_type == F:
+            v.type.tensor_type.elem_type = D
+    onnx.save(m, out)
 
 
 def classifiers():
@@ -169,11 +192,14 @@ def main():
         r = subprocess.run([exe, path, data, "--threads", str(args.threads)], capture_output=True, text=True)
         if r.returncode != 0 and args.float64_check and "FAILED" not in r.stdout:
             # a float32 difference: the same model in float64 tells a wrong formula from rounding
-            r64 = subprocess.run([exe, path, data, "--threads", str(args.threads), "--float64", "1"],
+            path64 = os.path.join(args.out, name + "_float64.onnx")
+            to_float64(path, path64)
+            r64 = subprocess.run([exe, path64, data, "--threads", str(args.threads), "--float64", "1"],
                                  capture_output=True, text=True)
+            os.remove(path64)
             print(f"  {name} in float64: {r64.stdout.strip().split(': ', 1)[-1]}", flush=True)
             if r64.returncode == 0:
-                r = subprocess.CompletedProcess(r.args, 0, r.stdout + " (float64 agrees)", r.stderr)
+                r = subprocess.CompletedProcess(r.args, 0, r.stdout.strip() + " (float64 agrees)", r.stderr)
         line = (r.stdout.strip() or r.stderr.strip()).splitlines()[-1] if (r.stdout or r.stderr) else "no output"
         print(f"{name} (opset {opset}, {nparam / 1e6:.1f}M, PyTorch forward+backward {torch_s:.2f} s): "
               f"{line.split(': ', 1)[-1]}", flush=True)
