@@ -494,6 +494,54 @@ struct OnnxModel::Impl {
     }
   }
 
+  // PyTorch's exporter merges initializers of equal values: in a fresh export every BatchNorm
+  // weight of one size is the same initializer (all ones), the other BatchNorms reading it
+  // through an Identity node. Trained as the file says, the merged weights would stay tied where
+  // PyTorch's were separate, and fine-tuning would drift from PyTorch's after the first step
+  // (ResNet18: 5 BatchNorms shared bn1.weight). An Identity whose input is a float initializer
+  // that something else reads too gets a Parameter of its own, a copy, named after the Identity's
+  // output: each value the file names is then its own tensor, and an update to one changes no
+  // other. (Weights that a model really shares, PyTorch writes as one initializer read directly,
+  // and they stay shared.) Before separate_batch_norm_statistics and plan().
+  void untie_identity_copies(OnnxModel& model) {
+    const auto& g = proto.graph();
+    std::unordered_map<std::string, int> readers;
+    for (const auto* node : order)
+      for (const auto& in : node->input())
+        if (!in.empty()) ++readers[in];
+    for (const auto& o : g.output()) ++readers[o.name()];
+    std::unordered_map<std::string, std::size_t> param_of;  // float initializer name -> index in params
+    for (const auto& t : g.initializer())
+      for (std::size_t i = 0; i < params.size(); ++i)
+        if (params[i].first == slot_of.at(t.name())) param_of[t.name()] = i;
+    std::unordered_set<std::string> taken, float_names;
+    for (const auto& [k, p] : model.named_params()) taken.insert(k);
+    for (const auto& [n, i] : param_of) float_names.insert(n);
+    std::unordered_set<std::string> names_used;  // every value name the file has
+    for (const auto& [n, sl] : slot_of) names_used.insert(n);
+    for (const auto* node : order) {
+      for (const auto& in : node->input()) names_used.insert(in);
+      for (const auto& o : node->output()) names_used.insert(o);
+    }
+    for (const auto* cnode : order) {
+      if (cnode->op_type() != "Identity" || cnode->input_size() != 1 || cnode->output_size() != 1) continue;
+      const std::string src = cnode->input(0);
+      auto it = param_of.find(src);
+      if (it == param_of.end() || readers[src] < 2) continue;
+      auto* node = const_cast<::onnx::NodeProto*>(cnode);  // the Impl's own copy of the file's graph
+      std::string name = node->output(0);
+      for (int k = 2; taken.count(name); ++k) name = node->output(0) + "_" + std::to_string(k);
+      std::string value_name = "dezero/untied/" + name;  // a value name the file does not use
+      while (names_used.count(value_name)) value_name += "_";
+      names_used.insert(value_name);
+      const Tensor value = params[it->second].second.data().copy();
+      params.emplace_back(slot(value_name), register_param(model, name, Parameter(value, name), float_names));
+      taken.insert(name);
+      --readers[src];
+      node->set_input(0, value_name);
+    }
+  }
+
   // BatchNormalization updates its running statistics in place (train mode, fine-tuning). An
   // exporter may hand it a tensor the file also uses elsewhere: PyTorch merges initializers of
   // equal values, so a fresh export's running_var is an Identity of some BN's weight (all ones)
@@ -566,6 +614,7 @@ struct OnnxModel::Impl {
     for (const auto& v : g.input()) available.insert(v.name());
     order_nodes(available);
     read_initializers(model);
+    untie_identity_copies(model);
     separate_batch_norm_statistics(model);
     for (const auto& p : params) model_bytes += static_cast<std::int64_t>(p.second.data().nbytes());
     for (const auto& f : fixed) model_bytes += static_cast<std::int64_t>(f.host.nbytes());

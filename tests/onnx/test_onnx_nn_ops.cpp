@@ -12,6 +12,7 @@
 
 #include <dezero/dezero.hpp>
 #include <dezero/onnx.hpp>
+#include <dezero/optimizers.hpp>
 #include <dezero/onnx/import_util.hpp>
 
 #include <onnx/onnx_pb.h>
@@ -775,8 +776,9 @@ TEST_CASE("onnx nn ops: a running statistic that aliases a weight (PyTorch's mer
   OnnxModel m = net.load();
   std::vector<std::string> keys;
   for (const auto& [k, p] : m.named_params()) keys.push_back(k);
-  // the shared ones stay; each BN's statistics are Parameters of their own
-  CHECK(keys == std::vector<std::string>{"bn.weight", "bn.bias", "bn1.running_mean", "bn1.running_var",
+  // the shared ones stay; each BN's statistics are Parameters of their own (the Identity outputs
+  // first, in the file's order, then those read directly)
+  CHECK(keys == std::vector<std::string>{"bn.weight", "bn.bias", "bn1.running_var", "bn1.running_mean",
                                          "Y/running_mean", "Y/running_var"});
   {
     auto train = using_config("train", true);
@@ -788,6 +790,40 @@ TEST_CASE("onnx nn ops: a running statistic that aliases a weight (PyTorch's mer
   CHECK(m.param("bn1.running_var").data().to_vector<double>() != std::vector<double>{1.0, 1.0, 1.0});
   CHECK(m.param("bn1.running_mean").data().to_vector<double>() != std::vector<double>{0.0, 0.0, 0.0});
   CHECK_FALSE(m.param("bn1.running_var").data().is_same(m.param("Y/running_var").data()));
+}
+
+TEST_CASE("onnx nn ops: an Identity of a shared weight (PyTorch's merged initializers) is a Parameter of its own") {
+  // A fresh PyTorch export of ResNet18: five BatchNorms read bn1.weight (all ones), four of them
+  // through Identity nodes. Fine-tuned, PyTorch's five weights part after the first step; so must
+  // ours. Here: two Mul nodes scale by "w" directly (a weight the model shares: it stays shared),
+  // a third by Identity(w).
+  Net net(13);
+  net.input("X", {2, 3}).output("Y");
+  auto& t = *net.m.mutable_graph()->add_initializer();
+  t.set_name("w");
+  t.set_data_type(::onnx::TensorProto::DOUBLE);
+  t.add_dims(3);
+  for (double x : {1.0, 1.0, 1.0}) t.add_double_data(x);
+  net.node("Mul", {"X", "w"}, {"A"});
+  net.node("Mul", {"A", "w"}, {"B"});
+  net.node("Identity", {"w"}, {"w_copy"});
+  net.node("Mul", {"B", "w_copy"}, {"Y"});
+  OnnxModel m = net.load();
+  std::vector<std::string> keys;
+  for (const auto& [k, p] : m.named_params()) keys.push_back(k);
+  CHECK(keys == std::vector<std::string>{"w", "w_copy"});
+  CHECK_FALSE(m.param("w").data().is_same(m.param("w_copy").data()));
+  const Tensor x = randn_f64({2, 3}, 41);
+  F::sum(m(Variable(x))).backward();
+  // y = x w w w': dy/dw = 2 x w w' summed over the rows, dy/dw' = x w w
+  const Tensor colsum = sum(x, 0);
+  CHECK(max_abs_diff(m.param("w").grad().data(), colsum * 2.0) < 1e-12);
+  CHECK(max_abs_diff(m.param("w_copy").grad().data(), colsum) < 1e-12);
+  optimizers::SGD sgd(0.1);
+  sgd.setup(m);
+  sgd.update();
+  CHECK(max_abs_diff(m.param("w").data(), 1.0 - colsum * 0.2) < 1e-12);
+  CHECK(max_abs_diff(m.param("w_copy").data(), 1.0 - colsum * 0.1) < 1e-12);
 }
 
 TEST_CASE("onnx nn ops: Dropout is the identity in test mode and drops with training_mode") {
