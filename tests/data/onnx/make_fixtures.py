@@ -247,6 +247,56 @@ def fresh_bn():
     print(f"fresh_bn: {len(aliased)} running statistics through Identity; losses {losses}")
 
 
+class TiedBN(nn.Module):
+    """Two BatchNorms of one size: a fresh export merges their weights (and biases) into one initializer."""
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 8, 3, padding=1)
+        self.bn2 = nn.BatchNorm2d(8)
+        self.fc = nn.Linear(8, 10)
+
+    def forward(self, x):  # x: (N, 3, 8, 8)
+        x = torch.relu(self.bn1(self.conv1(x)))
+        x = torch.relu(self.bn2(self.conv2(x)))
+        return self.fc(x.mean(dim=(2, 3)))
+
+
+def fresh_tied():
+    """fresh_tied: TiedBN as constructed, exported as it is. PyTorch merges bn2.weight into bn1.weight (an
+    Identity node reads it; checked here), so the file ties two weights that PyTorch trains apart. Three SGD
+    steps (lr 0.5, train mode) on one batch of 4: the losses. fresh_tied.npz: x, t, losses."""
+    torch.manual_seed(3)
+    model = TiedBN().eval()
+    x = torch.randn(4, 3, 8, 8)
+    t = torch.tensor([2, 9, 4, 0])
+    path = os.path.join(HERE, "fresh_tied.onnx")
+    torch.onnx.export(model, (x,), path, opset_version=OPSET, training=torch.onnx.TrainingMode.PRESERVE,
+                      input_names=["input"], output_names=["output"],
+                      dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
+    m = onnx.load(path)
+    onnx.checker.check_model(m, full_check=True)
+    inits = {i.name for i in m.graph.initializer}
+    made_by = {o: n for n in m.graph.node for o in n.output}
+    scales = [n.input[1] for n in m.graph.node if n.op_type == "BatchNormalization"]
+    tied = [s for s in scales if s in made_by and made_by[s].op_type == "Identity" and made_by[s].input[0] in inits]
+    if not tied:
+        raise SystemExit("fresh_tied: no BatchNorm weight through an Identity of another; the fixture tests nothing")
+    model = copy.deepcopy(model).train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    losses = []
+    for _ in range(3):
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), t)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    save_npz(os.path.join(HERE, "fresh_tied.npz"),
+             {"x": x.numpy(), "t": t.numpy().astype(np.int64), "losses": np.array(losses, dtype=np.float64)})
+    print(f"fresh_tied: {len(tied)} BatchNorm weight(s) through an Identity; losses {losses}")
+
+
 def main():
     torch.manual_seed(0)
     warnings.filterwarnings("ignore", message="It is recommended that constant folding be turned off")
@@ -272,6 +322,10 @@ if __name__ == "__main__":
         torch.set_num_threads(1)
         warnings.filterwarnings("ignore", message="It is recommended that constant folding be turned off")
         fresh_bn()
+    elif sys.argv[1:] == ["fresh_tied"]:
+        torch.set_num_threads(1)
+        warnings.filterwarnings("ignore", message="It is recommended that constant folding be turned off")
+        fresh_tied()
     elif sys.argv[1:] == ["zoo_ops"]:
         torch.set_num_threads(1)
         zoo_ops(13)
@@ -279,5 +333,6 @@ if __name__ == "__main__":
     else:
         main()
         fresh_bn()
+        fresh_tied()
         zoo_ops(13)
         zoo_ops(17)
