@@ -494,6 +494,45 @@ struct OnnxModel::Impl {
     }
   }
 
+  // What the two passes below need to know of the graph: how many node inputs and graph outputs
+  // read each value, the float initializers and their Parameters, the parameter keys taken, and
+  // every value name the file uses (so that a new one is fresh).
+  struct ValueIndex {
+    std::unordered_map<std::string, int> readers;
+    std::unordered_map<std::string, std::size_t> param_of;  // float initializer name -> index in params
+    std::unordered_set<std::string> taken, float_names, names_used;
+  };
+  ValueIndex index_values(OnnxModel& model) const {
+    const auto& g = proto.graph();
+    ValueIndex ix;
+    for (const auto* node : order)
+      for (const auto& in : node->input())
+        if (!in.empty()) ++ix.readers[in];
+    for (const auto& o : g.output()) ++ix.readers[o.name()];
+    for (const auto& t : g.initializer())
+      for (std::size_t i = 0; i < params.size(); ++i)
+        if (params[i].first == slot_of.at(t.name())) ix.param_of[t.name()] = i;
+    for (const auto& [k, p] : model.named_params()) ix.taken.insert(k);
+    for (const auto& [n, i] : ix.param_of) ix.float_names.insert(n);
+    for (const auto& [n, sl] : slot_of) ix.names_used.insert(n);
+    for (const auto* node : order) {
+      for (const auto& in : node->input()) ix.names_used.insert(in);
+      for (const auto& o : node->output()) ix.names_used.insert(o);
+    }
+    return ix;
+  }
+  // A copy of params[from] as a new Parameter `name`, read through a new value name from `base`.
+  std::string add_copy(OnnxModel& model, ValueIndex& ix, std::size_t from, const std::string& name,
+                       const std::string& base) {
+    std::string value_name = base + name;  // a value name the file does not use
+    while (ix.names_used.count(value_name)) value_name += "_";
+    ix.names_used.insert(value_name);
+    const Tensor value = params[from].second.data().copy();
+    params.emplace_back(slot(value_name), register_param(model, name, Parameter(value, name), ix.float_names));
+    ix.taken.insert(name);
+    return value_name;
+  }
+
   // PyTorch's exporter merges initializers of equal values: in a fresh export every BatchNorm
   // weight of one size is the same initializer (all ones), the other BatchNorms reading it
   // through an Identity node. Trained as the file says, the merged weights would stay tied where
@@ -504,41 +543,17 @@ struct OnnxModel::Impl {
   // other. (Weights that a model really shares, PyTorch writes as one initializer read directly,
   // and they stay shared.) Before separate_batch_norm_statistics and plan().
   void untie_identity_copies(OnnxModel& model) {
-    const auto& g = proto.graph();
-    std::unordered_map<std::string, int> readers;
-    for (const auto* node : order)
-      for (const auto& in : node->input())
-        if (!in.empty()) ++readers[in];
-    for (const auto& o : g.output()) ++readers[o.name()];
-    std::unordered_map<std::string, std::size_t> param_of;  // float initializer name -> index in params
-    for (const auto& t : g.initializer())
-      for (std::size_t i = 0; i < params.size(); ++i)
-        if (params[i].first == slot_of.at(t.name())) param_of[t.name()] = i;
-    std::unordered_set<std::string> taken, float_names;
-    for (const auto& [k, p] : model.named_params()) taken.insert(k);
-    for (const auto& [n, i] : param_of) float_names.insert(n);
-    std::unordered_set<std::string> names_used;  // every value name the file has
-    for (const auto& [n, sl] : slot_of) names_used.insert(n);
-    for (const auto* node : order) {
-      for (const auto& in : node->input()) names_used.insert(in);
-      for (const auto& o : node->output()) names_used.insert(o);
-    }
+    ValueIndex ix = index_values(model);
     for (const auto* cnode : order) {
       if (cnode->op_type() != "Identity" || cnode->input_size() != 1 || cnode->output_size() != 1) continue;
       const std::string src = cnode->input(0);
-      auto it = param_of.find(src);
-      if (it == param_of.end() || readers[src] < 2) continue;
+      auto it = ix.param_of.find(src);
+      if (it == ix.param_of.end() || ix.readers[src] < 2) continue;
       auto* node = const_cast<::onnx::NodeProto*>(cnode);  // the Impl's own copy of the file's graph
       std::string name = node->output(0);
-      for (int k = 2; taken.count(name); ++k) name = node->output(0) + "_" + std::to_string(k);
-      std::string value_name = "dezero/untied/" + name;  // a value name the file does not use
-      while (names_used.count(value_name)) value_name += "_";
-      names_used.insert(value_name);
-      const Tensor value = params[it->second].second.data().copy();
-      params.emplace_back(slot(value_name), register_param(model, name, Parameter(value, name), float_names));
-      taken.insert(name);
-      --readers[src];
-      node->set_input(0, value_name);
+      for (int k = 2; ix.taken.count(name); ++k) name = node->output(0) + "_" + std::to_string(k);
+      --ix.readers[src];
+      node->set_input(0, add_copy(model, ix, it->second, name, "dezero/untied/"));
     }
   }
 
@@ -550,30 +565,11 @@ struct OnnxModel::Impl {
   // after the value the node reads: no update then reaches a weight or another node's statistic.
   // Before plan(), while the graph's names are still in the proto.
   void separate_batch_norm_statistics(OnnxModel& model) {
-    const auto& g = proto.graph();
-    std::unordered_map<std::string, int> readers;  // value name -> how many node inputs and graph outputs read it
+    ValueIndex ix = index_values(model);
     std::unordered_map<std::string, std::string> identity_of;  // an Identity's output -> its input
-    for (const auto* node : order) {
-      for (const auto& in : node->input())
-        if (!in.empty()) ++readers[in];
+    for (const auto* node : order)
       if (node->op_type() == "Identity" && node->input_size() == 1 && node->output_size() == 1)
         identity_of[node->output(0)] = node->input(0);
-    }
-    for (const auto& o : g.output()) ++readers[o.name()];
-    std::unordered_set<std::string> names_used(slot_of.size());  // every value name the file has
-    for (const auto& [n, sl] : slot_of) names_used.insert(n);
-    for (const auto* node : order) {
-      for (const auto& in : node->input()) names_used.insert(in);
-      for (const auto& o : node->output()) names_used.insert(o);
-    }
-    std::unordered_map<std::string, std::size_t> param_of;  // initializer name -> index in params
-    for (const auto& t : g.initializer())
-      for (std::size_t i = 0; i < params.size(); ++i)
-        if (params[i].first == slot_of.at(t.name())) param_of[t.name()] = i;
-    std::unordered_set<std::string> taken;
-    for (const auto& [k, p] : model.named_params()) taken.insert(k);
-    std::unordered_set<std::string> float_names;
-    for (const auto& [n, i] : param_of) float_names.insert(n);
     for (const auto* cnode : order) {
       if (cnode->op_type() != "BatchNormalization") continue;
       auto* node = const_cast<::onnx::NodeProto*>(cnode);  // the Impl's own copy of the file's graph
@@ -581,23 +577,17 @@ struct OnnxModel::Impl {
         if (node->input_size() <= i || node->input(i).empty()) continue;
         const std::string read = node->input(i);
         std::string src = read;
-        bool alone = readers[src] == 1;
+        bool alone = ix.readers[src] == 1;
         while (identity_of.count(src)) {
           src = identity_of.at(src);
-          alone = alone && readers[src] == 1;
+          alone = alone && ix.readers[src] == 1;
         }
-        auto it = param_of.find(src);
-        if (alone || it == param_of.end()) continue;
-        const Tensor value = params[it->second].second.data().copy();
-        std::string name = read != src && !taken.count(read) ? read
-                           : node->output(0) + (i == 3 ? "/running_mean" : "/running_var");
-        for (int k = 2; taken.count(name); ++k) name = node->output(0) + (i == 3 ? "/running_mean_" : "/running_var_") + std::to_string(k);
-        std::string value_name = "dezero/statistic/" + name;  // a value name the file does not use
-        while (names_used.count(value_name)) value_name += "_";
-        names_used.insert(value_name);
-        params.emplace_back(slot(value_name), register_param(model, name, Parameter(value, name), float_names));
-        taken.insert(name);
-        node->set_input(i, value_name);
+        auto it = ix.param_of.find(src);
+        if (alone || it == ix.param_of.end()) continue;
+        const std::string stat = i == 3 ? "/running_mean" : "/running_var";
+        std::string name = read != src && !ix.taken.count(read) ? read : node->output(0) + stat;
+        for (int k = 2; ix.taken.count(name); ++k) name = node->output(0) + stat + "_" + std::to_string(k);
+        node->set_input(i, add_copy(model, ix, it->second, name, "dezero/statistic/"));
       }
     }
   }
