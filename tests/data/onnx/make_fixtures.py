@@ -213,28 +213,21 @@ def export(name, model, x_shape, training, opset=OPSET, fold=True):
           f" {len(inits)} initializers, ops {ops}")
 
 
-def fresh_bn():
-    """fresh_bn: BnCNN as constructed (gamma 1, beta 0, running mean 0, running var 1), exported as it is.
-    PyTorch merges initializers of equal values, so the file's running statistics are Identity nodes of
-    BatchNorm weights and biases (checked here: the fixture is about that aliasing). Then three SGD steps
-    (lr 0.1, train mode, cross entropy) on one batch of 4: the losses. fresh_bn.npz: x, t, losses."""
-    torch.manual_seed(1)
-    cnn = BnCNN().eval()
-    x = torch.randn(4, 3, 16, 16)
-    t = torch.tensor([1, 0, 7, 3])
-    path = os.path.join(HERE, "fresh_bn.onnx")
-    torch.onnx.export(cnn, (x,), path, opset_version=OPSET, training=torch.onnx.TrainingMode.PRESERVE,
+def export_fresh(name, module, x, t, lr, aliased_of):
+    """<name>.onnx: `module` as constructed, exported as it is (eval mode, PRESERVE, dynamic batch); the
+    aliasing the fixture is about must be there (aliased_of(model) lists it; none stops the script). Then
+    three SGD steps (lr, train mode, cross entropy) on x, t in PyTorch: <name>.npz holds x, t, losses."""
+    path = os.path.join(HERE, name + ".onnx")
+    torch.onnx.export(module, (x,), path, opset_version=OPSET, training=torch.onnx.TrainingMode.PRESERVE,
                       input_names=["input"], output_names=["output"],
                       dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
     m = onnx.load(path)
     onnx.checker.check_model(m, full_check=True)
-    made_by = {o: n.op_type for n in m.graph.node for o in n.output}
-    aliased = [i for n in m.graph.node if n.op_type == "BatchNormalization" for i in n.input[3:5]
-               if made_by.get(i) == "Identity"]
+    aliased = aliased_of(m)
     if not aliased:
-        raise SystemExit("fresh_bn: PyTorch wrote no running statistic through an Identity; the fixture tests nothing")
-    model = copy.deepcopy(cnn).train()
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        raise SystemExit(f"{name}: PyTorch wrote no such Identity; the fixture tests nothing")
+    model = copy.deepcopy(module).train()
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
     losses = []
     for _ in range(3):
         opt.zero_grad()
@@ -242,9 +235,25 @@ def fresh_bn():
         loss.backward()
         opt.step()
         losses.append(loss.item())
-    save_npz(os.path.join(HERE, "fresh_bn.npz"),
+    save_npz(os.path.join(HERE, name + ".npz"),
              {"x": x.numpy(), "t": t.numpy().astype(np.int64), "losses": np.array(losses, dtype=np.float64)})
-    print(f"fresh_bn: {len(aliased)} running statistics through Identity; losses {losses}")
+    print(f"{name}: {len(aliased)} value(s) through Identity; losses {losses}")
+
+
+def fresh_bn():
+    """fresh_bn: BnCNN as constructed (gamma 1, beta 0, running mean 0, running var 1). PyTorch merges
+    initializers of equal values, so the file's running statistics are Identity nodes of BatchNorm weights
+    and biases. Three SGD steps at lr 0.1 on one batch of 4."""
+    torch.manual_seed(1)
+    cnn = BnCNN().eval()
+    x = torch.randn(4, 3, 16, 16)
+    t = torch.tensor([1, 0, 7, 3])
+
+    def aliased(m):
+        made_by = {o: n.op_type for n in m.graph.node for o in n.output}
+        return [i for n in m.graph.node if n.op_type == "BatchNormalization" for i in n.input[3:5]
+                if made_by.get(i) == "Identity"]
+    export_fresh("fresh_bn", cnn, x, t, 0.1, aliased)
 
 
 class TiedBN(nn.Module):
@@ -264,37 +273,19 @@ class TiedBN(nn.Module):
 
 
 def fresh_tied():
-    """fresh_tied: TiedBN as constructed, exported as it is. PyTorch merges bn2.weight into bn1.weight (an
-    Identity node reads it; checked here), so the file ties two weights that PyTorch trains apart. Three SGD
-    steps (lr 0.5, train mode) on one batch of 4: the losses. fresh_tied.npz: x, t, losses."""
+    """fresh_tied: TiedBN as constructed. PyTorch merges bn2.weight into bn1.weight (an Identity node reads
+    it), so the file ties two weights that PyTorch trains apart. Three SGD steps at lr 0.5 on a batch of 4."""
     torch.manual_seed(3)
     model = TiedBN().eval()
     x = torch.randn(4, 3, 8, 8)
     t = torch.tensor([2, 9, 4, 0])
-    path = os.path.join(HERE, "fresh_tied.onnx")
-    torch.onnx.export(model, (x,), path, opset_version=OPSET, training=torch.onnx.TrainingMode.PRESERVE,
-                      input_names=["input"], output_names=["output"],
-                      dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
-    m = onnx.load(path)
-    onnx.checker.check_model(m, full_check=True)
-    inits = {i.name for i in m.graph.initializer}
-    made_by = {o: n for n in m.graph.node for o in n.output}
-    scales = [n.input[1] for n in m.graph.node if n.op_type == "BatchNormalization"]
-    tied = [s for s in scales if s in made_by and made_by[s].op_type == "Identity" and made_by[s].input[0] in inits]
-    if not tied:
-        raise SystemExit("fresh_tied: no BatchNorm weight through an Identity of another; the fixture tests nothing")
-    model = copy.deepcopy(model).train()
-    opt = torch.optim.SGD(model.parameters(), lr=0.5)
-    losses = []
-    for _ in range(3):
-        opt.zero_grad()
-        loss = nn.functional.cross_entropy(model(x), t)
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    save_npz(os.path.join(HERE, "fresh_tied.npz"),
-             {"x": x.numpy(), "t": t.numpy().astype(np.int64), "losses": np.array(losses, dtype=np.float64)})
-    print(f"fresh_tied: {len(tied)} BatchNorm weight(s) through an Identity; losses {losses}")
+
+    def tied(m):
+        inits = {i.name for i in m.graph.initializer}
+        made_by = {o: n for n in m.graph.node for o in n.output}
+        scales = [n.input[1] for n in m.graph.node if n.op_type == "BatchNormalization"]
+        return [s for s in scales if s in made_by and made_by[s].op_type == "Identity" and made_by[s].input[0] in inits]
+    export_fresh("fresh_tied", model, x, t, 0.5, tied)
 
 
 def main():
