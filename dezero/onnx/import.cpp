@@ -56,7 +56,7 @@ namespace {
 using detail::describe_node;
 
 constexpr int kMinOpset = 7;
-constexpr int kMaxOpset = 17;
+constexpr int kMaxOpset = 20;
 constexpr std::int64_t kMinRunBytes = std::int64_t{1} << 29;  // the automatic run cap's floor
 std::atomic<std::int64_t> g_max_run_bytes{0};
 

@@ -1,4 +1,4 @@
-// dezero/onnx/import_ops_conv.cpp - internal: the importer's convolutions and pools, opsets 7-17:
+// dezero/onnx/import_ops_conv.cpp - internal: the importer's convolutions and pools, opsets 7-20:
 // Conv, ConvTranspose, MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool (register_conv_ops,
 // ops.hpp).
 //
@@ -13,15 +13,16 @@
 //   - 1-d convolutions and pools run as 2-d ones over (N, C, L, 1); 3-d convolutions as a sum of
 //     2-d ones over the kernel's depth, 3-d pools as a pool along each axis in turn, a 3-d
 //     ConvTranspose as the convolution of the stride-spread input with the flipped kernel;
-//     dilations spread the kernel with zeros (Conv, ConvTranspose) or take the max over strided
-//     slices (2-d MaxPool); group > 1 is F::conv2d / F::deconv2d's groups for 1-d and 2-d
-//     convolutions (one Function: oneDNN's and cuDNN's grouped and depthwise kernels), and
-//     splits the channels and concatenates the groups' results for 3-d ones.
+//     dilations spread the kernel with zeros (Conv, ConvTranspose) or take the max or the mean
+//     over strided slices (1-d and 2-d MaxPool, AveragePool from opset 19); group > 1 is
+//     F::conv2d / F::deconv2d's groups for 1-d and 2-d convolutions (one Function: oneDNN's and
+//     cuDNN's grouped and depthwise kernels), and splits the channels and concatenates the
+//     groups' results for 3-d ones.
 // Integer results (MaxPool's Indices, uint8 MaxPool) are host tensors without a gradient. The
 // sizes the attributes ask for (the padded input, the windows, the dilated kernel, ConvTranspose's
 // full result and output) are capped before anything is allocated (import_util.hpp), and the
 // attributes' values are at most 2^31 - 1. Refused with a NotImplementedError naming the node:
-// more than 3 spatial axes, dilations in a 3-d MaxPool or in AveragePool.
+// more than 3 spatial axes, dilations in a 3-d MaxPool or AveragePool.
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>
@@ -477,8 +478,8 @@ Tensor max_pool_indices(const Tensor& x, const Window& w, const Shape& out, bool
   return array(idx, out, int64);
 }
 
-// The max over the k0 x k1 strided slices of x (N, C, H, W): a pool with dilations.
-Variable dilated_max_pool(const Variable& x, const Window& w) {
+// The max or the mean over the k0 x k1 strided slices of x (N, C, H, W): a pool with dilations.
+Variable dilated_pool(const Variable& x, const Window& w, bool max) {
   const std::int64_t oh = (x.shape()[2] - w.extent(0)) / w.s[0] + 1;
   const std::int64_t ow = (x.shape()[3] - w.extent(1)) / w.s[1] + 1;
   VariableList taps;
@@ -489,7 +490,7 @@ Variable dilated_max_pool(const Variable& x, const Window& w) {
                         Slice(w0, w0 + (ow - 1) * w.s[1] + 1, w.s[1])};
       taps.push_back(F::expand_dims(F::get_item(x, tap), 0));
     }
-  return F::max(concat(taps, 0), Axes{0});
+  return max ? F::max(concat(taps, 0), Axes{0}) : F::mean(concat(taps, 0), Axes{0});
 }
 
 // A pool of x (N, C, spatial...), padded already: one 2-d pool for 1-d (as (N, C, L, 1)) and 2-d
@@ -499,7 +500,7 @@ Variable pool(const Variable& x, const Window& w, bool max) {
   auto pool2d = [max](const Variable& v, Pair k, Pair s) {
     return max ? F::pooling(v, k, s, 0) : F::average_pooling(v, k, s, 0);
   };
-  if (w.axes() == 2) return max && w.dilated() ? dilated_max_pool(x, w) : pool2d(x, w.kernel(), w.stride());
+  if (w.axes() == 2) return w.dilated() ? dilated_pool(x, w, max) : pool2d(x, w.kernel(), w.stride());
   Variable y = x;
   for (int a = 0; a < 3; ++a) {
     Shape s = y.shape();
@@ -553,13 +554,13 @@ VariableList run_average_pool(OpContext& ctx) {
   const I64s in(x.shape().begin() + 2, x.shape().end());
   const Window w = make_window(ctx, in, a.ints("kernel_shape"), a.i("ceil_mode", 0) != 0);
   const bool count_pad = a.i("count_include_pad", 0) != 0;
-  if (w.dilated()) ctx.unsupported("AveragePool with dilations");
+  if (n == 3 && w.dilated()) ctx.unsupported("dilations in a 3-d AveragePool");
   check_window(ctx, x.shape(), w, true);
   if (n == 1) x = to_2d(x);
   Variable y;
   if (!w.padded()) {
     y = pool(x, w, false);
-  } else if (count_pad && w.symmetric() && w.axes() == 2) {
+  } else if (count_pad && w.symmetric() && w.axes() == 2 && !w.dilated()) {
     y = F::average_pooling(x, w.kernel(), w.stride(), w.pad());
   } else {
     // The window means of the padded x over the window means of a mask that is 1 where an
@@ -601,23 +602,26 @@ VariableList run_global_max_pool(OpContext& ctx) {
 // --- the table --------------------------------------------------------------------------------
 void register_conv_ops(OpTable& table) {
   const std::vector<std::string> conv_attrs{"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"};
-  add(table, "Conv", 7, 17, conv_attrs, check_conv, run_conv);
-  add(table, "ConvTranspose", 7, 17,
+  add(table, "Conv", 7, 20, conv_attrs, check_conv, run_conv);
+  add(table, "ConvTranspose", 7, 20,
       {"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads", "strides"},
       check_conv, run_conv_transpose);
 
   add(table, "MaxPool", 7, 7, {"auto_pad", "kernel_shape", "pads", "strides"}, check_max_pool, run_max_pool);
   add(table, "MaxPool", 8, 9, {"auto_pad", "kernel_shape", "pads", "storage_order", "strides"}, check_max_pool,
       run_max_pool);
-  add(table, "MaxPool", 10, 17,
+  add(table, "MaxPool", 10, 20,
       {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"}, check_max_pool,
       run_max_pool);
   add(table, "AveragePool", 7, 9, {"auto_pad", "count_include_pad", "kernel_shape", "pads", "strides"}, check_pool,
       run_average_pool);
-  add(table, "AveragePool", 10, 17, {"auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides"},
+  add(table, "AveragePool", 10, 18, {"auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides"},
       check_pool, run_average_pool);
-  add(table, "GlobalAveragePool", 7, 17, {}, nullptr, run_global_average_pool);
-  add(table, "GlobalMaxPool", 7, 17, {}, nullptr, run_global_max_pool);
+  add(table, "AveragePool", 19, 20,
+      {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"}, check_pool,
+      run_average_pool);
+  add(table, "GlobalAveragePool", 7, 20, {}, nullptr, run_global_average_pool);
+  add(table, "GlobalMaxPool", 7, 20, {}, nullptr, run_global_max_pool);
 }
 
 }  // namespace dezero::onnx::detail

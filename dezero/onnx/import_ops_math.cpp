@@ -7,8 +7,9 @@
 // on Tensors and carry no gradient; ONNX's bool is dezero's int64 0/1 (proto.cpp reads it so).
 // Mod (integer remainders, Swin's windows) is here too. Besides the ops the table has
 // the comparisons, logic, Where and ArgMax/ArgMin that exporters and ONNX's function expansions
-// use. Where an op changed between opsets 7 and 17 (Softmax's 2-d coercion before 13, ReduceSum's
-// axes that became an input in 13, Clip's bounds in 11) the table has one OpDef per form.
+// use. Where an op changed between opsets 7 and 20 (Softmax's 2-d coercion before 13, the Reduce*
+// axes that became an input in 13 (ReduceSum) and 18 (the others), Clip's bounds in 11) the table
+// has one OpDef per form. Gelu is opset 20's.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -146,7 +147,7 @@ OpDef softmax_def(const std::string& name, bool log, bool v13) {
   OpDef d;
   d.op_type = name;
   d.min_opset = v13 ? 13 : 7;
-  d.max_opset = v13 ? 17 : 12;
+  d.max_opset = v13 ? 20 : 12;
   d.attributes = {"axis"};
   d.run = [log, v13](OpContext& ctx) -> VariableList {
     const Variable& x = ctx.input(0);
@@ -171,18 +172,16 @@ OpDef softmax_def(const std::string& name, bool log, bool v13) {
 // --- reductions ---------------------------------------------------------------------------------
 enum class Reduce { Sum, Max, Min, Mean };
 
-// Axes from the attribute (every Reduce* before 13, all but ReduceSum up to 17) or from input 1
-// (ReduceSum from 13, with noop_with_empty_axes).
-OpDef reduce_def(const std::string& name, Reduce kind, bool axes_input) {
+// Axes from the attribute (every Reduce* before 13, all but ReduceSum up to 17) or from the
+// optional input 1, with noop_with_empty_axes (ReduceSum from 13, ReduceMax, ReduceMin and
+// ReduceMean from 18). ReduceMax / ReduceMin 20 add bool, which is read as int64 already.
+OpDef reduce_def(const std::string& name, Reduce kind, int min_opset, int max_opset, bool axes_input) {
   OpDef d;
   d.op_type = name;
-  if (axes_input) {
-    d.min_opset = 13;
-    d.attributes = {"keepdims", "noop_with_empty_axes"};
-  } else {
-    d.max_opset = kind == Reduce::Sum ? 12 : 17;
-    d.attributes = {"axes", "keepdims"};
-  }
+  d.min_opset = min_opset;
+  d.max_opset = max_opset;
+  d.attributes = axes_input ? std::vector<std::string>{"keepdims", "noop_with_empty_axes"}
+                            : std::vector<std::string>{"axes", "keepdims"};
   d.run = [kind, axes_input](OpContext& ctx) -> VariableList {
     const Variable& x = ctx.input(0);
     const bool keepdims = ctx.attrs().i("keepdims", 1) != 0;
@@ -224,7 +223,7 @@ OpDef arg_def(bool is_max, bool v12) {
   OpDef d;
   d.op_type = is_max ? "ArgMax" : "ArgMin";
   d.min_opset = v12 ? 12 : 7;
-  d.max_opset = v12 ? 17 : 11;
+  d.max_opset = v12 ? 20 : 11;
   d.attributes = {"axis", "keepdims"};
   if (v12) d.attributes.push_back("select_last_index");
   d.run = [is_max, v12](OpContext& ctx) -> VariableList {
@@ -299,18 +298,29 @@ void register_math_ops(OpTable& table) {
   table.push_back(unary("Sqrt", 7, sqrt_v));
   table.push_back(unary("Abs", 7, abs_v, abs_t));
   table.push_back(unary("Reciprocal", 7, reciprocal_v));
-  table.push_back(simple("LeakyRelu", 7, 17, {"alpha"}, [](OpContext& ctx) -> VariableList {
+  table.push_back(simple("LeakyRelu", 7, 20, {"alpha"}, [](OpContext& ctx) -> VariableList {
     return {F::leaky_relu(ctx.input(0), ctx.attrs().f("alpha", 0.01f))};
   }));
   // the activations of PyTorch's model zoo: GELU as Erf (ViT, ConvNeXt), MobileNet V3's hard ones
   table.push_back(unary("Erf", 9, erf_v, erf_t));
-  table.push_back(simple("HardSigmoid", 7, 17, {"alpha", "beta"}, [](OpContext& ctx) -> VariableList {
+  table.push_back(simple("HardSigmoid", 7, 20, {"alpha", "beta"}, [](OpContext& ctx) -> VariableList {
     return {F::hard_sigmoid(ctx.input(0), ctx.attrs().f("alpha", 0.2f), ctx.attrs().f("beta", 0.5f))};
   }));
   table.push_back(unary("HardSwish", 14, hard_swish_v));
+  // Gelu (opset 20): F::gelu, whose two forms carry ONNX's names ("none", the erf form; "tanh")
+  table.push_back(simple(
+      "Gelu", 20, 20, {"approximate"},
+      [](OpContext& ctx) -> VariableList {
+        const Variable& x = float_input(ctx, 0, "X");
+        return {F::gelu(x, ctx.attrs().s("approximate", "none"))};
+      },
+      [](const Attrs& a) {
+        const std::string m = a.s("approximate", "none");
+        if (m != "none" && m != "tanh") unsupported(a.node, a.opset, "approximate '" + m + "' (none and tanh are)");
+      }));
   // Pow: the result has the base's type; an integer base is computed on Tensors. A fixed
   // one-element exponent (PyTorch's x ** 2: a Constant) is F::pow's constant exponent.
-  table.push_back(simple("Pow", 7, 17, {}, [](OpContext& ctx) -> VariableList {
+  table.push_back(simple("Pow", 7, 20, {}, [](OpContext& ctx) -> VariableList {
     const Variable& x = ctx.input(0);
     const Variable& y = ctx.input(1);
     if (is_int(x)) {
@@ -336,7 +346,7 @@ void register_math_ops(OpTable& table) {
         if (is_int(x)) return {fixed(dezero::clip(x.data(), std::min(lo, hi), hi).astype(x.dtype()))};
         return {lo > hi ? F::clip(x, hi, hi) : F::clip(x, lo, hi)};
       }));
-  table.push_back(simple("Clip", 11, 17, {}, [](OpContext& ctx) -> VariableList {
+  table.push_back(simple("Clip", 11, 20, {}, [](OpContext& ctx) -> VariableList {
     const double inf = std::numeric_limits<double>::infinity();
     const double lo = ctx.has_input(1) ? scalar_input(ctx, 1) : -inf;
     const double hi = ctx.has_input(2) ? scalar_input(ctx, 2) : inf;
@@ -345,7 +355,7 @@ void register_math_ops(OpTable& table) {
     return {lo > hi ? F::clip(x, hi, hi) : F::clip(x, lo, hi)};
   }));
 
-  table.push_back(simple("Mod", 10, 17, {"fmod"}, run_mod, [](const Attrs& a) {
+  table.push_back(simple("Mod", 10, 20, {"fmod"}, run_mod, [](const Attrs& a) {
     const std::int64_t f = a.i("fmod", 0);
     if (f != 0 && f != 1) malformed(a.node, a.opset, "fmod must be 0 or 1");
   }));
@@ -359,11 +369,11 @@ void register_math_ops(OpTable& table) {
   table.push_back(compare("And", 7, and_t));
   table.push_back(compare("Or", 7, or_t));
   table.push_back(compare("Xor", 7, xor_t));
-  table.push_back(simple("Not", 7, 17, {}, [](OpContext& ctx) -> VariableList {
+  table.push_back(simple("Not", 7, 20, {}, [](OpContext& ctx) -> VariableList {
     const Tensor& x = ctx.input(0).data();
     return {fixed(dezero::equal(x, zeros_like(x)).astype(int64))};
   }));
-  table.push_back(simple("Where", 9, 17, {}, [](OpContext& ctx) -> VariableList {
+  table.push_back(simple("Where", 9, 20, {}, [](OpContext& ctx) -> VariableList {
     const Variable& a = ctx.input(1);
     const Variable& b = ctx.input(2);
     Tensor cond = on(ctx.input(0).data(), a.device());
@@ -378,11 +388,14 @@ void register_math_ops(OpTable& table) {
   table.push_back(softmax_def("LogSoftmax", true, true));
 
   // reductions
-  table.push_back(reduce_def("ReduceSum", Reduce::Sum, false));
-  table.push_back(reduce_def("ReduceSum", Reduce::Sum, true));
-  table.push_back(reduce_def("ReduceMax", Reduce::Max, false));
-  table.push_back(reduce_def("ReduceMin", Reduce::Min, false));
-  table.push_back(reduce_def("ReduceMean", Reduce::Mean, false));
+  table.push_back(reduce_def("ReduceSum", Reduce::Sum, 7, 12, false));
+  table.push_back(reduce_def("ReduceSum", Reduce::Sum, 13, 20, true));
+  table.push_back(reduce_def("ReduceMax", Reduce::Max, 7, 17, false));
+  table.push_back(reduce_def("ReduceMax", Reduce::Max, 18, 20, true));
+  table.push_back(reduce_def("ReduceMin", Reduce::Min, 7, 17, false));
+  table.push_back(reduce_def("ReduceMin", Reduce::Min, 18, 20, true));
+  table.push_back(reduce_def("ReduceMean", Reduce::Mean, 7, 17, false));
+  table.push_back(reduce_def("ReduceMean", Reduce::Mean, 18, 20, true));
 
   // the index of the largest / smallest element
   table.push_back(arg_def(true, false));

@@ -1,5 +1,5 @@
 // dezero/onnx/import_ops_nn.cpp - internal: the importer's neural-network ops other than
-// convolutions and pools (import_ops_conv.cpp), opsets 7-17: Gemm, MatMul, Einsum, BatchNormalization,
+// convolutions and pools (import_ops_conv.cpp), opsets 7-20: Gemm, MatMul, Einsum, BatchNormalization,
 // LayerNormalization, Dropout, LSTM, SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss
 // (register_nn_ops, ops.hpp).
 //
@@ -596,30 +596,30 @@ VariableList run_layer_norm(OpContext& ctx) {
 
 // --- the table --------------------------------------------------------------------------------
 void register_nn_ops(OpTable& table) {
-  add(table, "Gemm", 7, 17, {"alpha", "beta", "transA", "transB"}, nullptr, run_gemm);
-  add(table, "MatMul", 7, 17, {}, nullptr, run_matmul);
-  add(table, "Einsum", 12, 17, {"equation"}, [](const Attrs& a) { parse_einsum(a); }, run_einsum);
+  add(table, "Gemm", 7, 20, {"alpha", "beta", "transA", "transB"}, nullptr, run_gemm);
+  add(table, "MatMul", 7, 20, {}, nullptr, run_matmul);
+  add(table, "Einsum", 12, 20, {"equation"}, [](const Attrs& a) { parse_einsum(a); }, run_einsum);
 
   add(table, "BatchNormalization", 7, 8, {"epsilon", "momentum", "spatial"}, check_batch_norm, run_batch_norm);
   add(table, "BatchNormalization", 9, 13, {"epsilon", "momentum"}, check_batch_norm, run_batch_norm);
-  add(table, "BatchNormalization", 14, 17, {"epsilon", "momentum", "training_mode"}, check_batch_norm,
+  add(table, "BatchNormalization", 14, 20, {"epsilon", "momentum", "training_mode"}, check_batch_norm,
       run_batch_norm);
 
-  add(table, "LayerNormalization", 17, 17, {"axis", "epsilon", "stash_type"}, check_layer_norm, run_layer_norm);
+  add(table, "LayerNormalization", 17, 20, {"axis", "epsilon", "stash_type"}, check_layer_norm, run_layer_norm);
 
   add(table, "Dropout", 7, 11, {"ratio"}, check_dropout, run_dropout);
-  add(table, "Dropout", 12, 17, {"seed"}, check_dropout, run_dropout);
+  add(table, "Dropout", 12, 20, {"seed"}, check_dropout, run_dropout);
 
   const std::vector<std::string> lstm_attrs{"activation_alpha", "activation_beta", "activations", "clip",
                                             "direction",        "hidden_size",     "input_forget"};
   add(table, "LSTM", 7, 13, lstm_attrs, check_lstm, run_lstm);
   std::vector<std::string> lstm14 = lstm_attrs;
   lstm14.push_back("layout");
-  add(table, "LSTM", 14, 17, lstm14, check_lstm, run_lstm);
+  add(table, "LSTM", 14, 20, lstm14, check_lstm, run_lstm);
 
-  add(table, "SoftmaxCrossEntropyLoss", 12, 17, {"ignore_index", "reduction"}, check_loss,
+  add(table, "SoftmaxCrossEntropyLoss", 12, 20, {"ignore_index", "reduction"}, check_loss,
       run_softmax_cross_entropy);
-  add(table, "NegativeLogLikelihoodLoss", 12, 17, {"ignore_index", "reduction"}, check_loss, run_nll_loss);
+  add(table, "NegativeLogLikelihoodLoss", 12, 20, {"ignore_index", "reduction"}, check_loss, run_nll_loss);
 }
 
 }  // namespace dezero::onnx::detail

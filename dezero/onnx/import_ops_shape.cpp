@@ -8,9 +8,11 @@
 // gathers and pads; integer values (shapes, indices) are computed on Tensors and carry no
 // gradient. Sizes that come from the file or from input values (ConstantOfShape, Expand, Range,
 // Pad) are checked against the cap before anything is allocated, and Reshape's extents against
-// int64 overflow. Where an op changed between opsets 7 and 17 (axes that became inputs in 13,
-// Slice's bounds in 10, Pad's in 11, Reshape's allowzero in 14, Shape's start/end in 15) the table
-// has one OpDef per form.
+// int64 overflow. Where an op changed between opsets 7 and 20 (axes that became inputs in 13,
+// Slice's bounds in 10, Pad's in 11 and its axes in 18, Reshape's allowzero in 14, Shape's
+// start/end in 15, ScatterND's max / min in 18, Cast's saturate in 19) the table has one OpDef per
+// form; the opset-19/20 versions that only add float8 or string types (Reshape, Shape, Size,
+// Identity, ConstantOfShape) keep their OpDef, since dezero reads neither.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -107,7 +109,7 @@ OpDef reshape_def(bool v14) {
   OpDef d;
   d.op_type = "Reshape";
   d.min_opset = v14 ? 14 : 7;
-  d.max_opset = v14 ? 17 : 13;
+  d.max_opset = v14 ? 20 : 13;
   if (v14) d.attributes = {"allowzero"};
   d.run = [v14](OpContext& ctx) -> VariableList {
     const Variable& x = ctx.input(0);
@@ -156,7 +158,7 @@ OpDef squeeze_def(bool unsqueeze, bool v13) {
   OpDef d;
   d.op_type = unsqueeze ? "Unsqueeze" : "Squeeze";
   d.min_opset = v13 ? 13 : 7;
-  d.max_opset = v13 ? 17 : 12;
+  d.max_opset = v13 ? 20 : 12;
   if (!v13) {
     d.attributes = {"axes"};
     if (unsqueeze)
@@ -226,7 +228,7 @@ OpDef slice_def(bool v10) {
   OpDef d;
   d.op_type = "Slice";
   d.min_opset = v10 ? 10 : 7;
-  d.max_opset = v10 ? 17 : 9;
+  d.max_opset = v10 ? 20 : 9;
   if (!v10) {
     d.attributes = {"starts", "ends", "axes"};
     d.check = [](const Attrs& a) {
@@ -246,8 +248,8 @@ OpDef slice_def(bool v10) {
 }
 
 // Pad: `pads` is [x1_begin, x2_begin, ..., x1_end, x2_end, ...]. Constant mode through pad()
-// (negative pads crop); edge and reflect modes crop first, then gather each padded axis with an
-// index array (F::get_item, so the gradient scatters back).
+// (negative pads crop); edge, reflect and wrap (opset 19) modes crop first, then gather each
+// padded axis with an index array (F::get_item, so the gradient scatters back).
 Variable pad_op(const OpContext& ctx, const Variable& x, const std::vector<std::int64_t>& pads, double value) {
   const int r = x.ndim();
   if (pads.size() != static_cast<std::size_t>(2 * r))
@@ -285,6 +287,8 @@ Variable pad_op(const OpContext& ctx, const Variable& x, const std::vector<std::
       std::int64_t q = p;
       if (mode == "edge") {
         q = std::clamp<std::int64_t>(p, 0, n - 1);
+      } else if (mode == "wrap") {  // period n: the other end's elements
+        q = ((p % n) + n) % n;
       } else if (n == 1) {
         q = 0;
       } else {  // reflect about the first and last elements, period 2 (n - 1)
@@ -303,8 +307,31 @@ Variable pad_op(const OpContext& ctx, const Variable& x, const std::vector<std::
 
 void check_pad_mode(const Attrs& a) {
   const std::string mode = a.s("mode", "constant");
-  if (mode != "constant" && mode != "edge" && mode != "reflect")
-    unsupported(a.node, a.opset, "mode '" + mode + "' (dezero pads in the modes constant, edge and reflect)");
+  if (mode == "wrap" && a.opset < 19)
+    unsupported(a.node, a.opset, "mode 'wrap', which came in opset 19 (constant, edge and reflect are)");
+  if (mode != "constant" && mode != "edge" && mode != "reflect" && mode != "wrap")
+    unsupported(a.node, a.opset, "mode '" + mode + "' (dezero pads in the modes constant, edge, reflect and wrap)");
+}
+
+// Pad from 18: the optional input 3 names the axes that `pads` (2 * len(axes) values) pads; the
+// others get 0. Returns pads for every axis, as pad_op wants them.
+std::vector<std::int64_t> pads_on_axes(const OpContext& ctx, int rank, const std::vector<std::int64_t>& pads) {
+  if (!ctx.has_input(3)) return pads;
+  const std::vector<std::int64_t> axes = ctx.int_list(3);
+  if (pads.size() != 2 * axes.size())
+    ctx.malformed("pads has " + std::to_string(pads.size()) + " values for " + std::to_string(axes.size()) +
+                  " axes " + shape_str(axes) + " (2 * the number of axes expected)");
+  std::vector<std::int64_t> full(static_cast<std::size_t>(2 * rank), 0);
+  std::vector<bool> seen(static_cast<std::size_t>(rank), false);
+  for (std::size_t j = 0; j < axes.size(); ++j) {
+    const int a = axis_in(ctx, axes[j], rank, "pad axis");
+    if (seen[static_cast<std::size_t>(a)])
+      ctx.malformed("axis " + std::to_string(a) + " is named twice in axes " + shape_str(axes));
+    seen[static_cast<std::size_t>(a)] = true;
+    full[static_cast<std::size_t>(a)] = pads[j];
+    full[static_cast<std::size_t>(a + rank)] = pads[j + axes.size()];
+  }
+  return full;
 }
 
 // Cast's target type; bool is int64 0/1.
@@ -356,7 +383,18 @@ Variable gather_elements(const OpContext& ctx, const Variable& x, const Tensor& 
 // one-hot rows of the U tuples and keep 1 on the rows no tuple names (0 on the others; 1 everywhere
 // for "add"):  y = data * keep + P @ updates  ("none", "add"), so both inputs get gradients. "mul"
 // multiplies in one round per repeat of a row: y = y * (P_r @ updates + keep_r), round r taking
-// each row's r-th tuple. A tuple named twice: ONNX leaves "none" undefined; here the updates add.
+// each row's r-th tuple; "max" and "min" (opset 18) take, round by round, the larger / smaller of
+// y and P_r @ updates on the rows the round names (the gradient goes to the one chosen, a tie to
+// y). A tuple named twice: ONNX leaves "none" undefined; here the updates add.
+template <class T>
+T scatter_one(const std::string& red, T t, T x) {  // the element t after the update x
+  if (red == "add") return t + x;
+  if (red == "mul") return t * x;
+  if (red == "max") return std::max(t, x);
+  if (red == "min") return std::min(t, x);
+  return x;
+}
+
 VariableList run_scatter_nd(OpContext& ctx) {
   const Variable& data = ctx.input(0);
   const Variable& upd = ctx.input(2);
@@ -406,7 +444,7 @@ VariableList run_scatter_nd(OpContext& ctx) {
         for (std::int64_t e = 0; e < S; ++e) {
           std::int64_t& t = y[static_cast<std::size_t>(rows[static_cast<std::size_t>(u)] * S + e)];
           const std::int64_t x = uv[static_cast<std::size_t>(u * S + e)];
-          t = red == "add" ? t + x : red == "mul" ? t * x : x;
+          t = scatter_one(red, t, x);
         }
       out = array(y, data.shape(), int64);
     } else {
@@ -415,7 +453,7 @@ VariableList run_scatter_nd(OpContext& ctx) {
         for (std::int64_t e = 0; e < S; ++e) {
           double& t = y[static_cast<std::size_t>(rows[static_cast<std::size_t>(u)] * S + e)];
           const double x = uv[static_cast<std::size_t>(u * S + e)];
-          t = red == "add" ? t + x : red == "mul" ? t * x : x;
+          t = scatter_one(red, t, x);
         }
       out = array(y, data.shape(), float64);
     }
@@ -424,10 +462,11 @@ VariableList run_scatter_nd(OpContext& ctx) {
   check_output_size(ctx, {D, U}, "one-hot matrix of the index rows");
   const DType dt = data.dtype();
   Variable x = F::reshape(data, Shape{D, S}), u2 = F::reshape(upd, Shape{U, S});
-  // round[u]: how many earlier tuples named u's row (always 0 unless "mul")
+  // round[u]: how many earlier tuples named u's row (always 0 for "none" and "add")
   std::vector<int> round(static_cast<std::size_t>(U), 0), seen(static_cast<std::size_t>(D), 0);
   int rounds = 1;
-  if (red == "mul")
+  const bool extreme = red == "max" || red == "min";
+  if (red == "mul" || extreme)
     for (std::int64_t u = 0; u < U; ++u) {
       round[static_cast<std::size_t>(u)] = seen[static_cast<std::size_t>(rows[static_cast<std::size_t>(u)])]++;
       rounds = std::max(rounds, round[static_cast<std::size_t>(u)] + 1);
@@ -444,7 +483,12 @@ VariableList run_scatter_nd(OpContext& ctx) {
     Variable P = fixed(array(onehot, Shape{D, U}, float64).astype(dt).to(data.device()));
     Variable K = fixed(array(keep, Shape{D, 1}, float64).astype(dt).to(data.device()));
     Variable written = F::matmul(P, u2);  // each named row's update, 0 elsewhere
-    y = red == "mul" ? y * (written + K) : y * K + written;
+    if (extreme) {
+      const Tensor named = dezero::broadcast_to(dezero::equal(K.data(), zeros_like(K.data())), Shape{D, S});
+      y = where(named, red == "max" ? maximum(y, written) : minimum(y, written), y);
+    } else {
+      y = red == "mul" ? y * (written + K) : y * K + written;
+    }
   }
   return {F::reshape(y, data.shape())};
 }
@@ -457,12 +501,17 @@ void register_shape_ops(OpTable& table) {
   table.push_back(simple("ScatterND", 16, 17, {"reduction"}, run_scatter_nd, [](const Attrs& a) {
     const std::string r = a.s("reduction", "none");
     if (r != "none" && r != "add" && r != "mul")
-      unsupported(a.node, a.opset, "reduction '" + r + "' (none, add and mul are)");
+      unsupported(a.node, a.opset, "reduction '" + r + "' (none, add and mul are; max and min from opset 18)");
+  }));
+  table.push_back(simple("ScatterND", 18, 20, {"reduction"}, run_scatter_nd, [](const Attrs& a) {
+    const std::string r = a.s("reduction", "none");
+    if (r != "none" && r != "add" && r != "mul" && r != "max" && r != "min")
+      unsupported(a.node, a.opset, "reduction '" + r + "' (none, add, mul, max and min are)");
   }));
   // shapes
   table.push_back(reshape_def(false));
   table.push_back(reshape_def(true));
-  table.push_back(simple("Transpose", 7, 17, {"perm"}, [](OpContext& ctx) -> VariableList {
+  table.push_back(simple("Transpose", 7, 20, {"perm"}, [](OpContext& ctx) -> VariableList {
     const Variable& x = ctx.input(0);
     std::vector<int> perm;
     for (std::int64_t p : ctx.attrs().ints("perm")) perm.push_back(axis_in(ctx, p, x.ndim(), "perm entry"));
@@ -472,7 +521,7 @@ void register_shape_ops(OpTable& table) {
     if (is_int(x)) return {fixed(dezero::transpose(x.data(), perm))};
     return {F::transpose(x, perm)};
   }));
-  table.push_back(simple("Flatten", 7, 17, {"axis"}, [](OpContext& ctx) -> VariableList {
+  table.push_back(simple("Flatten", 7, 20, {"axis"}, [](OpContext& ctx) -> VariableList {
     const Variable& x = ctx.input(0);
     const int r = x.ndim();
     std::int64_t axis = ctx.attrs().i("axis", 1);
@@ -483,7 +532,7 @@ void register_shape_ops(OpTable& table) {
     for (int i = 0; i < r; ++i) (i < axis ? n : m) *= x.shape()[static_cast<std::size_t>(i)];
     return {reshape_to(x, Shape{n, m})};
   }));
-  table.push_back(simple("Expand", 8, 17, {}, [](OpContext& ctx) -> VariableList {
+  table.push_back(simple("Expand", 8, 20, {}, [](OpContext& ctx) -> VariableList {
     const Variable& x = ctx.input(0);
     const std::vector<std::int64_t> shape = ctx.int_list(1);
     for (std::int64_t s : shape)
@@ -498,7 +547,7 @@ void register_shape_ops(OpTable& table) {
   table.push_back(squeeze_def(true, false));
   table.push_back(squeeze_def(true, true));
   table.push_back(simple(
-      "Concat", 7, 17, {"axis"},
+      "Concat", 7, 20, {"axis"},
       [](OpContext& ctx) -> VariableList {
         const std::int64_t axis = ctx.attrs().i("axis", 0);
         VariableList xs;
@@ -516,7 +565,7 @@ void register_shape_ops(OpTable& table) {
       [](const Attrs& a) {
         if (!a.has("axis")) malformed(a.node, a.opset, "attribute 'axis' is required");
       }));
-  table.push_back(simple("Gather", 7, 17, {"axis"}, [](OpContext& ctx) -> VariableList {
+  table.push_back(simple("Gather", 7, 20, {"axis"}, [](OpContext& ctx) -> VariableList {
     const Variable& x = ctx.input(0);
     if (x.ndim() == 0) ctx.malformed("cannot gather from a 0-d tensor");
     const int axis = axis_in(ctx, ctx.attrs().i("axis", 0), x.ndim());
@@ -546,17 +595,27 @@ void register_shape_ops(OpTable& table) {
         return {pad_op(ctx, ctx.input(0), ctx.int_list(1), value)};
       },
       check_pad_mode));
+  // 18: the optional axes input; 19: mode wrap (check_pad_mode reads the opset)
+  for (const auto& [lo, hi] : {std::pair<int, int>{18, 18}, std::pair<int, int>{19, 20}})
+    table.push_back(simple(
+        "Pad", lo, hi, {"mode"},
+        [](OpContext& ctx) -> VariableList {
+          const Variable& x = ctx.input(0);
+          const double value = ctx.has_input(2) ? scalar_input(ctx, 2) : 0.0;
+          return {pad_op(ctx, x, pads_on_axes(ctx, x.ndim(), ctx.int_list(1)), value)};
+        },
+        check_pad_mode));
 
-  table.push_back(simple("GatherElements", 11, 17, {"axis"}, [](OpContext& ctx) -> VariableList {
+  table.push_back(simple("GatherElements", 11, 20, {"axis"}, [](OpContext& ctx) -> VariableList {
     return {gather_elements(ctx, ctx.input(0), ctx.input(1).data(), ctx.attrs().i("axis", 0))};
   }));
   // pass-through and shape arithmetic
-  table.push_back(simple("Identity", 7, 17, {}, [](OpContext& ctx) -> VariableList { return {ctx.input(0)}; }));
+  table.push_back(simple("Identity", 7, 20, {}, [](OpContext& ctx) -> VariableList { return {ctx.input(0)}; }));
   table.push_back(simple("Shape", 7, 14, {}, [](OpContext& ctx) -> VariableList {
     const Shape& s = ctx.input(0).shape();
     return {fixed(array(std::vector<std::int64_t>(s.begin(), s.end())))};
   }));
-  table.push_back(simple("Shape", 15, 17, {"start", "end"}, [](OpContext& ctx) -> VariableList {
+  table.push_back(simple("Shape", 15, 20, {"start", "end"}, [](OpContext& ctx) -> VariableList {
     const Shape& s = ctx.input(0).shape();
     const auto r = static_cast<std::int64_t>(s.size());
     std::int64_t start = ctx.attrs().i("start", 0), end = ctx.attrs().i("end", r);
@@ -566,10 +625,10 @@ void register_shape_ops(OpTable& table) {
     end = std::clamp<std::int64_t>(end, start, r);
     return {fixed(array(std::vector<std::int64_t>(s.begin() + start, s.begin() + end)))};
   }));
-  table.push_back(simple("Size", 7, 17, {}, [](OpContext& ctx) -> VariableList {
+  table.push_back(simple("Size", 7, 20, {}, [](OpContext& ctx) -> VariableList {
     return {fixed(array(std::int64_t{ctx.input(0).size()}))};
   }));
-  table.push_back(simple("Range", 11, 17, {}, [](OpContext& ctx) -> VariableList {
+  table.push_back(simple("Range", 11, 20, {}, [](OpContext& ctx) -> VariableList {
     const DType dt = ctx.input(0).dtype();
     const double start = scalar_input(ctx, 0), limit = scalar_input(ctx, 1), delta = scalar_input(ctx, 2);
     if (!std::isfinite(start) || !std::isfinite(limit) || !std::isfinite(delta) || delta == 0)
@@ -582,33 +641,34 @@ void register_shape_ops(OpTable& table) {
     Tensor r = arange(start, limit, delta, dt);
     return {fixed(is_integer(dt) ? r : r.to(ctx.device()))};
   }));
+  // Cast 19 adds saturate, which only changes casts to float8 types (refused: cast_target)
+  const auto run_cast = [](OpContext& ctx) -> VariableList {
+    DType dtype = float32;
+    bool to_bool = false;
+    cast_target(static_cast<int>(ctx.attrs().i("to", 0)), &dtype, &to_bool);
+    const Variable& x = ctx.input(0);
+    if (to_bool) return {fixed(flag(x.data()).astype(int64))};
+    if (is_integer(dtype)) return {fixed(x.data().astype(dtype))};
+    return {cast(x, dtype)};
+  };
+  const auto check_cast = [](const Attrs& a) {
+    DType dtype = float32;
+    bool to_bool = false;
+    if (!a.has("to")) malformed(a.node, a.opset, "attribute 'to' is required");
+    const std::int64_t to = a.i("to", 0);
+    if (!cast_target(static_cast<int>(to), &dtype, &to_bool)) {
+      const char* n = ::onnx::TensorProto::DataType_IsValid(static_cast<int>(to))
+                          ? ::onnx::TensorProto::DataType_Name(static_cast<::onnx::TensorProto::DataType>(to)).c_str()
+                          : nullptr;
+      unsupported(a.node, a.opset,
+                  "a cast to " + (n ? std::string(n) : "element type " + std::to_string(to)) +
+                      " (dezero casts to FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT32, INT64 and BOOL)");
+    }
+  };
+  table.push_back(simple("Cast", 7, 18, {"to"}, run_cast, check_cast));
+  table.push_back(simple("Cast", 19, 20, {"saturate", "to"}, run_cast, check_cast));
   table.push_back(simple(
-      "Cast", 7, 17, {"to"},
-      [](OpContext& ctx) -> VariableList {
-        DType dtype = float32;
-        bool to_bool = false;
-        cast_target(static_cast<int>(ctx.attrs().i("to", 0)), &dtype, &to_bool);
-        const Variable& x = ctx.input(0);
-        if (to_bool) return {fixed(flag(x.data()).astype(int64))};
-        if (is_integer(dtype)) return {fixed(x.data().astype(dtype))};
-        return {cast(x, dtype)};
-      },
-      [](const Attrs& a) {
-        DType dtype = float32;
-        bool to_bool = false;
-        if (!a.has("to")) malformed(a.node, a.opset, "attribute 'to' is required");
-        const std::int64_t to = a.i("to", 0);
-        if (!cast_target(static_cast<int>(to), &dtype, &to_bool)) {
-          const char* n = ::onnx::TensorProto::DataType_IsValid(static_cast<int>(to))
-                              ? ::onnx::TensorProto::DataType_Name(static_cast<::onnx::TensorProto::DataType>(to)).c_str()
-                              : nullptr;
-          unsupported(a.node, a.opset,
-                      "a cast to " + (n ? std::string(n) : "element type " + std::to_string(to)) +
-                          " (dezero casts to FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT32, INT64 and BOOL)");
-        }
-      }));
-  table.push_back(simple(
-      "ConstantOfShape", 9, 17, {"value"},
+      "ConstantOfShape", 9, 20, {"value"},
       [](OpContext& ctx) -> VariableList {
         Tensor value = ctx.attrs().has("value") ? ctx.attrs().tensor("value") : zeros(Shape{1}, float32);
         std::vector<std::int64_t> dims = ctx.int_list(0);

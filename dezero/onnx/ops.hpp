@@ -102,7 +102,7 @@ class OpContext {
 struct OpDef {
   std::string op_type;
   int min_opset = 7;
-  int max_opset = 17;
+  int max_opset = 20;
   std::vector<std::string> attributes;
   std::function<void(const Attrs&)> check;  // may be empty; throws through unsupported()/malformed()
   std::function<VariableList(OpContext&)> run;

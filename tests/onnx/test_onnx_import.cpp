@@ -523,9 +523,18 @@ TEST_CASE("an unknown op, attribute, domain or opset is a NotImplementedError na
   o->set_version(1);
   CHECK(contains(load_error_of_ni(save(proto, dir, "domain.onnx")), "com.microsoft"));
 
-  for (int opset : {6, 18}) {
+  for (int opset : {6, 21}) {
     msg = load_error_of_ni(save(relu_model(opset), dir, "opset.onnx"));
     CHECK(contains(msg, "opset " + std::to_string(opset)));
+    CHECK(contains(msg, "dezero imports 7 to 20"));
+  }
+  // opsets 18 to 20 are read (Relu's definition is the same since 14)
+  for (int opset : {18, 19, 20}) {
+    CAPTURE(opset);
+    dezero::onnx::OnnxModel m(save(relu_model(opset), dir, "relu" + std::to_string(opset) + ".onnx"));
+    CHECK(m.opset_version() == opset);
+    const Variable y = m(Variable(array(std::vector<double>{-1, 2, -3, 4, 0.5, -0.5}, Shape{2, 3}, float32)));
+    CHECK(y.data().astype(float64).to_vector<double>() == std::vector<double>{0, 2, 0, 4, 0.5, 0});
   }
   // A node without a name is named by its first output.
   proto = relu_model();

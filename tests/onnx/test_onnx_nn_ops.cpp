@@ -6,8 +6,10 @@
 // asymmetric pads, integer MaxPool, reverse / bidirectional / batch-first LSTMs, Dropout in
 // training mode, BatchNormalization fine-tuned under Config::train, loss weights with
 // ignore_index), checked against plain loops written here; and the sizes conv and pool attributes
-// ask for, capped before anything is allocated. The models are built in memory with libonnx's
-// classes, with double inputs, and written to a folder made with mkdtemp under /tmp.
+// ask for, capped before anything is allocated; and what opsets 18 to 20 changed or added (Gelu,
+// Reduce* with an axes input, Pad's axes and wrap, ScatterND's max / min, AveragePool's dilations,
+// Cast's saturate), which ONNX 1.12's node tests do not know. The models are built in memory with
+// libonnx's classes, with double inputs, and written to a folder made with mkdtemp under /tmp.
 #include <doctest/doctest.h>
 
 #include <dezero/dezero.hpp>
@@ -287,11 +289,12 @@ Tensor deconv_ref(const Tensor& x, const Tensor& Wt, const Tensor& b, I64s s, I6
 }
 
 // ONNX's pools with ceil_mode: the max, or the mean over the elements that count (the real ones;
-// the explicit pads too with count_include_pad), of each window.
-Tensor pool_ref(const Tensor& x, bool max, I64s k, I64s s, I64s pads, bool ceil_mode, bool count_pad) {
+// the explicit pads too with count_include_pad), of each window, whose taps are d apart.
+Tensor pool_ref(const Tensor& x, bool max, I64s k, I64s s, I64s pads, bool ceil_mode, bool count_pad,
+                I64s d = {1, 1}) {
   const Img X(x);
   auto out = [&](std::int64_t in, std::int64_t a) {
-    const std::int64_t span = in + pads[a] + pads[a + 2] - k[a];
+    const std::int64_t span = in + pads[a] + pads[a + 2] - ((k[a] - 1) * d[a] + 1);
     return (ceil_mode ? (span + s[a] - 1) / s[a] : span / s[a]) + 1;
   };
   const std::int64_t OH = out(X.H, 0), OW = out(X.W, 1);
@@ -303,7 +306,7 @@ Tensor pool_ref(const Tensor& x, bool max, I64s k, I64s s, I64s pads, bool ceil_
           double acc = max ? -INFINITY : 0.0, count = 0;
           for (std::int64_t ki = 0; ki < k[0]; ++ki)
             for (std::int64_t kj = 0; kj < k[1]; ++kj) {
-              const std::int64_t h = i * s[0] - pads[0] + ki, w = j * s[1] - pads[1] + kj;
+              const std::int64_t h = i * s[0] - pads[0] + ki * d[0], w = j * s[1] - pads[1] + kj * d[1];
               const bool in_pads = h >= -pads[0] && h < X.H + pads[2] && w >= -pads[1] && w < X.W + pads[3];
               if (X.inside(h, w)) {
                 acc = max ? std::max(acc, X.at(n, c, h, w)) : acc + X.at(n, c, h, w);
@@ -1218,4 +1221,333 @@ TEST_CASE("onnx nn ops: every op's tensors count against the run's memory cap (a
   CHECK(dezero::onnx::get_max_run_bytes() == 0);
   CHECK_THROWS_AS(dezero::onnx::set_max_run_bytes(-1), ValueError);
   CHECK(run(m, small).shape() == Shape{64, 64});
+}
+
+// --- opsets 18 to 20 --------------------------------------------------------------------------------
+// Debian's ONNX 1.12 knows opsets up to 17 only (no checker, no node tests for these): the models
+// are built here and the references written out.
+namespace {
+
+// x (2, 3, 4) at (i, j, k) as a flat index.
+std::size_t at3(std::int64_t i, std::int64_t j, std::int64_t k) {
+  return static_cast<std::size_t>((i * 3 + j) * 4 + k);
+}
+
+// The sum, mean or max of x (2, 3, 4) over the axes marked in `over` (keepdims: extent 1 there).
+Tensor reduce_ref(const Tensor& x, const char* kind, const bool over[3], bool keepdims) {
+  const Doubles v = x.to_vector<double>();
+  const std::int64_t ext[3] = {2, 3, 4};
+  std::int64_t o[3];
+  Shape shape;
+  for (int a = 0; a < 3; ++a) {
+    o[a] = over[a] ? 1 : ext[a];
+    if (!over[a] || keepdims) shape.push_back(o[a]);
+  }
+  Doubles y;
+  for (std::int64_t i = 0; i < o[0]; ++i)
+    for (std::int64_t j = 0; j < o[1]; ++j)
+      for (std::int64_t k = 0; k < o[2]; ++k) {
+        double acc = std::string(kind) == "max" ? -INFINITY : 0.0, n = 0;
+        for (std::int64_t a = 0; a < ext[0]; ++a)
+          for (std::int64_t b = 0; b < ext[1]; ++b)
+            for (std::int64_t c = 0; c < ext[2]; ++c) {
+              if ((!over[0] && a != i) || (!over[1] && b != j) || (!over[2] && c != k)) continue;
+              const double e = v[at3(a, b, c)];
+              acc = std::string(kind) == "max" ? std::max(acc, e) : acc + e;
+              ++n;
+            }
+        y.push_back(std::string(kind) == "mean" ? acc / n : acc);
+      }
+  return array(y, shape, float64);
+}
+
+// ONNX's Pad index rule for one axis of extent n: the source of output position p (p < 0 before).
+std::int64_t pad_source(const std::string& mode, std::int64_t p, std::int64_t n) {
+  if (mode == "edge") return std::clamp<std::int64_t>(p, 0, n - 1);
+  if (mode == "wrap") return ((p % n) + n) % n;
+  return p < 0 ? -p : p >= n ? 2 * (n - 1) - p : p;  // reflect (pads shorter than the axis)
+}
+
+}  // namespace
+
+TEST_CASE("onnx opset 20: Gelu, both forms, against the erf and tanh formulas, and its gradient") {
+  const Tensor x = randn_f64({3, 5}, 21) * 2.0;
+  const Doubles xv = x.to_vector<double>();
+  for (const char* form : {"none", "tanh", ""}) {
+    CAPTURE(form);
+    Net net(20);
+    net.input("X", {3, 5}).output("Y");
+    auto& n = net.node("Gelu", {"X"}, {"Y"});
+    if (*form) set_string(n, "approximate", form);
+    OnnxModel m = net.load();
+    Doubles want;
+    for (double e : xv)
+      want.push_back(std::string(form) == "tanh"
+                         ? 0.5 * e * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (e + 0.044715 * e * e * e)))
+                         : 0.5 * e * (1.0 + std::erf(e / std::sqrt(2.0))));
+    CHECK(max_abs_diff(run(m, {x}).data(), array(want, Shape{3, 5}, float64)) < 1e-12);
+    check_grads(m, {x}, {0});
+  }
+  // the two forms differ by more than rounding (the tanh one is not the erf one under another name)
+  Doubles gap;
+  for (double e : xv)
+    gap.push_back(0.5 * e *
+                  (std::erf(e / std::sqrt(2.0)) - std::tanh(std::sqrt(2.0 / M_PI) * (e + 0.044715 * e * e * e))));
+  CHECK(max_abs_diff(array(gap, Shape{3, 5}, float64), zeros(Shape{3, 5}, float64)) > 1e-5);
+  {
+    Net net(20);
+    net.input("X", {3, 5}).output("Y");
+    set_string(net.node("Gelu", {"X"}, {"Y"}), "approximate", "sigmoid");
+    const std::string msg = error_of<NotImplementedError>([&] { net.load(); });
+    CHECK(contains(msg, "node 'n1' (Gelu, opset 20)"));
+    CHECK(contains(msg, "approximate 'sigmoid'"));
+  }
+  {
+    Net net(19);  // Gelu is opset 20's
+    net.input("X", {3, 5}).output("Y");
+    net.node("Gelu", {"X"}, {"Y"});
+    const std::string msg = error_of<NotImplementedError>([&] { net.load(); });
+    CHECK(contains(msg, "(Gelu, opset 19)"));
+    CHECK(contains(msg, "imported for opsets 20-20"));
+  }
+}
+
+TEST_CASE("onnx opset 18: ReduceMean, ReduceMax and ReduceSum take axes as an input, noop_with_empty_axes") {
+  const Tensor x = randn_f64({2, 3, 4}, 22);
+  struct Case {
+    I64s axes;
+    bool has_axes;
+    int keepdims, noop;
+    bool over[3];
+  };
+  const Case cases[] = {
+      {{1}, true, 0, 0, {false, true, false}},
+      {{-1, 0}, true, 1, 0, {true, false, true}},
+      {{}, true, 1, 0, {true, true, true}},    // empty: every axis
+      {{}, true, 0, 1, {false, false, false}},  // empty with noop: the input itself
+      {{}, false, 0, 0, {true, true, true}},   // no axes input: every axis
+  };
+  for (const char* kind : {"mean", "max", "sum"}) {
+    const std::string k = kind;
+    const std::string op = k == "mean" ? "ReduceMean" : k == "max" ? "ReduceMax" : "ReduceSum";
+    for (const Case& c : cases) {
+      CAPTURE(op);
+      CAPTURE(c.axes.size());
+      CAPTURE(c.has_axes);
+      CAPTURE(c.noop);
+      Net net(18);
+      net.input("X", {2, 3, 4}).output("Y");
+      if (c.has_axes) net.input("A", {static_cast<std::int64_t>(c.axes.size())}, ::onnx::TensorProto::INT64);
+      auto& n = c.has_axes ? net.node(op, {"X", "A"}, {"Y"}) : net.node(op, {"X"}, {"Y"});
+      set_int(n, "keepdims", c.keepdims);
+      set_int(n, "noop_with_empty_axes", c.noop);
+      OnnxModel m = net.load();
+      std::vector<Tensor> xs{x};
+      if (c.has_axes) xs.push_back(array(c.axes, Shape{static_cast<std::int64_t>(c.axes.size())}, int64));
+      const Tensor want = c.noop ? x : reduce_ref(x, kind, c.over, c.keepdims != 0);
+      const Variable y = run(m, xs);
+      CHECK(y.shape() == want.shape());
+      CHECK(max_abs_diff(y.data(), want) < 1e-12);
+      check_grads(m, xs, {0});
+    }
+  }
+  // The attribute form is gone at 18 (and the input form is not read before it).
+  {
+    Net net(18);
+    net.input("X", {2, 3, 4}).output("Y");
+    set_ints(net.node("ReduceMean", {"X"}, {"Y"}), "axes", {1});
+    const std::string msg = error_of<NotImplementedError>([&] { net.load(); });
+    CHECK(contains(msg, "(ReduceMean, opset 18)"));
+    CHECK(contains(msg, "attribute 'axes'"));
+  }
+  {
+    Net net(17);
+    net.input("X", {2, 3, 4}).output("Y");
+    set_int(net.node("ReduceMax", {"X"}, {"Y"}), "noop_with_empty_axes", 1);
+    CHECK(contains(error_of<NotImplementedError>([&] { net.load(); }), "attribute 'noop_with_empty_axes'"));
+  }
+  // an integer ReduceMax at 20 (ONNX's bool is read as int64 0/1)
+  {
+    Net net(20);
+    net.input("X", {2, 3}, ::onnx::TensorProto::INT64).input("A", {1}, ::onnx::TensorProto::INT64);
+    net.output("Y", ::onnx::TensorProto::INT64);
+    set_int(net.node("ReduceMax", {"X", "A"}, {"Y"}), "keepdims", 0);
+    OnnxModel m = net.load();
+    const Tensor xi = array(std::vector<std::int64_t>{0, 0, 1, 0, 0, 0}, Shape{2, 3}, int64);
+    const Variable y = run(m, {xi, array(std::vector<std::int64_t>{1}, Shape{1}, int64)});
+    CHECK(y.dtype() == int64);
+    CHECK(y.data().to_vector<std::int64_t>() == std::vector<std::int64_t>{1, 0});
+  }
+}
+
+TEST_CASE("onnx opset 18/19: Pad with an axes input pads only those axes; wrap from 19; and its gradient") {
+  const Tensor x = randn_f64({2, 3, 4}, 23);
+  const Doubles xv = x.to_vector<double>();
+  // axes [-1, 0]: axis 2 gets 1 before and 2 after, axis 0 nothing before and 1 after -> (3, 3, 7)
+  const I64s axes{-1, 0}, pads{1, 0, 2, 1};
+  for (int opset : {18, 19, 20})
+    for (const char* mode : {"constant", "edge", "reflect", "wrap"}) {
+      if (opset == 18 && std::string(mode) == "wrap") continue;
+      CAPTURE(opset);
+      CAPTURE(mode);
+      Net net(opset);
+      net.input("X", {2, 3, 4}).input("P", {4}, ::onnx::TensorProto::INT64).input("V", {}).input(
+          "A", {2}, ::onnx::TensorProto::INT64);
+      net.output("Y");
+      set_string(net.node("Pad", {"X", "P", "V", "A"}, {"Y"}), "mode", mode);
+      OnnxModel m = net.load();
+      const std::vector<Tensor> xs{x, array(pads, Shape{4}, int64), array(0.5, float64), array(axes, Shape{2}, int64)};
+      Doubles want;
+      for (std::int64_t i = 0; i < 3; ++i)
+        for (std::int64_t j = 0; j < 3; ++j)
+          for (std::int64_t k = -1; k < 6; ++k) {
+            const bool inside = i < 2 && k >= 0 && k < 4;
+            if (std::string(mode) == "constant") {
+              want.push_back(inside ? xv[at3(i, j, k)] : 0.5);
+            } else {
+              want.push_back(xv[at3(pad_source(mode, i, 2), j, pad_source(mode, k, 4))]);
+            }
+          }
+      const Variable y = run(m, xs);
+      CHECK(y.shape() == Shape{3, 3, 7});
+      CHECK(max_abs_diff(y.data(), array(want, Shape{3, 3, 7}, float64)) < 1e-12);
+      check_grads(m, xs, {0});
+    }
+  {
+    Net net(18);  // wrap came in 19
+    net.input("X", {2, 3, 4}).input("P", {6}, ::onnx::TensorProto::INT64).output("Y");
+    set_string(net.node("Pad", {"X", "P"}, {"Y"}), "mode", "wrap");
+    const std::string msg = error_of<NotImplementedError>([&] { net.load(); });
+    CHECK(contains(msg, "(Pad, opset 18)"));
+    CHECK(contains(msg, "mode 'wrap'"));
+  }
+  {
+    Net net(18);  // 3 pads for 2 axes
+    net.input("X", {2, 3, 4}).input("P", {3}, ::onnx::TensorProto::INT64).input("A", {2}, ::onnx::TensorProto::INT64);
+    net.output("Y");
+    net.node("Pad", {"X", "P", "", "A"}, {"Y"});
+    OnnxModel m = net.load();
+    const std::string msg = error_of<ValueError>([&] {
+      run(m, {x, array(I64s{1, 1, 1}, Shape{3}, int64), array(axes, Shape{2}, int64)});
+    });
+    CHECK(contains(msg, "pads has 3 values for 2 axes"));
+  }
+}
+
+TEST_CASE("onnx opset 18: ScatterND's max and min reductions, on the host and differentiable") {
+  const Tensor data = randn_f64({4, 3}, 24), upd = randn_f64({3, 3}, 25);
+  const Tensor idx = array(std::vector<std::int64_t>{2, 0, 2}, Shape{3, 1}, int64);
+  const Doubles d = data.to_vector<double>(), u = upd.to_vector<double>();
+  for (const char* red : {"max", "min"}) {
+    CAPTURE(red);
+    Net net(18);
+    net.input("D", {4, 3}).input("I", {3, 1}, ::onnx::TensorProto::INT64).input("U", {3, 3}).output("Y");
+    set_string(net.node("ScatterND", {"D", "I", "U"}, {"Y"}), "reduction", red);
+    OnnxModel m = net.load();
+    Doubles want = d;
+    const int rows[3] = {2, 0, 2};
+    for (int t = 0; t < 3; ++t)
+      for (int e = 0; e < 3; ++e) {
+        double& w = want[static_cast<std::size_t>(rows[t] * 3 + e)];
+        const double v = u[static_cast<std::size_t>(t * 3 + e)];
+        w = std::string(red) == "max" ? std::max(w, v) : std::min(w, v);
+      }
+    const Tensor wt = array(want, Shape{4, 3}, float64);
+    CHECK(max_abs_diff(run(m, {data, idx, upd}).data(), wt) < 1e-12);
+    CHECK(max_abs_diff(wt, data) > 0.1);  // some update won
+    check_grads(m, {data, idx, upd}, {0, 2});
+  }
+  {
+    Net net(17);  // max came in 18
+    net.input("D", {4, 3}).input("I", {3, 1}, ::onnx::TensorProto::INT64).input("U", {3, 3}).output("Y");
+    set_string(net.node("ScatterND", {"D", "I", "U"}, {"Y"}), "reduction", "max");
+    const std::string msg = error_of<NotImplementedError>([&] { net.load(); });
+    CHECK(contains(msg, "(ScatterND, opset 17)"));
+    CHECK(contains(msg, "reduction 'max'"));
+  }
+}
+
+TEST_CASE("onnx opset 19: AveragePool with dilations, 2-d and 1-d; refused in 3-d and before 19") {
+  // asymmetric pads (the divisor path) and symmetric ones with count_include_pad (a plain pool without dilations)
+  for (const I64s& pads : {I64s{1, 0, 0, 2}, I64s{1, 1, 1, 1}})
+    for (int count_pad : {0, 1}) {
+      CAPTURE(pads[2]);
+      CAPTURE(count_pad);
+      Net net(19);
+      net.input("X", {2, 2, 7, 8}).output("Y");
+      auto& n = net.node("AveragePool", {"X"}, {"Y"});
+      set_ints(n, "kernel_shape", {2, 3});
+      set_ints(n, "strides", {2, 1});
+      set_ints(n, "dilations", {2, 2});
+      set_ints(n, "pads", pads);
+      set_int(n, "count_include_pad", count_pad);
+      OnnxModel m = net.load();
+      const Tensor x = randn_f64({2, 2, 7, 8}, 26);
+      const Tensor want = pool_ref(x, false, {2, 3}, {2, 1}, pads, false, count_pad != 0, {2, 2});
+      const Variable y = run(m, {x});
+      CHECK(y.shape() == (pads[2] == 0 ? Shape{2, 2, 3, 6} : Shape{2, 2, 4, 6}));
+      CHECK(y.shape() == want.shape());
+      CHECK(max_abs_diff(y.data(), want) < 1e-12);
+      check_grads(m, {x}, {0});
+    }
+  {
+    Net net(20);  // 1-d: (N, C, L) as (N, C, L, 1)
+    net.input("X", {1, 2, 9}).output("Y");
+    auto& n = net.node("AveragePool", {"X"}, {"Y"});
+    set_ints(n, "kernel_shape", {3});
+    set_ints(n, "dilations", {3});
+    OnnxModel m = net.load();
+    const Tensor x = randn_f64({1, 2, 9}, 27);
+    const Doubles xv = x.to_vector<double>();
+    const Doubles want{(xv[0] + xv[3] + xv[6]) / 3, (xv[1] + xv[4] + xv[7]) / 3, (xv[2] + xv[5] + xv[8]) / 3,
+                       (xv[9] + xv[12] + xv[15]) / 3, (xv[10] + xv[13] + xv[16]) / 3, (xv[11] + xv[14] + xv[17]) / 3};
+    CHECK(max_abs_diff(run(m, {x}).data(), array(want, Shape{1, 2, 3}, float64)) < 1e-12);
+  }
+  {
+    Net net(19);
+    net.input("X", {1, 1, 5, 5, 5}).output("Y");
+    auto& n = net.node("AveragePool", {"X"}, {"Y"});
+    set_ints(n, "kernel_shape", {2, 2, 2});
+    set_ints(n, "dilations", {2, 1, 1});
+    OnnxModel m = net.load();
+    const std::string msg = error_of<NotImplementedError>([&] { run(m, {randn_f64({1, 1, 5, 5, 5}, 28)}); });
+    CHECK(contains(msg, "(AveragePool, opset 19)"));
+    CHECK(contains(msg, "dilations in a 3-d AveragePool"));
+  }
+  {
+    Net net(18);
+    net.input("X", {1, 1, 5, 5}).output("Y");
+    auto& n = net.node("AveragePool", {"X"}, {"Y"});
+    set_ints(n, "kernel_shape", {2, 2});
+    set_ints(n, "dilations", {2, 2});
+    const std::string msg = error_of<NotImplementedError>([&] { net.load(); });
+    CHECK(contains(msg, "(AveragePool, opset 18)"));
+    CHECK(contains(msg, "attribute 'dilations'"));
+  }
+}
+
+TEST_CASE("onnx opset 19: Cast accepts saturate (it only concerns float8, which is refused)") {
+  const Tensor x = array(std::vector<double>{-1.5, 0.0, 2.25}, Shape{3}, float64);
+  for (int opset : {18, 19}) {
+    CAPTURE(opset);
+    Net net(opset);
+    net.input("X", {3}).output("Y", ::onnx::TensorProto::FLOAT);
+    auto& n = net.node("Cast", {"X"}, {"Y"});
+    set_int(n, "to", ::onnx::TensorProto::FLOAT);
+    set_int(n, "saturate", 1);
+    if (opset == 18) {
+      CHECK(contains(error_of<NotImplementedError>([&] { net.load(); }), "attribute 'saturate'"));
+      continue;
+    }
+    OnnxModel m = net.load();
+    const Variable y = run(m, {x});
+    CHECK(y.dtype() == float32);
+    CHECK(y.data().astype(float64).to_vector<double>() == Doubles{-1.5, 0.0, 2.25});
+  }
+  Net net(19);
+  net.input("X", {3}).output("Y");
+  set_int(net.node("Cast", {"X"}, {"Y"}), "to", 17);  // FLOAT8E4M3FN
+  const std::string msg = error_of<NotImplementedError>([&] { net.load(); });
+  CHECK(contains(msg, "(Cast, opset 19)"));
+  CHECK(contains(msg, "element type 17"));
 }
