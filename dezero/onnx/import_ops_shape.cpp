@@ -1,18 +1,19 @@
 // dezero/onnx/import_ops_shape.cpp - internal: the importer's shape ops (Reshape, Transpose,
-// Flatten, Expand, Squeeze, Unsqueeze, Concat, Gather, GatherElements, ScatterND, Slice, Pad) and the shape
-// arithmetic exporters write for dynamic batch sizes (Identity, Shape, Size, Range, Cast,
-// ConstantOfShape) (register_shape_ops, ops.hpp); and the cap on the sizes a file may ask for
-// (import_util.hpp).
+// Flatten, Expand, Squeeze, Unsqueeze, Concat, Gather, GatherElements, ScatterND, Slice, Split,
+// Pad) and the shape arithmetic exporters write for dynamic batch sizes (Identity, Shape, Size,
+// Range, Cast, ConstantOfShape) (register_shape_ops, ops.hpp); and the cap on the sizes a file
+// may ask for (import_util.hpp).
 //
 // Float values go through DeZero Functions, so the gradient flows through reshapes, slices,
 // gathers and pads; integer values (shapes, indices) are computed on Tensors and carry no
 // gradient. Sizes that come from the file or from input values (ConstantOfShape, Expand, Range,
 // Pad) are checked against the cap before anything is allocated, and Reshape's extents against
 // int64 overflow. Where an op changed between opsets 7 and 20 (axes that became inputs in 13,
-// Slice's bounds in 10, Pad's in 11 and its axes in 18, Reshape's allowzero in 14, Shape's
-// start/end in 15, ScatterND's max / min in 18, Cast's saturate in 19) the table has one OpDef per
-// form; the opset-19/20 versions that only add float8 or string types (Reshape, Shape, Size,
-// Identity, ConstantOfShape) keep their OpDef, since dezero reads neither.
+// Slice's bounds in 10, Split's in 13 and its num_outputs in 18, Pad's in 11 and its axes in 18,
+// Reshape's allowzero in 14, Shape's start/end in 15, ScatterND's max / min in 18, Cast's
+// saturate in 19) the table has one OpDef per form; the opset-19/20 versions that only add
+// float8 or string types (Reshape, Shape, Size, Identity, ConstantOfShape) keep their OpDef,
+// since dezero reads neither.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -243,6 +244,77 @@ OpDef slice_def(bool v10) {
     if (ctx.has_input(3)) axes = ctx.int_list(3);
     if (ctx.has_input(4)) steps = ctx.int_list(4);
     return {slice_axes(ctx, x, ctx.int_list(1), ctx.int_list(2), axes, steps)};
+  };
+  return d;
+}
+
+// Split along `axis` into one part per output: the lengths from the `split` attribute (before
+// 13) or input (from 13); else equal parts, which before 18 must divide the axis, and from 18 are
+// `num_outputs` parts of ceil(extent / num_outputs), the last one smaller (ONNX's reference: the
+// last takes what is left, which may be 0). Each part is F::get_item of a slice, so the gradient
+// of every output reaches the input.
+OpDef split_def(int min_opset, int max_opset) {
+  OpDef d;
+  d.op_type = "Split";
+  d.min_opset = min_opset;
+  d.max_opset = max_opset;
+  d.attributes = {"axis"};
+  if (min_opset < 13) d.attributes.push_back("split");
+  if (min_opset >= 18) {
+    d.attributes.push_back("num_outputs");
+    d.check = [](const Attrs& a) {
+      const bool split_input = a.node.input_size() > 1 && !a.node.input(1).empty();
+      if (a.has("num_outputs") == split_input)
+        malformed(a.node, a.opset, "give either the split input or the attribute num_outputs, not both or neither");
+      if (a.has("num_outputs") && a.i("num_outputs", 0) != a.node.output_size())
+        malformed(a.node, a.opset, "num_outputs " + std::to_string(a.i("num_outputs", 0)) + " but the node has " +
+                                       std::to_string(a.node.output_size()) + " outputs");
+    };
+  }
+  d.run = [min_opset](OpContext& ctx) -> VariableList {
+    const Variable& x = ctx.input(0);
+    if (x.ndim() == 0) ctx.malformed("cannot split a 0-d tensor");
+    const int axis = axis_in(ctx, ctx.attrs().i("axis", 0), x.ndim());
+    const std::int64_t dim = x.shape()[static_cast<std::size_t>(axis)];
+    const auto n = static_cast<std::int64_t>(ctx.num_outputs());
+    if (n == 0) ctx.malformed("needs at least one output");
+    std::vector<std::int64_t> split;
+    if (min_opset < 13) split = ctx.attrs().ints("split");
+    else if (ctx.has_input(1)) split = ctx.int_list(1);
+    if (split.empty() && min_opset >= 18) {
+      const std::int64_t chunk = (dim + n - 1) / n;
+      split.assign(static_cast<std::size_t>(n), chunk);
+      split.back() = dim - chunk * (n - 1);
+      if (split.back() < 0)
+        shape_error(ctx, "num_outputs " + std::to_string(n) + " cannot split axis " + std::to_string(axis) +
+                             " of extent " + std::to_string(dim) + " (parts of " + std::to_string(chunk) +
+                             " leave the last one negative)");
+    } else if (split.empty()) {
+      if (dim % n != 0)
+        shape_error(ctx, "axis " + std::to_string(axis) + " of extent " + std::to_string(dim) +
+                             " does not split into " + std::to_string(n) + " equal parts");
+      split.assign(static_cast<std::size_t>(n), dim / n);
+    }
+    if (static_cast<std::int64_t>(split.size()) != n)
+      ctx.malformed("split " + shape_str(split) + " has " + std::to_string(split.size()) + " lengths for " +
+                    std::to_string(n) + " outputs");
+    std::int64_t total = 0;
+    for (std::int64_t e : split) {
+      if (e < 0) ctx.malformed("split " + shape_str(split) + " has a negative length");
+      if (__builtin_add_overflow(total, e, &total)) total = std::numeric_limits<std::int64_t>::max();
+    }
+    if (total != dim)
+      shape_error(ctx, "split " + shape_str(split) + " adds up to " + std::to_string(total) + ", not the extent " +
+                           std::to_string(dim) + " of axis " + std::to_string(axis) + " of " + x.shape().str());
+    VariableList outs;
+    std::int64_t at = 0;
+    for (std::int64_t e : split) {
+      Indices ix(static_cast<std::size_t>(axis), Index(Slice()));
+      ix.emplace_back(Slice(at, at + e));
+      at += e;
+      outs.push_back(is_int(x) ? fixed(dezero::get_item(x.data(), ix)) : F::get_item(x, ix));
+    }
+    return outs;
   };
   return d;
 }
@@ -579,6 +651,9 @@ void register_shape_ops(OpTable& table) {
   }));
   table.push_back(slice_def(false));
   table.push_back(slice_def(true));
+  table.push_back(split_def(7, 12));   // split an attribute (a negative axis from 11)
+  table.push_back(split_def(13, 17));  // split an input
+  table.push_back(split_def(18, 20));  // num_outputs
   table.push_back(simple(
       "Pad", 7, 10, {"mode", "pads", "value"},
       [](OpContext& ctx) -> VariableList {

@@ -52,7 +52,7 @@ const std::vector<Family>& covered() {
        {"Add", "Sub", "Mul", "Div", "Neg", "Pow", "Exp", "Log", "Sin", "Cos", "Tanh", "Sigmoid", "Relu", "LeakyRelu",
         "Softmax", "LogSoftmax", "Reshape", "Transpose", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceMean", "Expand",
         "Max", "Min", "Clip", "Flatten", "Concat", "Gather", "Slice", "Squeeze", "Unsqueeze", "Erf", "HardSigmoid",
-        "HardSwish", "Mod", "ScatterND"}},
+        "HardSwish", "Mod", "ScatterND", "Split"}},
       {"node_tests_nn.txt",
        {"MatMul", "Gemm", "Dropout", "BatchNormalization", "Conv", "ConvTranspose", "MaxPool", "AveragePool",
         "SoftmaxCrossEntropyLoss", "LSTM", "LayerNormalization", "Einsum"}},

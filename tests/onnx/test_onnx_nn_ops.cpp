@@ -8,7 +8,7 @@
 // ignore_index), checked against plain loops written here; and the sizes conv and pool attributes
 // ask for, capped before anything is allocated; and what opsets 18 to 20 changed or added (Gelu,
 // Reduce* with an axes input, Pad's axes and wrap, ScatterND's max / min, AveragePool's dilations,
-// Cast's saturate), which ONNX 1.12's node tests do not know. The models are built in memory with
+// Cast's saturate, Split's num_outputs), which ONNX 1.12's node tests do not know. The models are built in memory with
 // libonnx's classes, with double inputs, and written to a folder made with mkdtemp under /tmp.
 #include <doctest/doctest.h>
 
@@ -1550,4 +1550,121 @@ TEST_CASE("onnx opset 19: Cast accepts saturate (it only concerns float8, which 
   const std::string msg = error_of<NotImplementedError>([&] { net.load(); });
   CHECK(contains(msg, "(Cast, opset 19)"));
   CHECK(contains(msg, "element type 17"));
+}
+
+TEST_CASE("onnx opset 18: Split with num_outputs (the last part smaller), with a split input, and before 18") {
+  const Tensor x = randn_f64({2, 7, 3}, 29);
+  const Doubles xv = x.to_vector<double>();
+  // parts [begin, end) of axis 1 (extent 7), or of axis 0 (extent 2) for the last case
+  struct Case {
+    int opset;
+    std::int64_t num_outputs;  // 0: none
+    I64s split;                // empty: no split input / attribute
+    std::int64_t axis;
+    std::vector<std::pair<std::int64_t, std::int64_t>> parts;
+  };
+  const Case cases[] = {
+      {18, 3, {}, 1, {{0, 3}, {3, 6}, {6, 7}}},         // ceil(7 / 3) = 3: 3, 3, 1
+      {18, 4, {}, -2, {{0, 2}, {2, 4}, {4, 6}, {6, 7}}},  // 2, 2, 2, 1
+      {18, 7, {}, 1, {{0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 5}, {5, 6}, {6, 7}}},
+      {20, 0, {2, 0, 5}, 1, {{0, 2}, {2, 2}, {2, 7}}},  // a split input, an empty part
+      {13, 0, {4, 3}, 1, {{0, 4}, {4, 7}}},
+      {11, 0, {1, 6}, -2, {{0, 1}, {1, 7}}},  // the attribute
+      {13, 0, {}, 0, {{0, 1}, {1, 2}}},       // equal parts of axis 0
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.opset);
+    CAPTURE(c.num_outputs);
+    CAPTURE(c.split.size());
+    const int ax = c.axis < 0 ? static_cast<int>(c.axis) + 3 : static_cast<int>(c.axis);
+    Net net(c.opset);
+    net.input("X", {2, 7, 3});
+    const bool split_input = !c.split.empty() && c.opset >= 13;
+    if (split_input) net.input("S", {static_cast<std::int64_t>(c.split.size())}, ::onnx::TensorProto::INT64);
+    std::vector<std::string> outs;
+    for (std::size_t i = 0; i < c.parts.size(); ++i) {
+      outs.push_back("Y" + std::to_string(i));
+      net.output(outs.back());
+    }
+    auto& n = split_input ? net.node("Split", {"X", "S"}, {}) : net.node("Split", {"X"}, {});
+    for (const auto& o : outs) n.add_output(o);
+    set_int(n, "axis", c.axis);
+    if (c.num_outputs) set_int(n, "num_outputs", c.num_outputs);
+    if (!c.split.empty() && c.opset < 13) set_ints(n, "split", c.split);
+    OnnxModel m = net.load();
+    std::vector<Tensor> xs{x};
+    if (split_input) xs.push_back(array(c.split, Shape{static_cast<std::int64_t>(c.split.size())}, int64));
+    auto mode = test_mode();
+    const VariableList ys = m.forward_multi(wrap(xs));
+    REQUIRE(ys.size() == c.parts.size());
+    for (std::size_t p = 0; p < c.parts.size(); ++p) {
+      CAPTURE(p);
+      const auto [b, e] = c.parts[p];
+      Shape want_shape{2, 7, 3};
+      want_shape[static_cast<std::size_t>(ax)] = e - b;
+      Doubles want;
+      for (std::int64_t i = 0; i < 2; ++i)
+        for (std::int64_t j = 0; j < 7; ++j)
+          for (std::int64_t k = 0; k < 3; ++k) {
+            const std::int64_t along = ax == 0 ? i : j;
+            if (along >= b && along < e) want.push_back(xv[static_cast<std::size_t>((i * 7 + j) * 3 + k)]);
+          }
+      CHECK(ys[p].shape() == want_shape);
+      CHECK(max_abs_diff(ys[p].data(), array(want, want_shape, float64)) < 1e-15);
+    }
+    // every output's gradient reaches X: sum over the parts of part * fixed weights
+    std::vector<Tensor> coef;
+    for (std::size_t p = 0; p < ys.size(); ++p) coef.push_back(randn_f64(ys[p].shape(), 40 + static_cast<unsigned>(p)));
+    auto f = [&](const Variable& xi) {
+      VariableList vs = wrap(xs);
+      vs[0] = xi;
+      const VariableList zs = m.forward_multi(vs);
+      Variable acc = F::sum(zs[0] * Variable(coef[0]));
+      for (std::size_t p = 1; p < zs.size(); ++p) acc = acc + F::sum(zs[p] * Variable(coef[p]));
+      return acc;
+    };
+    CHECK(utils::gradient_check(f, x, 1e-5, 1e-6));
+  }
+
+  auto split_net = [](Net& net, std::int64_t extent, int n_out) -> ::onnx::NodeProto& {
+    net.input("X", {extent});
+    auto& node = net.node("Split", {"X"}, {});
+    for (int i = 0; i < n_out; ++i) {
+      node.add_output("Y" + std::to_string(i));
+      net.output("Y" + std::to_string(i));
+    }
+    return node;
+  };
+  {
+    Net net(18);  // 5 into 4 parts of 2 leaves -1 for the last
+    set_int(split_net(net, 5, 4), "num_outputs", 4);
+    OnnxModel m = net.load();
+    const std::string msg = error_of<ShapeError>([&] { run(m, {randn_f64({5}, 30)}); });
+    CHECK(contains(msg, "(Split, opset 18)"));
+    CHECK(contains(msg, "num_outputs 4 cannot split axis 0 of extent 5"));
+  }
+  {
+    Net net(18);
+    set_int(split_net(net, 6, 2), "num_outputs", 3);
+    CHECK(contains(error_of<ValueError>([&] { net.load(); }), "num_outputs 3 but the node has 2 outputs"));
+  }
+  {
+    Net net(18);  // neither num_outputs nor a split input
+    split_net(net, 6, 2);
+    CHECK(contains(error_of<ValueError>([&] { net.load(); }), "either the split input or the attribute num_outputs"));
+  }
+  {
+    Net net(17);  // num_outputs came in 18
+    set_int(split_net(net, 6, 2), "num_outputs", 2);
+    const std::string msg = error_of<NotImplementedError>([&] { net.load(); });
+    CHECK(contains(msg, "(Split, opset 17)"));
+    CHECK(contains(msg, "attribute 'num_outputs'"));
+  }
+  {
+    Net net(13);  // equal parts must divide the axis before 18
+    split_net(net, 7, 2);
+    OnnxModel m = net.load();
+    CHECK(contains(error_of<ShapeError>([&] { run(m, {randn_f64({7}, 31)}); }),
+                   "axis 0 of extent 7 does not split into 2 equal parts"));
+  }
 }
