@@ -24,6 +24,7 @@
 #include "dezero/onednn.hpp"
 #include "dezero/cpu.hpp"
 #include "dezero/optimizers.hpp"
+#include "dezero/plan.hpp"
 #include "dezero/shape.hpp"
 #include "dezero/tensor.hpp"
 #include "dezero/training.hpp"

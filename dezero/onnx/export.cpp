@@ -18,6 +18,7 @@
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include "dezero/core/trace.hpp"
 #include "dezero/onnx.hpp"
 #include "dezero/onnx/export.hpp"
 #include "dezero/utils/atomic_file.hpp"
@@ -72,50 +73,6 @@ void fill_value_info(const std::string& name, DType dt, const Shape& s, bool dyn
     if (dynamic_batch && i == 0) d->set_dim_param("batch");
     else d->set_dim_value(s[i]);
   }
-}
-
-// --- the recorded graph --------------------------------------------------------------------------
-// The Functions between the inputs and the outputs in topological order (a depth-first
-// post-order from the outputs, without recursion), and the leaves in the order first seen.
-struct Traced {
-  std::vector<std::shared_ptr<Function>> order;
-  VariableList leaves;
-};
-
-Traced trace(const VariableList& inputs, const VariableList& outputs) {
-  std::unordered_set<const VariableNode*> stop;
-  for (const Variable& x : inputs) stop.insert(x.node().get());
-  std::unordered_set<const Function*> seen;
-  std::unordered_set<const VariableNode*> leaf_seen;
-  Traced t;
-  struct Frame {
-    std::shared_ptr<Function> fn;
-    std::size_t next;
-  };
-  std::vector<Frame> stack;
-  auto visit = [&](const Variable& v) {
-    if (stop.count(v.node().get())) return;
-    std::shared_ptr<Function> f = v.creator();
-    if (!f) {
-      if (leaf_seen.insert(v.node().get()).second) t.leaves.push_back(v);
-    } else if (seen.insert(f.get()).second) {
-      stack.push_back({std::move(f), 0});
-    }
-  };
-  for (const Variable& y : outputs) {
-    visit(y);
-    while (!stack.empty()) {
-      Frame& fr = stack.back();
-      VariableSpan in = fr.fn->inputs();
-      if (fr.next < in.size()) {
-        visit(in[fr.next++]);  // may push: fr is not used after this
-        continue;
-      }
-      t.order.push_back(std::move(fr.fn));
-      stack.pop_back();
-    }
-  }
-  return t;
 }
 
 // --- checking and writing -------------------------------------------------------------------------
@@ -222,7 +179,7 @@ void write_graph(const VariableList& inputs, const VariableList& outputs, const 
     w.know(p.data(), key, false);
   }
 
-  Traced t = trace(inputs, outputs);
+  dezero::detail::TracedGraph t = dezero::detail::trace_graph(inputs, outputs);
 
   // Leaves: a graph input's data (labels re-wrapped by a loss), a parameter, or another leaf:
   // an initializer for export_graph, a Constant node for export_model (whose trainable

@@ -1,0 +1,121 @@
+/// \file
+/// dezero::compile: a model's inference for fixed input shapes, recorded once and replayed
+/// without a graph (issue 47's plan; PyTorch's torch.jit.trace + freeze, ONNX Runtime's
+/// session with its graph optimisations).
+///
+/// \code{.cpp}
+///   dezero::Plan plan = dezero::compile(model, {x});   // one recorded run, in test mode
+///   dezero::Variable y = plan(x2);                     // x2 has x's shape and dtype
+///   std::cout << plan.summary();                       // what each step runs
+/// \endcode
+///
+/// compile() runs the model once on the example inputs in test mode (Config::train false:
+/// dropout passes through, batch norm uses its running statistics) with the graph recorded,
+/// then turns the recorded Functions into steps:
+///   - a BatchNorm after a convolution is folded into its weights and bias
+///     (W' = W gamma / sqrt(var + eps), b' = (b - mean) gamma / sqrt(var + eps) + beta);
+///   - on the CPU in float32, with oneDNN, the convolutions, poolings, additions, concatenations,
+///     batch norms and element-wise activations run as one program of oneDNN primitives: weights
+///     reordered once, activations kept in oneDNN's blocked formats from one primitive to the next,
+///     the activations and the residual addition after a convolution fused into it (post-ops), and
+///     the activations' memory planned once (values whose lives do not overlap share bytes);
+///   - every other Function is replayed by calling its forward() on the tensors.
+///
+/// Results: where every step replays its own Function (CompileOptions::onednn false, or no
+/// oneDNN, or a GPU, or another dtype) a plan computes exactly what the model computes, bit for
+/// bit. Folding and fusing change the order of the float32 operations, so a planned result
+/// differs from the unplanned one by float32 rounding (tests/test_plan.cpp bounds it: 1e-5
+/// relative to the output's scale on ResNet-like and MobileNet-like networks).
+///
+/// What a plan keeps: it reads the model's parameters when it is compiled (the folded and
+/// reordered weights are copies; the other Functions keep the tensors they were recorded with),
+/// so compile again after changing the weights. A plan holds its recorded graph (the example
+/// run's intermediate tensors included) and its own memory; it runs one call at a time (a mutex:
+/// threads calling one plan wait for each other). It is made for the thread count of the moment
+/// it is compiled.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dezero/core.hpp"
+#include "dezero/models.hpp"
+
+namespace dezero {
+
+/// What compile() may do; all on by default.
+struct CompileOptions {
+  /// Fold a test-mode BatchNorm that only a convolution feeds into that convolution.
+  bool fold_batch_norm = true;
+  /// Fuse element-wise activations and a residual addition into the convolution before them.
+  bool fuse = true;
+  /// Run what it can as a oneDNN program (CPU, float32, a build with oneDNN); false replays every
+  /// Function, which gives the unplanned results bit for bit.
+  bool onednn = true;
+};
+
+/// A compiled model: call it like the model, with inputs of the example's shapes and dtypes.
+class Plan {
+ public:
+  /// An empty plan (calling it is a ValueError); compile() makes real ones.
+  Plan();
+  ~Plan();
+  /// Plans are moved or shared (a copy refers to the same compiled steps and memory).
+  ///@{
+  Plan(const Plan&);
+  Plan& operator=(const Plan&);
+  Plan(Plan&&) noexcept;
+  Plan& operator=(Plan&&) noexcept;
+  ///@}
+
+  /// Runs the plan: one output per recorded output, each a new Variable without a graph. An input
+  /// of another count, shape, dtype or device than the example's is an Error naming it.
+  ///@{
+  VariableList operator()(const VariableList& xs) const;
+  Variable operator()(const Variable& x) const;
+  ///@}
+
+  /// The example inputs' shapes (what a call must give).
+  const std::vector<Shape>& input_shapes() const;
+
+  /// Counts of what compile() made.
+  struct Stats {
+    std::size_t recorded = 0;  ///< Functions recorded by the example run
+    std::size_t folded = 0;    ///< BatchNorms folded into convolutions
+    std::size_t fused = 0;     ///< activations and additions fused into the op before them
+    std::size_t onednn = 0;    ///< ops run by oneDNN (a convolution with its fused ops counts once), reorders excluded
+    std::size_t reorders = 0;  ///< oneDNN reorders left (formats changing between steps, in and out)
+    std::size_t replayed = 0;  ///< Functions replayed by their forward()
+    std::size_t arena_bytes = 0;   ///< the planned memory of oneDNN's activations
+    std::size_t weight_bytes = 0;  ///< the weights copied into oneDNN's formats
+  };
+  /// What compile() made of the recorded run.
+  Stats stats() const;
+  /// One line per step, in order: the oneDNN primitives with their formats and the replayed
+  /// Functions by name.
+  std::string summary() const;
+
+  /// \cond INTERNAL
+  struct Impl;
+  /// \endcond
+
+ private:
+  explicit Plan(std::shared_ptr<Impl> impl);
+  friend Plan compile(const std::function<VariableList(const VariableList&)>& fn, const VariableList& example_inputs,
+                      const CompileOptions& options);
+  std::shared_ptr<Impl> impl_;
+};
+
+/// Records `model` on `example_inputs` (in test mode) and compiles the run into a Plan.
+///
+/// An example input without data, a forward that returns nothing, or an output that does not
+/// depend on the inputs through a recorded graph (a forward run under no_grad()) is a ValueError.
+Plan compile(Model& model, const VariableList& example_inputs, const CompileOptions& options = CompileOptions());
+/// The same for any function of Variables (a lambda calling several models, a graph of F::).
+Plan compile(const std::function<VariableList(const VariableList&)>& fn, const VariableList& example_inputs,
+             const CompileOptions& options = CompileOptions());
+
+}  // namespace dezero

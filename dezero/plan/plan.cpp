@@ -1,0 +1,652 @@
+// dezero/plan/plan.cpp - dezero::compile (plan.hpp): one recorded run turned into steps.
+//
+// compile() records the model in test mode, walks the graph (core/trace.hpp) into values and ops,
+// then lowers the ops in the recorded order. On the CPU in float32 with oneDNN, an op that oneDNN
+// does well becomes a primitive of one OnednnProgram (cpu/onednn_program.hpp):
+//   Conv2d  [-> BatchNorm (folded)] [-> ReLU/Clip/... and an Add of a value already computed (post-ops)]
+//   Pad(-inf) -> Pooling, Pooling, AveragePooling, Mean over (H, W): oneDNN's pooling
+//   Add, ReLU/Clip/..., Concat, BatchNorm: when an operand already lives in the program
+// and every other op is replayed: its Function's forward() on the tensors. Consecutive primitives
+// form one "program" step; a value crosses between the two worlds through the program's external
+// buffers (a reorder into a plain row-major Tensor on the way out, a reorder from it on the way in).
+//
+// A call binds the inputs, runs the steps, and returns the outputs as new Variables. Tensors the
+// plan owns (the buffers of values leaving the program for a replayed op) are reused from call to
+// call; an output never shares them (it is copied where a replayed view would).
+#include "dezero/plan.hpp"
+
+#include <cmath>
+#include <limits>
+#include <mutex>
+#include <sstream>
+#include <unordered_map>
+#include <utility>
+
+#include "dezero/core/trace.hpp"
+#include "dezero/cpu/onednn_program.hpp"
+
+namespace dezero {
+
+namespace {
+
+using detail::cpu::OnednnProgram;
+using detail::cpu::PostOp;
+using i64 = std::int64_t;
+
+// One value of the recorded run: an input, a leaf (a constant to the plan) or an op's output.
+struct Val {
+  Shape shape;
+  DType dtype = float32;
+  Device device = Device::cpu();
+  int input = -1;       // the call's input it is, or -1
+  bool constant = false;
+  Tensor data;          // a constant's tensor (the recorded one; copied where a replayed op reads it)
+  int producer = -1;    // the op that makes it, or -1
+  std::vector<int> consumers;
+  bool output = false;  // one of the plan's outputs
+  int dnn = -1;         // the program's value holding it, or -1
+  int ext_in = -1;      // the program's external value reading it in, or -1
+  bool exported = false;
+};
+
+struct Op {
+  std::shared_ptr<Function> fn;
+  std::string name;
+  FunctionAttrs attrs;
+  std::vector<int> in, out;
+  bool done = false;
+};
+
+const FunctionAttr* find_attr(const Op& op, const char* key) {
+  for (const auto& kv : op.attrs)
+    if (kv.first == key) return &kv.second;
+  return nullptr;
+}
+std::vector<i64> ints_attr(const Op& op, const char* key) {
+  const FunctionAttr* a = find_attr(op, key);
+  if (a && std::holds_alternative<std::vector<i64>>(*a)) return std::get<std::vector<i64>>(*a);
+  return {};
+}
+double real_attr(const Op& op, const char* key, double dflt) {
+  const FunctionAttr* a = find_attr(op, key);
+  if (a && std::holds_alternative<double>(*a)) return std::get<double>(*a);
+  if (a && std::holds_alternative<i64>(*a)) return static_cast<double>(std::get<i64>(*a));
+  return dflt;
+}
+i64 int_attr(const Op& op, const char* key, i64 dflt) {
+  const FunctionAttr* a = find_attr(op, key);
+  if (a && std::holds_alternative<i64>(*a)) return std::get<i64>(*a);
+  return dflt;
+}
+
+// The element-wise Functions oneDNN has as eltwise ops.
+bool eltwise_of(const Op& op, PostOp& p) {
+  const std::string& n = op.name;
+  if (op.in.size() != 1 || op.out.size() != 1) return false;
+  if (n == "ReLU") p = {PostOp::Relu, 0.f, 0.f, -1};
+  else if (n == "LeakyReLU") p = {PostOp::Relu, static_cast<float>(real_attr(op, "slope", 0.2)), 0.f, -1};
+  else if (n == "Clip")
+    p = {PostOp::Clip, static_cast<float>(real_attr(op, "lo", 0)), static_cast<float>(real_attr(op, "hi", 0)), -1};
+  else if (n == "HardSwish") p = {PostOp::HardSwish, 0.f, 0.f, -1};
+  else if (n == "Sigmoid") p = {PostOp::Sigmoid, 0.f, 0.f, -1};
+  else if (n == "Tanh") p = {PostOp::Tanh, 0.f, 0.f, -1};
+  else if (n == "Gelu") {
+    const FunctionAttr* a = find_attr(op, "approximate");
+    const bool tanh = a && std::holds_alternative<std::string>(*a) && std::get<std::string>(*a) == "tanh";
+    p = {tanh ? PostOp::GeluTanh : PostOp::GeluErf, 0.f, 0.f, -1};
+  } else {
+    return false;
+  }
+  return true;
+}
+
+OnednnProgram::Dims dims_of(const Shape& s) { return OnednnProgram::Dims(s.begin(), s.end()); }
+
+std::vector<float> floats_of(const Tensor& t) {
+  const Tensor f = t.to_cpu().astype(float32);
+  const float* p = f.data<float>();
+  return std::vector<float>(p, p + f.size());
+}
+
+}  // namespace
+
+// --- the compiled plan ---------------------------------------------------------------------------------
+struct Plan::Impl {
+  struct Step {
+    bool program = false;
+    // a replayed Function
+    std::shared_ptr<Function> fn;
+    std::vector<int> in, out;
+    // a run of the program's steps, with the external values bound around it
+    std::size_t first = 0, last = 0;
+    std::vector<std::pair<int, int>> imports, exports;  // (external, value)
+  };
+  std::vector<Val> vals;
+  std::vector<Step> steps;
+  std::vector<int> inputs, outputs;
+  std::vector<Shape> in_shapes;
+  std::unordered_map<int, Tensor> buffers;  // value -> the plan's Tensor for an export that is no output
+  std::unique_ptr<OnednnProgram> prog;
+  Stats stats;
+  std::string summary;
+  mutable std::mutex mu;
+
+  VariableList run(const VariableList& xs);
+};
+
+VariableList Plan::Impl::run(const VariableList& xs) {
+  if (xs.size() != inputs.size())
+    throw ValueError("Plan: " + std::to_string(xs.size()) + " inputs given, the plan was compiled for " +
+                     std::to_string(inputs.size()));
+  std::vector<Tensor> t(vals.size());
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const Val& v = vals[static_cast<std::size_t>(inputs[i])];
+    if (!xs[i].defined() || !xs[i].data().defined()) throw ValueError("Plan: input " + std::to_string(i) + " holds no data");
+    const Tensor& x = xs[i].data();
+    if (x.shape() != v.shape)
+      throw ShapeError("Plan: input " + std::to_string(i) + " is " + x.shape().str() + ", the plan was compiled for " +
+                       v.shape.str() + "; hint: compile one plan per input shape");
+    if (x.dtype() != v.dtype)
+      throw DtypeError("Plan: input " + std::to_string(i) + " is " + dtype_name(x.dtype()) +
+                       ", the plan was compiled for " + dtype_name(v.dtype));
+    if (x.device() != v.device)
+      throw DeviceError("Plan: input " + std::to_string(i) + " is on " + x.device().str() +
+                        ", the plan was compiled for " + v.device.str());
+    t[static_cast<std::size_t>(inputs[i])] = x;
+  }
+  for (std::size_t i = 0; i < vals.size(); ++i)
+    if (vals[i].constant) t[i] = vals[i].data;
+  auto bp = no_grad();
+  auto tm = test_mode();
+  for (const Step& s : steps) {
+    if (!s.program) {
+      TensorList in;
+      for (int v : s.in) in.push_back(t[static_cast<std::size_t>(v)]);
+      TensorList out = s.fn->forward(in);
+      for (std::size_t k = 0; k < s.out.size() && k < out.size(); ++k)
+        if (s.out[k] >= 0) t[static_cast<std::size_t>(s.out[k])] = std::move(out[k]);
+      continue;
+    }
+    for (const auto& [ext, v] : s.imports) prog->bind(ext, t[static_cast<std::size_t>(v)].raw_data());
+    for (const auto& [ext, v] : s.exports) {
+      const Val& val = vals[static_cast<std::size_t>(v)];
+      Tensor out = val.output ? Tensor::empty(val.shape, float32) : buffers.at(v);
+      prog->bind(ext, out.raw_data());
+      t[static_cast<std::size_t>(v)] = std::move(out);
+    }
+    prog->run(s.first, s.last);
+  }
+  VariableList ys;
+  for (int v : outputs) {
+    Tensor y = t[static_cast<std::size_t>(v)];
+    // A replayed view of a buffer the next call overwrites, or a constant: the caller's own copy.
+    bool shared = vals[static_cast<std::size_t>(v)].constant;
+    for (const auto& kv : buffers) shared = shared || y.storage().get() == kv.second.storage().get();
+    ys.push_back(Variable(shared ? y.copy() : y));
+  }
+  return ys;
+}
+
+Plan::Plan() = default;
+Plan::Plan(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Plan::~Plan() = default;
+Plan::Plan(const Plan&) = default;
+Plan& Plan::operator=(const Plan&) = default;
+Plan::Plan(Plan&&) noexcept = default;
+Plan& Plan::operator=(Plan&&) noexcept = default;
+
+VariableList Plan::operator()(const VariableList& xs) const {
+  if (!impl_) throw ValueError("Plan: an empty plan; hint: make one with dezero::compile(model, example_inputs)");
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->run(xs);
+}
+
+Variable Plan::operator()(const Variable& x) const {
+  VariableList ys = (*this)(VariableList{x});
+  return ys.at(0);
+}
+
+const std::vector<Shape>& Plan::input_shapes() const {
+  static const std::vector<Shape> none;
+  return impl_ ? impl_->in_shapes : none;
+}
+Plan::Stats Plan::stats() const { return impl_ ? impl_->stats : Stats(); }
+std::string Plan::summary() const { return impl_ ? impl_->summary : std::string(); }
+
+// --- compiling -----------------------------------------------------------------------------------------
+namespace {
+
+class Compiler {
+ public:
+  Compiler(Plan::Impl& p, const CompileOptions& o) : plan_(p), opt_(o) {}
+
+  void record(const VariableList& xs, const VariableList& ys) {
+    detail::TracedGraph g = detail::trace_graph(xs, ys);
+    std::unordered_map<const VariableNode*, int> id;
+    auto add_val = [&](const Variable& v) {
+      Val val;
+      val.shape = v.shape();
+      val.dtype = v.dtype();
+      val.device = v.data().device();
+      plan_.vals.push_back(std::move(val));
+      const int i = static_cast<int>(plan_.vals.size()) - 1;
+      id[v.node().get()] = i;
+      return i;
+    };
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      auto it = id.find(xs[i].node().get());
+      const int v = it != id.end() ? it->second : add_val(xs[i]);
+      if (it == id.end()) plan_.vals[static_cast<std::size_t>(v)].input = static_cast<int>(i);
+      plan_.inputs.push_back(v);
+      plan_.in_shapes.push_back(xs[i].shape());
+    }
+    for (const Variable& leaf : g.leaves) {
+      const int v = add_val(leaf);
+      plan_.vals[static_cast<std::size_t>(v)].constant = true;
+      plan_.vals[static_cast<std::size_t>(v)].data = leaf.data();
+    }
+    for (auto& fn : g.order) {
+      Op op;
+      op.name = fn->name();
+      op.attrs = fn->attributes();
+      for (const Variable& x : fn->inputs()) op.in.push_back(id.at(x.node().get()));
+      const VariableList outs = fn->outputs();
+      for (const Variable& y : outs) op.out.push_back(y.defined() ? add_val(y) : -1);
+      const int oi = static_cast<int>(ops_.size());
+      for (int v : op.out)
+        if (v >= 0) plan_.vals[static_cast<std::size_t>(v)].producer = oi;
+      for (int v : op.in) plan_.vals[static_cast<std::size_t>(v)].consumers.push_back(oi);
+      op.fn = std::move(fn);
+      ops_.push_back(std::move(op));
+    }
+    for (const Variable& y : ys) {
+      const int v = id.at(y.node().get());
+      plan_.vals[static_cast<std::size_t>(v)].output = true;
+      plan_.outputs.push_back(v);
+    }
+    plan_.stats.recorded = ops_.size();
+  }
+
+  void lower() {
+    use_onednn_ = opt_.onednn && OnednnProgram::available();
+    if (use_onednn_) plan_.prog = std::make_unique<OnednnProgram>();
+    for (std::size_t i = 0; i < ops_.size(); ++i) {
+      if (ops_[i].done) continue;
+      if (!(use_onednn_ && to_program(static_cast<int>(i)))) replay(static_cast<int>(i));
+      ops_[i].done = true;
+    }
+    for (int v : plan_.outputs) {
+      if (val(v).dnn >= 0) export_value(v);
+    }
+    close_segment();
+    if (plan_.prog) {
+      plan_.prog->finalize();
+      plan_.stats.reorders = plan_.prog->reorder_count();
+      plan_.stats.arena_bytes = plan_.prog->arena_bytes();
+      plan_.stats.weight_bytes = plan_.prog->weight_bytes();
+    }
+    for (auto& kv : plan_.buffers)
+      kv.second = Tensor::empty(val(kv.first).shape, float32);
+    // The summary: the steps in order.
+    std::ostringstream os;
+    std::istringstream prog_lines(plan_.prog ? plan_.prog->describe() : std::string());
+    std::vector<std::string> lines;
+    for (std::string l; std::getline(prog_lines, l);) lines.push_back(l.substr(l.find(": ") + 2));
+    for (const auto& s : plan_.steps) {
+      if (s.program) {
+        for (std::size_t k = s.first; k < s.last; ++k) os << "onednn  " << lines[k] << "\n";
+      } else {
+        os << "replay  " << s.fn->name();
+        for (int v : s.out)
+          if (v >= 0) os << " -> " << val(v).shape.str();
+        os << "\n";
+      }
+    }
+    plan_.summary = os.str();
+  }
+
+ private:
+  Plan::Impl& plan_;
+  const CompileOptions& opt_;
+  std::vector<Op> ops_;
+  bool use_onednn_ = false;
+  // the program steps since the last replayed op
+  std::size_t seg_first_ = 0;
+  std::vector<std::pair<int, int>> imports_, exports_;
+
+  Val& val(int v) { return plan_.vals[static_cast<std::size_t>(v)]; }
+  bool host_f32(int v) { return val(v).dtype == float32 && val(v).device.is_cpu(); }
+  bool single_use(int v) { return val(v).consumers.size() == 1 && !val(v).output; }
+  // Whether v is computed by the time op i runs (an input, a constant, or made by a done op).
+  bool ready(int v) { return val(v).producer < 0 || ops_[static_cast<std::size_t>(val(v).producer)].done; }
+  // v held by the program with v's own dims.
+  bool in_program(int v) {
+    return val(v).dnn >= 0 && plan_.prog->dims(val(v).dnn) == dims_of(val(v).shape);
+  }
+
+  // v as a program value: its own, or an external one bound to its tensor at this segment's start.
+  int program_value(int v) {
+    if (in_program(v)) return val(v).dnn;
+    // Bound once per call, in the segment that reads it first: its tensor does not change after.
+    if (val(v).ext_in < 0) {
+      own_constant(v);
+      val(v).ext_in = plan_.prog->external(dims_of(val(v).shape));
+      imports_.push_back({val(v).ext_in, v});
+    }
+    return val(v).ext_in;
+  }
+  // A constant read as a tensor: the plan's own copy, so that later changes to the parameter do
+  // not reach the plan (the folded and reordered weights are copies too).
+  void own_constant(int v) {
+    Val& x = val(v);
+    if (x.constant && !x.exported) {
+      x.data = x.data.copy();
+      x.exported = true;
+    }
+  }
+  // v as a tensor for a replayed op: a program value leaves through a plain buffer, once.
+  void export_value(int v) {
+    if (val(v).dnn < 0 || val(v).exported) return;
+    const int ext = plan_.prog->to_external(val(v).dnn);
+    exports_.push_back({ext, v});
+    val(v).exported = true;
+    if (!val(v).output) plan_.buffers[v] = Tensor();
+  }
+  void close_segment() {
+    if (!plan_.prog) return;
+    const std::size_t end = plan_.prog->step_count();
+    if (end == seg_first_ && exports_.empty()) {
+      imports_.clear();
+      return;
+    }
+    Plan::Impl::Step s;
+    s.program = true;
+    s.first = seg_first_;
+    s.last = end;
+    s.imports = std::move(imports_);
+    s.exports = std::move(exports_);
+    plan_.steps.push_back(std::move(s));
+    imports_.clear();
+    exports_.clear();
+    seg_first_ = end;
+  }
+
+  void replay(int i) {
+    Op& op = ops_[static_cast<std::size_t>(i)];
+    for (int v : op.in) {
+      export_value(v);
+      own_constant(v);
+    }
+    close_segment();
+    Plan::Impl::Step s;
+    s.fn = op.fn;
+    s.in = op.in;
+    s.out = op.out;
+    plan_.steps.push_back(std::move(s));
+    ++plan_.stats.replayed;
+  }
+
+  // The ops oneDNN runs; false: replay op i.
+  bool to_program(int i) {
+    Op& op = ops_[static_cast<std::size_t>(i)];
+    if (op.out.size() != 1 || op.out[0] < 0) return false;
+    for (int v : op.in)
+      if (!host_f32(v)) return false;
+    const std::string& n = op.name;
+    if (n == "Conv2d") return conv(i);
+    if (n == "Pad") return padded_pool(i);
+    if (n == "Pooling" || n == "AveragePooling") return pool(i, n == "Pooling", {0, 0}, {0, 0});
+    if (n == "Mean") return global_average(i);
+    PostOp p;
+    if (eltwise_of(op, p)) return eltwise(i, p);
+    if (n == "Add") return add(i);
+    if (n == "Concat") return concat(i);
+    if (n == "BatchNorm") return batch_norm(i);
+    return false;
+  }
+
+  // The single-use element-wise ops after v: their PostOps, the ops and the last value.
+  int absorb_eltwise(int y, std::vector<PostOp>& post, std::vector<int>& absorbed) {
+    while (opt_.fuse && single_use(y)) {
+      const int c = val(y).consumers[0];
+      PostOp p;
+      if (!eltwise_of(ops_[static_cast<std::size_t>(c)], p) || !host_f32(ops_[static_cast<std::size_t>(c)].out[0])) break;
+      post.push_back(p);
+      absorbed.push_back(c);
+      y = ops_[static_cast<std::size_t>(c)].out[0];
+    }
+    return y;
+  }
+  void finish(int y, int r, const std::vector<int>& absorbed) {
+    val(y).dnn = r;
+    for (int c : absorbed) ops_[static_cast<std::size_t>(c)].done = true;
+    plan_.stats.fused += absorbed.size();
+    ++plan_.stats.onednn;
+  }
+
+  bool conv(int i) {
+    const Op& op = ops_[static_cast<std::size_t>(i)];
+    const int x = op.in[0], W = op.in[1], b = op.in.size() > 2 ? op.in[2] : -1;
+    if (op.in.size() < 2 || !val(W).constant || (b >= 0 && !val(b).constant) || val(x).shape.ndim() != 4 ||
+        val(W).shape.ndim() != 4)
+      return false;
+    const std::vector<i64> st = ints_attr(op, "stride"), pd = ints_attr(op, "pad");
+    if (st.size() != 2 || pd.size() != 2) return false;
+    const Shape &xs = val(x).shape, &ws = val(W).shape;
+    detail::ConvGeom g;
+    g.n = xs[0], g.c = xs[1], g.h = xs[2], g.w = xs[3];
+    g.oc = ws[0], g.kh = ws[2], g.kw = ws[3];
+    g.sh = st[0], g.sw = st[1], g.ph = pd[0], g.pw = pd[1];
+    g.groups = int_attr(op, "groups", 1);
+    int y = op.out[0];
+    g.oh = val(y).shape[2], g.ow = val(y).shape[3];
+    std::vector<float> Wf = floats_of(val(W).data), bf;
+    if (b >= 0) bf = floats_of(val(b).data);
+    std::vector<PostOp> post;
+    std::vector<int> absorbed;
+    std::size_t folded = 0;
+    bool summed = false;
+    while (single_use(y)) {
+      const int c = val(y).consumers[0];
+      const Op& cop = ops_[static_cast<std::size_t>(c)];
+      PostOp p;
+      if (opt_.fold_batch_norm && post.empty() && cop.name == "BatchNorm" && fold(cop, y, Wf, bf, g)) {
+        ++folded;
+      } else if (opt_.fuse && eltwise_of(cop, p)) {
+        post.push_back(p);
+      } else if (opt_.fuse && !summed && cop.name == "Add" && cop.in.size() == 2 && cop.in[0] != cop.in[1]) {
+        const int other = cop.in[0] == y ? cop.in[1] : cop.in[0];
+        if (!host_f32(other) || val(other).shape != val(y).shape || val(cop.out[0]).shape != val(y).shape ||
+            !ready(other))
+          break;
+        p.kind = PostOp::Sum;
+        p.value = program_value(other);
+        post.push_back(p);
+        summed = true;
+      } else {
+        break;
+      }
+      absorbed.push_back(c);
+      y = cop.out[0];
+      if (!host_f32(y)) return false;
+    }
+    const int r = plan_.prog->conv(program_value(x), g, Wf.data(), bf.empty() ? nullptr : bf.data(), post);
+    if (r < 0) return false;
+    finish(y, r, absorbed);
+    plan_.stats.folded += folded;
+    plan_.stats.fused -= folded;
+    return true;
+  }
+
+  // A test-mode batch norm of y (the convolution's output, (N, OC, OH, OW)) folded into W and b.
+  bool fold(const Op& bn, int y, std::vector<float>& W, std::vector<float>& b, const detail::ConvGeom& g) {
+    if (int_attr(bn, "train", 1) != 0 || bn.in.size() != 3 || bn.in[0] != y) return false;
+    const FunctionAttr *rm = find_attr(bn, "running_mean"), *rv = find_attr(bn, "running_var");
+    if (!rm || !rv || !std::holds_alternative<Tensor>(*rm) || !std::holds_alternative<Tensor>(*rv)) return false;
+    if (!val(bn.in[1]).constant || !val(bn.in[2]).constant) return false;
+    const std::vector<float> mean = floats_of(std::get<Tensor>(*rm)), var = floats_of(std::get<Tensor>(*rv)),
+                             gamma = floats_of(val(bn.in[1]).data), beta = floats_of(val(bn.in[2]).data);
+    const auto oc = static_cast<std::size_t>(g.oc);
+    if (mean.size() != oc || var.size() != oc || gamma.size() != oc || beta.size() != oc) return false;
+    const double eps = real_attr(bn, "eps", 1e-5);
+    if (b.empty()) b.assign(oc, 0.f);
+    const std::size_t per = W.size() / oc;
+    for (std::size_t o = 0; o < oc; ++o) {
+      const double s = gamma[o] / std::sqrt(static_cast<double>(var[o]) + eps);
+      for (std::size_t k = 0; k < per; ++k) W[o * per + k] = static_cast<float>(W[o * per + k] * s);
+      b[o] = static_cast<float>((b[o] - mean[o]) * s + beta[o]);
+    }
+    return true;
+  }
+
+  bool pool(int i, bool max, std::vector<i64> extra_tl, std::vector<i64> extra_br, int x = -1) {
+    const Op& op = ops_[static_cast<std::size_t>(i)];
+    if (x < 0) x = op.in[0];
+    const std::vector<i64> k = ints_attr(op, "kernel_size"), s = ints_attr(op, "stride"), p = ints_attr(op, "pad");
+    if (k.size() != 2 || s.size() != 2 || p.size() != 2 || val(x).shape.ndim() != 4) return false;
+    // DeZero's max pooling pads with zeros, which a max pool of oneDNN's does not see.
+    if (max && (p[0] || p[1])) return false;
+    std::vector<i64> tl{p[0] + extra_tl[0], p[1] + extra_tl[1]}, br{p[0] + extra_br[0], p[1] + extra_br[1]};
+    std::vector<PostOp> post;
+    std::vector<int> absorbed;
+    const int y = absorb_eltwise(op.out[0], post, absorbed);
+    int r = plan_.prog->pool(program_value(x), max, k, s, tl, br);
+    if (r < 0 || dims_of(val(op.out[0]).shape) != plan_.prog->dims(r)) return false;
+    if (!post.empty()) r = plan_.prog->eltwise(r, post);
+    if (r < 0) return false;
+    finish(y, r, absorbed);
+    return true;
+  }
+
+  // Pad(-inf) -> Pooling (the importer's MaxPool), Pad(0) -> AveragePooling: one pool with padding.
+  bool padded_pool(int i) {
+    const Op& op = ops_[static_cast<std::size_t>(i)];
+    const int y = op.out[0];
+    if (!single_use(y) || val(op.in[0]).shape.ndim() != 4) return false;
+    const std::vector<i64> pads = ints_attr(op, "pads");
+    const double value = real_attr(op, "value", 0.0);
+    if (pads.size() != 8 || pads[0] || pads[1] || pads[4] || pads[5]) return false;
+    for (i64 p : pads)
+      if (p < 0) return false;
+    const int c = val(y).consumers[0];
+    const std::string& cn = ops_[static_cast<std::size_t>(c)].name;
+    const bool max = cn == "Pooling" && std::isinf(value) && value < 0;
+    const bool avg = cn == "AveragePooling" && value == 0.0;
+    if (!max && !avg) return false;
+    if (!pool(c, max, {pads[2], pads[3]}, {pads[6], pads[7]}, op.in[0])) return false;
+    ops_[static_cast<std::size_t>(c)].done = true;
+    ++plan_.stats.fused;
+    return true;
+  }
+
+  // Mean over (H, W) of an (N, C, H, W) value the program holds: an average pool over the whole image.
+  bool global_average(int i) {
+    const Op& op = ops_[static_cast<std::size_t>(i)];
+    const int x = op.in[0];
+    const std::vector<i64> axes = ints_attr(op, "axes");
+    if (!in_program(x) || val(x).shape.ndim() != 4 || axes != std::vector<i64>{2, 3}) return false;
+    const Shape& s = val(x).shape;
+    int r = plan_.prog->pool(val(x).dnn, false, {s[2], s[3]}, {1, 1}, {0, 0}, {0, 0});
+    if (r < 0) return false;
+    finish(op.out[0], r, {});
+    return true;
+  }
+
+  bool eltwise(int i, const PostOp& first) {
+    const Op& op = ops_[static_cast<std::size_t>(i)];
+    if (!in_program(op.in[0])) return false;
+    std::vector<PostOp> post{first};
+    std::vector<int> absorbed;
+    const int y = absorb_eltwise(op.out[0], post, absorbed);
+    const int r = plan_.prog->eltwise(val(op.in[0]).dnn, post);
+    if (r < 0) return false;
+    finish(y, r, absorbed);
+    return true;
+  }
+
+  bool add(int i) {
+    const Op& op = ops_[static_cast<std::size_t>(i)];
+    if (op.in.size() != 2) return false;
+    const int a = op.in[0], b = op.in[1];
+    const Shape& s = val(op.out[0]).shape;
+    if (val(a).shape != s || val(b).shape != s || !(in_program(a) || in_program(b))) return false;
+    std::vector<PostOp> post;
+    std::vector<int> absorbed;
+    const int y = absorb_eltwise(op.out[0], post, absorbed);
+    // the program's operand first: the result takes its format
+    const int pa = in_program(a) ? program_value(a) : program_value(b), pb = in_program(a) ? program_value(b) : program_value(a);
+    const int r = plan_.prog->add(pa, pb, post);
+    if (r < 0) return false;
+    finish(y, r, absorbed);
+    return true;
+  }
+
+  bool concat(int i) {
+    const Op& op = ops_[static_cast<std::size_t>(i)];
+    const i64 axis = int_attr(op, "axis", 0);
+    bool any = false;
+    for (int v : op.in) any = any || in_program(v);
+    if (!any || axis < 0 || axis >= val(op.out[0]).shape.ndim()) return false;
+    std::vector<int> xs;
+    for (int v : op.in) xs.push_back(program_value(v));
+    const int r = plan_.prog->concat(xs, static_cast<int>(axis));
+    if (r < 0) return false;
+    finish(op.out[0], r, {});
+    return true;
+  }
+
+  bool batch_norm(int i) {
+    const Op& op = ops_[static_cast<std::size_t>(i)];
+    if (int_attr(op, "train", 1) != 0 || op.in.size() != 3 || !in_program(op.in[0])) return false;
+    const FunctionAttr *rm = find_attr(op, "running_mean"), *rv = find_attr(op, "running_var");
+    if (!rm || !rv || !std::holds_alternative<Tensor>(*rm) || !std::holds_alternative<Tensor>(*rv)) return false;
+    if (!val(op.in[1]).constant || !val(op.in[2]).constant) return false;
+    const std::vector<float> mean = floats_of(std::get<Tensor>(*rm)), var = floats_of(std::get<Tensor>(*rv)),
+                             gamma = floats_of(val(op.in[1]).data), beta = floats_of(val(op.in[2]).data);
+    const auto C = static_cast<std::size_t>(val(op.in[0]).shape[1]);
+    if (mean.size() != C || var.size() != C || gamma.size() != C || beta.size() != C) return false;
+    const int r = plan_.prog->batch_norm(val(op.in[0]).dnn, gamma.data(), beta.data(), mean.data(), var.data(),
+                                         static_cast<float>(real_attr(op, "eps", 1e-5)));
+    if (r < 0) return false;
+    finish(op.out[0], r, {});
+    return true;
+  }
+};
+
+}  // namespace
+
+Plan compile(const std::function<VariableList(const VariableList&)>& fn, const VariableList& example_inputs,
+             const CompileOptions& options) {
+  if (!fn) throw ValueError("compile: no function to compile");
+  for (std::size_t i = 0; i < example_inputs.size(); ++i)
+    if (!example_inputs[i].defined() || !example_inputs[i].data().defined())
+      throw ValueError("compile: example input " + std::to_string(i) + " holds no data");
+  VariableList ys;
+  {
+    auto bp = using_config("enable_backprop", true);
+    auto tm = test_mode();
+    ys = fn(example_inputs);
+  }
+  if (ys.empty()) throw ValueError("compile: the function returned no outputs");
+  for (std::size_t i = 0; i < ys.size(); ++i) {
+    if (!ys[i].defined() || !ys[i].data().defined())
+      throw ValueError("compile: output " + std::to_string(i) + " holds no data");
+    bool is_input = false;
+    for (const Variable& x : example_inputs) is_input = is_input || x.is_same(ys[i]);
+    if (!ys[i].creator() && !is_input)
+      throw ValueError("compile: output " + std::to_string(i) + " " + ys[i].shape().str() +
+                       " has no recorded graph: it is neither computed from the inputs nor one of them; hint: "
+                       "do not run the forward under no_grad()");
+  }
+  auto impl = std::make_shared<Plan::Impl>();
+  Compiler c(*impl, options);
+  c.record(example_inputs, ys);
+  c.lower();
+  return Plan(std::move(impl));
+}
+
+Plan compile(Model& model, const VariableList& example_inputs, const CompileOptions& options) {
+  return compile([&model](const VariableList& xs) { return model(xs); }, example_inputs, options);
+}
+
+}  // namespace dezero

@@ -1,0 +1,259 @@
+// tests/test_plan.cpp - dezero::compile (plan.hpp): a recorded run replayed for fixed shapes.
+//
+// The judge is the model itself, run unplanned in test mode: a plan with CompileOptions::onednn
+// false replays every Function and must give the same bits; the full plan (batch norm folded into
+// the convolutions, activations and residual additions fused as oneDNN post-ops, blocked formats
+// between primitives) must agree to float32 rounding. The networks: a ResNet-like block (conv, batch
+// norm, ReLU, a residual addition, max and average pooling, a linear head) and a MobileNet-like one
+// (depthwise convolution, Clip(0, 6), HardSwish, LeakyReLU, a global average as F::mean). Then what a
+// user relies on: the plan keeps the weights it was compiled with, an output is never overwritten by
+// the next call, concurrent calls are safe, and wrong inputs are errors naming what was expected.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <dezero/dezero.hpp>
+#include <dezero/plan.hpp>
+#include <thread>
+#include <vector>
+
+#include "support/test_util.hpp"
+
+using namespace dezero;
+
+namespace {
+
+// conv-BN-ReLU, conv-BN, + the block's input, ReLU, then a strided conv-BN with a 1x1 shortcut,
+// max pool, average pool, linear.
+class ResLike : public Model {
+ public:
+  ResLike() {
+    c1 = register_layer("c1", std::make_shared<L::Conv2d>(8, 3, 1, 1));
+    b1 = register_layer("b1", std::make_shared<L::BatchNorm>());
+    c2 = register_layer("c2", std::make_shared<L::Conv2d>(8, 3, 1, 1, true));
+    b2 = register_layer("b2", std::make_shared<L::BatchNorm>());
+    c3 = register_layer("c3", std::make_shared<L::Conv2d>(16, 3, 2, 1));
+    b3 = register_layer("b3", std::make_shared<L::BatchNorm>());
+    sc = register_layer("sc", std::make_shared<L::Conv2d>(16, 1, 2, 0));
+    fc = register_layer("fc", std::make_shared<L::Linear>(5));
+  }
+  Variable forward(const Variable& x) override {
+    Variable h = F::relu(b1(c1(x)));
+    Variable r = F::relu(b2(c2(h)) + h);
+    Variable d = F::relu(b3(c3(r)) + sc(r));
+    Variable p = F::average_pooling(F::pooling(d, 2, 2), 2, 2);
+    return fc(F::reshape(p, {p.shape()[0], -1}));
+  }
+  L::LayerRef<L::Conv2d> c1, c2, c3, sc;
+  L::LayerRef<L::BatchNorm> b1, b2, b3;
+  L::LayerRef<L::Linear> fc;
+};
+
+// 1x1 expand, ReLU6; depthwise 3x3, HardSwish; 1x1 project, LeakyReLU; the global average.
+class MobileLike : public Model {
+ public:
+  MobileLike() {
+    e = register_layer("e", std::make_shared<L::Conv2d>(24, 1));
+    dw = register_layer("dw", std::make_shared<L::Conv2d>(24, 3, L::ConvOptions{.pad = 1, .groups = 24}));
+    p = register_layer("p", std::make_shared<L::Conv2d>(6, 1));
+  }
+  Variable forward(const Variable& x) override {
+    Variable h = F::clip(e(x), 0.0, 6.0);
+    h = F::hard_swish(dw(h));
+    h = F::leaky_relu(p(h), 0.1);
+    return F::mean(h, Axes({2, 3}), false);
+  }
+  L::LayerRef<L::Conv2d> e, dw, p;
+};
+
+// Running statistics that are not the initial 0 and 1: a few train-mode batches.
+void warm_batch_norms(Model& m, const Shape& s) {
+  for (int i = 0; i < 3; ++i) {
+    Variable x(dzt::filled(s, 100 + static_cast<std::uint64_t>(i)) * 2.0 + 0.5);
+    (void)m(x);
+  }
+}
+
+Variable unplanned(Model& m, const Variable& x) {
+  auto t = test_mode();
+  auto g = no_grad();
+  return m(x);
+}
+
+double max_diff(const Variable& a, const Variable& b) {
+  return max(abs(a.data().astype(float64) - b.data().astype(float64))).item<double>();
+}
+double scale_of(const Variable& a) { return max(abs(a.data().astype(float64))).item<double>(); }
+
+}  // namespace
+
+TEST_CASE("compile: without oneDNN's program a plan replays every Function, bit for bit") {
+  random::seed(0);
+  ResLike m;
+  const Shape s{2, 3, 12, 12};
+  warm_batch_norms(m, s);
+  Variable x(dzt::filled(s, 7));
+  CompileOptions o;
+  o.onednn = false;
+  Plan plan = compile(m, {x}, o);
+  const Variable want = unplanned(m, x), got = plan(x);
+  CHECK(got.shape() == want.shape());
+  CHECK(dzt::vals(got) == dzt::vals(want));
+  const Plan::Stats st = plan.stats();
+  CHECK(st.onednn == 0);
+  CHECK(st.folded == 0);
+  CHECK(st.replayed == st.recorded);
+  CHECK(st.recorded == 16);  // 4 convolutions, 3 batch norms, 3 ReLUs, 2 additions, 2 pools, reshape, linear
+  // another input of the same shape
+  Variable x2(dzt::filled(s, 8));
+  CHECK(dzt::vals(plan(x2)) == dzt::vals(unplanned(m, x2)));
+  CHECK(!got.creator());
+}
+
+TEST_CASE("compile: a ResNet-like network planned agrees with the unplanned run to float32 rounding") {
+  random::seed(1);
+  ResLike m;
+  const Shape s{2, 3, 12, 12};
+  warm_batch_norms(m, s);
+  for (std::uint64_t seed : {11u, 12u}) {
+    Variable x(dzt::filled(s, seed));
+    Plan plan = compile(m, {x});
+    const Variable want = unplanned(m, x), got = plan(x);
+    REQUIRE(got.shape() == want.shape());
+    CHECK(max_diff(got, want) <= 1e-5 * scale_of(want));
+    CHECK(scale_of(want) > 0.1);
+  }
+  Variable x(dzt::filled(s, 13));
+  Plan plan = compile(m, {x});
+  const Plan::Stats st = plan.stats();
+  if (is_onednn_available()) {
+    CHECK(st.folded == 3);        // b1, b2, b3 into c1, c2, c3
+    CHECK(st.fused >= 5);         // 3 ReLUs after convolutions, 2 residual additions, ...
+    CHECK(st.onednn >= 5);        // 4 convolutions, the pools
+    CHECK(st.replayed <= 4);      // the reshape and the linear head
+    CHECK(st.weight_bytes > 0);
+    CHECK(st.arena_bytes > 0);
+    CHECK(dzt::has(plan.summary(), "conv 3x3+sum+relu"));
+    CHECK(dzt::has(plan.summary(), "replay  Linear"));
+  } else {
+    CHECK(st.onednn == 0);
+    CHECK(st.replayed == st.recorded);
+  }
+  // Options that turn folding and fusion off still agree.
+  CompileOptions o;
+  o.fold_batch_norm = false;
+  o.fuse = false;
+  Plan plain = compile(m, {x}, o);
+  CHECK(plain.stats().folded == 0);
+  CHECK(plain.stats().fused == 0);
+  CHECK(max_diff(plain(x), unplanned(m, x)) <= 1e-5 * scale_of(unplanned(m, x)));
+}
+
+TEST_CASE("compile: depthwise convolution, Clip, HardSwish, LeakyReLU and a global average") {
+  random::seed(2);
+  MobileLike m;
+  const Shape s{1, 4, 9, 9};
+  Variable x(dzt::filled(s, 21) * 3.0);
+  Plan plan = compile(m, {x});
+  const Variable want = unplanned(m, x), got = plan(x);
+  REQUIRE(got.shape() == Shape{1, 6});
+  CHECK(max_diff(got, want) <= 1e-5 * scale_of(want));
+  CHECK(scale_of(want) > 0.01);
+  if (is_onednn_available()) {
+    CHECK(plan.stats().fused == 3);  // the three activations
+    CHECK(plan.stats().replayed == 0);
+    CHECK(dzt::has(plan.summary(), "groups 24"));
+  }
+}
+
+TEST_CASE("compile: the plan keeps its weights, its outputs and its callers apart") {
+  random::seed(3);
+  ResLike m;
+  const Shape s{1, 3, 8, 8};
+  warm_batch_norms(m, s);
+  Variable x1(dzt::filled(s, 31)), x2(dzt::filled(s, 32));
+  Plan plan = compile(m, {x1});
+  const std::vector<double> before = dzt::vals(plan(x1));
+  // Changing the model after compile() does not change the plan (the weights are its copies).
+  for (const Parameter& p : m.params()) {
+    Tensor t = p.data();  // shares the parameter's storage
+    t.fill_(0.25);
+  }
+  CHECK(dzt::vals(plan(x1)) == before);
+  CHECK(dzt::vals(unplanned(m, x1)) != before);
+  // An output is the caller's: the next call does not overwrite it.
+  const Variable y1 = plan(x1);
+  const Variable y2 = plan(x2);
+  CHECK(dzt::vals(y1) == before);
+  CHECK(dzt::vals(y2) != before);
+  // Two threads calling one plan (a copy shares it) get each their own result.
+  Plan shared = plan;
+  std::vector<double> r1, r2;
+  std::thread t1([&] {
+    for (int i = 0; i < 20; ++i) r1 = dzt::vals(plan(x1));
+  });
+  std::thread t2([&] {
+    for (int i = 0; i < 20; ++i) r2 = dzt::vals(shared(x2));
+  });
+  t1.join();
+  t2.join();
+  CHECK(r1 == before);
+  CHECK(r2 == dzt::vals(y2));
+}
+
+TEST_CASE("compile: several inputs and outputs, an output also read inside, and a function instead of a model") {
+  random::seed(4);
+  auto conv = std::make_shared<L::Conv2d>(4, 3, 1, 1);
+  auto fn = [&](const VariableList& xs) -> VariableList {
+    Variable a = F::relu((*conv)(xs[0]));
+    Variable b = a + xs[1];
+    return {a, F::sum(b * b), b};
+  };
+  Variable x(dzt::filled({1, 2, 6, 6}, 41)), z(dzt::filled({1, 4, 6, 6}, 42));
+  Plan plan = compile(fn, {x, z});
+  VariableList want;
+  {
+    auto g = no_grad();
+    want = fn({x, z});
+  }
+  const VariableList got = plan({x, z});
+  REQUIRE(got.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    CHECK(got[i].shape() == want[i].shape());
+    CHECK(max_diff(got[i], want[i]) <= 1e-5 * scale_of(want[i]));
+  }
+  CHECK(plan.input_shapes() == std::vector<Shape>{Shape{1, 2, 6, 6}, Shape{1, 4, 6, 6}});
+}
+
+TEST_CASE("compile: errors name the input and what the plan was compiled for") {
+  random::seed(5);
+  MobileLike m;
+  Variable x(dzt::filled({1, 4, 9, 9}, 51));
+  Plan plan = compile(m, {x});
+  const std::string shape = dzt::thrown<ShapeError>([&] { (void)plan(Variable(dzt::filled({2, 4, 9, 9}, 1))); });
+  CHECK(dzt::has(shape, "Plan: input 0 is (2, 4, 9, 9), the plan was compiled for (1, 4, 9, 9)"));
+  CHECK(dzt::has(shape, "hint"));
+  const std::string dtype = dzt::thrown<DtypeError>([&] { (void)plan(Variable(x.data().astype(float64))); });
+  CHECK(dzt::has(dtype, "float64"));
+  CHECK(dzt::has(dtype, "float32"));
+  CHECK(dzt::has(dzt::thrown<ValueError>([&] { (void)plan(VariableList{x, x}); }), "2 inputs given"));
+  CHECK(dzt::has(dzt::thrown<ValueError>([&] { (void)Plan()(x); }), "empty plan"));
+  // A forward under no_grad records nothing to compile.
+  auto no_graph = [&](const VariableList& xs) -> VariableList {
+    auto g = no_grad();
+    return {F::relu(xs[0])};
+  };
+  CHECK(dzt::has(dzt::thrown<ValueError>([&] { (void)compile(no_graph, {x}); }), "has no recorded graph"));
+  CHECK(dzt::has(dzt::thrown<ValueError>([&] { (void)compile(m, {Variable()}); }), "holds no data"));
+}
+
+TEST_CASE("compile: on a GPU every Function is replayed") {
+  if (dzt::skip_without_gpu()) return;
+  random::seed(6);
+  ResLike m;
+  m.to_gpu();
+  Variable x(dzt::filled({1, 3, 8, 8}, 61));
+  x.to_gpu();
+  Plan plan = compile(m, {x});
+  CHECK(plan.stats().onednn == 0);
+  CHECK(dzt::vals(plan(x).data().to_cpu()) == dzt::vals(unplanned(m, x).data().to_cpu()));
+}
