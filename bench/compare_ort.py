@@ -3,7 +3,7 @@
 (issue 47's speed targets).
 
     /usr/bin/python3 bench/compare_ort.py --build build [--models resnet18,mobilenet_v2,squeezenet1_0,
-        shufflenet_v2_x1_0] [--batch 1,8] [--threads 1,2] [--pairs 5] [--calls 20] [--train 1]
+        shufflenet_v2_x1_0] [--batch 1,8] [--threads 1,2] [--pairs 5] [--calls 20] [--train 1] [--plan 0]
 
 Each model (torchvision 0.14, weights=None, torch.manual_seed(0), eval mode) is exported once by
 PyTorch 1.13 at opset 13 with a symbolic batch axis and PyTorch's default EVAL export (BatchNorm folded
@@ -13,6 +13,10 @@ build/ort/node_modules: `npm pack`, no install script). PyTorch eager runs the m
 torch.no_grad(). Every measurement is a fresh process: load, --warmup calls, then the median of
 --calls calls. The runtimes alternate within a round, in an order that rotates round by round, so
 that all see the same machine load; the ratios are the medians of the per-round ratios.
+
+"dezero plan" is the same file through dezero::compile (onnx_speed --plan 1: recorded once, then
+replayed as a oneDNN program; the compile is not timed, as ORT's session creation is not); --plan 0
+leaves it out.
 
 --train 1 adds a training step at each batch (train mode, softmax cross entropy on random labels,
 backward, SGD 0.01) for dezero (the imported file, exported with TrainingMode.PRESERVE so that its
@@ -106,6 +110,7 @@ def main():
     ap.add_argument("--calls", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--train", type=int, default=0)
+    ap.add_argument("--plan", type=int, default=1)
     ap.add_argument("--out", default="/tmp/compare_ort")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
@@ -134,6 +139,8 @@ def main():
                     "torch": lambda: measure([sys.executable, os.path.abspath(__file__), "--torch-worker", name,
                                               str(batch), str(threads), str(args.calls), str(args.warmup), "0"], env),
                 }
+                if args.plan:
+                    kinds["dezero plan"] = lambda: measure([ours, infer_file, "--plan", "1"] + common, env)
                 if args.train:
                     kinds["dezero train"] = lambda: measure([ours, train_file, "--train", "1"] + common, env)
                     kinds["torch train"] = lambda: measure([sys.executable, os.path.abspath(__file__), "--torch-worker",
@@ -154,11 +161,16 @@ def main():
                 row = {"model": name, "batch": batch, "threads": threads,
                        **{k: statistics.median(v) for k, v in times.items()},
                        "ours/ort": ratio("dezero", "ort"), "ours/torch": ratio("dezero", "torch")}
+                if args.plan:
+                    row["plan/ort"] = ratio("dezero plan", "ort")
+                    row["plan/torch"] = ratio("dezero plan", "torch")
                 if args.train:
                     row["train ours/torch"] = ratio("dezero train", "torch train")
                 rows.append(row)
     print()
     head = "| model | batch | threads | dezero ms | ORT ms | PyTorch ms | dezero / ORT | dezero / PyTorch |"
+    if args.plan:
+        head += " plan ms | plan / ORT | plan / PyTorch |"
     if args.train:
         head += " train: dezero ms | PyTorch ms | dezero / PyTorch |"
     print(head)
@@ -166,6 +178,8 @@ def main():
     for r in rows:
         s = (f"| {r['model']} | {r['batch']} | {r['threads']} | {r['dezero']:.1f} | {r['ort']:.1f} | {r['torch']:.1f} | "
              f"{r['ours/ort']:.2f} | {r['ours/torch']:.2f} |")
+        if args.plan:
+            s += f" {r['dezero plan']:.1f} | {r['plan/ort']:.2f} | {r['plan/torch']:.2f} |"
         if args.train:
             s += f" {r['dezero train']:.0f} | {r['torch train']:.0f} | {r['train ours/torch']:.2f} |"
         print(s)

@@ -5,7 +5,7 @@ to 1e-4 relative").
 
 Run at development time (Debian's python3-torch 1.13, python3-onnx 1.12):
     /usr/bin/python3 tests/data/onnx/make_fixtures.py
-It rewrites, next to itself, for each model <name> in (mlp, lenet, bn_cnn, zoo_ops13, zoo_ops17):
+It rewrites, next to itself, for each model <name> in (mlp, lenet, bn_cnn, zoo_ops13, zoo_ops17, plan_net):
   <name>.onnx  torch.onnx.export, opset 13 (zoo_ops17: 17), the batch axis of input and output dynamic ("batch"),
                do_constant_folding as PyTorch's default (on); input "input", output "output"
   <name>.npz   float32 arrays (deflated, fixed timestamps: a rerun writes the same bytes):
@@ -40,8 +40,13 @@ The models:
           (count_include_pad: PyTorch writes Pad then AveragePool), conv 3x3 (16), BatchNorm2d, ReLU,
           mean over H and W (ReduceMean), Linear 16-10. The BatchNorms run in eval mode with
           running statistics from a few training forwards, and non-trivial gamma and beta.
+  plan_net (N, 3, 15, 15): conv 3x3 (16), BatchNorm2d, ReLU, max pool 3 stride 2 pad 1 ceil_mode
+          (PyTorch writes MaxPool with pads; the importer a Pad of -inf and a pool), a fire module
+          (squeeze 1x1 + ReLU, expand 1x1 and 3x3 + ReLU, Concat), conv 3x3 without bias, BatchNorm2d,
+          + the module's input, ReLU, a depthwise conv 3x3, ReLU6 (Clip), Hardswish, the global average
+          (GlobalAveragePool), Flatten, Linear 32-7. Running statistics and BN parameters as bn_cnn's.
 
-bn_cnn is exported with training=TrainingMode.PRESERVE (the model is in eval mode, so BN is the
+bn_cnn and plan_net are exported with training=TrainingMode.PRESERVE (the model is in eval mode, so BN is the
 inference form): PyTorch's default (EVAL) folds each BatchNorm into the convolution before it,
 which leaves no BatchNormalization node and initializers that are not the model's parameters.
 (PRESERVE with constant folding makes PyTorch warn that a model in training mode may fold its
@@ -125,6 +130,44 @@ class ZooOps(nn.Module):
         x = nn.functional.hardswish(nn.functional.gelu(self.fc2(x), approximate="tanh"))
         x = self.ln2(nn.functional.hardsigmoid(self.fc3(x)))
         return self.fc4(x)
+
+
+class PlanNet(nn.Module):
+    """What dezero::compile's oneDNN program takes from an imported file (tests/onnx/test_onnx_plan.cpp)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 16, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(16)
+        self.squeeze = nn.Conv2d(16, 8, 1)
+        self.expand1 = nn.Conv2d(8, 16, 1)
+        self.expand3 = nn.Conv2d(8, 16, 3, padding=1)
+        self.conv2 = nn.Conv2d(32, 32, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(32)
+        self.dw = nn.Conv2d(32, 32, 3, padding=1, groups=32)
+        self.fc = nn.Linear(32, 7)
+
+    def forward(self, x):  # x: (N, 3, 15, 15)
+        x = nn.functional.max_pool2d(torch.relu(self.bn1(self.conv1(x))), 3, 2, padding=1, ceil_mode=True)  # (N, 16, 8, 8)
+        s = torch.relu(self.squeeze(x))
+        x = torch.cat([torch.relu(self.expand1(s)), torch.relu(self.expand3(s))], 1)  # (N, 32, 8, 8)
+        x = torch.relu(self.bn2(self.conv2(x)) + x)
+        x = nn.functional.hardswish(nn.functional.relu6(self.dw(x)))
+        return self.fc(nn.functional.adaptive_avg_pool2d(x, 1).flatten(1))
+
+
+def plan_net():
+    torch.manual_seed(1)
+    net = PlanNet()
+    with torch.no_grad():
+        for bn in (net.bn1, net.bn2):
+            bn.weight.uniform_(0.5, 1.5)
+            bn.bias.uniform_(-0.5, 0.5)
+    net.train()
+    with torch.no_grad():
+        for _ in range(5):
+            net(torch.randn(8, 3, 15, 15) * 2.0 + 0.5)
+    export("plan_net", net, (3, 15, 15), torch.onnx.TrainingMode.PRESERVE)
 
 
 def zoo_ops(opset):
@@ -317,13 +360,19 @@ if __name__ == "__main__":
         torch.set_num_threads(1)
         warnings.filterwarnings("ignore", message="It is recommended that constant folding be turned off")
         fresh_tied()
+    elif sys.argv[1:] == ["plan_net"]:
+        torch.set_num_threads(1)
+        warnings.filterwarnings("ignore", message="It is recommended that constant folding be turned off")
+        plan_net()
     elif sys.argv[1:] == ["zoo_ops"]:
         torch.set_num_threads(1)
         zoo_ops(13)
         zoo_ops(17)
+        plan_net()
     else:
         main()
         fresh_bn()
         fresh_tied()
         zoo_ops(13)
         zoo_ops(17)
+        plan_net()
