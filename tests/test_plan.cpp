@@ -65,6 +65,32 @@ class MobileLike : public Model {
   L::LayerRef<L::Conv2d> e, dw, p;
 };
 
+// ShuffleNet's and EfficientNet's patterns: a channel split (x[:, :4], x[:, 4:]), a channel shuffle
+// (reshape, transpose, reshape), SiLU as x * sigmoid(x), HardSwish as x * hard_sigmoid(x, 1/6, 1/2)
+// (PyTorch's opset-13 form), a squeeze-and-excitation gate (mean, 1x1 conv, sigmoid, a broadcast product).
+class ShuffleLike : public Model {
+ public:
+  ShuffleLike() {
+    a = register_layer("a", std::make_shared<L::Conv2d>(8, 3, 1, 1));
+    b = register_layer("b", std::make_shared<L::Conv2d>(4, 1));
+    se = register_layer("se", std::make_shared<L::Conv2d>(8, 1));
+  }
+  Variable forward(const Variable& x) override {
+    Variable h = a(x);
+    h = h * F::sigmoid(h);                                                   // SiLU
+    Variable left = F::get_item(h, Indices{Slice(), Slice(0, 4)});
+    Variable right = F::get_item(h, Indices{Slice(), Slice(4, std::nullopt)});
+    Variable r = b(right);
+    r = r * F::hard_sigmoid(r, 1.0 / 6, 0.5);                                // HardSwish
+    Variable g = F::sigmoid(se(F::mean(h, Axes({2, 3}), true)));             // (N, 8, 1, 1)
+    Variable gated = h * g;
+    const Shape& s = gated.shape();
+    Variable sh = F::reshape(F::transpose(F::reshape(gated, {s[0], 2, s[1] / 2, s[2], s[3]}), {0, 2, 1, 3, 4}), s);
+    return F::get_item(sh, Indices{Slice(), Slice(2, 6)}) + (left + r);  // (N, 4, H, W)
+  }
+  L::LayerRef<L::Conv2d> a, b, se;
+};
+
 // Running statistics that are not the initial 0 and 1: a few train-mode batches.
 void warm_batch_norms(Model& m, const Shape& s) {
   for (int i = 0; i < 3; ++i) {
@@ -163,6 +189,30 @@ TEST_CASE("compile: depthwise convolution, Clip, HardSwish, LeakyReLU and a glob
     CHECK(plan.stats().replayed == 0);
     CHECK(dzt::has(plan.summary(), "groups 24"));
   }
+}
+
+TEST_CASE("compile: channel split and shuffle, SiLU, HardSwish as a product, a squeeze-and-excitation gate") {
+  random::seed(7);
+  ShuffleLike m;
+  const Shape s{2, 3, 7, 7};
+  Variable x(dzt::filled(s, 71) * 2.0);
+  Plan plan = compile(m, {x});
+  const Variable want = unplanned(m, x), got = plan(x);
+  REQUIRE(got.shape() == Shape{2, 4, 7, 7});
+  CHECK(max_diff(got, want) <= 1e-5 * scale_of(want));
+  CHECK(scale_of(want) > 0.1);
+  if (is_onednn_available()) {
+    const std::string sum = plan.summary();
+    CHECK(dzt::has(sum, "+swish"));          // the first convolution's SiLU
+    CHECK(dzt::has(sum, "+hardswish"));      // b's HardSwish
+    CHECK(dzt::has(sum, "mul (broadcast)"));  // the gate
+    CHECK(dzt::has(sum, "shuffle of axis 1 groups of 4"));
+    CHECK(dzt::has(sum, "slice 4:8 of axis 1"));
+    CHECK(plan.stats().replayed == 0);
+  }
+  CompileOptions o;
+  o.onednn = false;
+  CHECK(dzt::vals(compile(m, {x}, o)(x)) == dzt::vals(want));
 }
 
 TEST_CASE("compile: the plan keeps its weights, its outputs and its callers apart") {

@@ -85,6 +85,26 @@ std::string format_of(const memory::desc& md) {
   return s;
 }
 
+// md's layout for other dims: the same order of strides (plain) or the same channel blocking
+// (aBcd16b, ...); an undefined desc for a layout it does not know.
+memory::desc same_layout(const memory::desc& md, const OnednnProgram::Dims& dims) {
+  const auto& d = md.data;
+  if (d.format_kind != dnnl_blocked || d.ndims != 4 || dims.size() != 4) return memory::desc();
+  const auto& b = d.format_desc.blocking;
+  if (b.inner_nblks == 0) {
+    std::vector<int> order{0, 1, 2, 3};
+    std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return b.strides[x] > b.strides[y]; });
+    if (order == std::vector<int>{0, 1, 2, 3}) return memory::desc(dims, dt::f32, tag::abcd);
+    if (order == std::vector<int>{0, 2, 3, 1}) return memory::desc(dims, dt::f32, tag::acdb);
+    return memory::desc();
+  }
+  if (b.inner_nblks == 1 && b.inner_idxs[0] == 1 && dims[1] % b.inner_blks[0] == 0) {
+    if (b.inner_blks[0] == 16) return memory::desc(dims, dt::f32, tag::aBcd16b);
+    if (b.inner_blks[0] == 8) return memory::desc(dims, dt::f32, tag::aBcd8b);
+  }
+  return memory::desc();
+}
+
 // A 64-byte aligned block freed with std::free.
 struct Block {
   std::unique_ptr<void, void (*)(void*)> p{nullptr, std::free};
@@ -105,6 +125,7 @@ struct OnednnProgram::Impl {
     Dims dims;
     bool external = false;
     memory mem;
+    int view_of = -1;  // a view (a submemory desc) into that value's bytes
   };
   struct Step {
     dnnl::primitive prim;
@@ -148,7 +169,7 @@ struct OnednnProgram::Impl {
   }
   // dims by value: callers pass another value's dims, which push_back may move.
   int new_value(const memory::desc& md, Dims dims, bool external = false) {
-    values.push_back({md, std::move(dims), external, memory()});
+    values.push_back({md, std::move(dims), external, memory(), -1});
     return static_cast<int>(values.size()) - 1;
   }
   // A fixed argument: `bytes` copied (plain) or reordered into the primitive's format `want`.
@@ -213,6 +234,8 @@ struct OnednnProgram::Impl {
     }
     return po;
   }
+  // OnednnProgram::add and mul.
+  int binary(bool mul, int a, int b, const std::vector<PostOp>& post);
   // Storage planning and argument maps (finalize).
   void plan_memory();
 };
@@ -335,23 +358,36 @@ int OnednnProgram::eltwise(int x, const std::vector<PostOp>& ops) {
   return v;
 }
 
-int OnednnProgram::add(int a, int b, const std::vector<PostOp>& post) {
-  Impl& m = *impl_;
+int OnednnProgram::add(int a, int b, const std::vector<PostOp>& post) { return impl_->binary(false, a, b, post); }
+int OnednnProgram::mul(int a, int b, const std::vector<PostOp>& post) { return impl_->binary(true, a, b, post); }
+
+int OnednnProgram::Impl::binary(bool mul, int a, int b, const std::vector<PostOp>& post) {
+  Impl& m = *this;
   m.check_building();
   m.check_value(a);
   m.check_value(b);
   const Dims D = m.values[static_cast<std::size_t>(a)].dims;  // a copy: as() adds values
-  if (m.values[static_cast<std::size_t>(b)].dims != D) return -1;
+  const Dims& bd = m.values[static_cast<std::size_t>(b)].dims;
+  if (bd.size() != D.size()) return -1;
+  bool broadcast = false;
+  for (std::size_t k = 0; k < D.size(); ++k) {
+    if (bd[k] != D[k] && bd[k] != 1) return -1;
+    broadcast = broadcast || bd[k] != D[k];
+  }
   try {
     const memory::desc src0 = m.values[static_cast<std::size_t>(a)].md;
     std::vector<int> sums;
-    std::string what = "add";
+    std::string what = mul ? "mul" : "add";
+    if (broadcast) what += " (broadcast)";
     dnnl::primitive_attr attr = m.attr();
     attr.set_post_ops(m.post_ops(post, sums, what));
     if (!sums.empty()) return -1;
-    dnnl::binary::desc d(dnnl::algorithm::binary_add, src0, src0, src0);
+    // b in a's layout, or (broadcast) as it is
+    const int bin = broadcast ? b : m.as(b, src0);
+    const memory::desc src1 = m.values[static_cast<std::size_t>(bin)].md;
+    dnnl::binary::desc d(mul ? dnnl::algorithm::binary_mul : dnnl::algorithm::binary_add, src0, src1, src0);
     dnnl::binary::primitive_desc pd(d, attr, m.eng);
-    const int bin = m.as(b, src0);
+    if (std::strncmp(pd.impl_info_str(), "ref", 3) == 0) return -1;
     const int y = m.new_value(pd.dst_desc(), D);
     Impl::Step& s = m.add_step(pd, what + " " + format_of(src0));
     s.prim = dnnl::binary(pd);
@@ -383,13 +419,80 @@ int OnednnProgram::concat(const std::vector<int>& xs, int axis) {
     }
     mds.push_back(m.values[static_cast<std::size_t>(x)].md);
   }
+  // The inputs in the first internal input's layout (oneDNN's fast concatenations want one).
+  int lead = xs[0];
+  for (int x : xs)
+    if (!m.values[static_cast<std::size_t>(x)].external) {
+      lead = x;
+      break;
+    }
+  std::vector<int> ins = xs;
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    const memory::desc want = same_layout(m.values[static_cast<std::size_t>(lead)].md, m.values[static_cast<std::size_t>(xs[i])].dims);
+    if (want && !(want == mds[i])) {
+      ins[i] = m.as(xs[i], want);
+      mds[i] = want;
+    }
+  }
   try {
     dnnl::concat::primitive_desc pd(axis, mds, m.eng, m.attr());
     if (std::strncmp(pd.impl_info_str(), "ref", 3) == 0) return -1;
     const int y = m.new_value(pd.dst_desc(), D);
     Impl::Step& s = m.add_step(pd, "concat of " + std::to_string(xs.size()) + " " + format_of(pd.dst_desc()));
     s.prim = dnnl::concat(pd);
-    for (std::size_t i = 0; i < xs.size(); ++i) s.in.push_back({DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i), xs[i]});
+    for (std::size_t i = 0; i < ins.size(); ++i) s.in.push_back({DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i), ins[i]});
+    s.out = {{DNNL_ARG_DST, y}};
+    return y;
+  } catch (const dnnl::error&) {
+    return -1;
+  }
+}
+
+int OnednnProgram::slice(int x, int axis, std::int64_t start, std::int64_t stop) {
+  Impl& m = *impl_;
+  m.check_building();
+  m.check_value(x);
+  const Impl::Value src = m.values[static_cast<std::size_t>(x)];
+  if (src.external || src.dims.size() != 4 || axis < 0 || axis >= 4) return -1;
+  const auto a = static_cast<std::size_t>(axis);
+  if (start < 0 || stop > src.dims[a] || start >= stop) return -1;
+  Dims D = src.dims, offsets(4, 0);
+  D[a] = stop - start;
+  offsets[a] = start;
+  const memory::desc out = same_layout(src.md, D);
+  if (!out) return -1;
+  try {
+    const memory::desc view_md = src.md.submemory_desc(D, offsets);
+    const int view = m.new_value(view_md, D);
+    m.values[static_cast<std::size_t>(view)].view_of = x;
+    const int y = m.new_value(out, D);
+    m.copy_into(view, y, false);
+    m.steps.back().what = "slice " + std::to_string(start) + ":" + std::to_string(stop) + " of axis " +
+                          std::to_string(axis) + " " + format_of(out) + " [" +
+                          m.steps.back().what.substr(m.steps.back().what.find('[') + 1);
+    return y;
+  } catch (const dnnl::error&) {
+    return -1;
+  }
+}
+
+int OnednnProgram::shuffle(int x, int axis, std::int64_t group_size) {
+  Impl& m = *impl_;
+  m.check_building();
+  m.check_value(x);
+  const Dims D = m.values[static_cast<std::size_t>(x)].dims;
+  if (axis < 0 || axis >= static_cast<int>(D.size()) || group_size <= 0 ||
+      D[static_cast<std::size_t>(axis)] % group_size != 0)
+    return -1;
+  try {
+    const memory::desc src = m.values[static_cast<std::size_t>(x)].md;
+    dnnl::shuffle_forward::desc d(dnnl::prop_kind::forward_inference, src, axis, static_cast<int>(group_size));
+    dnnl::shuffle_forward::primitive_desc pd(d, m.eng, m.attr());
+    const int y = m.new_value(pd.dst_desc(), D);
+    Impl::Step& s = m.add_step(pd, "shuffle of axis " + std::to_string(axis) + " groups of " +
+                                       std::to_string(group_size) + " " + format_of(src));
+    s.prim = dnnl::shuffle_forward(pd);
+    s.in = {{DNNL_ARG_SRC, x}};
     s.out = {{DNNL_ARG_DST, y}};
     return y;
   } catch (const dnnl::error&) {
@@ -450,16 +553,23 @@ void OnednnProgram::Impl::plan_memory() {
   // of its values is read at.
   std::vector<int> root(nv);
   std::iota(root.begin(), root.end(), 0);
-  std::vector<int> group_last = last;
+  for (std::size_t v = 0; v < nv; ++v)  // a view is read from its value's bytes (made before it)
+    if (values[v].view_of >= 0) root[v] = root[static_cast<std::size_t>(values[v].view_of)];
+  std::vector<int> group_last(nv, -1);
+  for (std::size_t v = 0; v < nv; ++v) {
+    int& g = group_last[static_cast<std::size_t>(root[v])];
+    g = std::max({g, last[v], def[v]});
+  }
   for (std::size_t i = 0; i < steps.size(); ++i) {
     Step& s = steps[i];
     if (s.inplace_in < 0) continue;
     const auto in = static_cast<std::size_t>(s.inplace_in), out = static_cast<std::size_t>(s.inplace_out);
-    if (values[in].external || values[out].external || !(values[in].md == values[out].md)) continue;
+    if (values[in].external || values[out].external || values[in].view_of >= 0 || !(values[in].md == values[out].md))
+      continue;
     const int r = root[in];
     if (group_last[static_cast<std::size_t>(r)] > static_cast<int>(i) || root[out] != static_cast<int>(out)) continue;
     root[out] = r;
-    group_last[static_cast<std::size_t>(r)] = std::max(last[out], def[out]);
+    group_last[static_cast<std::size_t>(r)] = std::max(group_last[out], static_cast<int>(i));
     if (s.copy) s.noop = true;
   }
   struct Storage {
@@ -471,7 +581,7 @@ void OnednnProgram::Impl::plan_memory() {
   for (std::size_t v = 0; v < nv; ++v) {
     if (values[v].external) continue;
     Storage& s = st.emplace(root[v], Storage{root[v]}).first->second;
-    s.bytes = std::max(s.bytes, (values[v].md.get_size() + 63) / 64 * 64);
+    if (values[v].view_of < 0) s.bytes = std::max(s.bytes, (values[v].md.get_size() + 63) / 64 * 64);
     s.first = std::min(s.first, def[v] < 0 ? 0 : def[v]);
     s.last = std::max({s.last, last[v], def[v]});
   }

@@ -63,10 +63,17 @@ class OnednnProgram {
   int pool(int x, bool max, const Dims& kernel, const Dims& stride, const Dims& pad_tl, const Dims& pad_br);
   // ops (no Sum) on x.
   int eltwise(int x, const std::vector<PostOp>& ops);
-  // a + b (the same dims), then `post` (no Sum).
+  // a + b or a * b, then `post` (no Sum); b has a's dims, or 1 where it is broadcast (an SE
+  // block's (N, C, 1, 1) gate).
   int add(int a, int b, const std::vector<PostOp>& post);
+  int mul(int a, int b, const std::vector<PostOp>& post);
   // The values joined along `axis`.
   int concat(const std::vector<int>& xs, int axis);
+  // x[..., start:stop, ...] along `axis` (a copy of a view of x, in x's layout); -1 for an
+  // external x or a layout it cannot keep.
+  int slice(int x, int axis, std::int64_t start, std::int64_t stop);
+  // ShuffleNet's channel shuffle: axis `axis` seen as (C / group_size, group_size), transposed.
+  int shuffle(int x, int axis, std::int64_t group_size);
   // Batch normalization in inference: gamma (x - mean) / sqrt(var + eps) + beta over axis 1.
   int batch_norm(int x, const float* gamma, const float* beta, const float* mean, const float* var, float eps);
   // A plain external value that receives v at this point of the run.

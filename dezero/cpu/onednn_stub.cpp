@@ -44,7 +44,10 @@ int OnednnProgram::conv(int, const ConvGeom&, const float*, const float*, const 
 int OnednnProgram::pool(int, bool, const Dims&, const Dims&, const Dims&, const Dims&) { return -1; }
 int OnednnProgram::eltwise(int, const std::vector<PostOp>&) { return -1; }
 int OnednnProgram::add(int, int, const std::vector<PostOp>&) { return -1; }
+int OnednnProgram::mul(int, int, const std::vector<PostOp>&) { return -1; }
 int OnednnProgram::concat(const std::vector<int>&, int) { return -1; }
+int OnednnProgram::slice(int, int, std::int64_t, std::int64_t) { return -1; }
+int OnednnProgram::shuffle(int, int, std::int64_t) { return -1; }
 int OnednnProgram::batch_norm(int, const float*, const float*, const float*, const float*, float) { return -1; }
 int OnednnProgram::to_external(int) { no_onednn(); }
 void OnednnProgram::finalize() {}

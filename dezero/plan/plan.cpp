@@ -15,6 +15,7 @@
 // call; an output never shares them (it is copied where a replayed view would).
 #include "dezero/plan.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <mutex>
@@ -399,23 +400,111 @@ class Compiler {
     if (n == "Mean") return global_average(i);
     PostOp p;
     if (eltwise_of(op, p)) return eltwise(i, p);
-    if (n == "Add") return add(i);
+    if (n == "HardSigmoid") return gate_of_program_value(i);
+    if (n == "Add" || n == "Mul") return binary(i, n == "Mul");
     if (n == "Concat") return concat(i);
     if (n == "BatchNorm") return batch_norm(i);
+    if (n == "GetItem") return channel_slice(i);
+    if (n == "Reshape") return channel_shuffle(i);
     return false;
+  }
+
+  // x[:, a:b] of an (N, C, H, W) value the program holds (ShuffleNet's split): a copy of a view.
+  bool channel_slice(int i) {
+    const Op& op = ops_[static_cast<std::size_t>(i)];
+    const int x = op.in[0];
+    const FunctionAttr* kinds = find_attr(op, "index");
+    if (!in_program(x) || val(x).shape.ndim() != 4 || !kinds || !std::holds_alternative<std::string>(*kinds))
+      return false;
+    const std::string& k = std::get<std::string>(*kinds);  // slices only: [:, a:b] or the importer's [:, a:b, :, :]
+    if (k.size() < 2 || k.size() > 4 || k.find_first_not_of('s') != std::string::npos) return false;
+    constexpr i64 kNone = std::numeric_limits<i64>::min();
+    const std::vector<i64> starts = ints_attr(op, "starts"), stops = ints_attr(op, "stops"), steps = ints_attr(op, "steps");
+    const i64 C = val(x).shape[1];
+    for (std::size_t ax = 0; ax < k.size(); ++ax) {
+      if (steps[ax] != 1) return false;
+      if (ax == 1) continue;
+      const bool whole = (starts[ax] == kNone || starts[ax] == 0) &&
+                         (stops[ax] == kNone || stops[ax] >= val(x).shape[static_cast<int>(ax)]);
+      if (!whole) return false;
+    }
+    auto bound = [C](i64 v, i64 none) { return v == kNone ? none : std::clamp(v < 0 ? v + C : v, i64{0}, C); };
+    const i64 a = bound(starts[1], 0), b = bound(stops[1], C);
+    const Shape& ys = val(op.out[0]).shape;
+    if (ys.ndim() != 4 || ys[1] != b - a) return false;
+    const int r = plan_.prog->slice(val(x).dnn, 1, a, b);
+    if (r < 0) return false;
+    finish(op.out[0], r, {});
+    return true;
+  }
+
+  // ShuffleNet's channel shuffle: Reshape (N, C, H, W) -> (N, g, C/g, H, W), Transpose(0, 2, 1, 3, 4),
+  // Reshape -> (N, C, H, W), each read once: oneDNN's shuffle, groups of C/g.
+  bool channel_shuffle(int i) {
+    const Op& r1 = ops_[static_cast<std::size_t>(i)];
+    const int x = r1.in[0];
+    const Shape& xs = val(x).shape;
+    const Shape& s5 = val(r1.out[0]).shape;
+    if (!in_program(x) || xs.ndim() != 4 || s5.ndim() != 5 || s5[0] != xs[0] || s5[1] * s5[2] != xs[1] ||
+        s5[3] != xs[2] || s5[4] != xs[3] || !single_use(r1.out[0]))
+      return false;
+    const int t = val(r1.out[0]).consumers[0];
+    const Op& tr = ops_[static_cast<std::size_t>(t)];
+    if (tr.name != "Transpose" || ints_attr(tr, "axes") != std::vector<i64>{0, 2, 1, 3, 4} || !single_use(tr.out[0]))
+      return false;
+    const int r2i = val(tr.out[0]).consumers[0];
+    const Op& r2 = ops_[static_cast<std::size_t>(r2i)];
+    if (r2.name != "Reshape" || val(r2.out[0]).shape != xs) return false;
+    const int r = plan_.prog->shuffle(val(x).dnn, 1, s5[2]);
+    if (r < 0) return false;
+    finish(r2.out[0], r, {t, r2i});
+    return true;
   }
 
   // The single-use element-wise ops after v: their PostOps, the ops and the last value.
   int absorb_eltwise(int y, std::vector<PostOp>& post, std::vector<int>& absorbed) {
-    while (opt_.fuse && single_use(y)) {
-      const int c = val(y).consumers[0];
+    while (opt_.fuse) {
       PostOp p;
+      const int z = gated(y, p, absorbed);
+      if (z >= 0) {
+        post.push_back(p);
+        y = z;
+        continue;
+      }
+      if (!single_use(y)) break;
+      const int c = val(y).consumers[0];
       if (!eltwise_of(ops_[static_cast<std::size_t>(c)], p) || !host_f32(ops_[static_cast<std::size_t>(c)].out[0])) break;
       post.push_back(p);
       absorbed.push_back(c);
       y = ops_[static_cast<std::size_t>(c)].out[0];
     }
     return y;
+  }
+  // y * g(y) with g = Sigmoid (SiLU, EfficientNet's swish) or HardSigmoid(1/6, 1/2) (HardSwish as
+  // PyTorch writes it at opset 13), y read by exactly those two ops: the op, the Mul's output, or -1.
+  int gated(int y, PostOp& p, std::vector<int>& ops) {
+    if (!opt_.fuse || val(y).output || val(y).consumers.size() != 2) return -1;
+    for (int k = 0; k < 2; ++k) {
+      const int g = val(y).consumers[static_cast<std::size_t>(k)], m = val(y).consumers[static_cast<std::size_t>(1 - k)];
+      const Op &gop = ops_[static_cast<std::size_t>(g)], &mop = ops_[static_cast<std::size_t>(m)];
+      if (gop.in.size() != 1 || gop.out.size() != 1 || !single_use(gop.out[0]) || mop.name != "Mul" ||
+          mop.in.size() != 2 || val(gop.out[0]).consumers[0] != m)
+        continue;
+      if (!((mop.in[0] == y && mop.in[1] == gop.out[0]) || (mop.in[1] == y && mop.in[0] == gop.out[0]))) continue;
+      if (val(mop.out[0]).shape != val(y).shape || !host_f32(mop.out[0])) continue;
+      if (gop.name == "Sigmoid") {
+        p = {PostOp::Swish, 1.f, 0.f, -1};
+      } else if (gop.name == "HardSigmoid" && std::abs(real_attr(gop, "alpha", 0) - 1.0 / 6) < 1e-6 &&
+                 std::abs(real_attr(gop, "beta", 0) - 0.5) < 1e-12) {
+        p = {PostOp::HardSwish, 0.f, 0.f, -1};
+      } else {
+        continue;
+      }
+      ops.push_back(g);
+      ops.push_back(m);
+      return mop.out[0];
+    }
+    return -1;
   }
   void finish(int y, int r, const std::vector<int>& absorbed) {
     val(y).dnn = r;
@@ -446,10 +535,17 @@ class Compiler {
     std::vector<int> absorbed;
     std::size_t folded = 0;
     bool summed = false;
-    while (single_use(y)) {
+    while (true) {
+      PostOp p;
+      const int z = gated(y, p, absorbed);
+      if (z >= 0) {
+        post.push_back(p);
+        y = z;
+        continue;
+      }
+      if (!single_use(y)) break;
       const int c = val(y).consumers[0];
       const Op& cop = ops_[static_cast<std::size_t>(c)];
-      PostOp p;
       if (opt_.fold_batch_norm && post.empty() && cop.name == "BatchNorm" && fold(cop, y, Wf, bf, g)) {
         ++folded;
       } else if (opt_.fuse && eltwise_of(cop, p)) {
@@ -555,6 +651,7 @@ class Compiler {
   bool eltwise(int i, const PostOp& first) {
     const Op& op = ops_[static_cast<std::size_t>(i)];
     if (!in_program(op.in[0])) return false;
+    if (gate_of_program_value(i)) return true;
     std::vector<PostOp> post{first};
     std::vector<int> absorbed;
     const int y = absorb_eltwise(op.out[0], post, absorbed);
@@ -564,18 +661,39 @@ class Compiler {
     return true;
   }
 
-  bool add(int i) {
+  // Op i is the g of y * g(y) for a y the program holds: the pair as one swish / hardswish.
+  bool gate_of_program_value(int i) {
+    const Op& op = ops_[static_cast<std::size_t>(i)];
+    PostOp p;
+    std::vector<int> absorbed;
+    const int y0 = op.in[0];
+    if (op.in.size() != 1 || !in_program(y0)) return false;
+    const int z = gated(y0, p, absorbed);
+    if (z < 0 || absorbed.empty() || absorbed[0] != i) return false;
+    std::vector<PostOp> post{p};
+    absorbed.erase(absorbed.begin());  // op i itself is marked done by lower()
+    const int y = absorb_eltwise(z, post, absorbed);
+    const int r = plan_.prog->eltwise(val(y0).dnn, post);
+    if (r < 0) return false;
+    finish(y, r, absorbed);
+    plan_.stats.fused += 1;
+    return true;
+  }
+
+  // Add and Mul: a program value of the result's shape, and the other operand of that shape or
+  // broadcast along axes of 1 (the same number of axes).
+  bool binary(int i, bool mul) {
     const Op& op = ops_[static_cast<std::size_t>(i)];
     if (op.in.size() != 2) return false;
-    const int a = op.in[0], b = op.in[1];
     const Shape& s = val(op.out[0]).shape;
-    if (val(a).shape != s || val(b).shape != s || !(in_program(a) || in_program(b))) return false;
+    int a = op.in[0], b = op.in[1];
+    if (!(in_program(a) && val(a).shape == s)) std::swap(a, b);  // the full-shaped program operand first
+    if (!(in_program(a) && val(a).shape == s) || val(b).shape.ndim() != s.ndim()) return false;
     std::vector<PostOp> post;
     std::vector<int> absorbed;
     const int y = absorb_eltwise(op.out[0], post, absorbed);
-    // the program's operand first: the result takes its format
-    const int pa = in_program(a) ? program_value(a) : program_value(b), pb = in_program(a) ? program_value(b) : program_value(a);
-    const int r = plan_.prog->add(pa, pb, post);
+    const int pa = program_value(a), pb = program_value(b);
+    const int r = mul ? plan_.prog->mul(pa, pb, post) : plan_.prog->add(pa, pb, post);
     if (r < 0) return false;
     finish(y, r, absorbed);
     return true;
