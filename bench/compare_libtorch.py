@@ -9,7 +9,7 @@ ATEN_CPU_CAPABILITY and ONEDNN_MAX_CPU_ISA; Debian's LibTorch computes its GEMMs
 libblas.so.3 = libopenblas0-openmp). Prints the CPU, each run, the ratio LibTorch / ours of
 every pair (> 1: ours is faster) and the median ratio.
 
-  python3 bench/compare_libtorch.py [--build build] [--pairs 3] [--threads 2] [--only w1,w2,w3]
+  python3 bench/compare_libtorch.py [--build build] [--pairs 3] [--threads 2] [--only w1,w2,w3,w3plan,...]
                                     [--isa sse4|avx2|avx512|avx512_bf16|amx]
                                     [--data DIR]   (Fashion-MNIST for W1 and W2)
   python3 bench/compare_libtorch.py --only w1,w1adam   (w1adam: W1 with --optimizer adam
@@ -53,6 +53,8 @@ WORKLOADS = {
     "w2": ("w2_cnn", "libtorch/torch_w2_cnn", r"epoch 1: ([0-9.e+-]+) s", "s/epoch"),
     "w2bf16": ("w2_cnn", "libtorch/torch_w2_cnn", r"epoch 1: ([0-9.e+-]+) s", "s/epoch", ["--precision", "bf16"]),
     "w3": ("w3_overhead", "libtorch/torch_w3_overhead", r"median ([0-9.e+-]+) us/step", "us/step"),
+    # W3 replayed by dezero::compile_step (LibTorch's program ignores --plan)
+    "w3plan": ("w3_overhead", "libtorch/torch_w3_overhead", r"median ([0-9.e+-]+) us/step", "us/step", ["--plan", "1"]),
     "w4": ("w4_resnet50", "libtorch/torch_w4_resnet50", r"median ([0-9.e+-]+) s/step", "s/step"),
     "w4bf16": ("w4_resnet50", "libtorch/torch_w4_resnet50", r"median ([0-9.e+-]+) s/step", "s/step",
                ["--precision", "bf16"]),

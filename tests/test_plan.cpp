@@ -13,6 +13,7 @@
 #include <cmath>
 #include <dezero/dezero.hpp>
 #include <dezero/plan.hpp>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -306,4 +307,155 @@ TEST_CASE("compile: on a GPU every Function is replayed") {
   Plan plan = compile(m, {x});
   CHECK(plan.stats().onednn == 0);
   CHECK(dzt::vals(plan(x).data().to_cpu()) == dzt::vals(unplanned(m, x).data().to_cpu()));
+}
+
+// --- training steps (compile_step) --------------------------------------------------------------------
+namespace {
+
+// Two models built alike from the same seed: one trained by ordinary steps, one by a StepPlan.
+template <class M>
+struct Twins {
+  M a, b;
+};
+
+std::vector<double> flat_params(const Model& m) {
+  std::vector<double> out;
+  for (const Parameter& p : m.params()) {
+    if (!p.data().defined()) continue;  // a lazy layer's weights before its first call
+    const std::vector<double> v = dzt::vals(p);
+    out.insert(out.end(), v.begin(), v.end());
+  }
+  return out;
+}
+
+class ConvTrainNet : public Model {
+ public:
+  explicit ConvTrainNet(bool with_bn = false) : with_bn_(with_bn) {
+    c = register_layer("c", std::make_shared<L::Conv2d>(4, 3, 1, 1));
+    bn = register_layer("bn", std::make_shared<L::BatchNorm>());
+    fc = register_layer("fc", std::make_shared<L::Linear>(3));
+  }
+  Variable forward(const Variable& x) override {
+    Variable h = c(x);
+    if (with_bn_) h = bn(h);
+    h = F::pooling(F::relu(h), 2, 2);
+    return fc(F::reshape(h, {h.shape()[0], -1}));
+  }
+  L::LayerRef<L::Conv2d> c;
+  L::LayerRef<L::BatchNorm> bn;
+  L::LayerRef<L::Linear> fc;
+
+ private:
+  bool with_bn_;
+};
+
+}  // namespace
+
+TEST_CASE("compile_step: a W3-like step replayed gives the ordinary step's losses and weights bit for bit") {
+  const Shape s{100, 2};
+  Variable x1(dzt::filled(s, 81)), x2(dzt::filled(s, 82));
+  Variable t1(dzt::filled({100, 1}, 83)), t2(dzt::filled({100, 1}, 84));
+  random::seed(8);
+  models::MLP a({10, 1}, F::sigmoid);
+  random::seed(8);
+  models::MLP b({10, 1}, F::sigmoid);
+  optimizers::SGD oa(0.2), ob(0.2);
+  oa.setup(a);
+  ob.setup(b);
+  auto loss_of = [](Model& m, const VariableList& in) { return F::mean_squared_error(m(in[0]), in[1]); };
+  StepPlan step = compile_step(b, [&](const VariableList& in) { return loss_of(b, in); }, ob, {x1, t1});
+  random::seed(8);
+  (void)a(x1);  // the same draws as b's recording
+  CHECK(flat_params(a) == flat_params(b));
+  CHECK(step.stats().replayed == 15);  // 4 forward Functions and 11 of the backward
+  for (int i = 0; i < 20; ++i) {
+    const VariableList batch = i % 2 ? VariableList{x2, t2} : VariableList{x1, t1};
+    Variable la = loss_of(a, batch);
+    a.cleargrads();
+    la.backward();
+    oa.update();
+    const Variable lb = step(batch);
+    REQUIRE(dzt::vals(lb) == dzt::vals(la));
+    CHECK(!lb.creator());
+  }
+  CHECK(flat_params(a) == flat_params(b));
+  for (const Parameter& p : b.params()) CHECK(p.grad().defined());
+  CHECK(dzt::has(dzt::thrown<ValueError>([&] { (void)step({x1}); }), "1 inputs given, the step was compiled for 2"));
+  CHECK(dzt::has(dzt::thrown<ShapeError>([&] { (void)step({x1, Variable(dzt::filled({3, 1}, 1))}); }),
+                 "compiled for (100, 1)"));
+}
+
+TEST_CASE("compile_step: convolution, max pooling, softmax cross entropy and Adam; train-mode batch norm with SGD") {
+  Variable x1(dzt::filled({4, 2, 6, 6}, 91)), x2(dzt::filled({4, 2, 6, 6}, 92) * 2.0);
+  Variable t1(Tensor(array(std::vector<std::int64_t>{0, 2, 1, 2}, Shape{4})));
+  Variable t2(Tensor(array(std::vector<std::int64_t>{1, 1, 0, 2}, Shape{4})));
+  for (bool with_bn : {false, true}) {
+    CAPTURE(with_bn);
+    random::seed(9);
+    ConvTrainNet a(with_bn);
+    random::seed(9);
+    ConvTrainNet b(with_bn);
+    // Adam, bit for bit; with batch norm SGD, whose steps do not magnify rounding (Adam's do, for
+    // gradients near 0)
+    std::unique_ptr<optimizers::Optimizer> oa, ob;
+    if (with_bn) {
+      oa = std::make_unique<optimizers::SGD>(0.05);
+      ob = std::make_unique<optimizers::SGD>(0.05);
+    } else {
+      oa = std::make_unique<optimizers::Adam>(0.01);
+      ob = std::make_unique<optimizers::Adam>(0.01);
+    }
+    oa->setup(a);
+    ob->setup(b);
+    auto loss_of = [](Model& m, const VariableList& in) { return F::softmax_cross_entropy(m(in[0]), in[1]); };
+    StepPlan step = compile_step(b, [&](const VariableList& in) { return loss_of(b, in); }, *ob, {x1, t1});
+    random::seed(9);
+    (void)[&] {
+      auto g = no_grad();
+      return a(x1);  // a's lazy weights (and running statistics): the same as b's recording
+    }();
+    CHECK(flat_params(a) == flat_params(b));
+    for (int i = 0; i < 8; ++i) {
+      const VariableList batch = i % 2 ? VariableList{x2, t2} : VariableList{x1, t1};
+      Variable la = loss_of(a, batch);
+      a.cleargrads();
+      la.backward();
+      oa->update();
+      const Variable lb = step(batch);
+      if (!with_bn) {
+        REQUIRE(dzt::vals(lb) == dzt::vals(la));
+      } else {
+        // batch norm's recorded backward is its Variable form, whose float32 rounding differs from the
+        // fused kernel that an ordinary backward runs
+        REQUIRE(std::abs(dzt::vals(lb)[0] - dzt::vals(la)[0]) <= 1e-5 * std::abs(dzt::vals(la)[0]));
+      }
+    }
+    const std::vector<double> pa = flat_params(a), pb = flat_params(b);  // with BatchNorm, its running statistics too
+    REQUIRE(pa.size() == pb.size());
+    if (!with_bn) CHECK(pa == pb);
+    double worst = 0;
+    for (std::size_t k = 0; k < pa.size(); ++k) worst = std::max(worst, std::abs(pa[k] - pb[k]));
+    CHECK(worst <= 1e-5);
+  }
+}
+
+TEST_CASE("compile_step: what a replay cannot reproduce is refused") {
+  Variable x(dzt::filled({8, 3}, 95)), t(dzt::filled({8, 2}, 96));
+  random::seed(10);
+  models::MLP m({4, 2});
+  optimizers::SGD o(0.1);
+  o.setup(m);
+  const std::string dropout = dzt::thrown<NotImplementedError>([&] {
+    (void)compile_step(m, [&](const VariableList& in) { return F::mean_squared_error(F::dropout(m(in[0])), in[1]); },
+                       o, {x, t});
+  });
+  CHECK(dzt::has(dropout, "compile_step: the step reads a tensor (8, 2)"));
+  CHECK(dzt::has(dropout, "dropout"));
+  // EmbedID keeps its ids (an input's values) as a constant of its own.
+  auto W = std::make_shared<Parameter>(Tensor(dzt::filled({5, 3}, 97)));
+  Variable ids(Tensor(array(std::vector<std::int64_t>{0, 4, 2}, Shape{3})));
+  const std::string embed = dzt::thrown<NotImplementedError>(
+      [&] { (void)compile([&](const VariableList& in) -> VariableList { return {F::embed_id(in[0], *W)}; }, {ids}); });
+  CHECK(dzt::has(embed, "EmbedID keeps the values of (3,)"));
+  CHECK(dzt::has(dzt::thrown<ValueError>([&] { (void)StepPlan()({x}); }), "empty plan"));
 }

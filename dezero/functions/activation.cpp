@@ -5,6 +5,7 @@
 // differentiated again.
 #include "dezero/functions/activation.hpp"
 
+#include <optional>
 #include <string>
 
 #include "dezero/functions.hpp"
@@ -27,6 +28,26 @@ class Sigmoid : public detail::DualFunction<Sigmoid> {
 };
 
 // y = max(x, 0); gx = gy * (x > 0), so the gradient at 0 is 0.
+// The masks of ReLU's and LeakyReLU's gradients as Functions of x: (x > 0) and (x > 0 ? 1 : slope),
+// as the backward used them before. Piecewise constant: no gradient flows back through them.
+class ReLUMask : public Function {
+ public:
+  explicit ReLUMask(std::optional<double> slope) : slope_(slope) {}
+  TensorList forward(const TensorList& xs) override {
+    if (slope_) return {detail::leaky_relu_mask(xs[0], *slope_)};
+    return {greater(xs[0], 0.0)};
+  }
+  VariableList backward(const VariableList&) override { return {Variable()}; }
+  std::string name() const override { return slope_ ? "LeakyReLUMask" : "ReLUMask"; }
+  FunctionAttrs attributes() const override {
+    if (slope_) return {{"slope", *slope_}};
+    return {};
+  }
+
+ private:
+  std::optional<double> slope_;
+};
+
 class ReLU : public detail::DualFunction<ReLU> {
  public:
   TensorList forward(const TensorList& xs) override { return {dezero::relu(xs[0])}; }
@@ -36,12 +57,18 @@ class ReLU : public detail::DualFunction<ReLU> {
   }
 };
 
+}  // namespace
+
+Variable detail::relu_mask(const Variable& x) { return call<ReLUMask>(detail::in(x), std::nullopt); }
+
+namespace {
+
 class LeakyReLU : public Function {
  public:
   explicit LeakyReLU(double slope) : slope_(slope) {}
   TensorList forward(const TensorList& xs) override { return {detail::leaky_relu(xs[0], slope_)}; }
   VariableList backward(const VariableList& gys) override {
-    return {gys[0] * Variable(detail::leaky_relu_mask(input(0).data(), slope_))};
+    return {gys[0] * call<ReLUMask>(detail::in(input(0)), slope_)};
   }
   FunctionAttrs attributes() const override { return {{"slope", slope_}}; }
 

@@ -80,9 +80,9 @@ inline Variable mse_grad(const Variable& gy, const Variable& x0, const Variable&
   Variable diff = x0 - x1;
   return gy * diff * (2.0 / static_cast<double>(diff.shape()[0]));
 }
-// The relu's backward gy * (x > 0).
-inline Variable relu_grad(const Variable& gy, const Variable& x) {
-  return gy * Variable(greater(x.data(), 0.0));
-}
+// The relu's backward gy * (x > 0). The mask is a Function of x (relu_mask, activation.cpp), so
+// that a recorded backward (create_graph) recomputes it from x, as dezero::compile_step replays it.
+Variable relu_mask(const Variable& x);
+inline Variable relu_grad(const Variable& gy, const Variable& x) { return gy * relu_mask(x); }
 
 }  // namespace dezero::detail

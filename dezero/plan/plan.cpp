@@ -42,6 +42,7 @@ struct Val {
   int input = -1;       // the call's input it is, or -1
   bool constant = false;
   Tensor data;          // a constant's tensor (the recorded one; copied where a replayed op reads it)
+  Variable live;        // a training step's parameter: read at every call
   int producer = -1;    // the op that makes it, or -1
   std::vector<int> consumers;
   bool output = false;  // one of the plan's outputs
@@ -130,6 +131,7 @@ struct Plan::Impl {
   std::unique_ptr<OnednnProgram> prog;
   Stats stats;
   std::string summary;
+  bool train = false;  // Config::train while recording
   mutable std::mutex mu;
 
   VariableList run(const VariableList& xs);
@@ -156,9 +158,9 @@ VariableList Plan::Impl::run(const VariableList& xs) {
     t[static_cast<std::size_t>(inputs[i])] = x;
   }
   for (std::size_t i = 0; i < vals.size(); ++i)
-    if (vals[i].constant) t[i] = vals[i].data;
+    if (vals[i].constant) t[i] = vals[i].live.defined() ? vals[i].live.data() : vals[i].data;
   auto bp = no_grad();
-  auto tm = test_mode();
+  auto mode = using_config("train", train);  // the mode it was recorded in (a Function may read it when it runs)
   for (const Step& s : steps) {
     if (!s.program) {
       TensorList in;
@@ -221,7 +223,9 @@ class Compiler {
  public:
   Compiler(Plan::Impl& p, const CompileOptions& o) : plan_(p), opt_(o) {}
 
-  void record(const VariableList& xs, const VariableList& ys) {
+  // `params`: a training step's parameters, the only leaves it may read (live, not copied).
+  void record(const VariableList& xs, const VariableList& ys, const std::vector<Parameter>* params = nullptr,
+              const char* who = "compile") {
     detail::TracedGraph g = detail::trace_graph(xs, ys);
     std::unordered_map<const VariableNode*, int> id;
     auto add_val = [&](const Variable& v) {
@@ -243,16 +247,42 @@ class Compiler {
     }
     for (const Variable& leaf : g.leaves) {
       const int v = add_val(leaf);
-      plan_.vals[static_cast<std::size_t>(v)].constant = true;
-      plan_.vals[static_cast<std::size_t>(v)].data = leaf.data();
+      Val& c = plan_.vals[static_cast<std::size_t>(v)];
+      c.constant = true;
+      c.data = leaf.data();
+      if (!params) continue;
+      for (const Parameter& p : *params)
+        if (p.is_same(leaf)) c.live = p;
+      if (!c.live.defined())
+        throw NotImplementedError(std::string(who) + ": the step reads a tensor " + leaf.shape().str() + " " +
+                                  dtype_name(leaf.dtype()) +
+                                  " that is neither an input nor a parameter of the model; its recorded value would "
+                                  "be replayed at every step; hint: pass it as an input (a random mask, F::dropout, "
+                                  "is drawn anew at each step and cannot be replayed)");
     }
+    // A Function that keeps an input's values as a constant of its own (EmbedID's ids) would
+    // replay the example's values.
+    std::unordered_map<const void*, int> computed;  // the storage of each input's and op output's tensor
+    for (std::size_t i = 0; i < xs.size(); ++i) computed.emplace(xs[i].data().storage().get(), static_cast<int>(i));
     for (auto& fn : g.order) {
       Op op;
       op.name = fn->name();
       op.attrs = fn->attributes();
       for (const Variable& x : fn->inputs()) op.in.push_back(id.at(x.node().get()));
+      for (const auto& kv : op.attrs) {
+        if (!std::holds_alternative<Tensor>(kv.second)) continue;
+        const Tensor& a = std::get<Tensor>(kv.second);
+        if (a.defined() && computed.count(a.storage().get()))
+          throw NotImplementedError(std::string(who) + ": " + op.name + " keeps the values of " +
+                                    a.shape().str() + " (its '" + kv.first +
+                                    "'), which the recorded run computed or took as an input; a replay would use "
+                                    "the example's values; hint: run this model without a plan");
+      }
       const VariableList outs = fn->outputs();
-      for (const Variable& y : outs) op.out.push_back(y.defined() ? add_val(y) : -1);
+      for (const Variable& y : outs) {
+        op.out.push_back(y.defined() ? add_val(y) : -1);
+        if (y.defined()) computed.emplace(y.data().storage().get(), op.out.back());
+      }
       const int oi = static_cast<int>(ops_.size());
       for (int v : op.out)
         if (v >= 0) plan_.vals[static_cast<std::size_t>(v)].producer = oi;
@@ -268,8 +298,8 @@ class Compiler {
     plan_.stats.recorded = ops_.size();
   }
 
-  void lower() {
-    use_onednn_ = opt_.onednn && OnednnProgram::available();
+  void lower(bool replay_only = false) {
+    use_onednn_ = !replay_only && opt_.onednn && OnednnProgram::available();
     if (use_onednn_) plan_.prog = std::make_unique<OnednnProgram>();
     for (std::size_t i = 0; i < ops_.size(); ++i) {
       if (ops_[i].done) continue;
@@ -761,6 +791,90 @@ Plan compile(const std::function<VariableList(const VariableList&)>& fn, const V
   c.record(example_inputs, ys);
   c.lower();
   return Plan(std::move(impl));
+}
+
+// --- training steps ------------------------------------------------------------------------------------
+struct StepPlan::Impl {
+  std::shared_ptr<Plan::Impl> plan;  // inputs: the step's, then the gradient seed; outputs: the loss, then grads
+  Model* model = nullptr;
+  optimizers::Optimizer* optimizer = nullptr;
+  std::vector<std::pair<Parameter, std::size_t>> grads;  // a parameter and its gradient's output
+  Tensor seed;
+  mutable std::mutex mu;
+};
+
+StepPlan::StepPlan() = default;
+StepPlan::StepPlan(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+StepPlan::~StepPlan() = default;
+StepPlan::StepPlan(const StepPlan&) = default;
+StepPlan& StepPlan::operator=(const StepPlan&) = default;
+StepPlan::StepPlan(StepPlan&&) noexcept = default;
+StepPlan& StepPlan::operator=(StepPlan&&) noexcept = default;
+
+Variable StepPlan::operator()(const VariableList& xs) const {
+  if (!impl_) throw ValueError("StepPlan: an empty plan; hint: make one with dezero::compile_step(...)");
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  const std::size_t n = impl_->plan->inputs.size() - 1;
+  if (xs.size() != n)
+    throw ValueError("StepPlan: " + std::to_string(xs.size()) + " inputs given, the step was compiled for " +
+                     std::to_string(n));
+  VariableList in(xs.begin(), xs.end());
+  in.push_back(Variable(impl_->seed));
+  VariableList outs = [&] {
+    std::lock_guard<std::mutex> plan_lock(impl_->plan->mu);
+    return impl_->plan->run(in);
+  }();
+  impl_->model->cleargrads();
+  for (auto& [p, k] : impl_->grads) p.set_grad(outs[k]);
+  impl_->optimizer->update();
+  return outs[0];
+}
+
+Plan::Stats StepPlan::stats() const { return impl_ ? impl_->plan->stats : Plan::Stats(); }
+std::string StepPlan::summary() const { return impl_ ? impl_->plan->summary : std::string(); }
+
+StepPlan compile_step(Model& model, const std::function<Variable(const VariableList&)>& loss_fn,
+                      optimizers::Optimizer& optimizer, const VariableList& example_inputs) {
+  if (!loss_fn) throw ValueError("compile_step: no loss function");
+  for (std::size_t i = 0; i < example_inputs.size(); ++i)
+    if (!example_inputs[i].defined() || !example_inputs[i].data().defined())
+      throw ValueError("compile_step: example input " + std::to_string(i) + " holds no data");
+  const std::vector<Parameter> params = model.params();
+  // Record the forward, then the backward with its graph, from a seed of our own (an input of the plan).
+  auto bp = using_config("enable_backprop", true);
+  Variable loss = loss_fn(example_inputs);
+  if (!loss.defined() || !loss.data().defined()) throw ValueError("compile_step: the loss function returned no loss");
+  if (!loss.creator())
+    throw ValueError("compile_step: the loss " + loss.shape().str() +
+                     " has no recorded graph; hint: do not compute it under no_grad()");
+  auto impl = std::make_shared<StepPlan::Impl>();
+  impl->seed = ones_like(loss.data());
+  Variable seed(impl->seed);
+  model.cleargrads();
+  loss.set_grad(seed);
+  BackwardOptions bo;
+  bo.create_graph = true;
+  loss.backward(bo);
+  VariableList outs{loss};
+  for (const Parameter& p : params) {
+    const Variable g = p.grad();
+    if (!g.defined()) continue;
+    impl->grads.emplace_back(p, outs.size());
+    outs.push_back(g);
+  }
+  model.cleargrads();  // recording updates nothing
+  VariableList ins(example_inputs.begin(), example_inputs.end());
+  ins.push_back(seed);
+  impl->plan = std::make_shared<Plan::Impl>();
+  impl->plan->train = Config::train;
+  CompileOptions o;
+  o.onednn = false;
+  Compiler c(*impl->plan, o);
+  c.record(ins, outs, &params, "compile_step");
+  c.lower(/*replay_only=*/true);
+  impl->model = &model;
+  impl->optimizer = &optimizer;
+  return StepPlan(std::move(impl));
 }
 
 Plan compile(Model& model, const VariableList& example_inputs, const CompileOptions& options) {

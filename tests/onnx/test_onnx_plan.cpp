@@ -4,7 +4,8 @@
 // holds what the plan's oneDNN program takes from an import: Conv + BatchNormalization (folded) +
 // Relu (fused), MaxPool with padding and ceil_mode (the importer's Pad of -inf and a pool, one
 // oneDNN pool), a fire module's Concat, a residual Add fused into the convolution before it, a
-// depthwise Conv, Clip (ReLU6), GlobalAveragePool, then Flatten and Gemm replayed. The planned output
+// depthwise Conv with Clip (ReLU6) and HardSwish (opset 13's HardSigmoid + Mul) as its post-ops,
+// GlobalAveragePool, then Flatten and Gemm replayed. The planned output
 // must be PyTorch's to 1e-5 at the batch it was compiled for (3 and 5); the unplanned import is
 // checked beside it. An OnnxModel is a Model: compile(model, {x}) as for any other.
 #include <doctest/doctest.h>
@@ -40,10 +41,10 @@ TEST_CASE("compile: a PyTorch export planned gives PyTorch's outputs (plan_net, 
   std::map<std::string, Tensor> arrays;
   for (auto& [key, t] : utils::load_npz(fixture("plan_net.npz"))) arrays.emplace(key, t);
   onnx::OnnxModel model(fixture("plan_net.onnx"));
-  for (const char* n : {"3", "5"}) {
+  for (const std::string n : {"3", "5"}) {
     CAPTURE(n);
-    const Variable x(arrays.at(std::string("x") + n));
-    const Tensor& want = arrays.at(std::string("y") + n);
+    const Variable x(arrays.at("x" + n));
+    const Tensor& want = arrays.at("y" + n);
     Plan plan = compile(model, {x});
     const Tensor got = plan(x).data();
     CHECK(rel(got, want) < 1e-5);
@@ -55,13 +56,14 @@ TEST_CASE("compile: a PyTorch export planned gives PyTorch's outputs (plan_net, 
     const Plan::Stats st = plan.stats();
     if (is_onednn_available()) {
       CHECK(st.folded == 2);        // both BatchNormalizations
-      CHECK(st.onednn == 8);        // 6 convolutions, the pool, the concat; the global average after Mul is replayed
-      CHECK(st.fused >= 7);         // 6 Relus and the Add after convolutions, the Pad into the pool, Clip
+      CHECK(st.onednn == 9);        // 6 convolutions, the pool, the concat, the global average
+      CHECK(st.fused >= 9);         // 6 Relus, the Add, Clip and HardSwish (HardSigmoid + Mul) after convolutions, the Pad
+      CHECK(st.replayed == 3);      // Flatten (a Reshape), Gemm (MatMul, Add)
       const std::string s = plan.summary();
       CHECK(dzt::has(s, "max pool 3x3"));
       CHECK(dzt::has(s, "concat of 2"));
       CHECK(dzt::has(s, "+sum+relu"));
-      CHECK(dzt::has(s, "groups 32"));
+      CHECK(dzt::has(s, "groups 32+relu+clip+hardswish"));  // relu6 is Relu + Clip in PyTorch 1.13
     } else {
       CHECK(st.replayed == st.recorded);
     }
