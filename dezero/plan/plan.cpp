@@ -132,6 +132,8 @@ struct Plan::Impl {
   Stats stats;
   std::string summary;
   bool train = false;  // Config::train while recording
+  std::vector<Tensor> work;    // the values of a call, slot by slot
+  std::vector<int> constants;  // the constant values' slots
   mutable std::mutex mu;
 
   VariableList run(const VariableList& xs);
@@ -141,7 +143,12 @@ VariableList Plan::Impl::run(const VariableList& xs) {
   if (xs.size() != inputs.size())
     throw ValueError("Plan: " + std::to_string(xs.size()) + " inputs given, the plan was compiled for " +
                      std::to_string(inputs.size()));
-  std::vector<Tensor> t(vals.size());
+  std::vector<Tensor>& t = work;  // one slot per value, emptied at the end of each call
+  if (t.size() != vals.size()) {
+    t.assign(vals.size(), Tensor());
+    for (std::size_t i = 0; i < vals.size(); ++i)
+      if (vals[i].constant) constants.push_back(static_cast<int>(i));
+  }
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const Val& v = vals[static_cast<std::size_t>(inputs[i])];
     if (!xs[i].defined() || !xs[i].data().defined()) throw ValueError("Plan: input " + std::to_string(i) + " holds no data");
@@ -157,8 +164,10 @@ VariableList Plan::Impl::run(const VariableList& xs) {
                         ", the plan was compiled for " + v.device.str());
     t[static_cast<std::size_t>(inputs[i])] = x;
   }
-  for (std::size_t i = 0; i < vals.size(); ++i)
-    if (vals[i].constant) t[i] = vals[i].live.defined() ? vals[i].live.data() : vals[i].data;
+  for (int c : constants) {
+    const Val& v = vals[static_cast<std::size_t>(c)];
+    t[static_cast<std::size_t>(c)] = v.live.defined() ? v.live.data() : v.data;
+  }
   auto bp = no_grad();
   auto mode = using_config("train", train);  // the mode it was recorded in (a Function may read it when it runs)
   for (const Step& s : steps) {
@@ -184,9 +193,13 @@ VariableList Plan::Impl::run(const VariableList& xs) {
     Tensor y = t[static_cast<std::size_t>(v)];
     // A replayed view of a buffer the next call overwrites, or a constant: the caller's own copy.
     bool shared = vals[static_cast<std::size_t>(v)].constant;
-    for (const auto& kv : buffers) shared = shared || y.storage().get() == kv.second.storage().get();
+    if (!buffers.empty())
+      for (const auto& kv : buffers) shared = shared || y.storage().get() == kv.second.storage().get();
     ys.push_back(Variable(shared ? y.copy() : y));
   }
+  // The intermediate tensors go back to the allocator now, so that the next call reuses the same
+  // (cached) memory.
+  for (Tensor& x : t) x = Tensor();
   return ys;
 }
 
@@ -799,6 +812,7 @@ struct StepPlan::Impl {
   Model* model = nullptr;
   optimizers::Optimizer* optimizer = nullptr;
   std::vector<std::pair<Parameter, std::size_t>> grads;  // a parameter and its gradient's output
+  std::vector<Parameter> no_grads;                        // the model's parameters the loss does not reach
   Tensor seed;
   mutable std::mutex mu;
 };
@@ -824,7 +838,7 @@ Variable StepPlan::operator()(const VariableList& xs) const {
     std::lock_guard<std::mutex> plan_lock(impl_->plan->mu);
     return impl_->plan->run(in);
   }();
-  impl_->model->cleargrads();
+  for (Parameter& p : impl_->no_grads) p.cleargrad();
   for (auto& [p, k] : impl_->grads) p.set_grad(outs[k]);
   impl_->optimizer->update();
   return outs[0];
@@ -858,7 +872,10 @@ StepPlan compile_step(Model& model, const std::function<Variable(const VariableL
   VariableList outs{loss};
   for (const Parameter& p : params) {
     const Variable g = p.grad();
-    if (!g.defined()) continue;
+    if (!g.defined()) {
+      impl->no_grads.push_back(p);
+      continue;
+    }
     impl->grads.emplace_back(p, outs.size());
     outs.push_back(g);
   }
