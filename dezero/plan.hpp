@@ -28,6 +28,14 @@
 /// differs from the unplanned one by float32 rounding (tests/test_plan.cpp bounds it: 1e-5
 /// relative to the output's scale on ResNet-like and MobileNet-like networks).
 ///
+/// What a plan cannot follow: whatever the model computes from its inputs' values outside the
+/// graph (a tensor made on the host from an input's data, a hyperparameter or a branch taken from
+/// it) would be replayed as recorded. compile() therefore records the model a second time, on
+/// other values of the same shapes, and refuses (NotImplementedError) a run that records other
+/// Functions, other hyperparameters or other constants; and a Function that keeps an input's
+/// values as a constant of its own (EmbedID's ids). Shapes may steer the model freely: they are
+/// fixed.
+///
 /// What a plan keeps: it reads the model's parameters when it is compiled (the folded and
 /// reordered weights are copies; the other Functions keep the tensors they were recorded with),
 /// so compile again after changing the weights. A plan holds its recorded graph (the example

@@ -297,6 +297,30 @@ TEST_CASE("compile: errors name the input and what the plan was compiled for") {
   CHECK(dzt::has(dzt::thrown<ValueError>([&] { (void)compile(m, {Variable()}); }), "holds no data"));
 }
 
+TEST_CASE("compile: what the function computes from the inputs' values outside the graph is refused") {
+  Variable x(dzt::filled({3, 4}, 55));
+  // a mask made on the host from x's data: a constant of the recorded run
+  auto masked = [](const VariableList& xs) -> VariableList {
+    return {xs[0] * Variable(greater(xs[0].data(), 0.0))};
+  };
+  CHECK(dzt::has(dzt::thrown<NotImplementedError>([&] { (void)compile(masked, {x}); }),
+                 "a tensor (3, 4) that the graph reads was computed from the inputs' values outside the graph"));
+  // a branch on x's values
+  auto branch = [](const VariableList& xs) -> VariableList {
+    if (xs[0].data().sum().item<double>() < 15.0) return {F::relu(xs[0])};  // 12 here; 19.5 for compile's other values
+    return {F::sigmoid(xs[0])};
+  };
+  CHECK(dzt::has(dzt::thrown<NotImplementedError>([&] { (void)compile(branch, {Variable(x.data() * 0.0 + 1.0)}); }),
+                 "records another graph"));
+  // a hyperparameter taken from x's values
+  auto scaled = [](const VariableList& xs) -> VariableList { return {F::clip(xs[0], 0.0, max(xs[0].data()).item<double>())}; };
+  CHECK(dzt::has(dzt::thrown<NotImplementedError>([&] { (void)compile(scaled, {x}); }),
+                 "Clip (Function 0) has hyperparameters that depend on the inputs' values"));
+  // what depends on the shapes only is fine
+  auto shaped = [](const VariableList& xs) -> VariableList { return {F::reshape(xs[0], {xs[0].shape()[0] * 2, -1})}; };
+  CHECK(compile(shaped, {x})(x).shape() == Shape{6, 2});
+}
+
 TEST_CASE("compile: on a GPU every Function is replayed") {
   if (dzt::skip_without_gpu()) return;
   random::seed(6);

@@ -21,7 +21,9 @@
 #include <mutex>
 #include <sstream>
 #include <unordered_map>
+#include <type_traits>
 #include <utility>
+#include <variant>
 
 #include "dezero/core/trace.hpp"
 #include "dezero/cpu/onednn_program.hpp"
@@ -776,6 +778,84 @@ class Compiler {
 
 }  // namespace
 
+namespace {
+
+// Other values of the same shape and dtype: floats scaled and shifted, integers moved by one
+// position (a roll of the flat array, so that indices stay in range).
+Tensor other_values(const Tensor& x) {
+  if (is_floating(x.dtype())) return x * 1.25 + 0.375;
+  const std::int64_t n = x.size();
+  if (n < 2) return x + 1;
+  std::vector<std::int64_t> idx(static_cast<std::size_t>(n));
+  idx[0] = n - 1;
+  for (std::int64_t i = 1; i < n; ++i) idx[static_cast<std::size_t>(i)] = i - 1;
+  return x.flatten()[Index(array(idx, Shape{n}).to(x.device()))].reshape(x.shape());
+}
+
+bool same_values(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && a.dtype() == b.dtype() &&
+         a.to_cpu().to_vector<double>() == b.to_cpu().to_vector<double>();
+}
+
+bool same_attr(const FunctionAttr& x, const FunctionAttr& y) {
+  if (x.index() != y.index()) return false;
+  return std::visit(
+      [&](const auto& a) -> bool {
+        using T = std::decay_t<decltype(a)>;
+        const T& b = std::get<T>(y);
+        if constexpr (std::is_same_v<T, Tensor>) return same_values(a, b);
+        else return a == b;
+      },
+      x);
+}
+
+bool same_attrs(const FunctionAttrs& a, const FunctionAttrs& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i].first != b[i].first || !same_attr(a[i].second, b[i].second)) return false;
+  return true;
+}
+
+// A plan replays what the recorded run did with the example's values. What the function computed
+// from the values outside the graph (a tensor made on the host from an input's data, a shape or an
+// index taken from it, a branch on it) would be replayed too. So it runs a second time on other
+// values and must record the same Functions with the same hyperparameters, reading the same
+// constants: otherwise NotImplementedError, naming what differs.
+void check_values_fixed(const std::function<VariableList(const VariableList&)>& fn, const VariableList& xs,
+                        const VariableList& ys) {
+  VariableList xs2;
+  for (const Variable& x : xs) xs2.push_back(Variable(other_values(x.data())));
+  VariableList ys2;
+  {
+    auto bp = using_config("enable_backprop", true);
+    auto tm = test_mode();
+    ys2 = fn(xs2);
+  }
+  const detail::TracedGraph a = detail::trace_graph(xs, ys), b = detail::trace_graph(xs2, ys2);
+  const std::string hint = "; hint: a plan replays the recorded run, so it cannot follow this; run the model "
+                           "without a plan, or make the value an input";
+  if (ys2.size() != ys.size() || a.order.size() != b.order.size() || a.leaves.size() != b.leaves.size())
+    throw NotImplementedError("compile: the function records another graph for other input values (" +
+                              std::to_string(a.order.size()) + " Functions on the example, " +
+                              std::to_string(b.order.size()) + " on other values)" + hint);
+  for (std::size_t i = 0; i < a.order.size(); ++i) {
+    const Function &f = *a.order[i], &g = *b.order[i];
+    if (f.name() != g.name() || f.inputs().size() != g.inputs().size())
+      throw NotImplementedError("compile: the function records another graph for other input values (Function " +
+                                std::to_string(i) + " is " + f.name() + " on the example, " + g.name() + " on other values)" +
+                                hint);
+    if (!same_attrs(f.attributes(), g.attributes()))
+      throw NotImplementedError("compile: " + f.name() + " (Function " + std::to_string(i) +
+                                ") has hyperparameters that depend on the inputs' values" + hint);
+  }
+  for (std::size_t i = 0; i < a.leaves.size(); ++i)
+    if (!a.leaves[i].is_same(b.leaves[i]) && !same_values(a.leaves[i].data(), b.leaves[i].data()))
+      throw NotImplementedError("compile: a tensor " + a.leaves[i].shape().str() +
+                                " that the graph reads was computed from the inputs' values outside the graph" + hint);
+}
+
+}  // namespace
+
 Plan compile(const std::function<VariableList(const VariableList&)>& fn, const VariableList& example_inputs,
              const CompileOptions& options) {
   if (!fn) throw ValueError("compile: no function to compile");
@@ -802,6 +882,7 @@ Plan compile(const std::function<VariableList(const VariableList&)>& fn, const V
   auto impl = std::make_shared<Plan::Impl>();
   Compiler c(*impl, options);
   c.record(example_inputs, ys);
+  check_values_fixed(fn, example_inputs, ys);
   c.lower();
   return Plan(std::move(impl));
 }
