@@ -2,7 +2,7 @@
 // and optionally fine-tune it: the imported graph is made of DeZero Functions, so backward() and
 // the optimizers work on it.
 //
-//   onnx_run MODEL.onnx [--input FILE.npy|FILE.png|FILE.jpg|FILE.bmp] [--batch N] [--seed N]
+//   onnx_run MODEL.onnx [--input FILE.npy|FILE.png|FILE.jpg|FILE.bmp] [--batch N] [--seed N] [--plan]
 //                       [--finetune N [--data FILE.npz] [--lr R] [--save FILE.npz]]
 //
 // It prints the model's inputs and outputs (names, dtypes, shapes with their symbols), its op
@@ -14,6 +14,8 @@
 //                      takes an S x S gray picture flattened (an MNIST MLP)
 //   nothing            random normal values of the input's shape, its symbols ("batch") = --batch
 // and prints the outputs (for a classifier, (N, C): each sample's argmax and its probability).
+// --plan: the same inference through dezero::compile (a plan for these input shapes), its outputs,
+// how far they are from the unplanned ones, and both times (the median of 10 calls each).
 // --finetune N: N SGD steps (--lr, default 0.01) on the x and t of --data FILE.npz, or on random
 // data (t: labels for an (N, C) output, softmax cross entropy; else values, mean squared error),
 // printing the loss; still in test mode (BatchNorm's statistics stay as imported). --save writes
@@ -25,9 +27,11 @@
 #include <dezero/optimizers.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -45,6 +49,7 @@ struct Options {
   std::string model, input, data, save;
   std::int64_t batch = 1, seed = 0, finetune = 0;
   double lr = 0.01;
+  bool plan = false;
 };
 
 Options parse(int argc, char** argv) {
@@ -65,8 +70,9 @@ Options parse(int argc, char** argv) {
       }
       if (v.empty() || used != v.size() || !(o.lr > 0)) throw ValueError("--lr needs a number > 0, got '" + v + "'");
     } else if (a == "--save") o.save = value();
+    else if (a == "--plan") o.plan = true;
     else if (a == "-h" || a == "--help") {
-      std::cout << "usage: onnx_run MODEL.onnx [--input FILE.npy|IMAGE] [--batch N] [--seed N]\n"
+      std::cout << "usage: onnx_run MODEL.onnx [--input FILE.npy|IMAGE] [--batch N] [--seed N] [--plan]\n"
                    "                [--finetune N [--data FILE.npz] [--lr R] [--save FILE.npz]]\n";
       std::exit(0);
     } else if (a.rfind("--", 0) == 0) {
@@ -221,6 +227,45 @@ VariableList as_variables(const std::vector<Tensor>& xs) {
   return vs;
 }
 
+// --- a plan for these shapes (--plan) -------------------------------------------------------------------
+double median_ms(const std::function<void()>& call) {
+  std::vector<double> ms;
+  for (int i = 0; i < 10; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    call();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+void run_planned(onnx::OnnxModel& m, const VariableList& xs) {
+  const Plan plan = compile(m, xs);
+  const Plan::Stats st = plan.stats();
+  std::printf("plan: %zu recorded Functions: %zu oneDNN ops (%zu fused, %zu batch norms folded), %zu reorders, "
+              "%zu replayed\n",
+              st.recorded, st.onednn, st.fused, st.folded, st.reorders, st.replayed);
+  const VariableList planned = plan(xs);
+  VariableList unplanned;
+  {
+    auto g = no_grad();
+    unplanned = m.forward_multi(xs);
+  }
+  std::printf("planned:\n");
+  for (std::size_t i = 0; i < planned.size(); ++i) {
+    print_output(m.output_info().at(i), planned[i].data());
+    const Tensor a = planned[i].data().astype(float64), b = unplanned[i].data().astype(float64);
+    std::printf("  max |planned - unplanned| %.3g (largest |unplanned| %.3g)\n", max(abs(a - b)).item<double>(),
+                max(abs(b)).item<double>());
+  }
+  const double tp = median_ms([&] { (void)plan(xs); });
+  const double tu = median_ms([&] {
+    auto g = no_grad();
+    (void)m.forward_multi(xs);
+  });
+  std::printf("time per call: planned %.3f ms, unplanned %.3f ms\n", tp, tu);
+}
+
 // --- fine-tuning ----------------------------------------------------------------------------------
 void finetune(onnx::OnnxModel& m, const Options& o, std::vector<Tensor> xs) {
   const onnx::ValueInfo& out = m.output_info().at(0);
@@ -295,6 +340,7 @@ int main(int argc, char** argv) try {
     const VariableList ys = m.forward_multi(as_variables(xs));
     for (std::size_t i = 0; i < ys.size(); ++i) print_output(m.output_info().at(i), ys[i].data());
   }
+  if (o.plan) run_planned(m, as_variables(xs));
   if (o.finetune > 0) finetune(m, o, xs);
   return 0;
 } catch (const std::exception& e) {

@@ -581,8 +581,10 @@ void OnednnProgram::Impl::plan_memory() {
   for (std::size_t v = 0; v < nv; ++v) {
     if (values[v].external) continue;
     Storage& s = st.emplace(root[v], Storage{root[v]}).first->second;
-    if (values[v].view_of < 0) s.bytes = std::max(s.bytes, (values[v].md.get_size() + 63) / 64 * 64);
-    s.first = std::min(s.first, def[v] < 0 ? 0 : def[v]);
+    if (values[v].view_of < 0) {  // a view adds the steps that read it, not bytes or a writer
+      s.bytes = std::max(s.bytes, (values[v].md.get_size() + 63) / 64 * 64);
+      s.first = std::min(s.first, def[v] < 0 ? 0 : def[v]);
+    }
     s.last = std::max({s.last, last[v], def[v]});
   }
   std::vector<Storage*> order;
