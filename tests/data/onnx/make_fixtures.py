@@ -156,18 +156,25 @@ class PlanNet(nn.Module):
         return self.fc(nn.functional.adaptive_avg_pool2d(x, 1).flatten(1))
 
 
-def plan_net():
-    torch.manual_seed(1)
-    net = PlanNet()
+def with_bn_statistics(net, bns, x_shape):
+    """Non-trivial BatchNorm parameters, and running statistics of five training forwards of shifted,
+    scaled inputs (8 samples of x_shape each)."""
     with torch.no_grad():
-        for bn in (net.bn1, net.bn2):
+        for bn in bns:
             bn.weight.uniform_(0.5, 1.5)
             bn.bias.uniform_(-0.5, 0.5)
     net.train()
     with torch.no_grad():
         for _ in range(5):
-            net(torch.randn(8, 3, 15, 15) * 2.0 + 0.5)
-    export("plan_net", net, (3, 15, 15), torch.onnx.TrainingMode.PRESERVE)
+            net(torch.randn(8, *x_shape) * 2.0 + 0.5)
+    return net
+
+
+def plan_net():
+    torch.manual_seed(1)
+    net = PlanNet()
+    export("plan_net", with_bn_statistics(net, (net.bn1, net.bn2), (3, 15, 15)), (3, 15, 15),
+           torch.onnx.TrainingMode.PRESERVE)
 
 
 def zoo_ops(opset):
@@ -339,15 +346,8 @@ def main():
     export("lenet", LeNet(), (1, 28, 28), torch.onnx.TrainingMode.EVAL)
 
     cnn = BnCNN()
-    with torch.no_grad():
-        for bn in (cnn.bn1, cnn.bn2):
-            bn.weight.uniform_(0.5, 1.5)
-            bn.bias.uniform_(-0.5, 0.5)
-    cnn.train()
-    with torch.no_grad():
-        for _ in range(5):  # running statistics of shifted, scaled inputs
-            cnn(torch.randn(8, 3, 16, 16) * 2.0 + 0.5)
-    export("bn_cnn", cnn, (3, 16, 16), torch.onnx.TrainingMode.PRESERVE)
+    export("bn_cnn", with_bn_statistics(cnn, (cnn.bn1, cnn.bn2), (3, 16, 16)), (3, 16, 16),
+           torch.onnx.TrainingMode.PRESERVE)
 
 
 if __name__ == "__main__":
