@@ -66,31 +66,36 @@ class MobileLike : public Model {
   L::LayerRef<L::Conv2d> e, dw, p;
 };
 
-// ShuffleNet's and EfficientNet's patterns: a channel split (x[:, :4], x[:, 4:]), a channel shuffle
+// ShuffleNet's and EfficientNet's patterns: a channel split (x[:, :8], x[:, 8:]), a channel shuffle
 // (reshape, transpose, reshape), SiLU as x * sigmoid(x), HardSwish as x * hard_sigmoid(x, 1/6, 1/2)
 // (PyTorch's opset-13 form), a squeeze-and-excitation gate (mean, 1x1 conv, sigmoid, a broadcast product).
 class ShuffleLike : public Model {
  public:
   ShuffleLike() {
-    a = register_layer("a", std::make_shared<L::Conv2d>(8, 3, 1, 1));
-    b = register_layer("b", std::make_shared<L::Conv2d>(4, 1));
-    se = register_layer("se", std::make_shared<L::Conv2d>(8, 1));
+    a = register_layer("a", std::make_shared<L::Conv2d>(16, 3, 1, 1));
+    b = register_layer("b", std::make_shared<L::Conv2d>(8, 1));  // 8 channels: AVX2 has no jit kernel for 4
+    se = register_layer("se", std::make_shared<L::Conv2d>(16, 1));
   }
   Variable forward(const Variable& x) override {
     Variable h = a(x);
     h = h * F::sigmoid(h);                                                   // SiLU
-    Variable left = F::get_item(h, Indices{Slice(), Slice(0, 4)});
-    Variable right = F::get_item(h, Indices{Slice(), Slice(4, std::nullopt)});
+    Variable left = F::get_item(h, Indices{Slice(), Slice(0, 8)});
+    Variable right = F::get_item(h, Indices{Slice(), Slice(8, std::nullopt)});
     Variable r = b(right);
     r = r * F::hard_sigmoid(r, 1.0 / 6, 0.5);                                // HardSwish
-    Variable g = F::sigmoid(se(F::mean(h, Axes({2, 3}), true)));             // (N, 8, 1, 1)
+    Variable g = F::sigmoid(se(F::mean(h, Axes({2, 3}), true)));             // (N, 16, 1, 1)
     Variable gated = h * g;
     const Shape& s = gated.shape();
     Variable sh = F::reshape(F::transpose(F::reshape(gated, {s[0], 2, s[1] / 2, s[2], s[3]}), {0, 2, 1, 3, 4}), s);
-    return F::get_item(sh, Indices{Slice(), Slice(2, 6)}) + (left + r);  // (N, 4, H, W)
+    return F::get_item(sh, Indices{Slice(), Slice(4, 12)}) + (left + r);  // (N, 8, H, W)
   }
   L::LayerRef<L::Conv2d> a, b, se;
 };
+
+// Whether the oneDNN program's choices can be asserted: oneDNN is there and has its jit kernels
+// (under DEZERO_CPU_ISA=sse2, capped at SSE4.1, many of its primitives are reference ones, which the
+// program leaves to the replay).
+bool program_kernels() { return is_onednn_available() && cpu_info().isa != "sse2"; }
 
 // Running statistics that are not the initial 0 and 1: a few train-mode batches.
 void warm_batch_norms(Model& m, const Shape& s) {
@@ -197,14 +202,14 @@ TEST_CASE("compile: channel split and shuffle, SiLU, HardSwish as a product, a s
   ShuffleLike m;
   const Shape s{2, 3, 7, 7};
   Variable x(dzt::filled(s, 71) * 2.0);
-  Plan plan = planned_as_unplanned(m, x, Shape{2, 4, 7, 7}, 0.1);
-  if (is_onednn_available()) {
+  Plan plan = planned_as_unplanned(m, x, Shape{2, 8, 7, 7}, 0.1);
+  if (program_kernels()) {
     const std::string sum = plan.summary();
     CHECK(dzt::has(sum, "+swish"));          // the first convolution's SiLU
-    CHECK(dzt::has(sum, "+hardswish"));      // b's HardSwish
+    CHECK(dzt::has(sum, "hardswish"));       // b's HardSwish (a post-op, or a step of its own)
     CHECK(dzt::has(sum, "mul (broadcast)"));  // the gate
-    CHECK(dzt::has(sum, "shuffle of axis 1 groups of 4"));
-    CHECK(dzt::has(sum, "slice 4:8 of axis 1"));
+    CHECK(dzt::has(sum, "shuffle of axis 1 groups of 8"));
+    CHECK(dzt::has(sum, "slice 8:16 of axis 1"));
     CHECK(plan.stats().replayed == 0);
   }
   CompileOptions o;

@@ -267,20 +267,30 @@ int OnednnProgram::conv(int x, const ConvGeom& g, const float* W, const float* b
   const memory::dims st{g.sh, g.sw}, pl{g.ph, g.pw},
       pr{(g.oh - 1) * g.sh + g.kh - g.h - g.ph, (g.ow - 1) * g.sw + g.kw - g.w - g.pw};
   try {
-    const memory::desc src(S, dt::f32, tag::any), wei(Wd, dt::f32, tag::any), dst(D, dt::f32, tag::any),
-        bias({g.oc}, dt::f32, tag::x);
+    const memory::desc wei(Wd, dt::f32, tag::any), bias({g.oc}, dt::f32, tag::x);
     const auto prop = dnnl::prop_kind::forward_inference;
     const auto alg = dnnl::algorithm::convolution_direct;
-    auto d = b ? dnnl::convolution_forward::desc(prop, alg, src, wei, bias, dst, st, pl, pr)
-               : dnnl::convolution_forward::desc(prop, alg, src, wei, dst, st, pl, pr);
     std::vector<int> sums;
     std::string what = "conv " + std::to_string(g.kh) + "x" + std::to_string(g.kw) +
                        (grouped ? " groups " + std::to_string(g.groups) : "");
     dnnl::primitive_attr attr = m.attr();
     attr.set_post_ops(m.post_ops(post, sums, what));
-    dnnl::convolution_forward::primitive_desc pd(d, attr, m.eng);
+    // The activations' format: oneDNN's choice first; where that is a reference kernel (AVX2's
+    // choice for a 1x1 convolution of 4 channels), the formats its jit kernels take, in turn.
+    dnnl::convolution_forward::primitive_desc pd;
+    for (tag t : {tag::any, tag::acdb, tag::aBcd16b, tag::aBcd8b}) {
+      const memory::desc src(S, dt::f32, t), dst(D, dt::f32, t);
+      auto d = b ? dnnl::convolution_forward::desc(prop, alg, src, wei, bias, dst, st, pl, pr)
+                 : dnnl::convolution_forward::desc(prop, alg, src, wei, dst, st, pl, pr);
+      try {
+        pd = dnnl::convolution_forward::primitive_desc(d, attr, m.eng);
+      } catch (const dnnl::error&) {
+        continue;  // no kernel at all for this format
+      }
+      if (std::strncmp(pd.impl_info_str(), "ref", 3) != 0) break;
+    }
     // A reference kernel is slower than the library's own im2col + SGEMM: leave it to the caller.
-    if (std::strncmp(pd.impl_info_str(), "ref", 3) == 0) return -1;
+    if (!pd || std::strncmp(pd.impl_info_str(), "ref", 3) == 0) return -1;
     const int xin = m.as(x, pd.src_desc());
     const memory wm = m.owned(memory::desc(Wd, dt::f32, grouped ? tag::goihw : tag::oihw), pd.weights_desc(), W);
     const int y = m.new_value(pd.dst_desc(), D);
@@ -452,13 +462,21 @@ int OnednnProgram::slice(int x, int axis, std::int64_t start, std::int64_t stop)
   Impl& m = *impl_;
   m.check_building();
   m.check_value(x);
-  const Impl::Value src = m.values[static_cast<std::size_t>(x)];
+  Impl::Value src = m.values[static_cast<std::size_t>(x)];
   if (src.external || src.dims.size() != 4 || axis < 0 || axis >= 4) return -1;
   const auto a = static_cast<std::size_t>(axis);
   if (start < 0 || stop > src.dims[a] || start >= stop) return -1;
   Dims D = src.dims, offsets(4, 0);
   D[a] = stop - start;
   offsets[a] = start;
+  // A channel slice that cuts a block (channels 4:8 of nChw8c) is taken from an nhwc copy.
+  const bool cuts_block = src.md.data.format_desc.blocking.inner_nblks > 0 &&
+                          (start % src.md.data.format_desc.blocking.inner_blks[0] != 0 ||
+                           stop % src.md.data.format_desc.blocking.inner_blks[0] != 0);
+  if (cuts_block || !same_layout(src.md, D)) {
+    x = m.as(x, memory::desc(src.dims, dt::f32, tag::acdb));
+    src = m.values[static_cast<std::size_t>(x)];
+  }
   const memory::desc out = same_layout(src.md, D);
   if (!out) return -1;
   try {

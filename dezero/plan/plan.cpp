@@ -611,7 +611,19 @@ class Compiler {
       y = cop.out[0];
       if (!host_f32(y)) return false;
     }
-    const int r = plan_.prog->conv(program_value(x), g, Wf.data(), bf.empty() ? nullptr : bf.data(), post);
+    const int px = program_value(x);
+    const float* bias = bf.empty() ? nullptr : bf.data();
+    // Where oneDNN has no kernel with all these post-ops (HardSwish before a sum on AVX2), the
+    // longest prefix it has, and the rest as steps of their own.
+    int r = -1;
+    std::size_t k = post.size();
+    for (;; --k) {
+      r = plan_.prog->conv(px, g, Wf.data(), bias,
+                           std::vector<PostOp>(post.begin(), post.begin() + static_cast<std::ptrdiff_t>(k)));
+      if (r >= 0 || k == 0) break;
+    }
+    for (std::size_t j = k; j < post.size() && r >= 0; ++j)
+      r = post[j].kind == PostOp::Sum ? plan_.prog->add(r, post[j].value, {}) : plan_.prog->eltwise(r, {post[j]});
     if (r < 0) return false;
     finish(y, r, absorbed);
     plan_.stats.folded += folded;
