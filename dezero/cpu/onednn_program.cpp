@@ -278,7 +278,11 @@ int OnednnProgram::conv(int x, const ConvGeom& g, const float* W, const float* b
     // The activations' format: oneDNN's choice first; where that is a reference kernel (AVX2's
     // choice for a 1x1 convolution of 4 channels), the formats its jit kernels take, in turn.
     dnnl::convolution_forward::primitive_desc pd;
-    for (tag t : {tag::any, tag::acdb, tag::aBcd16b, tag::aBcd8b}) {
+    // An input already in nhwc (after a channel slice or shuffle) stays so where a kernel takes it.
+    const bool in_nhwc = m.values[static_cast<std::size_t>(x)].md == memory::desc(S, dt::f32, tag::acdb);
+    const std::vector<tag> order = in_nhwc ? std::vector<tag>{tag::acdb, tag::any, tag::aBcd16b, tag::aBcd8b}
+                                           : std::vector<tag>{tag::any, tag::acdb, tag::aBcd16b, tag::aBcd8b};
+    for (tag t : order) {
       const memory::desc src(S, dt::f32, t), dst(D, dt::f32, t);
       auto d = b ? dnnl::convolution_forward::desc(prop, alg, src, wei, bias, dst, st, pl, pr)
                  : dnnl::convolution_forward::desc(prop, alg, src, wei, dst, st, pl, pr);
@@ -429,33 +433,41 @@ int OnednnProgram::concat(const std::vector<int>& xs, int axis) {
     }
     mds.push_back(m.values[static_cast<std::size_t>(x)].md);
   }
-  // The inputs in the first internal input's layout (oneDNN's fast concatenations want one).
+  // The inputs in one layout, which oneDNN's fast concatenations want: the first internal input's,
+  // else (its channel blocks padded: 58 channels in blocks of 8) nhwc. Reorders are added only for
+  // the layout that has a kernel.
   int lead = xs[0];
   for (int x : xs)
     if (!m.values[static_cast<std::size_t>(x)].external) {
       lead = x;
       break;
     }
-  std::vector<int> ins = xs;
-  for (std::size_t i = 0; i < xs.size(); ++i) {
-    const memory::desc want = same_layout(m.values[static_cast<std::size_t>(lead)].md, m.values[static_cast<std::size_t>(xs[i])].dims);
-    if (want && !(want == mds[i])) {
-      ins[i] = m.as(xs[i], want);
-      mds[i] = want;
+  const memory::desc lead_md = m.values[static_cast<std::size_t>(lead)].md;
+  const memory::desc nhwc = D.size() == 4 ? memory::desc(D, dt::f32, tag::acdb) : memory::desc();
+  for (const memory::desc& layout : {lead_md, nhwc}) {
+    if (!layout) continue;
+    std::vector<memory::desc> want = mds;
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      const memory::desc w = same_layout(layout, m.values[static_cast<std::size_t>(xs[i])].dims);
+      if (w) want[i] = w;
     }
-  }
-  try {
-    dnnl::concat::primitive_desc pd(axis, mds, m.eng, m.attr());
-    if (std::strncmp(pd.impl_info_str(), "ref", 3) == 0) return -1;
+    dnnl::concat::primitive_desc pd;
+    try {
+      pd = dnnl::concat::primitive_desc(axis, want, m.eng, m.attr());
+    } catch (const dnnl::error&) {
+      continue;
+    }
+    if (std::strncmp(pd.impl_info_str(), "ref", 3) == 0) continue;
+    std::vector<int> ins = xs;
+    for (std::size_t i = 0; i < xs.size(); ++i) ins[i] = m.as(xs[i], want[i]);
     const int y = m.new_value(pd.dst_desc(), D);
     Impl::Step& s = m.add_step(pd, "concat of " + std::to_string(xs.size()) + " " + format_of(pd.dst_desc()));
     s.prim = dnnl::concat(pd);
     for (std::size_t i = 0; i < ins.size(); ++i) s.in.push_back({DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i), ins[i]});
     s.out = {{DNNL_ARG_DST, y}};
     return y;
-  } catch (const dnnl::error&) {
-    return -1;
   }
+  return -1;
 }
 
 int OnednnProgram::slice(int x, int axis, std::int64_t start, std::int64_t stop) {
@@ -503,6 +515,10 @@ int OnednnProgram::shuffle(int x, int axis, std::int64_t group_size) {
       D[static_cast<std::size_t>(axis)] % group_size != 0)
     return -1;
   try {
+    // A layout whose channel blocks the shuffle cannot keep (116 channels in blocks of 8): nhwc.
+    const auto& blk = m.values[static_cast<std::size_t>(x)].md.data.format_desc.blocking;
+    if (D.size() == 4 && blk.inner_nblks > 0 && D[1] % blk.inner_blks[0] != 0)
+      x = m.as(x, memory::desc(D, dt::f32, tag::acdb));
     const memory::desc src = m.values[static_cast<std::size_t>(x)].md;
     dnnl::shuffle_forward::desc d(dnnl::prop_kind::forward_inference, src, axis, static_cast<int>(group_size));
     dnnl::shuffle_forward::primitive_desc pd(d, m.eng, m.attr());
