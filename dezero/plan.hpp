@@ -38,8 +38,9 @@
 ///
 /// What a plan keeps: it reads the model's parameters when it is compiled (the folded and
 /// reordered weights are copies; the other Functions keep the tensors they were recorded with),
-/// so compile again after changing the weights. A plan holds its recorded graph (the example
-/// run's intermediate tensors included) and its own memory; it runs one call at a time (a mutex:
+/// so compile again after changing the weights. A plan holds the Functions it replays (not the
+/// recorded graph: compile() releases it, with the example run's intermediate tensors) and its
+/// own memory; it runs one call at a time (a mutex:
 /// threads calling one plan wait for each other). It is made for the thread count of the moment
 /// it is compiled.
 #pragma once

@@ -792,6 +792,12 @@ class Compiler {
 
 namespace {
 
+// After lowering, the recorded graph is no longer read: its Functions drop their inputs (and with
+// them the example run's intermediate tensors); the replayed Functions stay, held by their steps.
+void release_graph(const VariableList& ys) {
+  for (const Variable& y : ys) Variable(y).unchain_backward();
+}
+
 // Other values of the same shape and dtype: floats scaled and shifted, integers moved by one
 // position (a roll of the flat array, so that indices stay in range).
 Tensor other_values(const Tensor& x) {
@@ -896,6 +902,7 @@ Plan compile(const std::function<VariableList(const VariableList&)>& fn, const V
   c.record(example_inputs, ys);
   check_values_fixed(fn, example_inputs, ys);
   c.lower();
+  release_graph(ys);
   return Plan(std::move(impl));
 }
 
@@ -982,6 +989,7 @@ StepPlan compile_step(Model& model, const std::function<Variable(const VariableL
   Compiler c(*impl->plan, o);
   c.record(ins, outs, &params, "compile_step");
   c.lower(/*replay_only=*/true);
+  release_graph(outs);
   impl->model = &model;
   impl->optimizer = &optimizer;
   return StepPlan(std::move(impl));
