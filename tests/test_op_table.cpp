@@ -182,6 +182,24 @@ const std::vector<Row>& table() {
                     [](const Args& a) { return F::pow(a[0], 0.5); }).says("positive base: sqrt's domain"));
     r.push_back(row("pow (c = -1.5)", "pow", {positive("x", {2, 3})},
                     [](const Args& a) { return F::pow(a[0], -1.5); }));
+    r.push_back(row("pow (tensor exponent, broadcast)", "pow", {positive("x", {2, 3}), real("y", {3})},
+                    [](const Args& a) { return F::pow(a[0], a[1]); })
+                    .sums(2).says("positive base (log x in y's gradient); y (3,) broadcast"));
+    r.push_back(row("maximum", {distinct("x", {2, 2, 3})},
+                    [](const Args& a) { return F::maximum(F::get_item(a[0], {0}), F::get_item(a[0], {1})); })
+                    .g(Grad::ae).says("a = x[0], b = x[1]: distinct values, no ties"));
+    r.push_back(row("maximum (broadcast b)", "maximum", {distinct("x", {3, 3})},
+                    [](const Args& a) { return F::maximum(F::get_item(a[0], {Slice(0, 2)}), F::get_item(a[0], {2})); })
+                    .g(Grad::ae).sums(2).says("a = x[:2], b = x[2] (3,) broadcast"));
+    r.push_back(row("minimum", {distinct("x", {2, 2, 3})},
+                    [](const Args& a) { return F::minimum(F::get_item(a[0], {0}), F::get_item(a[0], {1})); })
+                    .g(Grad::ae).says("a = x[0], b = x[1]: distinct values, no ties"));
+    r.push_back(row("minimum (broadcast a)", "minimum", {distinct("x", {3, 3})},
+                    [](const Args& a) { return F::minimum(F::get_item(a[0], {2}), F::get_item(a[0], {Slice(0, 2)})); })
+                    .g(Grad::ae).sums(2).says("a = x[2] (3,) broadcast, b = x[:2]"));
+    r.push_back(row("where", {real("a", {2, 3}), real("b", {3}), ints("cond", {2, 3}, {1, 0, 0, 1, 1, 0})},
+                    [](const Args& a) { return F::where(a[2].data(), a[0], a[1]); })
+                    .sums(2).says("cond a fixed 0/1 tensor; b (3,) broadcast"));
     r.push_back(row("rsub", {real("x", {2, 3})}, [](const Args& a) { return F::rsub(a[0], 2.0); }).says("2 - x"));
     r.push_back(row("rdiv", {positive("x", {2, 3})}, [](const Args& a) { return F::rdiv(a[0], 3.0); }).says("3 / x"));
     // --- math.hpp ----------------------------------------------------------------------------
@@ -191,6 +209,9 @@ const std::vector<Row>& table() {
     r.push_back(row("exp", {real("x", {2, 3})}, [](const Args& a) { return F::exp(a[0]); }));
     r.push_back(row("log", {positive("x", {2, 3})}, [](const Args& a) { return F::log(a[0]); }).says("x in [0.5, 2)"));
     r.push_back(row("erf", {real("x", {2, 3}, 1.5)}, [](const Args& a) { return F::erf(a[0]); }));
+    r.push_back(row("sqrt", {positive("x", {2, 3})}, [](const Args& a) { return F::sqrt(a[0]); }).says("x in [0.5, 2)"));
+    r.push_back(row("abs", {away("x", {2, 3}, {0.0})}, [](const Args& a) { return F::abs(a[0]); })
+                    .g(Grad::ae).says("x at least 0.1 from 0"));
     // --- shape.hpp ---------------------------------------------------------------------------
     r.push_back(row("reshape", {real("x", {2, 3, 2})}, [](const Args& a) { return F::reshape(a[0], {3, -1}); }));
     r.push_back(row("transpose (axes)", "transpose", {real("x", {2, 3, 4})},
@@ -208,6 +229,16 @@ const std::vector<Row>& table() {
     r.push_back(row("expand_dims (axis -1)", "expand_dims", {real("x", {2, 3})},
                     [](const Args& a) { return F::expand_dims(a[0], -1); }));
     r.push_back(row("flatten", {real("x", {2, 3, 2})}, [](const Args& a) { return F::flatten(a[0]); }));
+    r.push_back(row("concat (axis 1)", "concat", {real("a", {2, 3}), real("b", {2, 1}), real("c", {2, 2})},
+                    [](const Args& a) { return F::concat({a[0], a[1], a[2]}, 1); }));
+    r.push_back(row("concat (axis -1 of 3-d, a transposed input)", "concat", {real("a", {2, 2, 3}), real("b", {2, 3, 2})},
+                    [](const Args& a) { return F::concat({a[0], F::transpose(a[1], {0, 2, 1})}, -1); })
+                    .says("a strided view joined"));
+    r.push_back(row("pad (constant 0.5)", "pad", {real("x", {2, 3})},
+                    [](const Args& a) { return F::pad(a[0], {{1, 0}, {0, 2}}, 0.5); }));
+    r.push_back(row("pad (crop and pad)", "pad", {real("x", {3, 4})},
+                    [](const Args& a) { return F::pad(a[0], {{-1, 1}, {2, -2}}); })
+                    .says("negative counts crop: x[1:, :2] with a row after and two columns before"));
     r.push_back(row("get_item (index array with repeats, slice)", "get_item",
                     {real("x", {3, 4}), ints("idx", {3}, {0, -1, 0})},
                     [](const Args& a) { return F::get_item(a[0], {Index(a[1].data()), Slice(1, 3)}); })

@@ -1,5 +1,7 @@
 // dezero/functions/arithmetic.cpp - add, sub, mul, div, neg, pow and the Variable
-// operators (DeZero core.py, steps 20-22; broadcasting-aware backward, step 40).
+// operators (DeZero core.py, steps 20-22; broadcasting-aware backward, step 40); maximum,
+// minimum, where and pow with a tensor exponent (NumPy's; the ONNX importer's Max, Min, Where
+// and Pow, and the exporter's emitters found by these Functions' names).
 //
 // Each backward is written with Variables so that it can be differentiated again.
 // An operand that was broadcast in forward gets its gradient summed back to its
@@ -7,7 +9,11 @@
 // (a constant), and the result keeps the Variable's dtype.
 #include "dezero/functions/arithmetic.hpp"
 
+#include <algorithm>
+#include <string>
+
 #include "dezero/functions.hpp"
+#include "dezero/tensor/checks.hpp"
 
 namespace dezero {
 
@@ -133,6 +139,98 @@ class RDivConst : public Function {  // c / x
   double c_;
 };
 
+// ShapeError "<op>: a (2, 3) float32 and b (4,) float32 do not broadcast together" before the
+// Function is made, for the binary functions below.
+void check_broadcast(const char* op, const Variable& a, const Variable& b) {
+  const Shape& sa = a.shape();
+  const Shape& sb = b.shape();
+  const int n = std::max(sa.ndim(), sb.ndim());
+  for (int i = 0; i < n; ++i) {
+    const int ia = i - (n - sa.ndim()), ib = i - (n - sb.ndim());
+    const std::int64_t da = ia >= 0 ? sa[ia] : 1, db = ib >= 0 ? sb[ib] : 1;
+    if (da != db && da != 1 && db != 1)
+      throw ShapeError(std::string(op) + ": a " + detail::describe(a.data()) + " and b " + detail::describe(b.data()) +
+                       " do not broadcast together; hint: axes are matched from the right and must be equal or 1");
+  }
+}
+
+// A 0/1 mask in `dtype` as a constant of the graph.
+Variable constant_mask(const Tensor& mask, DType dtype) {
+  return Variable(mask.dtype() == dtype ? mask : mask.astype(dtype));
+}
+
+// The element-wise maximum (kMax) or minimum of a and b. The gradient goes where the chosen
+// operand came from: a where a >= b (max) or a <= b (min), b elsewhere.
+template <bool kMax>
+class Extremum : public Function {
+ public:
+  TensorList forward(const TensorList& xs) override {
+    return {kMax ? dezero::maximum(xs[0], xs[1]) : dezero::minimum(xs[0], xs[1])};
+  }
+  VariableList backward(const VariableList& gys) override {
+    const Variable& gy = gys[0];
+    const Tensor& a = input(0).data();
+    const Tensor& b = input(1).data();
+    const Tensor first = kMax ? dezero::greater_equal(a, b) : dezero::less_equal(a, b);
+    Variable ga, gb;
+    if (needs_input_grad(0) && is_floating(a.dtype()))
+      ga = unbroadcast(gy * constant_mask(first, gy.dtype()), a.shape());
+    if (needs_input_grad(1) && is_floating(b.dtype()))
+      gb = unbroadcast(gy * constant_mask(1.0 - first, gy.dtype()), b.shape());
+    return {ga, gb};
+  }
+  std::string name() const override { return kMax ? "Maximum" : "Minimum"; }
+};
+
+// x ** y with a tensor exponent, in x's dtype; gx = gy y x^(y-1), gy' = gy x^y log(x).
+class PowTensor : public Function {
+ public:
+  TensorList forward(const TensorList& xs) override {
+    Tensor y = dezero::pow(xs[0], xs[1]);
+    return {y.dtype() == xs[0].dtype() ? y : y.astype(xs[0].dtype())};
+  }
+  VariableList backward(const VariableList& gys) override {
+    const Variable& gy = gys[0];
+    const Variable& x = input(0);
+    const Variable& y = input(1);
+    Variable gx, gyy;
+    if (!is_floating(x.dtype())) return {gx, gyy};
+    if (needs_input_grad(0)) {
+      Variable yx = F::cast(y, x.dtype());
+      gx = unbroadcast(gy * yx * F::pow(x, yx - 1.0), x.shape());
+    }
+    if (needs_input_grad(1) && is_floating(y.dtype()))
+      gyy = unbroadcast(F::cast(gy * F::pow(x, y) * F::log(x), y.dtype()), y.shape());
+    return {gx, gyy};
+  }
+  std::string name() const override { return "PowTensor"; }
+};
+
+// cond != 0 ? a : b with a fixed cond (moved to the operands' device on first use).
+class Where : public Function {
+ public:
+  explicit Where(Tensor cond) : cond_(std::move(cond)) {}
+  TensorList forward(const TensorList& xs) override {
+    if (cond_.device() != xs[0].device()) cond_ = cond_.to(xs[0].device());
+    return {dezero::where(cond_, xs[0], xs[1])};
+  }
+  VariableList backward(const VariableList& gys) override {
+    const Variable& gy = gys[0];
+    const Tensor c = dezero::not_equal(cond_, zeros_like(cond_)).astype(gy.dtype());
+    Variable ga, gb;
+    if (needs_input_grad(0) && is_floating(input(0).dtype()))
+      ga = unbroadcast(F::cast(gy * Variable(c), input(0).dtype()), input(0).shape());
+    if (needs_input_grad(1) && is_floating(input(1).dtype()))
+      gb = unbroadcast(F::cast(gy * Variable(1.0 - c), input(1).dtype()), input(1).shape());
+    return {ga, gb};
+  }
+  std::string name() const override { return "Where"; }
+  FunctionAttrs attributes() const override { return {{"condition", cond_}}; }
+
+ private:
+  Tensor cond_;
+};
+
 }  // namespace
 
 namespace F {
@@ -151,6 +249,33 @@ Variable div(const Variable& a, double b) {
 }
 Variable rsub(const Variable& a, double b) { return call<RSubConst>(detail::in(a), b); }
 Variable rdiv(const Variable& a, double b) { return call<RDivConst>(detail::in(a), b); }
+
+Variable pow(const Variable& x, const Variable& y) {
+  check_broadcast("pow", x, y);
+  return call<PowTensor>(detail::in(x, y));
+}
+Variable maximum(const Variable& a, const Variable& b) {
+  check_broadcast("maximum", a, b);
+  return call<Extremum<true>>(detail::in(a, b));
+}
+Variable minimum(const Variable& a, const Variable& b) {
+  check_broadcast("minimum", a, b);
+  return call<Extremum<false>>(detail::in(a, b));
+}
+Variable where(const Tensor& cond, const Variable& a, const Variable& b) {
+  auto operands = [&] {
+    return "cond " + detail::describe(cond) + ", a " + detail::describe(a.data()) + " and b " + detail::describe(b.data());
+  };
+  if (!cond.defined())
+    throw ValueError("where: cond holds no data (" + operands() + "); hint: pass a 0/1 tensor that broadcasts with a and b");
+  try {
+    broadcast_shapes(cond.shape(), broadcast_shapes(a.shape(), b.shape(), "where"), "where");
+  } catch (const ShapeError&) {
+    throw ShapeError("where: " + operands() +
+                     " do not broadcast together; hint: axes are matched from the right and must be equal or 1");
+  }
+  return call<Where>(detail::in(a, b), cond);
+}
 }  // namespace F
 
 Variable operator+(const Variable& a, const Variable& b) { return F::add(a, b); }

@@ -1,6 +1,7 @@
 /// \file
 /// Arithmetic: add, sub, mul, div, neg, pow, and the scalar forms behind the Variable
-/// operators (DeZero core.py, steps 20-22; broadcasting backward, step 40).
+/// operators (DeZero core.py, steps 20-22; broadcasting backward, step 40); the element-wise
+/// maximum, minimum and where (NumPy's) and pow with a tensor exponent.
 ///
 /// The two-Variable forms broadcast as NumPy does; the gradient of an operand that was
 /// broadcast is summed back to its own shape (F::sum_to). Their result dtype is NumPy's
@@ -27,6 +28,19 @@ Variable neg(const Variable& x);
 /// `x ** c` element-wise for a constant exponent `c` (DeZero's Pow); gradient `c x^(c-1)`.
 /// An integer x with a negative `c` gives float64.
 Variable pow(const Variable& x, double c);
+/// `x ** y` element-wise for a tensor exponent `y` with broadcasting, in x's dtype (ONNX's Pow);
+/// gradients `gy y x^(y-1)` for x and `gy x^y log(x)` for a floating y. A number as exponent
+/// (`F::pow(x, 2)`) still calls the constant form above: a number does not convert to a Variable.
+Variable pow(const Variable& x, const Variable& y);
+/// The element-wise larger of a and b with broadcasting (NumPy's maximum; ONNX's Max); the
+/// gradient goes to the operand chosen, to a on a tie.
+Variable maximum(const Variable& a, const Variable& b);
+/// The element-wise smaller of a and b with broadcasting (NumPy's minimum; ONNX's Min); the
+/// gradient goes to the operand chosen, to a on a tie.
+Variable minimum(const Variable& a, const Variable& b);
+/// `cond != 0 ? a : b` element-wise, the three broadcast together (NumPy's where; ONNX's Where);
+/// cond is a fixed tensor without a gradient; gy goes to a where cond holds, to b elsewhere.
+Variable where(const Tensor& cond, const Variable& a, const Variable& b);
 /// `a + b` for a constant `b` (Variable + double and double + Variable).
 Variable add(const Variable& a, double b);
 /// `a - b` for a constant `b` (Variable - double).

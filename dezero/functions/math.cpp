@@ -1,6 +1,6 @@
 // dezero/functions/math.cpp - sin, cos, tanh, exp, log (DeZero functions.py;
-// steps 27, 34, 35) and erf (Chainer's F.erf, for GELU). tanh and exp differentiate
-// through their own output y.
+// steps 27, 34, 35), erf (Chainer's F.erf, for GELU), sqrt and abs (NumPy's; ONNX's Sqrt
+// and Abs). tanh and exp differentiate through their own output y.
 #include "dezero/functions/math.hpp"
 
 #include "dezero/functions.hpp"
@@ -60,6 +60,25 @@ class Erf : public Function {
   static constexpr double kTwoOverSqrtPi = 1.12837916709551257390;  // 2 / sqrt(pi)
 };
 
+// y = sqrt(x); gx = gy / (2 sqrt(x)), through F::sqrt so that it differentiates again.
+class Sqrt : public Function {
+ public:
+  TensorList forward(const TensorList& xs) override { return {dezero::sqrt(xs[0])}; }
+  VariableList backward(const VariableList& gys) override { return {gys[0] / (2.0 * F::sqrt(input(0)))}; }
+  std::string name() const override { return "Sqrt"; }
+};
+
+// y = |x|; gx = gy * sign(x), the sign a constant (0 at 0; the second derivative is 0).
+class Abs : public Function {
+ public:
+  TensorList forward(const TensorList& xs) override { return {dezero::abs(xs[0])}; }
+  VariableList backward(const VariableList& gys) override {
+    const Tensor s = dezero::sign(input(0).data());
+    return {gys[0] * Variable(s.dtype() == gys[0].dtype() ? s : s.astype(gys[0].dtype()))};
+  }
+  std::string name() const override { return "Abs"; }
+};
+
 }  // namespace
 
 namespace F {
@@ -69,5 +88,7 @@ Variable tanh(const Variable& x) { return call<Tanh>(detail::in(x)); }
 Variable exp(const Variable& x) { return call<Exp>(detail::in(x)); }
 Variable erf(const Variable& x) { return call<Erf>(detail::in(x)); }
 Variable log(const Variable& x) { return call<Log>(detail::in(x)); }
+Variable sqrt(const Variable& x) { return call<Sqrt>(detail::in(x)); }
+Variable abs(const Variable& x) { return call<Abs>(detail::in(x)); }
 }  // namespace F
 }  // namespace dezero

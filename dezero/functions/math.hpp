@@ -1,8 +1,10 @@
 /// \file
-/// Element-wise math: sin, cos, tanh, exp, log (DeZero functions.py; steps 27, 34, 35) and erf.
+/// Element-wise math: sin, cos, tanh, exp, log (DeZero functions.py; steps 27, 34, 35), erf,
+/// sqrt and abs.
 ///
 /// Element-wise: the result has x's shape and dtype (an integer x gives float64, as
-/// NumPy). Out-of-domain values give NaN or inf, as NumPy, and throw nothing.
+/// NumPy, except in abs, which keeps it). Out-of-domain values give NaN or inf, as NumPy,
+/// and throw nothing.
 #pragma once
 
 #include "dezero/core.hpp"
@@ -22,5 +24,10 @@ Variable log(const Variable& x);
 /// The element-wise error function `erf(x) = 2/sqrt(pi) * integral from 0 to x of exp(-t^2) dt`
 /// (Chainer's F.erf; ONNX's Erf); gradient `gy * 2/sqrt(pi) * exp(-x^2)`.
 Variable erf(const Variable& x);
+/// The element-wise square root of x (NumPy's sqrt; ONNX's Sqrt); gradient `gy / (2 sqrt(x))`.
+Variable sqrt(const Variable& x);
+/// The element-wise absolute value of x, in x's dtype (NumPy's abs; ONNX's Abs); gradient
+/// `gy * sign(x)`, 0 at 0.
+Variable abs(const Variable& x);
 
 }  // namespace dezero::F

@@ -1,8 +1,11 @@
 // dezero/functions/shape.cpp - reshape, transpose, expand_dims, flatten, get_item
-// (DeZero functions.py; steps 38, 47).
+// (DeZero functions.py; steps 38, 47), cast, concat and pad (NumPy's concatenate and pad,
+// which the ONNX importer and exporter translate to and from Concat and Pad).
 #include <limits>
 #include <numeric>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "dezero/functions/shape.hpp"
 
@@ -119,6 +122,95 @@ VariableList GetItem::backward(const VariableList& gys) {
   return {call<GetItemGrad>(detail::in(gys[0]), ix_, input(0).shape())};
 }
 
+// The inputs joined along `axis`; the gradient of each is its slice of gy.
+class Concat : public Function {
+ public:
+  explicit Concat(int axis) : axis_(axis) {}
+  TensorList forward(const TensorList& xs) override {
+    std::vector<Tensor> v(xs.begin(), xs.end());
+    return {dezero::concatenate(v, axis_)};
+  }
+  VariableList backward(const VariableList& gys) override {
+    const Variable& gy = gys[0];
+    const int ax = detail::normalize_axis("concat", axis_, gy.ndim());
+    VariableList gxs;
+    std::int64_t off = 0;
+    for (const Variable& x : inputs()) {
+      const std::int64_t n = x.shape()[static_cast<std::size_t>(ax)];
+      if (needs_input_grad(gxs.size())) {
+        Indices ix(static_cast<std::size_t>(ax), Index(Slice()));
+        ix.emplace_back(Slice(off, off + n));
+        gxs.push_back(F::get_item(gy, ix));
+      } else {
+        gxs.push_back(Variable());
+      }
+      off += n;
+    }
+    return gxs;
+  }
+  std::string name() const override { return "Concat"; }
+  FunctionAttrs attributes() const override { return {{"axis", std::int64_t{axis_}}}; }
+
+ private:
+  int axis_;
+};
+
+using Pads = std::vector<std::pair<std::int64_t, std::int64_t>>;
+
+// x padded (or cropped, for negative counts) with a constant; the positive pads are written by
+// scattering x into the result, so the same code serves every device and dtype. F::pad has
+// checked the pairs.
+Tensor pad_tensor(const Tensor& x, const Pads& pads, double value) {
+  Indices crop, place;
+  bool any_crop = false;
+  Shape out = x.shape();
+  for (std::size_t i = 0; i < pads.size(); ++i) {
+    const std::int64_t n = x.shape()[i];
+    const auto [b, e] = pads[i];
+    const std::int64_t start = b < 0 ? -b : 0;
+    const std::int64_t stop = e < 0 ? n + e : n;
+    any_crop = any_crop || b < 0 || e < 0;
+    crop.emplace_back(Slice(start, stop));
+    const std::int64_t before = b > 0 ? b : 0;
+    const std::int64_t inner = stop - start;
+    place.emplace_back(Slice(before, before + inner));
+    out[i] = before + inner + (e > 0 ? e : 0);
+  }
+  const Tensor xc = any_crop ? dezero::get_item(x, crop) : x;
+  if (out == xc.shape()) return any_crop ? xc : x.copy();
+  Tensor y = dezero::scatter_add(xc, out, place);
+  if (value != 0.0) {
+    const Tensor inside = dezero::scatter_add(ones_like(xc), out, place);
+    y = dezero::where(inside, y, full(out, value, y.dtype(), y.device()));
+  }
+  return y;
+}
+
+Pads negated(const Pads& pads) {
+  Pads n(pads.size());
+  for (std::size_t i = 0; i < pads.size(); ++i) n[i] = {-pads[i].first, -pads[i].second};
+  return n;
+}
+
+// x padded with a constant; the gradient is gy cropped back: pad(gy, -pads, 0).
+class Pad : public Function {
+ public:
+  Pad(Pads pads, double value) : pads_(std::move(pads)), value_(value) {}
+  TensorList forward(const TensorList& xs) override { return {pad_tensor(xs[0], pads_, value_)}; }
+  VariableList backward(const VariableList& gys) override { return {F::pad(gys[0], negated(pads_), 0.0)}; }
+  std::string name() const override { return "Pad"; }
+  FunctionAttrs attributes() const override {
+    std::vector<std::int64_t> p;  // ONNX's order: every axis's before, then every axis's after
+    for (const auto& be : pads_) p.push_back(be.first);
+    for (const auto& be : pads_) p.push_back(be.second);
+    return {{"pads", p}, {"value", value_}};
+  }
+
+ private:
+  Pads pads_;
+  double value_;
+};
+
 }  // namespace
 
 namespace F {
@@ -151,6 +243,37 @@ Variable flatten(const Variable& x) {
 
 Variable get_item(const Variable& x, const Indices& indices) {
   return call<GetItem>(detail::in(x), indices);
+}
+
+Variable concat(const VariableList& xs, int axis) {
+  if (xs.empty()) throw ValueError("concat: no inputs to join; hint: give at least one Variable");
+  const Shape& s0 = xs[0].shape();
+  const int ax = detail::normalize_axis("concat", axis, xs[0].ndim());
+  for (std::size_t k = 1; k < xs.size(); ++k) {
+    const Shape& sk = xs[k].shape();
+    bool same = sk.size() == s0.size();
+    for (std::size_t i = 0; same && i < s0.size(); ++i) same = static_cast<int>(i) == ax || sk[i] == s0[i];
+    if (!same)
+      throw ShapeError("concat: input " + std::to_string(k) + " " + detail::describe(xs[k].data()) +
+                       " does not match input 0 " + detail::describe(xs[0].data()) + " outside axis " +
+                       std::to_string(ax) + "; hint: the inputs need one rank and equal extents except along axis");
+  }
+  return call<Concat>(xs, axis);
+}
+
+Variable pad(const Variable& x, const Pads& pads, double value) {
+  if (static_cast<int>(pads.size()) != x.ndim())
+    throw ShapeError("pad: " + std::to_string(pads.size()) + " (before, after) pairs for x " +
+                     detail::describe(x.data()) + "; hint: give one pair per axis");
+  for (std::size_t i = 0; i < pads.size(); ++i) {
+    const std::int64_t n = x.shape()[i];
+    const auto [b, e] = pads[i];
+    if ((b < 0 ? -b : 0) > (e < 0 ? n + e : n))
+      throw ShapeError("pad: the pads (" + std::to_string(b) + ", " + std::to_string(e) + ") of axis " +
+                       std::to_string(i) + " crop more than its " + std::to_string(n) + " elements (x " +
+                       detail::describe(x.data()) + "); hint: a negative count crops, at most the axis in all");
+  }
+  return call<Pad>(detail::in(x), pads, value);
 }
 
 }  // namespace F

@@ -1,10 +1,13 @@
 /// \file
-/// Shape functions: reshape, transpose, expand_dims, flatten, get_item (steps 38-40, 52).
+/// Shape functions: reshape, transpose, expand_dims, flatten, get_item (steps 38-40, 52),
+/// cast, and concat and pad (NumPy's concatenate and pad; ONNX's Concat and Pad).
 ///
 /// These change only the shape (or pick elements): the result keeps x's dtype and
 /// device, and each gradient is the inverse operation on gy.
 #pragma once
 
+#include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "dezero/core.hpp"
@@ -34,5 +37,13 @@ Variable get_item(const Variable& x, const Indices& indices);  // backward: scat
 /// back to x's dtype, none for an integer x or result. Returns x itself, with no node, when the
 /// dtype is already `dtype`. Exported as ONNX's Cast.
 Variable cast(const Variable& x, DType dtype);
+/// The inputs joined along the existing axis `axis` (negative counts from the end; NumPy's
+/// concatenate, Chainer's F.concat); gradient: each input's slice of gy. The inputs need one
+/// rank and equal extents outside `axis` (else a dezero::ShapeError); none is a dezero::ValueError.
+Variable concat(const VariableList& xs, int axis = 0);
+/// x padded with the constant `value`: `pads[i]` = (before, after) elements added to axis i,
+/// one pair per axis; a negative count crops that many (ONNX's Pad). Gradient: gy cropped back.
+/// A pair count other than x.ndim(), or a crop past an axis, is a dezero::ShapeError.
+Variable pad(const Variable& x, const std::vector<std::pair<std::int64_t, std::int64_t>>& pads, double value = 0.0);
 
 }  // namespace dezero::F

@@ -490,7 +490,7 @@ const std::map<std::string, Emitter>& emitters() {
       {"AveragePooling", emit_avg_pool},
       {"BatchNorm", emit_batch_norm},
       {"EmbedID", emit_embed_id},
-      // the importer's (dezero/onnx/functions.cpp)
+      // F::concat, F::pad, F::maximum, F::minimum, F::pow (a tensor exponent), F::where, F::sqrt, F::abs
       {"Concat", emit_concat},
       {"Pad", emit_pad},
       {"Maximum", [](Writer& w, const Call& c) { binary(w, c, "Max"); }},

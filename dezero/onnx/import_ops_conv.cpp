@@ -2,8 +2,8 @@
 // Conv, ConvTranspose, MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool (register_conv_ops,
 // ops.hpp).
 //
-// Every float result is built out of DeZero Functions (dezero::F and the helpers of
-// onnx/functions.hpp), so backward(), create_graph and the optimizers work on it. Where ONNX's
+// Every float result is built out of DeZero Functions (dezero::F: F::pad, F::concat and
+// the rest), so backward(), create_graph and the optimizers work on it. Where ONNX's
 // semantics differ from DeZero's function, the op composes ONNX's out of DeZero's:
 //   - asymmetric pads, auto_pad and ceil_mode pad the input explicitly first (with -inf for
 //     MaxPool, the dtype's lowest value for an integer MaxPool, zeros elsewhere) and run the
@@ -34,7 +34,6 @@
 
 #include "dezero/error.hpp"
 #include "dezero/functions.hpp"
-#include "dezero/onnx/functions.hpp"
 #include "dezero/onnx/import_util.hpp"
 #include "dezero/onnx/ops.hpp"
 
@@ -194,8 +193,8 @@ Variable pad_input(const Variable& x, const Window& w, double value, double ceil
     any_ceil = any_ceil || w.ce[i];
   }
   Variable y = x;
-  if (any_explicit) y = pad(y, explicit_pads, value);
-  if (any_ceil) y = pad(y, ceil_pads, ceil_value);
+  if (any_explicit) y = F::pad(y, explicit_pads, value);
+  if (any_ceil) y = F::pad(y, ceil_pads, ceil_value);
   return y;
 }
 
@@ -213,7 +212,7 @@ Variable dilate_axis(const Variable& x, int axis, std::int64_t d) {
   }
   PadList pads(split.size(), {0, 0});
   pads[static_cast<std::size_t>(axis) + 1] = {0, d - 1};
-  Variable y = F::reshape(pad(F::reshape(x, split), pads), merged);
+  Variable y = F::reshape(F::pad(F::reshape(x, split), pads), merged);
   Indices idx(static_cast<std::size_t>(axis), Slice());
   idx.push_back(Slice(0, (L - 1) * d + 1));
   return F::get_item(y, idx);
@@ -321,7 +320,7 @@ VariableList run_conv(OpContext& ctx) {
     VariableList ys;
     for (std::int64_t g = 0; g < group; ++g)
       ys.push_back(conv(channels(x, 1, g, cg), channels(W, 0, g, ocg), b.defined() ? channels(b, 0, g, ocg) : b));
-    y = concat(ys, 1);
+    y = F::concat(ys, 1);
   }
   return {n == 1 ? from_2d(y) : y};
 }
@@ -414,7 +413,7 @@ VariableList run_conv_transpose(OpContext& ctx) {
     const Slice flip(std::nullopt, std::nullopt, -1);
     const Variable Wf = F::get_item(F::transpose(Wg, {1, 0, 2, 3, 4}), Indices{Slice(), Slice(), flip, flip, flip});
     const std::int64_t one[3] = {1, 1, 1};
-    return conv3d(pad(xd, edge), Wf, one);
+    return conv3d(F::pad(xd, edge), Wf, one);
   };
   Variable y;
   if (group == 1) {
@@ -427,12 +426,12 @@ VariableList run_conv_transpose(OpContext& ctx) {
     VariableList ys;
     for (std::int64_t g = 0; g < group; ++g)
       ys.push_back(deconv(channels(x, 1, g, cg), channels(W, 0, g, cg), b.defined() ? channels(b, 0, g, ocg) : b));
-    y = concat(ys, 1);
+    y = F::concat(ys, 1);
   }
   if (!plain) {
     PadList crop{{0, 0}, {0, 0}};
     for (int i = 0; i < axes; ++i) crop.emplace_back(-pb[i], pb[i] + out[i] - full[i]);
-    y = pad(y, crop);
+    y = F::pad(y, crop);
     if (b.defined()) y = y + channel_bias(b, y.ndim());
   }
   return {n == 1 ? from_2d(y) : y};
@@ -490,7 +489,7 @@ Variable dilated_pool(const Variable& x, const Window& w, bool max) {
                         Slice(w0, w0 + (ow - 1) * w.s[1] + 1, w.s[1])};
       taps.push_back(F::expand_dims(F::get_item(x, tap), 0));
     }
-  return max ? F::max(concat(taps, 0), Axes{0}) : F::mean(concat(taps, 0), Axes{0});
+  return max ? F::max(F::concat(taps, 0), Axes{0}) : F::mean(F::concat(taps, 0), Axes{0});
 }
 
 // A pool of x (N, C, spatial...), padded already: one 2-d pool for 1-d (as (N, C, L, 1)) and 2-d

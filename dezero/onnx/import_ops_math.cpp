@@ -2,8 +2,9 @@
 // logic, Where, Clip, Softmax / LogSoftmax, reductions and ArgMax / ArgMin (register_math_ops,
 // ops.hpp).
 //
-// Floating-point values go through DeZero Functions (dezero::F and onnx/functions.hpp), so an
-// imported graph differentiates. Integer values (shapes, indices, flags) are computed directly
+// Floating-point values go through DeZero Functions (dezero::F; Max, Min, Pow, Where, Sqrt and Abs
+// are F::maximum, F::minimum, F::pow, F::where, F::sqrt and F::abs), so an imported graph
+// differentiates. Integer values (shapes, indices, flags) are computed directly
 // on Tensors and carry no gradient; ONNX's bool is dezero's int64 0/1 (proto.cpp reads it so).
 // Mod (integer remainders, Swin's windows) is here too. Besides the ops the table has
 // the comparisons, logic, Where and ArgMax/ArgMin that exporters and ONNX's function expansions
@@ -18,7 +19,6 @@
 #include <vector>
 
 #include "dezero/functions.hpp"
-#include "dezero/onnx/functions.hpp"
 #include "dezero/onnx/import_util.hpp"
 #include "dezero/onnx/ops.hpp"
 
@@ -79,8 +79,8 @@ Variable erf_v(const Variable& x) { return F::erf(x); }
 Tensor erf_t(const Tensor& x) { return dezero::erf(x); }
 Variable hard_swish_v(const Variable& x) { return F::hard_swish(x); }
 Tensor relu_t(const Tensor& x) { return dezero::relu(x); }
-Variable sqrt_v(const Variable& x) { return sqrt(x); }
-Variable abs_v(const Variable& x) { return abs(x); }
+Variable sqrt_v(const Variable& x) { return F::sqrt(x); }
+Variable abs_v(const Variable& x) { return F::abs(x); }
 Tensor abs_t(const Tensor& x) { return dezero::abs(x); }
 Variable reciprocal_v(const Variable& x) { return F::rdiv(x, 1.0); }
 
@@ -114,8 +114,8 @@ OpDef variadic(const std::string& name, int min_opset, VarBinary vf, TenBinary t
   return d;
 }
 
-Variable max_v(const Variable& a, const Variable& b) { return maximum(a, b); }
-Variable min_v(const Variable& a, const Variable& b) { return minimum(a, b); }
+Variable max_v(const Variable& a, const Variable& b) { return F::maximum(a, b); }
+Variable min_v(const Variable& a, const Variable& b) { return F::minimum(a, b); }
 Tensor max_t(const Tensor& a, const Tensor& b) { return dezero::maximum(a, b); }
 Tensor min_t(const Tensor& a, const Tensor& b) { return dezero::minimum(a, b); }
 
@@ -329,7 +329,7 @@ void register_math_ops(OpTable& table) {
     }
     if (!y.requires_grad() && !y.creator() && y.size() == 1 && y.ndim() <= x.ndim())
       return {F::pow(x, y.data().to_cpu().astype(float64).item<double>())};
-    return {pow(x, y)};
+    return {F::pow(x, y)};
   }));
   table.push_back(variadic("Max", 7, max_v, max_t));
   table.push_back(variadic("Min", 7, min_v, min_t));
@@ -378,7 +378,7 @@ void register_math_ops(OpTable& table) {
     const Variable& b = ctx.input(2);
     Tensor cond = on(ctx.input(0).data(), a.device());
     if (is_int(a) && is_int(b)) return {fixed(dezero::where(cond, a.data(), on(b.data(), a.device())))};
-    return {where(cond, a, b)};
+    return {F::where(cond, a, b)};
   }));
 
   // softmax

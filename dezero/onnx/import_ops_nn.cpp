@@ -3,8 +3,8 @@
 // LayerNormalization, Dropout, LSTM, SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss
 // (register_nn_ops, ops.hpp).
 //
-// Every float result is built out of DeZero Functions (dezero::F and the helpers of
-// onnx/functions.hpp), so backward(), create_graph and the optimizers work on it. Where ONNX's
+// Every float result is built out of DeZero Functions (dezero::F: F::concat, F::where and
+// the rest), so backward(), create_graph and the optimizers work on it. Where ONNX's
 // semantics differ from DeZero's function, the op composes ONNX's out of DeZero's:
 //   - Gemm's transA / transB run as one GEMM with transpose flags (no copy of the weight);
 //   - LSTM is unrolled over time from matmul, sigmoid, tanh, get_item and concat;
@@ -24,7 +24,6 @@
 #include "dezero/error.hpp"
 #include "dezero/functions.hpp"
 #include "dezero/tensor/fused.hpp"
-#include "dezero/onnx/functions.hpp"
 #include "dezero/onnx/import_util.hpp"
 #include "dezero/onnx/ops.hpp"
 
@@ -460,12 +459,12 @@ VariableList run_lstm(OpContext& ctx) {
       h = F::sigmoid(go) * F::tanh(c);
       steps[static_cast<std::size_t>(t)] = F::expand_dims(h, 0);
     }
-    ys.push_back(F::expand_dims(seq == 1 ? steps[0] : concat(steps, 0), 1));  // (seq, 1, batch, H)
+    ys.push_back(F::expand_dims(seq == 1 ? steps[0] : F::concat(steps, 0), 1));  // (seq, 1, batch, H)
     hs.push_back(F::expand_dims(h, 0));
     cs.push_back(F::expand_dims(c, 0));
   }
-  Variable Y = nd == 1 ? ys[0] : concat(ys, 1);
-  Variable Yh = nd == 1 ? hs[0] : concat(hs, 0), Yc = nd == 1 ? cs[0] : concat(cs, 0);
+  Variable Y = nd == 1 ? ys[0] : F::concat(ys, 1);
+  Variable Yh = nd == 1 ? hs[0] : F::concat(hs, 0), Yc = nd == 1 ? cs[0] : F::concat(cs, 0);
   if (batch_first) {
     Y = F::transpose(Y, {2, 0, 1, 3});
     Yh = F::transpose(Yh, {1, 0, 2});

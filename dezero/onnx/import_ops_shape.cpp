@@ -25,7 +25,6 @@
 #include <vector>
 
 #include "dezero/functions.hpp"
-#include "dezero/onnx/functions.hpp"
 #include "dezero/onnx/import_util.hpp"
 #include "dezero/onnx/ops.hpp"
 
@@ -343,11 +342,11 @@ Variable pad_op(const OpContext& ctx, const Variable& x, const std::vector<std::
   auto no_graph_for_ints = [&] { return using_config("enable_backprop", Config::enable_backprop && !is_int(x)); };
   if (mode == "constant") {
     auto g = no_graph_for_ints();
-    Variable y = pad(x, pp, value);
+    Variable y = F::pad(x, pp, value);
     return is_int(x) ? fixed(y.data()) : y;
   }
   auto g = no_graph_for_ints();
-  Variable y = pad(x, crop, 0.0);
+  Variable y = F::pad(x, crop, 0.0);
   for (int i = 0; i < r; ++i) {
     const std::int64_t b = std::max<std::int64_t>(pp[static_cast<std::size_t>(i)].first, 0);
     const std::int64_t e = std::max<std::int64_t>(pp[static_cast<std::size_t>(i)].second, 0);
@@ -557,7 +556,7 @@ VariableList run_scatter_nd(OpContext& ctx) {
     Variable written = F::matmul(P, u2);  // each named row's update, 0 elsewhere
     if (extreme) {
       const Tensor named = dezero::broadcast_to(dezero::equal(K.data(), zeros_like(K.data())), Shape{D, S});
-      y = where(named, red == "max" ? maximum(y, written) : minimum(y, written), y);
+      y = F::where(named, red == "max" ? F::maximum(y, written) : F::minimum(y, written), y);
     } else {
       y = red == "mul" ? y * (written + K) : y * K + written;
     }
@@ -632,7 +631,7 @@ void register_shape_ops(OpTable& table) {
           for (const Variable& v : xs) ts.push_back(on(v.data(), xs[0].device()));
           return {fixed(dezero::concatenate(ts, ax))};
         }
-        return {concat(xs, ax)};
+        return {F::concat(xs, ax)};
       },
       [](const Attrs& a) {
         if (!a.has("axis")) malformed(a.node, a.opset, "attribute 'axis' is required");
@@ -724,7 +723,7 @@ void register_shape_ops(OpTable& table) {
     const Variable& x = ctx.input(0);
     if (to_bool) return {fixed(flag(x.data()).astype(int64))};
     if (is_integer(dtype)) return {fixed(x.data().astype(dtype))};
-    return {cast(x, dtype)};
+    return {F::cast(x, dtype)};
   };
   const auto check_cast = [](const Attrs& a) {
     DType dtype = float32;
