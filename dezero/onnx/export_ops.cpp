@@ -421,7 +421,7 @@ void emit_embed_id(Writer& w, const Call& c) {
                std::int64_t{0});
 }
 
-// --- emitters: the importer's own Functions (so that an imported model exports again) ----------------
+// --- emitters: F::concat, F::pad, F::where, ... (so that an imported model exports again) -------------
 void emit_concat(Writer& w, const Call& c) {
   std::vector<std::string> in;
   for (std::size_t i = 0; i < c.n_in(); ++i) in.push_back(c.x(w, i));
