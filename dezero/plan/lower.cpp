@@ -362,13 +362,8 @@ class Compiler {
   // The single-use element-wise ops after v: their PostOps, the ops and the last value.
   int absorb_eltwise(int y, std::vector<PostOp>& post, std::vector<int>& absorbed) {
     while (opt_.fuse) {
+      if (take_gate(y, post, absorbed)) continue;
       PostOp p;
-      const int z = gated(y, p, absorbed);
-      if (z >= 0) {
-        post.push_back(p);
-        y = z;
-        continue;
-      }
       if (!single_use(y)) break;
       const int c = val(y).consumers[0];
       if (!eltwise_of(ops_[static_cast<std::size_t>(c)], p) || !host_f32(ops_[static_cast<std::size_t>(c)].out[0])) break;
@@ -404,6 +399,15 @@ class Compiler {
     }
     return -1;
   }
+  // A gate after y (gated()) taken into `post`: y moves to the gate's product.
+  bool take_gate(int& y, std::vector<PostOp>& post, std::vector<int>& absorbed) {
+    PostOp p;
+    const int z = gated(y, p, absorbed);
+    if (z < 0) return false;
+    post.push_back(p);
+    y = z;
+    return true;
+  }
   void finish(int y, int r, const std::vector<int>& absorbed) {
     val(y).dnn = r;
     for (int c : absorbed) ops_[static_cast<std::size_t>(c)].done = true;
@@ -434,13 +438,8 @@ class Compiler {
     std::size_t folded = 0;
     bool summed = false;
     while (true) {
+      if (take_gate(y, post, absorbed)) continue;
       PostOp p;
-      const int z = gated(y, p, absorbed);
-      if (z >= 0) {
-        post.push_back(p);
-        y = z;
-        continue;
-      }
       if (!single_use(y)) break;
       const int c = val(y).consumers[0];
       const Op& cop = ops_[static_cast<std::size_t>(c)];
