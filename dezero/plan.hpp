@@ -36,10 +36,10 @@
 /// values as a constant of its own (EmbedID's ids). Shapes may steer the model freely: they are
 /// fixed.
 ///
-/// What a plan keeps: it copies the parameters and constants it reads when it is compiled
-/// (folded and reordered for oneDNN, or as tensors for the replayed Functions), so compile again
-/// after changing the weights. A replayed Function keeps its own recorded state: a BatchNorm that
-/// is replayed rather than folded reads its layer's running statistics at each call. A plan holds
+/// What a plan keeps: it copies the parameters, constants and running statistics it reads when
+/// it is compiled (folded and reordered for oneDNN, or as tensors for the replayed Functions; a
+/// replayed test-mode BatchNorm is the plan's own, on copies of its layer's statistics), so
+/// compile again after changing the weights. A plan holds
 /// the Functions it replays (not the recorded graph: compile() releases it, with the example
 /// run's intermediate tensors) and its own memory; it runs one call at a time (a mutex: threads
 /// calling one plan wait for each other). It is made for the thread count of the moment it is

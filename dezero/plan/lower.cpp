@@ -17,6 +17,7 @@
 #include <variant>
 
 #include "dezero/core/trace.hpp"
+#include "dezero/functions.hpp"
 #include "dezero/plan/plan_impl.hpp"
 
 namespace dezero::detail::plan {
@@ -278,11 +279,32 @@ class Compiler {
     }
     close_segment();
     Plan::Impl::Step s;
-    s.fn = op.fn;
+    s.fn = op.name == "BatchNorm" && int_attr(op, "train", 1) == 0 ? own_batch_norm(op) : op.fn;
     s.in = op.in;
     s.out = op.out;
     plan_.steps.push_back(std::move(s));
     ++plan_.stats.replayed;
+  }
+
+  // A test-mode BatchNorm reads its layer's running statistics when it runs. The plan replays a
+  // BatchNorm of its own instead, made by F::batch_norm on copies of them (and the recorded eps and
+  // decay), so that it keeps them as it keeps its copies of the weights.
+  std::shared_ptr<Function> own_batch_norm(const Op& op) {
+    const FunctionAttr *rm = find_attr(op, "running_mean"), *rv = find_attr(op, "running_var");
+    if (!rm || !rv || !std::holds_alternative<Tensor>(*rm) || !std::holds_alternative<Tensor>(*rv) || op.in.size() != 3)
+      return op.fn;
+    Tensor mean = std::get<Tensor>(*rm).copy(), var = std::get<Tensor>(*rv).copy();
+    auto like = [&](int v) {
+      Tensor t = Tensor::empty(val(v).shape, val(v).dtype, val(v).device);
+      t.fill_(0.0);
+      return Variable(t);
+    };
+    auto bp = using_config("enable_backprop", true);
+    auto tm = test_mode();
+    const Variable y = F::batch_norm(like(op.in[0]), like(op.in[1]), like(op.in[2]), mean, var,
+                                     real_attr(op, "decay", 0.9), real_attr(op, "eps", 2e-5));
+    std::shared_ptr<Function> fn = y.creator();
+    return fn && fn->name() == op.name ? fn : op.fn;
   }
 
   // The ops oneDNN runs; false: replay op i.
