@@ -20,7 +20,12 @@
 ///     reordered once, activations kept in oneDNN's blocked formats from one primitive to the next,
 ///     the activations and the residual addition after a convolution fused into it (post-ops), and
 ///     the activations' memory planned once (values whose lives do not overlap share bytes);
-///   - every other Function is replayed by calling its forward() on the tensors.
+///   - every other Function is replayed by calling its forward() on the tensors;
+///   - a plan whose every op is one of a small network's (Linear, 2-D MatMul, Add, Sub, Mul, Div,
+///     Neg, Exp, Tanh, Sigmoid, SumTo, MeanSquaredError) on the CPU in float32 or float64, without
+///     autocast, runs as a kernel program: each op one backend call on buffers planned once, no
+///     Tensor made but the outputs (stats().kernels, "kernel" lines in summary()). compile checks
+///     each kernel against the recorded run, bit for bit, and replays Functions where one differs.
 ///
 /// Results: where every step replays its own Function (CompileOptions::onednn false, or no
 /// oneDNN, or a GPU, or another dtype) a plan computes exactly what the model computes, bit for
@@ -100,7 +105,8 @@ class Plan {
     std::size_t fused = 0;     ///< activations and additions fused into the op before them
     std::size_t onednn = 0;    ///< ops run by oneDNN (a convolution with its fused ops counts once), reorders excluded
     std::size_t reorders = 0;  ///< oneDNN reorders left (formats changing between steps, in and out)
-    std::size_t replayed = 0;  ///< Functions replayed by their forward()
+    std::size_t replayed = 0;  ///< Functions replayed in order (by forward(), or as kernels: see `kernels`)
+    std::size_t kernels = 0;   ///< of those, the ops run as one backend call each on planned buffers
     std::size_t arena_bytes = 0;   ///< the planned memory of oneDNN's activations
     std::size_t weight_bytes = 0;  ///< the weights copied into oneDNN's formats
   };
@@ -130,7 +136,8 @@ class Plan {
 /// recording updates nothing). Each call then replays every recorded Function's forward() in
 /// order, on the parameters' current data, gives each parameter its gradient (its grad(), as
 /// loss.backward() would), runs optimizer.update() and returns the loss. The forward Functions
-/// are an unplanned step's, and the backward is the same arithmetic in the same order, so the
+/// are an unplanned step's, and the backward is the same arithmetic in the same order (a small
+/// network's step runs as a kernel program, see compile()), so the
 /// losses and weights are the unplanned step's bit for bit (tests/test_plan.cpp: 20 steps of a
 /// W3 MLP, 8 of a CNN with Adam). One exception: a train-mode batch norm's recorded backward is
 /// its form on Variables, whose float32 rounding differs from the fused kernel of an ordinary

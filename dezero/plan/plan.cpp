@@ -18,16 +18,10 @@ namespace dezero {
 
 using detail::plan::Val;
 
-VariableList Plan::Impl::run(const VariableList& xs) {
+void Plan::Impl::check_inputs(const VariableList& xs) const {
   if (xs.size() != inputs.size())
     throw ValueError("Plan: " + std::to_string(xs.size()) + " inputs given, the plan was compiled for " +
                      std::to_string(inputs.size()));
-  std::vector<Tensor>& t = work;  // one slot per value, emptied at the end of each call
-  if (t.size() != vals.size()) {
-    t.assign(vals.size(), Tensor());
-    for (std::size_t i = 0; i < vals.size(); ++i)
-      if (vals[i].constant) constants.push_back(static_cast<int>(i));
-  }
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const Val& v = vals[static_cast<std::size_t>(inputs[i])];
     if (!xs[i].defined() || !xs[i].data().defined()) throw ValueError("Plan: input " + std::to_string(i) + " holds no data");
@@ -41,8 +35,19 @@ VariableList Plan::Impl::run(const VariableList& xs) {
     if (x.device() != v.device)
       throw DeviceError("Plan: input " + std::to_string(i) + " is on " + x.device().str() +
                         ", the plan was compiled for " + v.device.str());
-    t[static_cast<std::size_t>(inputs[i])] = x;
   }
+}
+
+VariableList Plan::Impl::run(const VariableList& xs) {
+  check_inputs(xs);
+  if (kernels) return kernels->run(*this, xs);
+  std::vector<Tensor>& t = work;  // one slot per value, emptied at the end of each call
+  if (t.size() != vals.size()) {
+    t.assign(vals.size(), Tensor());
+    for (std::size_t i = 0; i < vals.size(); ++i)
+      if (vals[i].constant) constants.push_back(static_cast<int>(i));
+  }
+  for (std::size_t i = 0; i < inputs.size(); ++i) t[static_cast<std::size_t>(inputs[i])] = xs[i].data();
   for (int c : constants) {
     const Val& v = vals[static_cast<std::size_t>(c)];
     t[static_cast<std::size_t>(c)] = v.live.defined() ? v.live.data() : v.data;
@@ -229,7 +234,7 @@ struct StepPlan::Impl {
   optimizers::Optimizer* optimizer = nullptr;
   std::vector<std::pair<Parameter, std::size_t>> grads;  // a parameter and its gradient's output
   std::vector<Parameter> no_grads;                        // the model's parameters the loss does not reach
-  Tensor seed;
+  Variable seed;  // the gradient seed, ones like the loss (a graph-free leaf, made once)
   mutable std::mutex mu;
 };
 
@@ -249,7 +254,7 @@ Variable StepPlan::operator()(const VariableList& xs) const {
     throw ValueError("StepPlan: " + std::to_string(xs.size()) + " inputs given, the step was compiled for " +
                      std::to_string(n));
   VariableList in(xs.begin(), xs.end());
-  in.push_back(Variable(impl_->seed));
+  in.push_back(impl_->seed);
   VariableList outs = [&] {
     std::lock_guard<std::mutex> plan_lock(impl_->plan->mu);
     return impl_->plan->run(in);
@@ -278,8 +283,8 @@ StepPlan compile_step(Model& model, const std::function<Variable(const VariableL
     throw ValueError("compile_step: the loss " + loss.shape().str() +
                      " has no recorded graph; hint: do not compute it under no_grad()");
   auto impl = std::make_shared<StepPlan::Impl>();
-  impl->seed = ones_like(loss.data());
-  Variable seed(impl->seed);
+  impl->seed = Variable(ones_like(loss.data()));
+  const Variable& seed = impl->seed;
   model.cleargrads();
   loss.set_grad(seed);
   BackwardOptions bo;

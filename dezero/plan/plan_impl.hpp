@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "dezero/backend/backend.hpp"
 #include "dezero/cpu/onednn_program.hpp"
 #include "dezero/plan.hpp"
 
@@ -41,6 +42,38 @@ struct Val {
 void build_plan(Plan::Impl& plan, const CompileOptions& options, const VariableList& xs, const VariableList& ys,
                 const std::vector<Parameter>* params, const char* who);
 
+// One op of a kernel program (kernels.cpp): one backend call on the buffers of values x[] -> y.
+struct Kernel {
+  enum Kind { Unary, Binary, Gemm, GemmBias, Reduce, Mse } kind = Unary;
+  std::string name;  // the Function's
+  Backend* be = nullptr;
+  DType dt = float32;
+  int x[3] = {-1, -1, -1};
+  int y = -1;
+  UnaryOp uop = UnaryOp::Neg;
+  BinaryOp bop = BinaryOp::Add;
+  Strided sa, sb, so;                                   // Binary: the views; GemmBias: the bias broadcast (sa)
+  bool ta = false, tb = false;                          // Gemm
+  std::int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0;   // Gemm, GemmBias
+  std::int64_t outer = 1, r = 1, inner = 1;             // Reduce
+  std::int64_t count = 0;                               // Unary, Mse: elements
+  double scale = 0.0;                                   // Unary: the constant (alpha); Mse: the divisor
+};
+
+// A plan whose every op is a Kernel: the values' buffers planned once, the ops run in order.
+struct KernelProgram {
+  std::vector<Kernel> kernels;
+  std::vector<void*> ptr;       // value -> its buffer (inputs, parameters and outputs bound per call)
+  std::vector<Tensor> buffers;  // the values no call returns
+  std::vector<int> params;      // the values read from a training step's parameters
+  // The outputs of one call on inputs `xs` (checked by the caller).
+  VariableList run(const Plan::Impl& plan, const VariableList& xs);
+};
+
+// The plan's steps as a KernelProgram when every one is a kernel that gives the recorded output
+// bit for bit; nullptr otherwise. Before the recorded graph is released.
+std::unique_ptr<KernelProgram> lower_kernels(Plan::Impl& plan);
+
 }  // namespace detail::plan
 
 // The compiled plan: its values, its steps, the oneDNN program and what run() needs.
@@ -60,6 +93,7 @@ struct Plan::Impl {
   std::vector<Shape> in_shapes;
   std::unordered_map<int, Tensor> buffers;  // value -> the plan's Tensor for an export that is no output
   std::unique_ptr<detail::cpu::OnednnProgram> prog;
+  std::unique_ptr<detail::plan::KernelProgram> kernels;  // every op a kernel: run instead of the steps
   Stats stats;
   std::string summary;
   bool train = false;  // Config::train while recording
@@ -68,6 +102,7 @@ struct Plan::Impl {
   mutable std::mutex mu;
 
   VariableList run(const VariableList& xs);
+  void check_inputs(const VariableList& xs) const;
 };
 
 }  // namespace dezero
