@@ -670,18 +670,6 @@ void build_plan(Plan::Impl& plan, const CompileOptions& options, const VariableL
   c.record(xs, ys, params, who);
   c.lower(/*replay_only=*/params != nullptr);
   plan.kernels = lower_kernels(plan);
-  if (!plan.kernels) return;
-  plan.stats.kernels = plan.kernels->kernels.size();
-  std::string summary;  // "replay  Linear -> ..." lines become "kernel  Linear -> ..."
-  for (std::size_t at = 0; at < plan.summary.size();) {
-    std::size_t end = plan.summary.find('\n', at);
-    if (end == std::string::npos) end = plan.summary.size() - 1;
-    std::string line = plan.summary.substr(at, end + 1 - at);
-    if (line.rfind("replay  ", 0) == 0) line.replace(0, 8, "kernel  ");
-    summary += line;
-    at = end + 1;
-  }
-  plan.summary = std::move(summary);
 }
 
 }  // namespace dezero::detail::plan
