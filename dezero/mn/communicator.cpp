@@ -1,7 +1,9 @@
 // dezero/mn/communicator.cpp - mn::Communicator: the model operations every communicator shares
 // (canonical parameter order, the check that every rank holds the same parameters, zero_fill,
-// the mean, BatchNorm's running statistics, broadcasts), the "naive" and "flat" ways of summing
-// over the ranks, and create_communicator. "pure_nccl" is in nccl.cpp.
+// the mean, BatchNorm's running statistics, broadcasts). The ways of summing over the ranks are
+// its subclasses: "naive" (naive.cpp), "flat" (flat.cpp), "pure_nccl" (nccl.cpp), made by
+// create_communicator (factory.cpp); the checks on what peers send are in peer.cpp, the 16-bit
+// gradient wire in wire.cpp.
 //
 // The rule that keeps ranks from hanging: every decision that changes which collectives a rank
 // runs (is this model the same everywhere? does this parameter have a gradient anywhere?) is
@@ -36,7 +38,16 @@ namespace {
 
 using NamedParams = std::vector<std::pair<std::string, Parameter>>;
 
-constexpr std::int64_t kRingMinBytes = std::int64_t{64} << 10;  // smaller buffers: MPI_Allreduce
+using detail::agree;
+using detail::allgather_strings;
+using detail::check_declared;
+using detail::first_difference;
+using detail::is_dtype_code;
+using detail::kLastDtype;
+using detail::kPeerHint;
+using detail::kRingMinBytes;
+using detail::memory_cap;
+using detail::quoted;
 
 std::uint64_t fnv1a(const std::string& s) {
   std::uint64_t h = 1469598103934665603ull;
@@ -53,162 +64,16 @@ NamedParams sorted_params(const L::Layer& model) {
   return ps;
 }
 
-std::string describe_param(const std::string& key, const Parameter& p) {
-  const Tensor& d = p.data();
-  return key + " " + (d.defined() ? d.shape().str() + " " + dtype_name(d.dtype()) : std::string("(no data yet)"));
-}
-
-// --- checking what a peer sent -----------------------------------------------------------------------
-using detail::kPeerHint;
-
 // The last word of bcast_data's description ("dezero" and the format's number): a description cut
 // short, or one in another format, lacks it.
 constexpr std::int64_t kDescEnd = 0x64657a65726f0002;
 
-// The most bytes of strings one allgather_strings takes in (the ranks' parameter lists, the
-// problems of agree()): far above a real model's list, and below an int's range (MPI's offsets).
-constexpr std::int64_t kMaxGatheredBytes = std::int64_t{64} << 20;
-
-// The most bytes a peer's header may make this rank allocate: this machine's physical memory (no
-// tensor the root really has can be larger on a receiver that is to hold it).
-std::int64_t memory_cap() {
-  static const std::int64_t cap = [] {
-    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    if (pages <= 0 || page <= 0 || pages > INT64_MAX / page) return std::int64_t{1} << 40;
-    return static_cast<std::int64_t>(pages) * static_cast<std::int64_t>(page);
-  }();
-  return cap;
-}
-
-// The last dtype code (dezero/dtype.hpp's DType: float32, float64, int32, int64, bfloat16, float16).
-constexpr DType kLastDtype = DType::Float16;
-
-bool is_dtype_code(std::int64_t code) { return code >= 0 && code <= static_cast<std::int64_t>(kLastDtype); }
-
 // The wire type of a 16-bit dtype (their sums add in float32 and round back, as the wires do).
 GradWireDtype wire_of(DType dtype) { return dtype == bfloat16 ? GradWireDtype::bfloat16 : GradWireDtype::float16; }
 
-// Checks a declared tensor: `nd` axes with extents `dims`, dtype `code`. Returns "" when sound (and
-// its bytes in `bytes`), else what is wrong ("axis count 1000 (at most 12)").
-std::string check_declared(std::int64_t nd, const std::int64_t* dims, std::int64_t code, std::int64_t& bytes) {
-  if (nd < 0 || nd > detail::kMaxAxes)
-    return "axis count " + std::to_string(nd) + " (at most " + std::to_string(detail::kMaxAxes) + ")";
-  if (!is_dtype_code(code))
-    return "dtype code " + std::to_string(code) + " (the dtypes are 0 to " +
-           std::to_string(static_cast<int>(kLastDtype)) + ")";
-  std::int64_t elements = 1;
-  bool overflow = false;
-  for (std::int64_t k = 0; k < nd; ++k) {
-    const std::int64_t e = dims[k];
-    if (e < 0) return "extent " + std::to_string(e) + " of axis " + std::to_string(k);
-    if (e != 0 && elements > INT64_MAX / e) overflow = true;
-    else elements *= e;
-  }
-  const auto es = static_cast<std::int64_t>(dtype_size(static_cast<DType>(code)));
-  std::string shape = "(";
-  for (std::int64_t k = 0; k < nd; ++k) shape += (k ? ", " : "") + std::to_string(dims[k]);
-  shape += nd == 1 ? ",)" : ")";
-  if (overflow || elements > INT64_MAX / es) return "shape " + shape + ", whose element count overflows 64 bits";
-  bytes = elements * es;
-  if (bytes > memory_cap())
-    return "shape " + shape + " of " + std::to_string(bytes) + " bytes, more than this machine's memory (" +
-           std::to_string(memory_cap()) + " bytes)";
-  return "";
-}
-
-// A peer's text, fit to quote in a message: control bytes escaped, at most `max` bytes.
-std::string quoted(const std::string& s, std::size_t max = 2000) {
-  std::string out;
-  for (std::size_t i = 0; i < s.size() && i < max; ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x20 || c == 0x7f) {
-      static const char hex[] = "0123456789abcdef";
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  if (s.size() > max) out += "... (" + std::to_string(s.size()) + " bytes)";
-  return out;
-}
-
-// Every rank's string, on every rank (MPI_Allgatherv). Every rank receives the same lengths, so
-// every rank finds the same fault in them and throws the same ValueError.
-std::vector<std::string> allgather_strings(MPI_Comm comm, const std::string& mine, int size, const std::string& op) {
-  const auto share = static_cast<std::size_t>(kMaxGatheredBytes / size);  // this rank's own is cut to its share
-  const std::string own = mine.size() > share ? mine.substr(0, share) : mine;
-  int len = static_cast<int>(own.size());
-  std::vector<int> lens(static_cast<std::size_t>(size)), offs(static_cast<std::size_t>(size));
-  DEZERO_MPI_CHECK(MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, comm));
-  std::int64_t total = 0;
-  int largest = 0;
-  for (int r = 0; r < size; ++r) {
-    const int l = lens[static_cast<std::size_t>(r)];
-    if (l < 0)
-      throw ValueError(op + ": rank " + std::to_string(r) + " sent a string length of " + std::to_string(l) +
-                       " (a length is at least 0)" + kPeerHint);
-    if (l > lens[static_cast<std::size_t>(largest)]) largest = r;
-    offs[static_cast<std::size_t>(r)] = static_cast<int>(std::min<std::int64_t>(total, INT_MAX));
-    total += l;
-  }
-  if (total > kMaxGatheredBytes)
-    throw ValueError(op + ": rank " + std::to_string(largest) + " sent a string length of " +
-                     std::to_string(lens[static_cast<std::size_t>(largest)]) + ": the ranks' strings sum to " +
-                     std::to_string(total) + " bytes, more than the " + std::to_string(kMaxGatheredBytes) +
-                     " taken in" + (total > INT_MAX ? " (and the sum would overflow an int)" : "") + kPeerHint);
-  std::string all(static_cast<std::size_t>(total), '\0');
-  DEZERO_MPI_CHECK(MPI_Allgatherv(own.data(), len, MPI_CHAR, all.data(), lens.data(), offs.data(), MPI_CHAR, comm));
-  std::vector<std::string> out;
-  for (int r = 0; r < size; ++r)
-    out.push_back(all.substr(static_cast<std::size_t>(offs[static_cast<std::size_t>(r)]),
-                             static_cast<std::size_t>(lens[static_cast<std::size_t>(r)])));
-  return out;
-}
-
-// Every rank says whether it found `problem` (one MPI_Allreduce); when some rank did, every rank
-// throws ValueError with the first rank's problem, so that no rank goes on to a collective the
-// others have left. The text is a peer's: the message says which rank sent it (its place in the
-// gather, which the text cannot forge) before quoting it.
-void agree(MPI_Comm comm, int size, const std::string& op, const std::string& problem) {
-  int mine = problem.empty() ? 1 : 0, all = 0;
-  DEZERO_MPI_CHECK(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm));
-  if (all == 1) return;
-  const std::vector<std::string> said = allgather_strings(comm, problem, size, op);
-  for (std::size_t r = 0; r < said.size(); ++r)
-    if (!said[r].empty())
-      throw ValueError("dezero::mn " + op + ": rank " + std::to_string(r) + " found a problem: " + quoted(said[r], 8000));
-  throw ValueError(op + ": a rank reported a problem without saying which" + kPeerHint);
-}
-
-std::vector<std::string> lines_of(const std::string& s) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start < s.size()) {
-    std::size_t end = s.find('\n', start);
-    if (end == std::string::npos) end = s.size();
-    out.push_back(s.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
-// "rank 1 has l1/W (4, 3) float32 where rank 0 has l1/W (4, 2) float32", for the first rank and
-// line that differ from rank 0's.
-std::string first_difference(const std::vector<std::string>& sigs) {
-  const std::vector<std::string> ref = lines_of(sigs[0]);
-  for (std::size_t r = 1; r < sigs.size(); ++r) {
-    const std::vector<std::string> mine = lines_of(sigs[r]);
-    const std::size_t n = std::max(ref.size(), mine.size());
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::string a = i < ref.size() ? ref[i] : "nothing more";
-      const std::string b = i < mine.size() ? mine[i] : "nothing more";
-      if (a != b)
-        return "rank " + std::to_string(r) + " has " + quoted(b, 500) + " where rank 0 has " + quoted(a, 500);
-    }
-  }
-  return "the ranks differ";
+std::string describe_param(const std::string& key, const Parameter& p) {
+  const Tensor& d = p.data();
+  return key + " " + (d.defined() ? d.shape().str() + " " + dtype_name(d.dtype()) : std::string("(no data yet)"));
 }
 
 // Tensors grouped by dtype (then device), each group in the canonical order: the order in which
@@ -518,60 +383,6 @@ void Communicator::mean_inplace(std::vector<Tensor*>& grads) {
   for (Tensor& t : ts) t *= 1.0 / static_cast<double>(size_);
 }
 
-// --- the 16-bit wire (allreduce_grad_dtype) -----------------------------------------------------------
-// One group (a dtype and a device) of gradients g_i, n elements in all: each rank packs
-// round16(g_i / size()) into one buffer of n 16-bit words, one MPI_Allreduce with the reduction of
-// wire.cpp (add in float32, round back) sums them, and each gradient is overwritten with the widened
-// sums, in place as mean_inplace scales in place. GPU gradients go through host copies (the NCCL
-// communicator refuses the option at creation).
-// n 16-bit words of `wire` at `buffer` summed over the ranks in place (add in float32, round back):
-// the ring for 64 KiB and up when it is the algorithm, else MPI_Allreduce with the wire's MPI_Op.
-void Communicator::sum16(std::uint16_t* buffer, std::int64_t n, GradWireDtype wire, const char* op) {
-  const int which = wire == GradWireDtype::bfloat16 ? 0 : 1;
-  if (algorithm_ == AllreduceAlgorithm::ring && size_ > 1 && n * 2 >= kRingMinBytes) {
-    detail::ring_allreduce(state_->world, buffer, n, which == 0 ? detail::RingSum::bfloat16 : detail::RingSum::float16,
-                           ring_segment_bytes_, op);
-    return;
-  }
-  if (state_->wire_sum[which] == MPI_OP_NULL) {
-    DEZERO_MPI_CHECK(MPI_Op_create(detail::wire_sum_function(wire), 1, &state_->wire_sum[which]));
-    State* st = state_.get();
-    st->release.push_back([st, which] { MPI_Op_free(&st->wire_sum[which]); });
-  }
-  detail::in_chunks(n, [&](std::int64_t off, int count) {
-    DEZERO_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buffer + off, count, MPI_UINT16_T, state_->wire_sum[which],
-                                   state_->world));
-  });
-}
-
-void Communicator::mean_half_wire(std::vector<Tensor*>& grads, GradWireDtype wire) {
-  std::int64_t total = 0;
-  for (const Tensor* g : grads) total += g->size();
-  wire_buffer_.resize(static_cast<std::size_t>(total));
-  std::uint16_t* words = wire_buffer_.data();
-  const double scale = 1.0 / static_cast<double>(size_);
-  std::vector<Tensor> host(grads.size());  // float32 host copies of the gradients that are not one
-  std::int64_t at = 0;
-  for (std::size_t i = 0; i < grads.size(); ++i) {
-    const Tensor& g = *grads[i];
-    const bool direct = g.device().is_cpu() && g.dtype() == float32;
-    if (!direct) host[i] = g.to(Device::cpu()).astype(float32);
-    const float* src = direct ? g.data<float>() : host[i].data<float>();
-    detail::pack16(wire, src, static_cast<float>(scale), g.size(), words + at);
-    at += g.size();
-  }
-  sum16(words, total, wire, "multi_node_mean_grad");
-  at = 0;
-  for (std::size_t i = 0; i < grads.size(); ++i) {
-    Tensor& g = *grads[i];
-    const bool direct = g.device().is_cpu() && g.dtype() == float32;
-    float* dst = direct ? g.data<float>() : host[i].data<float>();
-    detail::unpack16(wire, words + at, g.size(), dst);
-    at += g.size();
-    if (!direct) copyto(g, host[i].astype(g.dtype()));
-  }
-}
-
 void Communicator::allreduce_persistent(L::Layer& model) {
   std::unordered_set<const VariableNode*> nodes;
   batch_norm_nodes(model, nodes);
@@ -673,270 +484,6 @@ void Communicator::bcast_inplace(std::vector<Tensor>& tensors, int root) {
       detail::wait_for_copies({t});
     }
   }
-}
-
-// --- "naive": one MPI_Allreduce per tensor ----------------------------------------------------------
-namespace {
-
-template <class T>
-void scaled_copy(const T* src, T* dst, std::int64_t n, T scale) {
-  for (std::int64_t i = 0; i < n; ++i) dst[i] = src[i] * scale;
-}
-
-// The MPI reduction of "flat" on 2 ranks: inout[i] = in[i] / 2 + inout[i] / 2, each half rounded
-// on its own (two statements: no fused multiply-add), which is bit for bit what the pack path makes
-// (each rank's g * 0.5 summed by MPI_SUM; float addition is commutative). For MPI_FLOAT and
-// MPI_DOUBLE.
-template <class T>
-void add_halves(const T* in, T* inout, int n) {
-  for (int i = 0; i < n; ++i) {
-    const T a = in[i] * static_cast<T>(0.5);
-    const T b = inout[i] * static_cast<T>(0.5);
-    inout[i] = a + b;
-  }
-}
-
-void mean_of_two(void* in, void* inout, int* len, MPI_Datatype* type) {
-  if (*type == MPI_DOUBLE) add_halves(static_cast<const double*>(in), static_cast<double*>(inout), *len);
-  else add_halves(static_cast<const float*>(in), static_cast<float*>(inout), *len);
-}
-
-// Gradients from this size up are averaged where they are by "flat" on 2 ranks (smaller ones are
-// packed: one MPI call for all of them).
-constexpr std::int64_t kInPlaceMinBytes = std::int64_t{64} << 10;
-
-class NaiveCommunicator : public Communicator {
- public:
-  NaiveCommunicator() : Communicator("naive") {}
-
- protected:
-  void allreduce_sum_inplace(std::vector<Tensor>& tensors) override {
-    for (Tensor& t : tensors) {
-      unsigned char* p = nullptr;
-      std::vector<unsigned char> host;
-      if (t.device().is_cpu()) {
-        p = static_cast<unsigned char*>(t.raw_data());
-      } else {
-        host.resize(t.nbytes());
-        detail::copy_to_host(t, host.data());
-        detail::wait_for_copies({t});
-        p = host.data();
-      }
-      allreduce_host(p, t.size(), t.dtype(), "allreduce");
-      if (!t.device().is_cpu()) {
-        detail::copy_from_host(host.data(), t);
-        detail::wait_for_copies({t});
-      }
-    }
-  }
-};
-
-// --- "flat": one buffer, one MPI_Allreduce ----------------------------------------------------------
-// The group (one dtype, one device) is copied into one host buffer, page-locked when the tensors
-// are on a GPU, summed by one MPI_Allreduce in place, and copied back. The buffer is kept for the
-// next call (the same model asks for the same size every step).
-//
-// Host gradients take a shorter way (mean_inplace): each is scaled by 1 / size() as it is copied
-// into the buffer, so the sum MPI returns is already the mean, and each gradient then becomes a
-// view of its part of the buffer instead of being copied back: one pass over the gradients besides
-// MPI's, as many as "naive" makes to scale. The buffer is reused once no gradient refers to it (the
-// next step's backward made new ones); a gradient that is still held keeps its buffer.
-//
-// On 2 ranks with MPI_Allreduce (allreduce_algorithm mpi: every rank on one machine, by default)
-// there is no pass of our own for the large gradients (64 KiB and up): each is summed where it is by
-// one MPI_Allreduce whose reduction halves both operands (mean_of_two), the same bits as the pack
-// path. Packing had cost as much as a third of MPI's own time per step (W5 on loopback, bench/README.md).
-// With the ring (allreduce_algorithm ring: ranks on two machines, by default) all the gradients of a
-// 2-rank job, large and small, are exchanged whole instead, also where they are (detail::pair_mean,
-// ring.cpp): one phase and one round trip, the same bytes, the same bits.
-// A gradient whose memory another tensor shares is first copied into a buffer of the
-// communicator's (kept between steps, as the pack buffer is), so that nothing else changes; every
-// rank makes the same MPI calls either way (the gradients' sizes decide, and they are the same
-// everywhere).
-class FlatCommunicator : public Communicator {
- public:
-  FlatCommunicator() : Communicator("flat") {}
-
- protected:
-  void mean_inplace(std::vector<Tensor*>& grads) override {
-    if (grads.empty()) return;
-    const DType dt = grads[0]->dtype();
-    if (!grads[0]->device().is_cpu() || !is_floating(dt)) {
-      Communicator::mean_inplace(grads);
-      return;
-    }
-    std::vector<Tensor*> packed;
-    const bool mpi = allreduce_algorithm() == AllreduceAlgorithm::mpi;
-    if (size() == 2 && (mpi || allreduce_algorithm() == AllreduceAlgorithm::ring) && (dt == float32 || dt == float64)) {
-      std::vector<std::pair<void*, std::int64_t>> spans;  // ring: the large gradients, exchanged at once
-      std::size_t k = 0;  // the large gradient's index, for its copy buffer
-      for (Tensor* g : grads) {
-        // MPI_Allreduce: one call per large gradient, the small ones packed into one more. The
-        // exchange: every gradient in the one exchange (no call of its own, so no round trip either).
-        if (mpi && static_cast<std::int64_t>(g->nbytes()) < kInPlaceMinBytes) {
-          packed.push_back(g);
-          continue;
-        }
-        if (g->storage().use_count() > 1) {  // not this gradient's alone: sum a copy
-          if (own_.size() <= k) own_.resize(k + 1);
-          Tensor& c = own_[k];
-          if (!c.defined() || c.dtype() != dt || c.shape() != g->shape() || c.storage().use_count() > 1)
-            c = Tensor::empty(g->shape(), dt, Device::cpu(), "multi_node_mean_grad");
-          std::memcpy(c.raw_data(), g->raw_data(), g->nbytes());
-          *g = c;
-          ++k;
-        }
-        if (mpi) sum_halves(g->raw_data(), g->size(), dt);
-        else spans.emplace_back(g->raw_data(), g->size());
-      }
-      if (!spans.empty())
-        detail::pair_mean(state().world, spans, dt == float32 ? detail::RingSum::float32 : detail::RingSum::float64,
-                          ring_segment_bytes(), scratch_, "multi_node_mean_grad");
-      if (packed.empty()) return;
-    } else {
-      packed = grads;
-    }
-    pack_and_sum(packed, dt);
-  }
-
-  void allreduce_sum_inplace(std::vector<Tensor>& tensors) override {
-    if (tensors.empty()) return;
-    const DType dt = tensors[0].dtype();
-    const std::size_t es = dtype_size(dt);
-    const bool gpu = !tensors[0].device().is_cpu();
-    std::int64_t total = 0;
-    for (const Tensor& t : tensors) total += t.size();
-    buffer_.reserve(static_cast<std::size_t>(total) * es, gpu);
-    auto* buf = static_cast<unsigned char*>(buffer_.data());
-    std::size_t at = 0;
-    for (const Tensor& t : tensors) {
-      detail::copy_to_host(t, buf + at);
-      at += t.nbytes();
-    }
-    detail::wait_for_copies(tensors);
-    allreduce_host(buf, total, dt, "allreduce");
-    at = 0;
-    for (const Tensor& t : tensors) {
-      detail::copy_from_host(buf + at, t);
-      at += t.nbytes();
-    }
-    detail::wait_for_copies(tensors);
-  }
-
- private:
-  // n elements of float32 or float64 at p replaced by their mean over the 2 ranks, in place.
-  void sum_halves(void* p, std::int64_t n, DType dt) {
-    State& st = state();
-    if (st.mean_of_two == MPI_OP_NULL) {
-      DEZERO_MPI_CHECK(MPI_Op_create(&mean_of_two, 1, &st.mean_of_two));
-      State* sp = &st;
-      st.release.push_back([sp] { MPI_Op_free(&sp->mean_of_two); });
-    }
-    const std::size_t es = dtype_size(dt);
-    auto* bytes = static_cast<unsigned char*>(p);
-    detail::in_chunks(n, [&](std::int64_t off, int count) {
-      DEZERO_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, bytes + static_cast<std::size_t>(off) * es, count,
-                                     detail::mpi_type(dt), st.mean_of_two, st.world));
-    });
-  }
-
-  // The gradients scaled into one buffer, summed, and left as views of it (the class comment).
-  void pack_and_sum(std::vector<Tensor*>& grads, DType dt) {
-    std::int64_t total = 0;
-    for (const Tensor* g : grads) total += g->size();
-    if (!mean_buffer_.defined() || mean_buffer_.dtype() != dt || mean_buffer_.size() != total ||
-        mean_buffer_.storage().use_count() > 1)
-      mean_buffer_ = Tensor::empty(Shape{total}, dt, Device::cpu(), "multi_node_mean_grad");
-    const double scale = 1.0 / static_cast<double>(size());
-    std::int64_t at = 0;
-    for (const Tensor* g : grads) {
-      if (dt == float32) scaled_copy(static_cast<const float*>(g->raw_data()), mean_buffer_.data<float>() + at,
-                                     g->size(), static_cast<float>(scale));
-      else scaled_copy(static_cast<const double*>(g->raw_data()), mean_buffer_.data<double>() + at, g->size(), scale);
-      at += g->size();
-    }
-    allreduce_host(mean_buffer_.raw_data(), total, dt, "multi_node_mean_grad");
-    at = 0;
-    for (Tensor* g : grads) {
-      Tensor view(mean_buffer_.storage(), mean_buffer_.offset() + at, g->shape(), dt);
-      at += g->size();
-      *g = std::move(view);
-    }
-  }
-
-  detail::HostBuffer buffer_;
-  Tensor mean_buffer_;       // host gradients' means (pack_and_sum)
-  std::vector<Tensor> own_;  // copies of shared large gradients, summed in place (mean_inplace on 2 ranks)
-  std::vector<unsigned char> scratch_;  // the peer's segments (pair_mean, 2 ranks with the ring)
-};
-
-}  // namespace
-
-namespace detail {
-std::shared_ptr<Communicator> make_pure_nccl_communicator();  // nccl.cpp
-}
-
-const char* grad_wire_dtype_name(GradWireDtype dtype) {
-  switch (dtype) {
-    case GradWireDtype::same: return "same";
-    case GradWireDtype::bfloat16: return "bfloat16";
-    case GradWireDtype::float16: return "float16";
-  }
-  return "unknown";
-}
-
-const char* allreduce_algorithm_name(AllreduceAlgorithm algorithm) {
-  switch (algorithm) {
-    case AllreduceAlgorithm::automatic: return "automatic";
-    case AllreduceAlgorithm::mpi: return "mpi";
-    case AllreduceAlgorithm::ring: return "ring";
-  }
-  return "unknown";
-}
-
-AllreduceAlgorithm allreduce_algorithm_from_name(const std::string& name) {
-  for (auto a : {AllreduceAlgorithm::automatic, AllreduceAlgorithm::mpi, AllreduceAlgorithm::ring})
-    if (name == allreduce_algorithm_name(a)) return a;
-  throw ValueError("mn: no allreduce algorithm '" + name +
-                   "'; hint: the algorithms are 'automatic', 'mpi' and 'ring'");
-}
-
-GradWireDtype grad_wire_dtype_from_name(const std::string& name) {
-  for (auto d : {GradWireDtype::same, GradWireDtype::bfloat16, GradWireDtype::float16})
-    if (name == grad_wire_dtype_name(d)) return d;
-  throw ValueError("mn: no gradient wire type '" + name + "'; hint: the types are 'same', 'bfloat16' and 'float16'");
-}
-
-std::shared_ptr<Communicator> create_communicator(const std::string& name, const CommunicatorOptions& options) {
-  const auto wire = options.allreduce_grad_dtype;
-  if (wire != GradWireDtype::same && wire != GradWireDtype::bfloat16 && wire != GradWireDtype::float16)
-    throw ValueError("mn::create_communicator: allreduce_grad_dtype " +
-                     std::to_string(static_cast<int>(wire)) + " is not a GradWireDtype");
-  if (name == "pure_nccl" && wire != GradWireDtype::same)
-    throw NotImplementedError(std::string("mn::create_communicator: pure_nccl with allreduce_grad_dtype ") +
-                              grad_wire_dtype_name(wire) + " is not implemented yet; hint: 'flat' or 'naive' "
-                              "take it (GPU gradients are staged through host memory)");
-  const auto algorithm = options.allreduce_algorithm;
-  if (algorithm != AllreduceAlgorithm::automatic && algorithm != AllreduceAlgorithm::mpi &&
-      algorithm != AllreduceAlgorithm::ring)
-    throw ValueError("mn::create_communicator: allreduce_algorithm " + std::to_string(static_cast<int>(algorithm)) +
-                     " is not an AllreduceAlgorithm");
-  if (options.ring_segment_bytes < 1)
-    throw ValueError("mn::create_communicator: ring_segment_bytes " + std::to_string(options.ring_segment_bytes) +
-                     " is not positive; hint: the default is 63 KiB (kDefaultRingSegmentBytes)");
-  std::shared_ptr<Communicator> comm = create_communicator(name);
-  comm->wire_dtype_ = wire;
-  if (algorithm != AllreduceAlgorithm::automatic) comm->algorithm_ = algorithm;
-  comm->ring_segment_bytes_ = options.ring_segment_bytes;
-  return comm;
-}
-
-std::shared_ptr<Communicator> create_communicator(const std::string& name) {
-  if (name == "naive") return std::make_shared<NaiveCommunicator>();
-  if (name == "flat") return std::make_shared<FlatCommunicator>();
-  if (name == "pure_nccl") return detail::make_pure_nccl_communicator();
-  throw ValueError("mn::create_communicator: no communicator '" + name +
-                   "'; hint: the communicators are 'naive', 'flat' and 'pure_nccl'");
 }
 
 }  // namespace dezero::mn

@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,34 @@ bool mpi_thread_multiple();
 // The States of the live communicators, freed by ~Environment before MPI_Finalize.
 void register_state(const std::shared_ptr<Communicator::State>& state);
 void free_all_states() noexcept;
+
+// --- what a peer sends, checked like a file (peer.cpp) ---------------------------------------------
+// The most bytes a peer's header may make this rank allocate: this machine's physical memory.
+std::int64_t memory_cap();
+// The last dtype code (dezero/dtype.hpp's DType: float32, float64, int32, int64, bfloat16, float16).
+constexpr DType kLastDtype = DType::Float16;
+// Whether `code` is a DType's.
+bool is_dtype_code(std::int64_t code);
+// Checks a declared tensor: `nd` axes with extents `dims`, dtype `code`. Returns "" when sound (and
+// its bytes in `bytes`), else what is wrong ("axis count 1000 (at most 12)").
+std::string check_declared(std::int64_t nd, const std::int64_t* dims, std::int64_t code, std::int64_t& bytes);
+// A peer's text, fit to quote in a message: control bytes escaped, at most `max` bytes.
+std::string quoted(const std::string& s, std::size_t max = 2000);
+// Every rank's string, on every rank (MPI_Allgatherv), lengths checked and capped alike everywhere.
+std::vector<std::string> allgather_strings(MPI_Comm comm, const std::string& mine, int size, const std::string& op);
+// Every rank says whether it found `problem`; when some rank did, every rank throws ValueError with
+// the first rank's problem (so that no rank goes on to a collective the others have left).
+void agree(MPI_Comm comm, int size, const std::string& op, const std::string& problem);
+// "rank 1 has l1/W (4, 3) float32 where rank 0 has l1/W (4, 2) float32": the first rank and line
+// of `sigs` (one string of lines per rank) that differ from rank 0's.
+std::string first_difference(const std::vector<std::string>& sigs);
+
+// --- the communicators (naive.cpp, flat.cpp, nccl.cpp), made by create_communicator ---------------
+std::shared_ptr<Communicator> make_naive_communicator();
+std::shared_ptr<Communicator> make_flat_communicator();
+std::shared_ptr<Communicator> make_pure_nccl_communicator();
+// Buffers smaller than this are summed by MPI_Allreduce even when the algorithm is the ring.
+constexpr std::int64_t kRingMinBytes = std::int64_t{64} << 10;
 
 // --- the 16-bit gradient wire (wire.cpp) -------------------------------------------------------------
 // Round to nearest even; NaN stays NaN, past the range is infinity.

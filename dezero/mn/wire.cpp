@@ -83,3 +83,61 @@ MPI_User_function* wire_sum_function(GradWireDtype dtype) {
 }
 
 }  // namespace dezero::mn::detail
+
+namespace dezero::mn {
+
+// --- the 16-bit wire (allreduce_grad_dtype) -----------------------------------------------------------
+// One group (a dtype and a device) of gradients g_i, n elements in all: each rank packs
+// round16(g_i / size()) into one buffer of n 16-bit words, one MPI_Allreduce with the reduction of
+// wire.cpp (add in float32, round back) sums them, and each gradient is overwritten with the widened
+// sums, in place as mean_inplace scales in place. GPU gradients go through host copies (the NCCL
+// communicator refuses the option at creation).
+// n 16-bit words of `wire` at `buffer` summed over the ranks in place (add in float32, round back):
+// the ring for 64 KiB and up when it is the algorithm, else MPI_Allreduce with the wire's MPI_Op.
+void Communicator::sum16(std::uint16_t* buffer, std::int64_t n, GradWireDtype wire, const char* op) {
+  const int which = wire == GradWireDtype::bfloat16 ? 0 : 1;
+  if (algorithm_ == AllreduceAlgorithm::ring && size_ > 1 && n * 2 >= detail::kRingMinBytes) {
+    detail::ring_allreduce(state_->world, buffer, n, which == 0 ? detail::RingSum::bfloat16 : detail::RingSum::float16,
+                           ring_segment_bytes_, op);
+    return;
+  }
+  if (state_->wire_sum[which] == MPI_OP_NULL) {
+    DEZERO_MPI_CHECK(MPI_Op_create(detail::wire_sum_function(wire), 1, &state_->wire_sum[which]));
+    State* st = state_.get();
+    st->release.push_back([st, which] { MPI_Op_free(&st->wire_sum[which]); });
+  }
+  detail::in_chunks(n, [&](std::int64_t off, int count) {
+    DEZERO_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buffer + off, count, MPI_UINT16_T, state_->wire_sum[which],
+                                   state_->world));
+  });
+}
+
+void Communicator::mean_half_wire(std::vector<Tensor*>& grads, GradWireDtype wire) {
+  std::int64_t total = 0;
+  for (const Tensor* g : grads) total += g->size();
+  wire_buffer_.resize(static_cast<std::size_t>(total));
+  std::uint16_t* words = wire_buffer_.data();
+  const double scale = 1.0 / static_cast<double>(size_);
+  std::vector<Tensor> host(grads.size());  // float32 host copies of the gradients that are not one
+  std::int64_t at = 0;
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    const Tensor& g = *grads[i];
+    const bool direct = g.device().is_cpu() && g.dtype() == float32;
+    if (!direct) host[i] = g.to(Device::cpu()).astype(float32);
+    const float* src = direct ? g.data<float>() : host[i].data<float>();
+    detail::pack16(wire, src, static_cast<float>(scale), g.size(), words + at);
+    at += g.size();
+  }
+  sum16(words, total, wire, "multi_node_mean_grad");
+  at = 0;
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    Tensor& g = *grads[i];
+    const bool direct = g.device().is_cpu() && g.dtype() == float32;
+    float* dst = direct ? g.data<float>() : host[i].data<float>();
+    detail::unpack16(wire, words + at, g.size(), dst);
+    at += g.size();
+    if (!direct) copyto(g, host[i].astype(g.dtype()));
+  }
+}
+
+}  // namespace dezero::mn
