@@ -196,6 +196,14 @@ class Communicator {
   Communicator& operator=(const Communicator&) = delete;
 
   const std::string& name() const { return name_; }  ///< "naive", "flat" or "pure_nccl".
+  /// What a communicator may do beyond the operations every one has (supports()).
+  enum class Capability : std::uint8_t {
+    /// Summing on a thread of its own while the next step computes (MultiNodeOptimizerOptions's
+    /// double_buffering and overlap): "naive" and "flat"; not "pure_nccl" yet.
+    comm_thread,
+  };
+  /// Whether this communicator has `capability`.
+  virtual bool supports(Capability capability) const;
   /// The type gradients travel in (CommunicatorOptions::allreduce_grad_dtype).
   GradWireDtype allreduce_grad_dtype() const { return wire_dtype_; }
   /// How host buffers are summed (CommunicatorOptions::allreduce_algorithm; `automatic` resolved:

@@ -139,6 +139,8 @@ void Communicator::allreduce_host(void* buffer, std::int64_t n, DType dtype, con
 
 Communicator::~Communicator() = default;
 
+bool Communicator::supports(Capability capability) const { return capability == Capability::comm_thread; }
+
 // The parameters' keys, shapes and dtypes must be the same on every rank. One 8-byte allgather
 // when they are (the hash of this rank's list), the lists themselves only to say what differs.
 // (No rank may skip it on its own, say because its list is the one it checked last: another

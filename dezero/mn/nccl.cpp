@@ -127,6 +127,7 @@ class PureNcclCommunicator : public Communicator {
     destroy();
     state().release.clear();  // the hook above points at this object
   }
+  bool supports(Capability) const override { return false; }  // no comm thread yet
 
  protected:
   void allreduce_sum_inplace(std::vector<Tensor>& tensors) override {

@@ -236,9 +236,9 @@ MultiNodeOptimizer::MultiNodeOptimizer(optimizers::Optimizer& actual, std::share
     if (options.double_buffering && options.overlap)
       throw NotImplementedError("mn::MultiNodeOptimizer: double_buffering and overlap together are not implemented; "
                                 "hint: choose one");
-    if (comm_->name() == "pure_nccl")
-      throw NotImplementedError("mn::MultiNodeOptimizer: " + what + " with the pure_nccl communicator is not "
-                                "implemented yet; hint: 'flat' or 'naive' take it");
+    if (!comm_->supports(Communicator::Capability::comm_thread))
+      throw NotImplementedError("mn::MultiNodeOptimizer: " + what + " with the " + comm_->name() +
+                                " communicator is not implemented yet; hint: 'flat' or 'naive' take it");
     if (!detail::mpi_thread_multiple())
       throw NotImplementedError("mn::MultiNodeOptimizer: " + what + " needs MPI_THREAD_MULTIPLE, which this MPI "
                                 "did not grant to mn::Environment; hint: an MPI built with thread support (Open MPI "

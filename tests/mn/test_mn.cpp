@@ -42,6 +42,7 @@ TEST_CASE("mn: the communicator's ranks, and a name that is not one") {
     CHECK(comm->rank() < comm->size());
     CHECK(comm->intra_size() >= 1);
     CHECK(comm->intra_rank() < comm->intra_size());
+    CHECK(comm->supports(mn::Communicator::Capability::comm_thread));  // double buffering and overlap
     CHECK(mn::is_available());
   }
   CHECK_THROWS_WITH_AS(mn::create_communicator("nccl"),
