@@ -4,9 +4,10 @@
 // topological order as DeZero Functions (the OpDefs of import_ops_*.cpp), so that backward,
 // optimizers, to_gpu and the weight files work on the imported model.
 //
-// Not here: reading the file and its external data (model_file.cpp), the ops themselves
-// (import_ops_math.cpp, import_ops_shape.cpp, import_ops_conv.cpp, import_ops_nn.cpp), TensorProto
-// reading and attribute access (proto.cpp), export (export.cpp).
+// Not here: reading the file and its external data (model_file.cpp), the checks of its nodes
+// against the op table and of its declared inputs and outputs (import_check.cpp), the ops
+// themselves (import_ops_math.cpp, import_ops_shape.cpp, import_ops_index.cpp, import_ops_conv.cpp,
+// import_ops_nn.cpp), TensorProto reading and attribute access (proto.cpp), export (export.cpp).
 #include <algorithm>
 #include <atomic>
 #include <functional>
@@ -36,6 +37,7 @@ const OpTable& op_table() {
     OpTable t;
     register_math_ops(t);
     register_shape_ops(t);
+    register_index_ops(t);
     register_conv_ops(t);
     register_nn_ops(t);
     return t;
@@ -54,62 +56,12 @@ const OpDef* find_op(const std::string& op_type, int opset) {
 namespace {
 
 using detail::describe_node;
+using detail::is_default_domain;
 
 constexpr int kMinOpset = 7;
 constexpr int kMaxOpset = 20;
 constexpr std::int64_t kMinRunBytes = std::int64_t{1} << 29;  // the automatic run cap's floor
 std::atomic<std::int64_t> g_max_run_bytes{0};
-
-bool is_default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
-
-// A graph input's or output's declared type: `elem_type` 0 when the file gives none; shape -1
-// for a dimension that is a symbol or unknown.
-ValueInfo value_info_of(const ::onnx::ValueInfoProto& v, const std::string& where, const std::string& role,
-                        int& elem_type) {
-  ValueInfo info;
-  info.name = v.name();
-  elem_type = 0;
-  if (!v.has_type()) return info;
-  const auto& type = v.type();
-  if (!type.has_tensor_type()) {
-    std::string kind = type.has_sequence_type() ? "a sequence" : type.has_map_type() ? "a map"
-                       : type.has_optional_type() ? "an optional" : type.has_sparse_tensor_type() ? "a sparse tensor"
-                                                                                                   : "not a tensor";
-    throw NotImplementedError(where + ": graph " + role + " '" + v.name() + "' is " + kind +
-                              " (dezero imports tensors only)");
-  }
-  const auto& tt = type.tensor_type();
-  elem_type = tt.elem_type();
-  if (elem_type != 0) {
-    if (!detail::supported_elem_type(elem_type)) {
-      std::string tname = ::onnx::TensorProto::DataType_IsValid(elem_type)
-                              ? ::onnx::TensorProto::DataType_Name(static_cast<::onnx::TensorProto::DataType>(elem_type))
-                              : std::to_string(elem_type);
-      throw NotImplementedError(where + ": graph " + role + " '" + v.name() + "' has element type " + tname +
-                                ", which dezero does not support (float, double, int32, int64; bool and small "
-                                "integers as int64)");
-    }
-    info.dtype = detail::dtype_of_elem_type(elem_type);
-  }
-  if (tt.has_shape()) {
-    if (tt.shape().dim_size() > 12)
-      throw NotImplementedError(where + ": graph " + role + " '" + v.name() + "' has " +
-                                std::to_string(tt.shape().dim_size()) + " dimensions (dezero has at most 12)");
-    for (const auto& d : tt.shape().dim()) {
-      if (d.has_dim_value()) {
-        if (d.dim_value() < 0)
-          throw ValueError(where + ": graph " + role + " '" + v.name() + "' has a negative dimension " +
-                           std::to_string(d.dim_value()));
-        info.shape.push_back(d.dim_value());
-        info.dim_params.emplace_back();
-      } else {
-        info.shape.push_back(-1);
-        info.dim_params.push_back(d.has_dim_param() ? d.dim_param() : std::string());
-      }
-    }
-  }
-  return info;
-}
 
 // The sub-layers that hold parameters whose ONNX names contain '/' ("layer1/conv/W" is layer
 // "layer1", its layer "conv", its parameter "W"), so that named_params() gives the names back.
@@ -205,60 +157,7 @@ struct OnnxModel::Impl {
   }
 
   // Every node against the table, in the file's order, before anything else is built.
-  void check_nodes() {
-    const auto& g = proto.graph();
-    for (const auto& node : g.node()) {
-      if (!is_default_domain(node.domain()))
-        detail::unsupported(node, opset, "domain '" + node.domain() +
-                                             "' is not supported (dezero imports the default ONNX domain only)");
-      if (node.op_type() == "Constant") {
-        check_constant(node);
-        continue;
-      }
-      const detail::OpDef* op = detail::find_op(node.op_type(), opset);
-      if (!op) {
-        std::string other;
-        for (const auto& d : detail::op_table())
-          if (d.op_type == node.op_type())
-            other += (other.empty() ? "" : ", ") + std::to_string(d.min_opset) + "-" + std::to_string(d.max_opset);
-        if (!other.empty())
-          detail::unsupported(node, opset, "op " + node.op_type() + " is imported for opsets " + other +
-                                               " only; hint: convert the model with onnx.version_converter");
-        detail::unsupported(node, opset, "op " + node.op_type() +
-                                             " is not supported; docs/onnx-ops.md lists the ops dezero imports");
-      }
-      for (const auto& a : node.attribute()) {
-        if (std::find(op->attributes.begin(), op->attributes.end(), a.name()) == op->attributes.end()) {
-          std::string known;
-          for (const auto& k : op->attributes) known += (known.empty() ? "" : ", ") + k;
-          detail::unsupported(node, opset, "attribute '" + a.name() + "' is not supported (" + node.op_type() +
-                                               " accepts " + (known.empty() ? std::string("none") : known) + ")");
-        }
-      }
-      if (op->check) op->check(detail::Attrs{node, opset});
-    }
-  }
-
-  void check_constant(const ::onnx::NodeProto& node) {
-    static const char* kValues[] = {"value", "value_float", "value_floats", "value_int", "value_ints"};
-    int n = 0;
-    for (const auto& a : node.attribute()) {
-      if (std::find(std::begin(kValues), std::end(kValues), a.name()) != std::end(kValues)) {
-        ++n;
-      } else if (a.name() == "sparse_value" || a.name() == "value_string" || a.name() == "value_strings") {
-        detail::unsupported(node, opset, "attribute '" + a.name() + "' is not supported (dezero has no " +
-                                             (a.name() == "sparse_value" ? "sparse" : "string") + " tensors)");
-      } else {
-        detail::unsupported(node, opset, "attribute '" + a.name() +
-                                             "' is not supported (Constant accepts value, value_float, value_floats, "
-                                             "value_int, value_ints)");
-      }
-    }
-    if (n != 1) detail::malformed(node, opset, "a Constant needs exactly one value attribute, it has " + std::to_string(n));
-    if (node.input_size() != 0) detail::malformed(node, opset, "a Constant has no inputs");
-    if (node.output_size() != 1 || node.output(0).empty())
-      detail::malformed(node, opset, "a Constant has exactly one named output");
-  }
+  void check_nodes() { detail::check_nodes(proto.graph(), opset); }
 
   Tensor constant_value(const ::onnx::NodeProto& node) {
     detail::Attrs at{node, opset};
@@ -290,7 +189,7 @@ struct OnnxModel::Impl {
       if (!seen.insert(v.name()).second) throw ValueError(where() + ": graph input '" + v.name() + "' is declared twice");
       if (initializer_names.count(v.name())) continue;  // an initializer (a default the caller cannot override here)
       int et = 0;
-      ValueInfo info = value_info_of(v, where(), "input", et);
+      ValueInfo info = detail::value_info_of(v, where(), "input", et);
       input_names.push_back(v.name());
       input_typed.push_back(et != 0);
       input_ranked.push_back(v.has_type() && v.type().tensor_type().has_shape());
@@ -301,7 +200,7 @@ struct OnnxModel::Impl {
     for (const auto& v : g.output()) {
       if (v.name().empty()) throw ValueError(where() + ": a graph output has no name");
       int et = 0;
-      output_info.push_back(value_info_of(v, where(), "output", et));
+      output_info.push_back(detail::value_info_of(v, where(), "output", et));
       output_names.push_back(v.name());
       output_slots.push_back(slot(v.name()));
     }

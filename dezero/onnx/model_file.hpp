@@ -7,6 +7,8 @@
 
 #include <string>
 
+#include "dezero/onnx.hpp"
+
 #include <onnx/onnx_pb.h>  // defines ONNX_API, then includes onnx-ml.pb.h
 
 namespace dezero::onnx::detail {
@@ -26,5 +28,18 @@ std::string model_folder(const std::string& path, const std::string& where);
 // read. Errors are ValueError (a bad entry) or IOError.
 std::string read_external_data(const ::onnx::TensorProto& t, const std::string& dir_real, const std::string& where,
                                std::uint64_t bytes);
+
+// --- what the file declares, checked before anything is built (import_check.cpp) -----------------
+// Whether `domain` is ONNX's default one (the only one dezero imports).
+inline bool is_default_domain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
+
+// Every node of `g` against the op table at `opset`: NotImplementedError for a domain, op, opset or
+// attribute dezero does not import, ValueError for a malformed node (a Constant's form included).
+void check_nodes(const ::onnx::GraphProto& g, int opset);
+
+// A graph input's or output's declared type: `elem_type` 0 when the file gives none; shape -1 for
+// a dimension that is a symbol or unknown. `role` is "input" or "output" (for the messages).
+ValueInfo value_info_of(const ::onnx::ValueInfoProto& v, const std::string& where, const std::string& role,
+                        int& elem_type);
 
 }  // namespace dezero::onnx::detail

@@ -112,7 +112,8 @@ using OpTable = std::vector<OpDef>;
 
 // The families (import_ops_*.cpp) add their ops to the table.
 void register_math_ops(OpTable& table);   // element-wise, comparisons, Softmax, reductions
-void register_shape_ops(OpTable& table);  // Reshape, Slice, Gather, Pad, ...; shape arithmetic (Shape, Range, Cast)
+void register_shape_ops(OpTable& table);  // Reshape, Slice, Pad, ...; shape arithmetic (Shape, Range, Cast)
+void register_index_ops(OpTable& table);  // Gather, GatherElements, ScatterND
 void register_conv_ops(OpTable& table);   // Conv, ConvTranspose, pools
 void register_nn_ops(OpTable& table);     // Gemm, MatMul, BatchNormalization, Dropout, LSTM, losses
 
