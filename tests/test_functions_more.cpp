@@ -249,3 +249,25 @@ TEST_CASE("functions: the Functions keep the names and attributes the ONNX expor
   REQUIRE(concat_attrs.size() == 1);
   CHECK(std::get<std::int64_t>(concat_attrs[0].second) == -1);
 }
+
+TEST_CASE("functions: F::matmul with Transposed is one MatMul node with its flags; its errors") {
+  Variable x(array(std::vector<double>{1, 2, 3, 4, 5, 6}, Shape{2, 3}));
+  Variable w(array(std::vector<double>{1, 0, -1, 2, 1, 0.5}, Shape{2, 3}));
+  const Variable y = F::matmul(x, w, F::Transposed::W);  // (2, 3) @ (3, 2)
+  CHECK(y.shape() == Shape{2, 2});
+  CHECK(dzt::vals(y) == std::vector<double>{-2, 5.5, -2, 16});
+  CHECK(dzt::vals(F::matmul(x, w, F::Transposed::W)) == dzt::vals(F::matmul(x, F::transpose(w))));
+  CHECK(dzt::vals(F::matmul(x, w, F::Transposed::x)) == dzt::vals(F::matmul(F::transpose(x), w)));
+  const FunctionAttrs attrs = y.creator()->attributes();
+  CHECK(y.creator()->name() == "MatMul");
+  REQUIRE(attrs.size() == 2);
+  CHECK(std::get<std::int64_t>(attrs[0].second) == 0);
+  CHECK(std::get<std::int64_t>(attrs[1].second) == 1);
+  CHECK(dzt::has(dzt::thrown<ShapeError>([&] { (void)F::matmul(x, x, F::Transposed::none); }),
+                 "matmul: shapes (2, 3) and (2, 3) are not aligned: 3 != 2"));
+  CHECK(dzt::has(dzt::thrown<ShapeError>([&] { (void)F::matmul(x, w, F::Transposed::both); }),
+                 "(2, 3)^T and (2, 3)^T are not aligned"));
+  Variable x3(zeros({2, 2, 3}, float64));
+  CHECK(dzt::has(dzt::thrown<ShapeError>([&] { (void)F::matmul(x3, w, F::Transposed::W); }),
+                 "a transposed product takes 2-d operands"));
+}

@@ -296,6 +296,12 @@ const std::vector<Row>& table() {
                       return F::matmul(F::transpose(a[0]), F::get_item(a[1], {Slice(), Slice(1, 4)}));
                     })
                     .sums(3).says("operands that are views: x^T (strided), W[:, 1:4] (offset, row stride 5)"));
+    r.push_back(row("matmul (Transposed::W)", "matmul", {real("x", {2, 3}), real("W", {4, 3})},
+                    [](const Args& a) { return F::matmul(a[0], a[1], F::Transposed::W); })
+                    .sums(3).says("x @ W^T, one GEMM with a transpose flag"));
+    r.push_back(row("matmul (Transposed::both)", "matmul", {real("x", {3, 2}), real("W", {4, 3})},
+                    [](const Args& a) { return F::matmul(a[0], a[1], F::Transposed::both); })
+                    .sums(3).says("x^T @ W^T"));
     r.push_back(row("matmul (1-d x)", "matmul", {real("x", {3}), real("W", {3, 2})},
                     [](const Args& a) { return F::matmul(a[0], a[1]); })
                     .sums(3).says("np.dot's rule for a 1-d operand"));

@@ -195,6 +195,21 @@ Variable matmul(const Variable& x, const Variable& W) {
   return call<BatchedMatMul>(detail::in(x, W));
 }
 
+Variable matmul(const Variable& x, const Variable& W, Transposed t) {
+  check_matmul("matmul", x, W);
+  if (x.ndim() != 2 || W.ndim() != 2)
+    throw ShapeError("matmul: a transposed product takes 2-d operands, got " + x.shape().str() + " and " +
+                     W.shape().str() + "; hint: F::transpose for N-d ones");
+  if (t != Transposed::none && t != Transposed::x && t != Transposed::W && t != Transposed::both)
+    throw ValueError("matmul: Transposed " + std::to_string(static_cast<int>(t)) + " is not one of none, x, W, both");
+  const bool ta = t == Transposed::x || t == Transposed::both, tb = t == Transposed::W || t == Transposed::both;
+  const std::int64_t k = ta ? x.shape()[0] : x.shape()[1], k2 = tb ? W.shape()[1] : W.shape()[0];
+  if (k != k2)
+    throw ShapeError("matmul: shapes " + x.shape().str() + (ta ? "^T" : "") + " and " + W.shape().str() +
+                     (tb ? "^T" : "") + " are not aligned: " + std::to_string(k) + " != " + std::to_string(k2));
+  return detail::mm(x, W, ta, tb, detail::autocast_compute(Config::autocast, x.device()));
+}
+
 Variable linear(const Variable& x, const Variable& W, const Variable& b) {
   check_matmul("linear", x, W);
   if (x.ndim() != 2 || W.ndim() != 2)

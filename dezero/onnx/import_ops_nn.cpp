@@ -36,35 +36,13 @@ bool output_named(const ::onnx::NodeProto& node, int i) {
 }
 
 // --- Gemm, MatMul -----------------------------------------------------------------------------
-// op(a) op(b) for 2-d a and b, op = transpose where the flag is set, as one GEMM with transpose
-// flags: Gemm's transA / transB (PyTorch writes Linear as Gemm with transB = 1) copy no weight.
-// It is dezero's MatMul node (its name and attributes, so an imported model exports again); its
-// backward is made of the same products, so gradients of any order work.
-class TransposedMatMul : public Function {
- public:
-  TransposedMatMul(bool ta, bool tb) : ta_(ta), tb_(tb) {}
-  TensorList forward(const TensorList& xs) override { return {dezero::detail::matmul_t(xs[0], xs[1], ta_, tb_)}; }
-  // y = op(a) op(b): ga = gy op(b)^T (op(b) gy^T when a was transposed), gb = op(a)^T gy
-  // (gy^T op(a) when b was transposed).
-  VariableList backward(const VariableList& gys) override {
-    const Variable &a = input(0), &b = input(1), &gy = gys[0];
-    Variable ga, gb;
-    if (needs_input_grad(0)) ga = ta_ ? product(b, gy, tb_, true) : product(gy, b, false, !tb_);
-    if (needs_input_grad(1)) gb = tb_ ? product(gy, a, true, ta_) : product(a, gy, !ta_, false);
-    return {ga, gb};
-  }
-  std::string name() const override { return "MatMul"; }
-  FunctionAttrs attributes() const override {
-    return {{"transpose_a", std::int64_t{ta_}}, {"transpose_b", std::int64_t{tb_}}};
-  }
-  static Variable product(const Variable& a, const Variable& b, bool ta, bool tb) {
-    if (!ta && !tb) return F::matmul(a, b);
-    return call<TransposedMatMul>(dezero::detail::in(a, b), ta, tb);
-  }
-
- private:
-  bool ta_, tb_;
-};
+// op(a) op(b) for 2-d a and b, op = transpose where the flag is set: F::matmul with Transposed, one
+// GEMM with transpose flags, so Gemm's transA / transB (PyTorch writes Linear as Gemm with
+// transB = 1) copy no weight, and the node exports again as a MatMul with its flags.
+Variable product(const Variable& a, const Variable& b, bool ta, bool tb) {
+  if (!ta && !tb) return F::matmul(a, b);
+  return F::matmul(a, b, ta && tb ? F::Transposed::both : ta ? F::Transposed::x : F::Transposed::W);
+}
 
 // Y (M, N) = alpha A' (M, K) B' (K, N) + beta C (broadcast to (M, N)); A' = A^T with transA.
 VariableList run_gemm(OpContext& ctx) {
@@ -80,7 +58,7 @@ VariableList run_gemm(OpContext& ctx) {
   const bool has_c = ctx.has_input(2) && beta != 0.0;
   if (!ta && !tb && has_c && alpha == 1.0 && beta == 1.0 && ctx.input(2).ndim() <= 2)
     return {F::linear(A, B, ctx.input(2))};
-  Variable y = TransposedMatMul::product(A, B, ta, tb);
+  Variable y = product(A, B, ta, tb);
   if (alpha != 1.0) y = y * alpha;
   if (has_c) y = y + (beta == 1.0 ? ctx.input(2) : ctx.input(2) * beta);
   return {y};
@@ -427,7 +405,7 @@ VariableList run_lstm(OpContext& ctx) {
     const bool reverse = dir == "reverse" || d == 1;
     const Variable Wd = F::get_item(W, Indices{d});                   // (4H, input)
     const Variable Rd = F::get_item(R, Indices{d});                   // (4H, H)
-    Variable xw = TransposedMatMul::product(X2, Wd, false, true);     // (seq * batch, 4H)
+    Variable xw = product(X2, Wd, false, true);     // (seq * batch, 4H)
     if (B.defined()) {
       const Variable Bd = F::get_item(B, Indices{d});
       xw = xw + (F::get_item(Bd, Indices{Slice(0, 4 * H)}) + F::get_item(Bd, Indices{Slice(4 * H, 8 * H)}));
@@ -446,7 +424,7 @@ VariableList run_lstm(OpContext& ctx) {
     for (std::int64_t step = 0; step < seq; ++step) {
       const std::int64_t t = reverse ? seq - 1 - step : step;
       // (batch, 4H)
-      const Variable g = F::get_item(xw, Indices{t}) + TransposedMatMul::product(h, Rd, false, true);
+      const Variable g = F::get_item(xw, Indices{t}) + product(h, Rd, false, true);
       Variable gi = gate(g, 0), go = gate(g, 1), gf = gate(g, 2);
       const Variable gc = gate(g, 3);
       if (P.defined()) {
