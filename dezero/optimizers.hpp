@@ -173,6 +173,12 @@ class Optimizer {
     std::vector<Tensor>* state;  ///< Its state tensors, like the data, changed in place.
   };
 
+  /// The optimizer's stable name, which training::Snapshot writes and checks on resume: DeZero's
+  /// class names for the library's ("SGD", "MomentumSGD", "AdaGrad", "AdaDelta", "Adam"); for a
+  /// rule of your own its C++ class name without namespaces ("SignSGD" for `my::SignSGD`).
+  /// Override it to keep your snapshots readable after the class is renamed or moved.
+  virtual std::string name() const;
+
  protected:
   /// An optimizer with no target; only derived rules construct one.
   Optimizer() = default;
@@ -327,6 +333,7 @@ class TypedOptimizer : public Optimizer {
 /// Stochastic gradient descent (DeZero's SGD): `W -= lr * g`.
 class SGD : public TypedOptimizer<SGD> {
  public:
+  std::string name() const override { return "SGD"; }  ///< "SGD"
   /// An SGD with the learning rate `lr_`; no state.
   explicit SGD(double lr_ = 0.01) : lr(lr_) {}
   double lr;  ///< The learning rate.
@@ -340,6 +347,7 @@ class SGD : public TypedOptimizer<SGD> {
 /// SGD with momentum (DeZero's MomentumSGD): `v = momentum * v - lr * g; W += v`.
 class MomentumSGD : public TypedOptimizer<MomentumSGD> {
  public:
+  std::string name() const override { return "MomentumSGD"; }  ///< "MomentumSGD"
   /// A MomentumSGD with the learning rate `lr_` and the momentum `momentum_`; state "v" per parameter.
   explicit MomentumSGD(double lr_ = 0.01, double momentum_ = 0.9) : lr(lr_), momentum(momentum_) {}
   /// The learning rate and the momentum.
@@ -357,6 +365,7 @@ class MomentumSGD : public TypedOptimizer<MomentumSGD> {
 /// AdaGrad (DeZero's AdaGrad): `h += g * g; W -= lr * g / (sqrt(h) + eps)`.
 class AdaGrad : public TypedOptimizer<AdaGrad> {
  public:
+  std::string name() const override { return "AdaGrad"; }  ///< "AdaGrad"
   /// An AdaGrad with the learning rate `lr_` and `eps_`; state "h" per parameter.
   explicit AdaGrad(double lr_ = 0.001, double eps_ = 1e-8) : lr(lr_), eps(eps_) {}
   /// The learning rate and the term that keeps the division finite.
@@ -376,6 +385,7 @@ class AdaGrad : public TypedOptimizer<AdaGrad> {
 /// `msg = rho msg + (1-rho) g^2; dx = sqrt((msdx+eps)/(msg+eps)) g; msdx = rho msdx + (1-rho) dx^2; W -= dx`
 class AdaDelta : public TypedOptimizer<AdaDelta> {
  public:
+  std::string name() const override { return "AdaDelta"; }  ///< "AdaDelta"
   /// An AdaDelta with the decay `rho_` and `eps_`; state "msg" and "msdx" per parameter.
   explicit AdaDelta(double rho_ = 0.95, double eps_ = 1e-6) : rho(rho_), eps(eps_) {}
   /// The decay of the running averages and the term that keeps the square roots finite.
@@ -397,6 +407,7 @@ class AdaDelta : public TypedOptimizer<AdaDelta> {
 /// (b1, b2 are beta1, beta2).
 class Adam : public TypedOptimizer<Adam> {
  public:
+  std::string name() const override { return "Adam"; }  ///< "Adam"
   /// An Adam with the step size `alpha_`, the decays `beta1_`, `beta2_` and `eps_`; state "m" and "v" per parameter.
   explicit Adam(double alpha_ = 0.001, double beta1_ = 0.9, double beta2_ = 0.999, double eps_ = 1e-8)
       : alpha(alpha_), beta1(beta1_), beta2(beta2_), eps(eps_) {}

@@ -54,7 +54,7 @@ namespace dezero::training {
 /// |---|---|
 /// | `snapshot/format_version` | int64 (): 1 |
 /// | `model/<key>` | each parameter under its weight-file key (`model/l0/W`, `model/bn1/avg_mean`) |
-/// | `optimizer/class` | int32 (n,): the optimizer's C++ class name as the compiler's demangler spells it, one character code each (`"dezero::optimizers::Adam"`) |
+/// | `optimizer/class` | int32 (n,): the optimizer's Optimizer::name(), one character code each (`"Adam"`; files written before it hold the C++ name, `"dezero::optimizers::Adam"`, and still resume) |
 /// | `optimizer/t`, `optimizer/p<i>/<name>` | Optimizer::state_dict(): the step count, the i-th parameter's state (`optimizer/p0/m`) |
 /// | `random/<name>/key` | int64 (624,): MT19937's words (NumPy's get_state()[1]) |
 /// | `random/<name>/pos` | int64 (): the next word (get_state()[2]) |

@@ -6,13 +6,11 @@
 // was added (pure checks, nothing changes), then apply: the model, the optimizer (whose own
 // load_state_dict checks its state against the parameters just set; if it refuses, the
 // model's old tensors are put back), the loaders, the streams, the loop's values.
-#include <cxxabi.h>
 
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <map>
-#include <typeinfo>
 
 #include "dezero/training.hpp"
 
@@ -20,13 +18,12 @@ namespace dezero::training {
 
 namespace {
 
-std::string class_name(const optimizers::Optimizer& o) {
-  const char* mangled = typeid(o).name();
-  int status = 0;
-  char* d = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
-  std::string n = (status == 0 && d) ? d : mangled;
-  std::free(d);
-  return n;
+// A stored optimizer/class without its namespaces: format 1 files of before Optimizer::name()
+// hold the demangled C++ name ("dezero::optimizers::Adam"), today's the stable name ("Adam").
+std::string without_namespaces(const std::string& n) {
+  const std::size_t args = n.find('<');
+  const std::size_t last = n.rfind("::", args);
+  return last == std::string::npos ? n : n.substr(last + 2);
 }
 
 // A string as int32 character codes (readable in NumPy: bytes(a.astype('u1')).decode()).
@@ -186,7 +183,7 @@ utils::NamedTensors Snapshot::state() const {
     }
   }
   if (optimizer_) {
-    out.emplace_back("optimizer/class", string_array(class_name(*optimizer_)));
+    out.emplace_back("optimizer/class", string_array(optimizer_->name()));
     for (auto& [k, t] : optimizer_->state_dict()) out.emplace_back("optimizer/" + k, t);
   }
   put_generator(out, "random/global", random::Generator::global());
@@ -260,10 +257,10 @@ void Snapshot::load_state(const utils::NamedTensors& file, const std::string& wh
   }
   utils::NamedTensors opt_state;
   if (optimizer_) {
-    const std::string want = class_name(*optimizer_);
+    const std::string want = optimizer_->name();
     const std::string got = array_string(a.take("optimizer/class"));
-    if (got != want)
-      throw ValueError(where + " holds the state of a " + got + " optimizer, not of a " + want +
+    if (without_namespaces(got) != want)
+      throw ValueError(where + " holds the state of the optimizer " + got + ", not of this " + want +
                        "; hint: resume with the optimizer the run was started with");
     a.done("optimizer/class");
     for (auto it = a.by_key.begin(); it != a.by_key.end();) {

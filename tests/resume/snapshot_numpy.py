@@ -32,7 +32,7 @@ def main():
         keys = set(f.files)
         assert int(f["snapshot/format_version"]) == 1
         assert f["model/l0/W"].shape == (32, 64) and f["model/l0/W"].dtype == np.float32
-        assert bytes(f["optimizer/class"].astype("u1")).decode() == "dezero::optimizers::Adam"
+        assert bytes(f["optimizer/class"].astype("u1")).decode() == "Adam"
         assert int(f["optimizer/t"]) == 6
         assert f["optimizer/p0/m"].shape == f["model/l0/W"].shape
         assert f["loader/train/index"].shape == (200,) and sorted(f["loader/train/index"]) == list(range(200))
