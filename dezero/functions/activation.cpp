@@ -18,6 +18,7 @@ namespace {
 // y = sigmoid(x); gx = gy * y * (1 - y), from the output (recomputed if it was dropped).
 class Sigmoid : public detail::DualFunction<Sigmoid> {
  public:
+  std::string name() const override { return "Sigmoid"; }
   TensorList forward(const TensorList& xs) override { return {dezero::sigmoid(xs[0])}; }
   template <class V>
   detail::GradList<V> grads(const V& gy) const {
@@ -50,6 +51,7 @@ class ReLUMask : public Function {
 
 class ReLU : public detail::DualFunction<ReLU> {
  public:
+  std::string name() const override { return "ReLU"; }
   TensorList forward(const TensorList& xs) override { return {dezero::relu(xs[0])}; }
   template <class V>
   detail::GradList<V> grads(const V& gy) const {
@@ -65,6 +67,7 @@ namespace {
 
 class LeakyReLU : public Function {
  public:
+  std::string name() const override { return "LeakyReLU"; }
   explicit LeakyReLU(double slope) : slope_(slope) {}
   TensorList forward(const TensorList& xs) override { return {detail::leaky_relu(xs[0], slope_)}; }
   VariableList backward(const VariableList& gys) override {
@@ -79,6 +82,7 @@ class LeakyReLU : public Function {
 // y = softmax(x); gx = y * gy - y * sum(y * gy, axis)
 class Softmax : public Function {
  public:
+  std::string name() const override { return "Softmax"; }
   explicit Softmax(int axis) : axis_(axis) {}
   TensorList forward(const TensorList& xs) override { return {detail::softmax(xs[0], axis_)}; }
   VariableList backward(const VariableList& gys) override {
@@ -96,6 +100,7 @@ class Softmax : public Function {
 // y = log_softmax(x); gx = gy - exp(y) * sum(gy, axis)
 class LogSoftmax : public Function {
  public:
+  std::string name() const override { return "LogSoftmax"; }
   explicit LogSoftmax(int axis) : axis_(axis) {}
   TensorList forward(const TensorList& xs) override { return {detail::softmax(xs[0], axis_, true)}; }
   VariableList backward(const VariableList& gys) override {

@@ -26,6 +26,7 @@ Variable unbroadcast(const Variable& gy, const Shape& shape) {
 
 class Add : public Function {
  public:
+  std::string name() const override { return "Add"; }
   TensorList forward(const TensorList& xs) override { return {xs[0] + xs[1]}; }
   VariableList backward(const VariableList& gys) override {
     const Variable& gy = gys[0];
@@ -36,6 +37,7 @@ class Add : public Function {
 
 class Sub : public Function {
  public:
+  std::string name() const override { return "Sub"; }
   TensorList forward(const TensorList& xs) override { return {xs[0] - xs[1]}; }
   VariableList backward(const VariableList& gys) override {
     const Variable& gy = gys[0];
@@ -46,6 +48,7 @@ class Sub : public Function {
 
 class Mul : public Function {
  public:
+  std::string name() const override { return "Mul"; }
   TensorList forward(const TensorList& xs) override { return {xs[0] * xs[1]}; }
   VariableList backward(const VariableList& gys) override {
     const Variable& gy = gys[0];
@@ -56,6 +59,7 @@ class Mul : public Function {
 
 class Div : public Function {
  public:
+  std::string name() const override { return "Div"; }
   TensorList forward(const TensorList& xs) override { return {xs[0] / xs[1]}; }
   VariableList backward(const VariableList& gys) override {
     const Variable& gy = gys[0];
@@ -70,12 +74,14 @@ class Div : public Function {
 
 class Neg : public Function {
  public:
+  std::string name() const override { return "Neg"; }
   TensorList forward(const TensorList& xs) override { return {-xs[0]}; }
   VariableList backward(const VariableList& gys) override { return {F::neg(gys[0])}; }
 };
 
 class Pow : public Function {
  public:
+  std::string name() const override { return "Pow"; }
   explicit Pow(double c) : c_(c) {}
   TensorList forward(const TensorList& xs) override { return {dezero::pow(xs[0], c_)}; }
   VariableList backward(const VariableList& gys) override {

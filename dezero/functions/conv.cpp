@@ -51,6 +51,7 @@ std::int64_t deconv_outsize(std::int64_t in, std::int64_t k, std::int64_t s, std
 // --- im2col / col2im ------------------------------------------------------------------------
 class Im2col : public Function {
  public:
+  std::string name() const override { return "Im2col"; }
   Im2col(Pair k, Pair s, Pair p) : k_(k), s_(s), p_(p) {}
   TensorList forward(const TensorList& xs) override { return {detail::im2col("im2col", xs[0], k_, s_, p_)}; }
   VariableList backward(const VariableList& gys) override;
@@ -62,6 +63,7 @@ class Im2col : public Function {
 
 class Col2im : public Function {
  public:
+  std::string name() const override { return "Col2im"; }
   Col2im(Shape x_shape, Pair s, Pair p) : x_shape_(std::move(x_shape)), s_(s), p_(p) {}
   TensorList forward(const TensorList& xs) override { return {detail::col2im("col2im", xs[0], x_shape_, s_, p_)}; }
   VariableList backward(const VariableList& gys) override {
@@ -83,6 +85,7 @@ VariableList Im2col::backward(const VariableList& gys) { return {call<Col2im>(de
 // gW (OC, C/groups, KH, KW) of y = conv(x, W) from x (N, C, H, W) and gy (N, OC, OH, OW).
 class Conv2DGradW : public Function {
  public:
+  std::string name() const override { return "Conv2DGradW"; }
   Conv2DGradW(Pair k, Pair s, Pair p, DType compute, std::int64_t groups)
       : k_(k), s_(s), p_(p), compute_(compute), groups_(groups) {}
   TensorList forward(const TensorList& xs) override {
@@ -99,6 +102,7 @@ class Conv2DGradW : public Function {
 // y (N, OC, OH, OW) = x (N, C, H, W) * W (OC, C/groups, KH, KW) [+ b (OC,)]
 class Conv2d : public Function {
  public:
+  std::string name() const override { return "Conv2d"; }
   Conv2d(Pair s, Pair p, DType compute, std::int64_t groups) : s_(s), p_(p), compute_(compute), groups_(groups) {}
   TensorList forward(const TensorList& xs) override {
     return {detail::conv2d_forward("conv2d", xs[0], xs[1], xs.size() > 2 ? xs[2] : Tensor(), s_, p_, compute_,
@@ -116,6 +120,7 @@ class Conv2d : public Function {
 // y (N, OC, OH, OW) = deconv(x (N, C, H, W), W (C, OC/groups, KH, KW)) [+ b (OC,)], (OH, OW) = out
 class Deconv2d : public Function {
  public:
+  std::string name() const override { return "Deconv2d"; }
   Deconv2d(Pair s, Pair p, Pair out, DType compute, std::int64_t groups)
       : s_(s), p_(p), out_(out), compute_(compute), groups_(groups) {}
   TensorList forward(const TensorList& xs) override {

@@ -102,6 +102,7 @@ class MatMul : public detail::DualFunction<MatMul> {
 // x: (N, in), W: (in, out), b: (out,) or anything that broadcasts to (N, out).
 class Linear : public detail::DualFunction<Linear> {
  public:
+  std::string name() const override { return "Linear"; }
   explicit Linear(DType compute) : compute_(compute) {}
   TensorList forward(const TensorList& xs) override {
     const Tensor bias = xs.size() > 2 ? xs[2] : Tensor();

@@ -37,6 +37,7 @@ Variable targets_like(const char* op, const Variable& x, const Variable& t0) {
 // and the Tensor gradient are one host kernel each for equal shapes (tensor/fused.hpp).
 class MeanSquaredError : public detail::DualFunction<MeanSquaredError> {
  public:
+  std::string name() const override { return "MeanSquaredError"; }
   TensorList forward(const TensorList& xs) override { return {detail::mean_squared_error(xs[0], xs[1])}; }
   template <class V>
   detail::GradList<V> grads(const V& gy) const {
@@ -52,6 +53,7 @@ class MeanSquaredError : public detail::DualFunction<MeanSquaredError> {
 // Inputs: x (N, C), t (N,) int64 checked by detail::sce_labels.
 class SoftmaxCrossEntropy : public Function {
  public:
+  std::string name() const override { return "SoftmaxCrossEntropy"; }
   TensorList forward(const TensorList& xs) override { return {detail::softmax_cross_entropy(xs[0], xs[1])}; }
   VariableList backward(const VariableList& gys) override;
 };
@@ -59,6 +61,7 @@ class SoftmaxCrossEntropy : public Function {
 // gx = (softmax(x) - onehot(t)) * gy / N; inputs x (N, C), t (N,), gy (one element).
 class SoftmaxCrossEntropyGrad : public Function {
  public:
+  std::string name() const override { return "SoftmaxCrossEntropyGrad"; }
   TensorList forward(const TensorList& xs) override {
     return {detail::softmax_cross_entropy_grad(xs[0], xs[1], xs[2])};
   }
@@ -94,6 +97,7 @@ VariableList SoftmaxCrossEntropy::backward(const VariableList& gys) {
 // -sum(t log p + (1 - t) log(1 - p)) / N with p = sigmoid(x).
 class SigmoidCrossEntropy : public Function {
  public:
+  std::string name() const override { return "SigmoidCrossEntropy"; }
   TensorList forward(const TensorList& xs) override {
     const Tensor &x = xs[0], &t = xs[1];
     std::int64_t n = first_axis_len("sigmoid_cross_entropy", x);

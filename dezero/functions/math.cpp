@@ -10,18 +10,21 @@ namespace {
 
 class Sin : public Function {
  public:
+  std::string name() const override { return "Sin"; }
   TensorList forward(const TensorList& xs) override { return {dezero::sin(xs[0])}; }
   VariableList backward(const VariableList& gys) override { return {gys[0] * F::cos(input(0))}; }
 };
 
 class Cos : public Function {
  public:
+  std::string name() const override { return "Cos"; }
   TensorList forward(const TensorList& xs) override { return {dezero::cos(xs[0])}; }
   VariableList backward(const VariableList& gys) override { return {gys[0] * F::neg(F::sin(input(0)))}; }
 };
 
 class Tanh : public Function {
  public:
+  std::string name() const override { return "Tanh"; }
   TensorList forward(const TensorList& xs) override { return {dezero::tanh(xs[0])}; }
   VariableList backward(const VariableList& gys) override {
     Variable y = output(0);
@@ -32,6 +35,7 @@ class Tanh : public Function {
 
 class Exp : public Function {
  public:
+  std::string name() const override { return "Exp"; }
   TensorList forward(const TensorList& xs) override { return {dezero::exp(xs[0])}; }
   VariableList backward(const VariableList& gys) override {
     Variable y = output(0);
@@ -42,6 +46,7 @@ class Exp : public Function {
 
 class Log : public Function {
  public:
+  std::string name() const override { return "Log"; }
   TensorList forward(const TensorList& xs) override { return {dezero::log(xs[0])}; }
   VariableList backward(const VariableList& gys) override { return {gys[0] / input(0)}; }
 };

@@ -19,6 +19,7 @@ class EmbedIDGrad;
 // row of W, in [0, V) (IndexError naming embed_id otherwise, on both devices).
 class EmbedID : public Function {
  public:
+  std::string name() const override { return "EmbedID"; }
   explicit EmbedID(Tensor ids) : ids_(std::move(ids)) {}
   TensorList forward(const TensorList& xs) override {
     return {detail::take_rows("embed_id", xs[0], ids_, "embed_id's ids (rows of W)")};
@@ -34,6 +35,7 @@ class EmbedID : public Function {
 // gW = zeros(W.shape) with gy's rows added at ids (repeated ids accumulate).
 class EmbedIDGrad : public Function {
  public:
+  std::string name() const override { return "EmbedIDGrad"; }
   EmbedIDGrad(Tensor ids, Shape w_shape) : ids_(std::move(ids)), w_shape_(std::move(w_shape)) {}
   TensorList forward(const TensorList& xs) override { return {scatter_add(xs[0], w_shape_, Indices{Index(ids_)})}; }
   VariableList backward(const VariableList& ggs) override { return {F::embed_id(Variable(ids_), ggs[0])}; }

@@ -49,6 +49,7 @@ Variable from_rows(const Variable& y, const Shape& s) {
 // the per-channel mean and 1/sqrt(var + eps) (C values each).
 class BatchNorm : public Function {
  public:
+  std::string name() const override { return "BatchNorm"; }
   BatchNorm(Tensor running_mean, Tensor running_var, double decay, double eps, bool train)
       : rm_(std::move(running_mean)), rv_(std::move(running_var)), decay_(decay), eps_(eps), train_(train) {}
 

@@ -62,6 +62,7 @@ struct MaxState {
 // gx (x_shape) from gy (N, C, OH, OW) and the forward's indexes (or x and y).
 class Pooling2DGrad : public Function {
  public:
+  std::string name() const override { return "Pooling2DGrad"; }
   Pooling2DGrad(std::shared_ptr<MaxState> st, Shape x_shape) : st_(std::move(st)), x_shape_(std::move(x_shape)) {}
   TensorList forward(const TensorList& xs) override {
     const Window& w = st_->w;
@@ -81,6 +82,7 @@ class Pooling2DGrad : public Function {
 // y (N, C, OH, OW) = x at the forward's indexes.
 class Pooling2DWithIndexes : public Function {
  public:
+  std::string name() const override { return "Pooling2DWithIndexes"; }
   explicit Pooling2DWithIndexes(std::shared_ptr<MaxState> st) : st_(std::move(st)) {}
   TensorList forward(const TensorList& xs) override {
     const Window& w = st_->w;
@@ -130,6 +132,7 @@ class AveragePooling;
 // gx (x's shape) = gy / (kh kw) spread over each window; x and y are the forward's.
 class AveragePoolingGrad : public Function {
  public:
+  std::string name() const override { return "AveragePoolingGrad"; }
   AveragePoolingGrad(Window w, Tensor x, Tensor y) : w_(w), x_(std::move(x)), y_(std::move(y)) {}
   TensorList forward(const TensorList& xs) override {
     return {detail::avg_pool_backward(xs[0], x_, y_, w_.k, w_.s, w_.p)};
@@ -143,6 +146,7 @@ class AveragePoolingGrad : public Function {
 
 class AveragePooling : public Function {
  public:
+  std::string name() const override { return "AveragePooling"; }
   explicit AveragePooling(Window w) : w_(w) {}
   TensorList forward(const TensorList& xs) override {
     Tensor y = detail::avg_pool("average_pooling", xs[0], w_.k, w_.s, w_.p);

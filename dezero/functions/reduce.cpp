@@ -29,6 +29,7 @@ FunctionAttrs axes_attrs(const Axes& axes, bool keepdims) {
 
 class Sum : public Function {
  public:
+  std::string name() const override { return "Sum"; }
   Sum(Axes axes, bool keepdims) : axes_(std::move(axes)), keepdims_(keepdims) {}
   TensorList forward(const TensorList& xs) override { return {dezero::sum(xs[0], axes_, keepdims_)}; }
   VariableList backward(const VariableList& gys) override {
@@ -69,6 +70,7 @@ class Mean : public Function {
 
 class SumTo : public Function {
  public:
+  std::string name() const override { return "SumTo"; }
   explicit SumTo(Shape shape) : shape_(std::move(shape)) {}
   TensorList forward(const TensorList& xs) override { return {dezero::sum_to(xs[0], shape_)}; }
   VariableList backward(const VariableList& gys) override { return {F::broadcast_to(gys[0], input(0).shape())}; }
@@ -80,6 +82,7 @@ class SumTo : public Function {
 
 class BroadcastTo : public Function {
  public:
+  std::string name() const override { return "BroadcastTo"; }
   explicit BroadcastTo(Shape shape) : shape_(std::move(shape)) {}
   TensorList forward(const TensorList& xs) override { return {dezero::broadcast_to(xs[0], shape_)}; }
   VariableList backward(const VariableList& gys) override { return {F::sum_to(gys[0], input(0).shape())}; }
@@ -120,6 +123,7 @@ class MaxMin : public Function {
 
 class Clip : public Function {
  public:
+  std::string name() const override { return "Clip"; }
   Clip(double lo, double hi) : lo_(lo), hi_(hi) {}
   TensorList forward(const TensorList& xs) override { return {dezero::clip(xs[0], lo_, hi_)}; }
   VariableList backward(const VariableList& gys) override {

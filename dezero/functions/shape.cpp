@@ -17,6 +17,7 @@ namespace {
 
 class Reshape : public Function {
  public:
+  std::string name() const override { return "Reshape"; }
   explicit Reshape(Shape shape) : shape_(std::move(shape)) {}
   TensorList forward(const TensorList& xs) override { return {xs[0].reshape(shape_)}; }
   VariableList backward(const VariableList& gys) override { return {F::reshape(gys[0], input(0).shape())}; }
@@ -47,6 +48,7 @@ class Cast : public Function {
 
 class Transpose : public Function {
  public:
+  std::string name() const override { return "Transpose"; }
   explicit Transpose(std::vector<int> axes) : axes_(std::move(axes)) {}
   TensorList forward(const TensorList& xs) override { return {dezero::transpose(xs[0], axes_)}; }
   VariableList backward(const VariableList& gys) override {
@@ -69,6 +71,7 @@ class GetItemGrad;
 
 class GetItem : public Function {
  public:
+  std::string name() const override { return "GetItem"; }
   explicit GetItem(Indices ix) : ix_(std::move(ix)) {}
   TensorList forward(const TensorList& xs) override { return {dezero::get_item(xs[0], ix_)}; }
   VariableList backward(const VariableList& gys) override;
@@ -109,6 +112,7 @@ class GetItem : public Function {
 // The gradient of get_item: scatter-add into zeros of the input shape (np.add.at).
 class GetItemGrad : public Function {
  public:
+  std::string name() const override { return "GetItemGrad"; }
   GetItemGrad(Indices ix, Shape in_shape) : ix_(std::move(ix)), in_shape_(std::move(in_shape)) {}
   TensorList forward(const TensorList& xs) override { return {dezero::scatter_add(xs[0], in_shape_, ix_)}; }
   VariableList backward(const VariableList& ggxs) override { return {F::get_item(ggxs[0], ix_)}; }

@@ -58,6 +58,7 @@ using detail::exporter::Call;
 using detail::exporter::elem_type;
 using detail::exporter::emitters;
 using detail::exporter::exportable_names;
+using detail::exporter::not_exported;
 using detail::exporter::Writer;
 
 constexpr int kMinOpset = 13, kMaxOpset = 17;
@@ -218,6 +219,9 @@ void write_graph(const VariableList& inputs, const VariableList& outputs, const 
   for (const auto& fn : t.order) {
     Call c{fn->name(), fn->attributes(), fn->inputs(), {}, fn->outputs(), {}, {}};
     auto e = emitters().find(c.name);
+    if (e == emitters().end() && not_exported().count(c.name))
+      throw NotImplementedError("onnx::export: " + c.name + " has no ONNX form: " + not_exported().at(c.name) +
+                                "; hint: export the graph of a model's forward");
     if (e == emitters().end())
       throw NotImplementedError("onnx::export: " + c.name + " has no ONNX form at opset " +
                                 std::to_string(o.opset_version) + "; hint: the exporter writes " + exportable_names());

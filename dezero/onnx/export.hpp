@@ -206,5 +206,8 @@ using Emitter = void (*)(Writer&, const Call&);
 const std::map<std::string, Emitter>& emitters();
 // The names emitters() knows, comma-separated (an error's hint).
 std::string exportable_names();
+// The Functions that have no ONNX form, by name, with the reason (an error's message). Every
+// Function of dezero/ is in emitters() or here: tools/check_functions.py counts them.
+const std::map<std::string, const char*>& not_exported();
 
 }  // namespace dezero::onnx::detail::exporter

@@ -503,6 +503,25 @@ const std::map<std::string, Emitter>& emitters() {
   return table;
 }
 
+const std::map<std::string, const char*>& not_exported() {
+  static const std::map<std::string, const char*> table = {
+      // recorded only by a backward with create_graph: a model's forward never holds them
+      {"AveragePoolingGrad", "it is average pooling's gradient, recorded by a backward with create_graph"},
+      {"Conv2DGradW", "it is a convolution's weight gradient, recorded by a backward with create_graph"},
+      {"EmbedIDGrad", "it is EmbedID's gradient, recorded by a backward with create_graph"},
+      {"GetItemGrad", "it is get_item's gradient (a scatter-add), recorded by a backward with create_graph"},
+      {"LeakyReLUMask", "it is LeakyReLU's gradient mask, recorded by a backward with create_graph"},
+      {"Pooling2DGrad", "it is max pooling's gradient, recorded by a backward with create_graph"},
+      {"Pooling2DWithIndexes", "it is max pooling's double backward, recorded by a backward with create_graph"},
+      {"ReLUMask", "it is ReLU's gradient mask, recorded by a backward with create_graph"},
+      {"SoftmaxCrossEntropyGrad", "it is softmax cross entropy's gradient, recorded by a backward with create_graph"},
+      // F::im2col / F::col2im: ONNX has no such op (a convolution exports whole, as Conv)
+      {"Im2col", "ONNX has no im2col; F::conv2d exports as one Conv"},
+      {"Col2im", "ONNX has no col2im; F::deconv2d exports as one ConvTranspose"},
+  };
+  return table;
+}
+
 std::string exportable_names() {
   std::string s;
   for (const auto& [k, e] : emitters()) s += (s.empty() ? "" : ", ") + k;
