@@ -17,6 +17,10 @@
 
 namespace dezero {
 
+/// The most axes a tensor may have (NumPy allows 32): every kernel's strided view holds this many
+/// extents, a file or a peer declaring more is refused. The one definition of the limit.
+inline constexpr int kMaxNdim = 12;
+
 /// A tensor's shape: (2, 3) is Shape{2, 3}; a 0-d tensor has Shape{}.
 ///
 /// Vector-like (size, [], iterators, push_back, insert, erase, resize, conversion to

@@ -305,7 +305,7 @@ class Tensor {
   /// A tensor of `shape` and `dtype` over existing storage, starting `offset` elements in.
   ///
   /// The storage must hold the elements (this is not checked). ShapeError for a negative
-  /// extent, more than 12 axes, or more elements than int64 can count.
+  /// extent, more than kMaxNdim (12) axes, or more elements than int64 can count.
   Tensor(StoragePtr storage, std::int64_t offset, Shape shape, DType dtype);
   /// A new, uninitialised tensor.
   /// op names the caller in the ShapeError of a negative extent or of a shape whose

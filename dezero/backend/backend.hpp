@@ -13,12 +13,13 @@
 
 #include "dezero/device.hpp"
 #include "dezero/dtype.hpp"
+#include "dezero/shape.hpp"
 
 namespace dezero::detail {
 
 class Generator;  // backend/generator.hpp
 
-constexpr int kMaxDims = 12;
+constexpr int kMaxDims = ::dezero::kMaxNdim;  // shape.hpp
 
 // An N-d view used by the broadcasting and strided-copy primitives: an extent
 // and an element stride per axis (stride 0 = broadcast along that axis).

@@ -71,9 +71,8 @@ class MpiCall {
       }(),                                                                      \
       #call, __FILE__, __LINE__)
 
-// The most axes a tensor has (dezero::detail::kMaxDims of backend/backend.hpp, which mn/ may not
-// include; tests/mn checks that the two agree): the limit on an axis count a peer sends.
-constexpr std::int64_t kMaxAxes = 12;
+// The most axes a tensor has (dezero::kMaxNdim): the limit on an axis count a peer sends.
+constexpr std::int64_t kMaxAxes = ::dezero::kMaxNdim;
 
 // The MPI_Datatype of a dtype (float32 -> MPI_FLOAT, ...), for sums: DtypeError for bfloat16 and
 // float16, which MPI cannot add.

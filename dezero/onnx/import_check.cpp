@@ -103,9 +103,10 @@ ValueInfo value_info_of(const ::onnx::ValueInfoProto& v, const std::string& wher
     info.dtype = dtype_of_elem_type(elem_type);
   }
   if (tt.has_shape()) {
-    if (tt.shape().dim_size() > 12)
+    if (tt.shape().dim_size() > kMaxNdim)
       throw NotImplementedError(where + ": graph " + role + " '" + v.name() + "' has " +
-                                std::to_string(tt.shape().dim_size()) + " dimensions (dezero has at most 12)");
+                                std::to_string(tt.shape().dim_size()) + " dimensions (dezero has at most " +
+                                std::to_string(kMaxNdim) + ")");
     for (const auto& d : tt.shape().dim()) {
       if (d.has_dim_value()) {
         if (d.dim_value() < 0)
