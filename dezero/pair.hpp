@@ -1,7 +1,7 @@
 /// \file
 /// The struct dezero::Pair, a kernel size, stride or padding of a 2-d
 /// convolution or pooling: one int for both axes or {h, w} (DeZero's pair() in
-/// functions_conv.py / utils.py).
+/// functions_conv.py / utils.py); and dezero::Triple, its 3-d twin (F::conv3d).
 ///
 ///     F::conv2d(x, W, b, 1, {2, 1});   // stride (1, 1), pad (2, 1)
 ///
@@ -37,6 +37,29 @@ struct Pair {
   ///@{
   bool operator==(const Pair& o) const { return h == o.h && w == o.w; }
   bool operator!=(const Pair& o) const { return !(*this == o); }
+  ///@}
+};
+
+/// A stride or padding of a 3-d convolution (F::conv3d): one int for the three axes, or
+/// {d, h, w} (depth, height, width), as Pair is for 2-d ones.
+struct Triple {
+  /// The values for the depth (d), height (h) and width (w) axis.
+  ///@{
+  int d = 0, h = 0, w = 0;
+  ///@}
+
+  /// One value for the three axes, implicit: `stride = 1`.
+  Triple(int v) : d(v), h(v), w(v) {}  // NOLINT implicit: `stride = 1`
+  /// Three values, `{d, h, w}`.
+  Triple(int d_, int h_, int w_) : d(d_), h(h_), w(w_) {}
+  /// Python's tuple spelling: "(2, 1, 1)".
+  std::string str() const {
+    return "(" + std::to_string(d) + ", " + std::to_string(h) + ", " + std::to_string(w) + ")";
+  }
+  /// Equal when the three values are.
+  ///@{
+  bool operator==(const Triple& o) const { return d == o.d && h == o.h && w == o.w; }
+  bool operator!=(const Triple& o) const { return !(*this == o); }
   ///@}
 };
 

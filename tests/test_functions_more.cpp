@@ -271,3 +271,44 @@ TEST_CASE("functions: F::matmul with Transposed is one MatMul node with its flag
   CHECK(dzt::has(dzt::thrown<ShapeError>([&] { (void)F::matmul(x3, w, F::Transposed::W); }),
                  "a transposed product takes 2-d operands"));
 }
+
+TEST_CASE("functions: F::conv3d is the 3-d cross-correlation, grouped and strided, with its errors") {
+  // x (1, 4, 4, 3, 3), W (2, 2, 2, 2, 2), groups 2, stride (2, 1, 1), pad (1, 0, 1), bias
+  const Tensor xt = dzt::filled({1, 4, 4, 3, 3}, 61).astype(float64), wt = dzt::filled({2, 2, 2, 2, 2}, 62).astype(float64);
+  const Tensor bt = array(std::vector<double>{0.25, -0.5}, Shape{2});
+  const Variable y = F::conv3d(Variable(xt), Variable(wt), Variable(bt), {2, 1, 1}, {1, 0, 1}, 2);
+  REQUIRE(y.shape() == Shape{1, 2, 3, 2, 4});  // D: (4 + 2 - 2) / 2 + 1, H: 3 - 2 + 1, W: 3 + 2 - 2 + 1
+  const std::vector<double> x = dzt::vals(Variable(xt)), w = dzt::vals(Variable(wt)), got = dzt::vals(y);
+  auto X = [&](int c, int d, int h, int ww) -> double {  // zero padding (1, 0, 1)
+    d -= 1;
+    ww -= 1;
+    if (d < 0 || d >= 4 || ww < 0 || ww >= 3) return 0.0;
+    return x[static_cast<std::size_t>(((c * 4 + d) * 3 + h) * 3 + ww)];
+  };
+  double worst = 0;
+  for (int oc = 0; oc < 2; ++oc)
+    for (int od = 0; od < 3; ++od)
+      for (int oh = 0; oh < 2; ++oh)
+        for (int ow = 0; ow < 4; ++ow) {
+          double want = oc == 0 ? 0.25 : -0.5;
+          for (int ic = 0; ic < 2; ++ic)
+            for (int kd = 0; kd < 2; ++kd)
+              for (int kh = 0; kh < 2; ++kh)
+                for (int kw = 0; kw < 2; ++kw)
+                  want += X(oc * 2 + ic, od * 2 + kd, oh + kh, ow + kw) *
+                          w[static_cast<std::size_t>((((oc * 2 + ic) * 2 + kd) * 2 + kh) * 2 + kw)];
+          const double g = got[static_cast<std::size_t>(((oc * 3 + od) * 2 + oh) * 4 + ow)];
+          worst = std::max(worst, std::abs(g - want));
+        }
+  CHECK(worst < 1e-12);
+  const Variable x5(xt), w5(wt);
+  CHECK(dzt::has(dzt::thrown<ShapeError>([&] { (void)F::conv3d(x5, w5); }), "do not fit groups 1"));
+  CHECK(dzt::has(dzt::thrown<ShapeError>([&] { (void)F::conv3d(Variable(zeros({1, 4, 3, 3}, float64)), w5); }),
+                 "x must be 5-d (N, C, D, H, W)"));
+  CHECK(dzt::has(dzt::thrown<ValueError>([&] { (void)F::conv3d(x5, w5, Variable(), 0, 0, 2); }),
+                 "stride (0, 0, 0) must be at least 1"));
+  CHECK(dzt::has(dzt::thrown<ShapeError>([&] { (void)F::conv3d(x5, w5, Variable(zeros({3}, float64)), 1, 0, 2); }),
+                 "the bias"));
+  CHECK(dzt::has(dzt::thrown<DtypeError>([&] { (void)F::conv3d(x5, Variable(dzt::filled({2, 2, 2, 2, 2}, 1)), Variable(), 1, 0, 2); }),
+                 "must be of one float dtype"));
+}

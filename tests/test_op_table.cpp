@@ -406,6 +406,12 @@ const std::vector<Row>& table() {
     r.push_back(row("conv2d (depthwise, groups 3, stride 2, pad 1, no bias)", "conv2d",
                     {real("x", {2, 3, 5, 5}), real("W", {6, 1, 3, 3})},
                     [](const Args& a) { return F::conv2d(a[0], a[1], Variable(), 2, 1, 3); }).sums(18));
+    r.push_back(row("conv3d (stride (2, 1, 1), pad 1, bias)", "conv3d",
+                    {real("x", {1, 2, 4, 3, 3}), real("W", {2, 2, 2, 2, 2}), real("b", {2})},
+                    [](const Args& a) { return F::conv3d(a[0], a[1], a[2], {2, 1, 1}, 1); }).sums(17));
+    r.push_back(row("conv3d (groups 2, no bias)", "conv3d",
+                    {real("x", {2, 4, 3, 3, 3}), real("W", {2, 2, 2, 2, 2})},
+                    [](const Args& a) { return F::conv3d(a[0], a[1], Variable(), 1, 0, 2); }).sums(16));
     r.push_back(row("conv2d_simple (stride 2, pad 1, bias)", "conv2d_simple",
                     {real("x", {1, 2, 5, 5}), real("W", {2, 2, 3, 3}), real("b", {2})},
                     [](const Args& a) { return F::conv2d_simple(a[0], a[1], a[2], 2, 1); }).sums(18));

@@ -1,6 +1,6 @@
 /// \file
 /// Convolutions (DeZero's functions_conv.py; steps 55-57):
-/// conv2d, conv2d_simple, deconv2d, im2col, col2im.
+/// conv2d, conv2d_simple, deconv2d, im2col, col2im; and conv3d (ONNX's 3-d Conv), built from conv2d.
 ///
 /// NCHW everywhere; conv weights W (OC, C, KH, KW), deconv weights (C, OC, KH, KW); a
 /// kernel size, stride or padding is an int or {h, w} (dezero::Pair); no bias is
@@ -43,6 +43,16 @@ namespace dezero::F {
 /// Its gradients are grouped convolutions too, differentiable to any order.
 Variable conv2d(const Variable& x, const Variable& W, const Variable& b = Variable(), Pair stride = 1, Pair pad = 0,
                 std::int64_t groups = 1);
+/// The 3-d convolution of x (N, C, D, H, W) with the filters W (OC, C/G, KD, KH, KW), plus
+/// b (OC,) -> (N, OC, OD, OH, OW), zero padding `pad`, `groups` G as conv2d's (ONNX's 3-d Conv).
+/// Built from conv2d: one 2-d convolution per kernel depth over the depth slices it sees
+/// (moved into the batch axis), summed; per group, concatenated. So it is differentiable to any
+/// order and runs on whatever runs conv2d; it exports as those pieces, not as one Conv.
+/// x and W must be 5-d of one float dtype; channels that do not fit W and G, a bias that is not
+/// (OC,), or a kernel larger than the padded input are a dezero::ShapeError; a stride below 1, a
+/// negative pad or a G below 1 a dezero::ValueError.
+Variable conv3d(const Variable& x, const Variable& W, const Variable& b = Variable(), Triple stride = 1,
+                Triple pad = 0, std::int64_t groups = 1);
 /// conv2d built from composite functions (DeZero's conv2d_simple): the same shapes and values.
 /// The same through composite functions (step 57): im2col(to_matrix) -> linear -> reshape,
 /// transpose to NCHW.

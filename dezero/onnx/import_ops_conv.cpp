@@ -251,24 +251,6 @@ I64s conv_kernel(const OpContext& ctx, const Variable& W, int n) {
   return k;
 }
 
-// A 3-d convolution of x (N, C, D, H, W), padded already, with W (OC, C, KD, KH, KW), dilated
-// already: one 2-d convolution per kernel depth kd over the depth slices kd, kd + s0, ... (moved
-// into the batch axis), summed over kd -> (N, OC, OD, OH, OW).
-Variable conv3d(const Variable& x, const Variable& W, const std::int64_t* s) {
-  const Shape xs = x.shape(), ws = W.shape();
-  const std::int64_t N = xs[0], C = xs[1], OD = (xs[2] - ws[2]) / s[0] + 1;
-  Variable y;
-  for (std::int64_t kd = 0; kd < ws[2]; ++kd) {
-    Variable xk = F::get_item(x, Indices{Slice(), Slice(), Slice(kd, kd + (OD - 1) * s[0] + 1, s[0])});
-    xk = F::reshape(F::transpose(xk, {0, 2, 1, 3, 4}), Shape{N * OD, C, xs[3], xs[4]});
-    const Variable yk = F::conv2d(xk, F::get_item(W, Indices{Slice(), Slice(), kd}), Variable(),
-                                  Pair(static_cast<int>(s[1]), static_cast<int>(s[2])), 0);
-    y = kd == 0 ? yk : y + yk;
-  }
-  const Shape ys = y.shape();  // (N OD, OC, OH, OW)
-  return F::transpose(F::reshape(y, Shape{N, OD, ys[1], ys[2], ys[3]}), {0, 2, 1, 3, 4});
-}
-
 // b (OC,) as (1, OC, 1, ...) for a result of `ndim` axes.
 Variable channel_bias(const Variable& b, int ndim) {
   Shape s(static_cast<std::size_t>(ndim), 1);
@@ -305,23 +287,11 @@ VariableList run_conv(OpContext& ctx) {
   Pair pad = 0;
   if (w.axes() == 2 && w.symmetric()) pad = w.pad();
   else x = pad_input(x, w, 0.0, 0.0);
-  auto conv = [&](const Variable& xg, const Variable& Wg, const Variable& bg) {
-    if (w.axes() == 2) return F::conv2d(xg, Wg, bg, w.stride(), pad);
-    const Variable y = conv3d(xg, Wg, w.s);
-    return bg.defined() ? y + channel_bias(bg, 5) : y;
-  };
-  Variable y;
-  if (group == 1) {
-    y = conv(x, W, b);
-  } else if (w.axes() == 2) {  // 1-d (as 2-d) and 2-d: a grouped conv2d
-    y = F::conv2d(x, W, b, w.stride(), pad, group);
-  } else {
-    const std::int64_t cg = C / group, ocg = OC / group;
-    VariableList ys;
-    for (std::int64_t g = 0; g < group; ++g)
-      ys.push_back(conv(channels(x, 1, g, cg), channels(W, 0, g, ocg), b.defined() ? channels(b, 0, g, ocg) : b));
-    y = F::concat(ys, 1);
-  }
+  // 1-d (as 2-d) and 2-d: F::conv2d; 3-d: F::conv3d on the padded input; grouped or not
+  const Variable y = w.axes() == 2 ? F::conv2d(x, W, b, w.stride(), pad, group)
+                                   : F::conv3d(x, W, b, Triple(static_cast<int>(w.s[0]), static_cast<int>(w.s[1]),
+                                                               static_cast<int>(w.s[2])),
+                                               0, group);
   return {n == 1 ? from_2d(y) : y};
 }
 
@@ -412,8 +382,7 @@ VariableList run_conv_transpose(OpContext& ctx) {
     }
     const Slice flip(std::nullopt, std::nullopt, -1);
     const Variable Wf = F::get_item(F::transpose(Wg, {1, 0, 2, 3, 4}), Indices{Slice(), Slice(), flip, flip, flip});
-    const std::int64_t one[3] = {1, 1, 1};
-    return conv3d(F::pad(xd, edge), Wf, one);
+    return F::conv3d(F::pad(xd, edge), Wf);
   };
   Variable y;
   if (group == 1) {
