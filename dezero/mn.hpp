@@ -406,16 +406,19 @@ class MultiNodeOptimizer {
   optimizers::Optimizer& actual_optimizer() const { return *actual_; }  ///< The wrapped optimizer.
   const std::shared_ptr<Communicator>& communicator() const { return comm_; }  ///< Its communicator.
 
+  /// \cond INTERNAL
+  struct Strategy;  // double buffering or overlap, on a thread (mn/strategy.hpp)
+  /// \endcond
+
  private:
   std::vector<std::pair<std::string, Parameter>> named_targets() const;
-  bool update_overlapped(const std::vector<std::pair<std::string, Parameter>>& params,
-                         std::vector<std::string> initialised);
+  bool broadcast_if_new(const std::vector<std::pair<std::string, Parameter>>& params,
+                        std::vector<std::string>& initialised);
   bool update_actual();
   optimizers::Optimizer* actual_;
   std::shared_ptr<Communicator> comm_;
   std::vector<std::string> initialised_;  // keys whose data had been broadcast, sorted
-  struct Buffering;                       // double buffering's thread and gradients (optimizer.cpp)
-  std::shared_ptr<Buffering> buffering_;  // null without double buffering
+  std::shared_ptr<Strategy> strategy_;    // null: update() averages blocking
   bool reached_actual_ = false;           // the last update() ran the wrapped optimizer's update()
 };
 
