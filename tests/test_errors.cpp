@@ -2,6 +2,7 @@
 // message names the operation and the operands (shapes, dtypes, devices) with a
 // hint where one helps. Backward on an empty Variable or with a
 // gradient of the wrong shape is an error, never a crash.
+#include "dezero/tensor/checks.hpp"
 #include "support/test_util.hpp"
 
 using namespace dezero;
@@ -309,4 +310,18 @@ TEST_CASE("errors: transpose and axis mistakes name the function, the axes, the 
     CHECK_MSG(thrown<IndexError>([&] { array(1.0, std::nullopt, dev).sum(0); }), "sum: ", "axis 0", "dimension 0",
               "hint: a 0-d array has no axes");
   });
+}
+
+TEST_CASE("errors: detail::fail and detail::require build '<op>: <parts>; hint: <hint>' in one line") {
+  const Tensor x = zeros({2, 3}, float32);
+  const std::string msg = dzt::thrown<ShapeError>([&] {
+    detail::fail<ShapeError>("op", "x ", x, " and ", Shape{4}, " in ", float64, ", axis ", std::int64_t{-1}, " of ", 3,
+                             detail::Hint{"say why"});
+  });
+  CHECK(msg == "op: x (2, 3) float32 and (4,) in float64, axis -1 of 3; hint: say why");
+  CHECK_NOTHROW(detail::require<ValueError>(true, "op", "never built"));
+  CHECK(dzt::thrown<ValueError>([] { detail::require<ValueError>(false, "op", "what ", 'c'); }) == "op: what c");
+  // the error's type is the one asked for, an Error like every other
+  CHECK_THROWS_AS(detail::fail<DtypeError>("op", "x"), DtypeError);
+  CHECK_THROWS_AS(detail::fail<DtypeError>("op", "x"), Error);
 }

@@ -11,6 +11,7 @@
 #include "dezero/functions.hpp"
 #include "dezero/functions/dual.hpp"
 #include "dezero/tensor/fused.hpp"
+#include "dezero/tensor/checks.hpp"
 
 namespace dezero {
 namespace {
@@ -198,8 +199,8 @@ Variable softmax(const Variable& x, int axis) { return call<Softmax>(detail::in(
 Variable log_softmax(const Variable& x, int axis) { return call<LogSoftmax>(detail::in(x), axis); }
 Variable gelu(const Variable& x, const std::string& approximate) {
   if (approximate != "none" && approximate != "tanh")
-    throw ValueError("gelu: approximate must be \"none\" or \"tanh\" (PyTorch's names), got \"" + approximate +
-                     "\"");
+    detail::fail<ValueError>("gelu", "approximate must be \"none\" or \"tanh\" (PyTorch's names), got \"",
+                             approximate, "\"");
   return call<Gelu>(detail::in(x), approximate == "tanh");
 }
 Variable hard_sigmoid(const Variable& x, double alpha, double beta) {

@@ -155,8 +155,9 @@ void check_broadcast(const char* op, const Variable& a, const Variable& b) {
     const int ia = i - (n - sa.ndim()), ib = i - (n - sb.ndim());
     const std::int64_t da = ia >= 0 ? sa[ia] : 1, db = ib >= 0 ? sb[ib] : 1;
     if (da != db && da != 1 && db != 1)
-      throw ShapeError(std::string(op) + ": a " + detail::describe(a.data()) + " and b " + detail::describe(b.data()) +
-                       " do not broadcast together; hint: axes are matched from the right and must be equal or 1");
+      detail::fail<ShapeError>(op, "a ", a.data(), " and b ", b.data(),
+                               " do not broadcast together",
+                               detail::Hint{"axes are matched from the right and must be equal or 1"});
   }
 }
 
@@ -273,12 +274,13 @@ Variable where(const Tensor& cond, const Variable& a, const Variable& b) {
     return "cond " + detail::describe(cond) + ", a " + detail::describe(a.data()) + " and b " + detail::describe(b.data());
   };
   if (!cond.defined())
-    throw ValueError("where: cond holds no data (" + operands() + "); hint: pass a 0/1 tensor that broadcasts with a and b");
+    detail::fail<ValueError>("where", "cond holds no data (", operands(),
+                             "); hint: pass a 0/1 tensor that broadcasts with a and b");
   try {
     broadcast_shapes(cond.shape(), broadcast_shapes(a.shape(), b.shape(), "where"), "where");
   } catch (const ShapeError&) {
-    throw ShapeError("where: " + operands() +
-                     " do not broadcast together; hint: axes are matched from the right and must be equal or 1");
+    detail::fail<ShapeError>("where", operands(), " do not broadcast together",
+                             detail::Hint{"axes are matched from the right and must be equal or 1"});
   }
   return call<Where>(detail::in(a, b), cond);
 }

@@ -173,8 +173,8 @@ VariableList Deconv2d::backward(const VariableList& gys) {
 void check_4d(const char* op, const char* what, const Variable& v, const char* layout) {
   const Tensor& t = v.defined_data(op);
   if (t.ndim() != 4)
-    throw ShapeError(std::string(op) + ": " + what + " must be 4-d " + layout + ", got " + detail::describe(t) +
-                     "; hint: a single image is x.reshape({1, C, H, W})");
+    detail::fail<ShapeError>(op, what, " must be 4-d ", layout, ", got ", t,
+                             "; hint: a single image is x.reshape({1, C, H, W})");
 }
 
 }  // namespace
@@ -197,9 +197,8 @@ Variable conv2d_simple(const Variable& x, const Variable& W, const Variable& b, 
   check_4d(op, "W", W, "(out_channels, in_channels, KH, KW)");
   const Shape &xs = x.shape(), &ws = W.shape();
   if (xs[1] != ws[1])
-    throw ShapeError(std::string(op) + ": x " + detail::describe(x.data()) + " has " + std::to_string(xs[1]) +
-                     " channels but W " + detail::describe(W.data()) + " expects " + std::to_string(ws[1]) +
-                     "; hint: W is (out_channels, in_channels, KH, KW)");
+    detail::fail<ShapeError>(op, "x ", x.data(), " has ", std::to_string(xs[1]), " channels but W ", W.data(),
+                             " expects ", std::to_string(ws[1]), "; hint: W is (out_channels, in_channels, KH, KW)");
   detail::check_window(op, x.data(), kernel_of(ws), stride, pad);
   Variable col = im2col(x, kernel_of(ws), stride, pad, true);  // (N*OH*OW, C*KH*KW)
   std::int64_t oh = conv_outsize(xs[2], ws[2], stride.h, pad.h);
@@ -236,11 +235,11 @@ Variable col2im(const Variable& x, const Shape& input_shape, Pair kernel_size, P
   const char* op = "col2im";
   const Tensor& xd = x.defined_data(op);
   if (input_shape.size() != 4)
-    throw ShapeError(std::string(op) + ": input_shape must be 4-d (N, C, H, W), got " + input_shape.str());
+    detail::fail<ShapeError>(op, "input_shape must be 4-d (N, C, H, W), got ", input_shape.str());
   // The kernel is checked here (the Function reads it from the col's shape).
   if (kernel_size.h < 1 || kernel_size.w < 1 || stride.h < 1 || stride.w < 1)
-    throw ValueError(std::string(op) + ": kernel size and stride must be positive, got " + kernel_size.str() +
-                     " and " + stride.str());
+    detail::fail<ValueError>(op, "kernel size and stride must be positive, got ", kernel_size.str(), " and ",
+                             stride.str());
   std::int64_t n = input_shape[0], c = input_shape[1];
   std::int64_t oh = conv_outsize(input_shape[2], kernel_size.h, stride.h, pad.h);
   std::int64_t ow = conv_outsize(input_shape[3], kernel_size.w, stride.w, pad.w);
@@ -249,14 +248,14 @@ Variable col2im(const Variable& x, const Shape& input_shape, Pair kernel_size, P
   if (to_matrix) {
     Shape expect{n * oh * ow, c * kernel_size.h * kernel_size.w};
     if (xd.shape() != expect)
-      throw ShapeError(std::string(op) + ": x " + detail::describe(xd) + " does not fit input shape " +
-                       input_shape.str() + ", kernel " + kernel_size.str() + ", stride " + stride.str() + ", pad " +
-                       pad.str() + ": expected " + expect.str() + "; hint: use the im2col arguments");
+      detail::fail<ShapeError>(op, "x ", xd, " does not fit input shape ", input_shape.str(), ", kernel ",
+                               kernel_size.str(), ", stride ", stride.str(), ", pad ", pad.str(), ": expected ",
+                               expect.str(), "; hint: use the im2col arguments");
     col = transpose(reshape(x, Shape{n, oh, ow, c, kernel_size.h, kernel_size.w}), {0, 3, 4, 5, 1, 2});
   } else if (xd.ndim() == 6 && xd.shape() != col_shape) {
-    throw ShapeError(std::string(op) + ": x " + detail::describe(xd) + " does not fit input shape " +
-                     input_shape.str() + ", kernel " + kernel_size.str() + ", stride " + stride.str() + ", pad " +
-                     pad.str() + ": expected " + col_shape.str() + "; hint: use the im2col arguments");
+    detail::fail<ShapeError>(op, "x ", xd, " does not fit input shape ", input_shape.str(), ", kernel ",
+                             kernel_size.str(), ", stride ", stride.str(), ", pad ", pad.str(), ": expected ",
+                             col_shape.str(), "; hint: use the im2col arguments");
   }
   return call<Col2im>(detail::in(col), input_shape, stride, pad);
 }

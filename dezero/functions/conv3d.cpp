@@ -5,7 +5,6 @@
 // for each kernel depth kd the depth slices kd, kd + sd, ..., kd + (OD - 1) sd of x, moved into the
 // batch axis ((N OD, C, H, W)), are convolved in 2-d with W[:, :, kd] (stride (sh, sw), groups G),
 // and the KD results are summed: (N OD, OC, OH, OW) -> (N, OC, OD, OH, OW). Then the bias.
-#include <string>
 
 #include "dezero/functions.hpp"
 #include "dezero/tensor/checks.hpp"
@@ -15,32 +14,26 @@ namespace dezero::F {
 Variable conv3d(const Variable& x, const Variable& W, const Variable& b, Triple stride, Triple pad,
                 std::int64_t groups) {
   const char* op = "conv3d";
+  using detail::require;
   const Tensor& xd = x.defined_data(op);
   const Tensor& wd = W.defined_data(op);
-  if (xd.ndim() != 5)
-    throw ShapeError(std::string(op) + ": x must be 5-d (N, C, D, H, W), got " + detail::describe(xd));
-  if (wd.ndim() != 5)
-    throw ShapeError(std::string(op) + ": W must be 5-d (OC, C/groups, KD, KH, KW), got " + detail::describe(wd));
-  if (!is_floating(xd.dtype()) || xd.dtype() != wd.dtype())
-    throw DtypeError(std::string(op) + ": x " + detail::describe(xd) + " and W " + detail::describe(wd) +
-                     " must be of one float dtype");
-  if (stride.d < 1 || stride.h < 1 || stride.w < 1)
-    throw ValueError(std::string(op) + ": stride " + stride.str() + " must be at least 1 on every axis");
-  if (pad.d < 0 || pad.h < 0 || pad.w < 0)
-    throw ValueError(std::string(op) + ": pad " + pad.str() + " must not be negative");
-  if (groups < 1) throw ValueError(std::string(op) + ": groups " + std::to_string(groups) + " must be at least 1");
+  require<ShapeError>(xd.ndim() == 5, op, "x must be 5-d (N, C, D, H, W), got ", xd);
+  require<ShapeError>(wd.ndim() == 5, op, "W must be 5-d (OC, C/groups, KD, KH, KW), got ", wd);
+  require<DtypeError>(is_floating(xd.dtype()) && xd.dtype() == wd.dtype(), op, "x ", xd, " and W ", wd,
+                      " must be of one float dtype");
+  require<ValueError>(stride.d >= 1 && stride.h >= 1 && stride.w >= 1, op, "stride ", stride.str(),
+                      " must be at least 1 on every axis");
+  require<ValueError>(pad.d >= 0 && pad.h >= 0 && pad.w >= 0, op, "pad ", pad.str(), " must not be negative");
+  require<ValueError>(groups >= 1, op, "groups ", groups, " must be at least 1");
   const Shape &xs = xd.shape(), &ws = wd.shape();
   const std::int64_t N = xs[0], C = xs[1], OC = ws[0];
-  if (C % groups != 0 || OC % groups != 0 || ws[1] * groups != C)
-    throw ShapeError(std::string(op) + ": x " + detail::describe(xd) + " and W " + detail::describe(wd) +
-                     " do not fit groups " + std::to_string(groups) + "; hint: W is (OC, C/groups, KD, KH, KW)");
-  if (b.defined() && (b.ndim() != 1 || b.shape()[0] != OC))
-    throw ShapeError(std::string(op) + ": the bias " + detail::describe(b.data()) + " must be (" +
-                     std::to_string(OC) + ",), one per output channel");
+  require<ShapeError>(C % groups == 0 && OC % groups == 0 && ws[1] * groups == C, op, "x ", xd, " and W ", wd,
+                      " do not fit groups ", groups, detail::Hint{"W is (OC, C/groups, KD, KH, KW)"});
+  require<ShapeError>(!b.defined() || (b.ndim() == 1 && b.shape()[0] == OC), op, "the bias ",
+                      b.defined() ? b.data() : Tensor(), " must be (", OC, ",), one per output channel");
   const std::int64_t D = xs[2] + 2 * pad.d, H = xs[3] + 2 * pad.h, Wd = xs[4] + 2 * pad.w;
-  if (ws[2] > D || ws[3] > H || ws[4] > Wd)
-    throw ShapeError(std::string(op) + ": the kernel " + detail::describe(wd) + " is larger than x " +
-                     detail::describe(xd) + " padded by " + pad.str());
+  require<ShapeError>(ws[2] <= D && ws[3] <= H && ws[4] <= Wd, op, "the kernel ", wd, " is larger than x ", xd,
+                      " padded by ", pad.str());
   const Variable xp = pad == Triple(0) ? x : F::pad(x, {{0, 0}, {0, 0}, {pad.d, pad.d}, {pad.h, pad.h}, {pad.w, pad.w}});
   const std::int64_t OD = (D - ws[2]) / stride.d + 1;
   Variable y;

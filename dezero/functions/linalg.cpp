@@ -173,8 +173,7 @@ class BatchedMatMul : public Function {
 void check_matmul(const char* op, const Variable& x, const Variable& W) {
   detail::check_same_device(op, x.data(), W.data());
   if (x.ndim() == 0 || W.ndim() == 0)
-    throw ShapeError(std::string(op) + ": operands must be at least 1-d, got shapes " + x.shape().str() + " and " +
-                     W.shape().str());
+    detail::fail<ShapeError>(op, "operands must be at least 1-d, got shapes ", x.shape(), " and ", W.shape());
 }
 
 }  // namespace
@@ -199,26 +198,27 @@ Variable matmul(const Variable& x, const Variable& W) {
 Variable matmul(const Variable& x, const Variable& W, Transposed t) {
   check_matmul("matmul", x, W);
   if (x.ndim() != 2 || W.ndim() != 2)
-    throw ShapeError("matmul: a transposed product takes 2-d operands, got " + x.shape().str() + " and " +
-                     W.shape().str() + "; hint: F::transpose for N-d ones");
+    detail::fail<ShapeError>("matmul", "a transposed product takes 2-d operands, got ", x.shape(), " and ", W.shape(),
+                             "; hint: F::transpose for N-d ones");
   if (t != Transposed::none && t != Transposed::x && t != Transposed::W && t != Transposed::both)
-    throw ValueError("matmul: Transposed " + std::to_string(static_cast<int>(t)) + " is not one of none, x, W, both");
+    detail::fail<ValueError>("matmul", "Transposed ", std::to_string(static_cast<int>(t)),
+                             " is not one of none, x, W, both");
   const bool ta = t == Transposed::x || t == Transposed::both, tb = t == Transposed::W || t == Transposed::both;
   const std::int64_t k = ta ? x.shape()[0] : x.shape()[1], k2 = tb ? W.shape()[1] : W.shape()[0];
   if (k != k2)
-    throw ShapeError("matmul: shapes " + x.shape().str() + (ta ? "^T" : "") + " and " + W.shape().str() +
-                     (tb ? "^T" : "") + " are not aligned: " + std::to_string(k) + " != " + std::to_string(k2));
+    detail::fail<ShapeError>("matmul", "shapes ", x.shape(), (ta ? "^T" : ""), " and ", W.shape(), (tb ? "^T" : ""),
+                             " are not aligned: ", std::to_string(k), " != ", std::to_string(k2));
   return detail::mm(x, W, ta, tb, detail::autocast_compute(Config::autocast, x.device()));
 }
 
 Variable linear(const Variable& x, const Variable& W, const Variable& b) {
   check_matmul("linear", x, W);
   if (x.ndim() != 2 || W.ndim() != 2)
-    throw ShapeError("linear: expected x (N, in) and W (in, out), got " + x.shape().str() + " and " + W.shape().str());
+    detail::fail<ShapeError>("linear", "expected x (N, in) and W (in, out), got ", x.shape(), " and ", W.shape());
   if (x.shape()[1] != W.shape()[0])
-    throw ShapeError("linear: shapes " + x.shape().str() + " and " + W.shape().str() + " are not aligned: " +
-                     std::to_string(x.shape()[1]) + " != " + std::to_string(W.shape()[0]) +
-                     "; hint: W is (in_size, out_size) as in DeZero");
+    detail::fail<ShapeError>("linear", "shapes ", x.shape(), " and ", W.shape(), " are not aligned: ",
+                             std::to_string(x.shape()[1]), " != ", std::to_string(W.shape()[0]),
+                             "; hint: W is (in_size, out_size) as in DeZero");
   if (b.defined() && b.data().defined()) {
     broadcast_shapes(b.shape(), Shape{x.shape()[0], W.shape()[1]}, "linear");
     return call<Linear>(detail::in(x, W, b), detail::autocast_compute(Config::autocast, x.device()));

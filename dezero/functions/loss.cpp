@@ -16,8 +16,7 @@ namespace {
 
 std::int64_t first_axis_len(const char* op, const Tensor& t) {
   if (t.ndim() == 0)
-    throw ShapeError(std::string(op) + ": expected at least a 1-d array (the loss divides by its first axis), got " +
-                     detail::describe(t));
+    detail::fail<ShapeError>(op, "expected at least a 1-d array (the loss divides by its first axis), got ", t);
   return t.shape()[0];
 }
 
@@ -27,8 +26,7 @@ Variable targets_like(const char* op, const Variable& x, const Variable& t0) {
   if (t.dtype() != x.dtype()) t = F::cast(t, x.dtype());  // a node: an exported graph reads the labels it is given
   if (t.shape() == x.shape()) return t;
   if (t.size() != x.size())
-    throw ShapeError(std::string(op) + ": targets " + detail::describe(t.data()) + " do not match the input " +
-                     detail::describe(x.data()));
+    detail::fail<ShapeError>(op, "targets ", t.data(), " do not match the input ", x.data());
   return F::reshape(t, x.shape());
 }
 
@@ -125,10 +123,9 @@ Variable mean_squared_error(const Variable& x0, const Variable& x1) {
     const int i0 = i - (n - s0.ndim()), i1 = i - (n - s1.ndim());
     const std::int64_t d0 = i0 >= 0 ? s0[i0] : 1, d1 = i1 >= 0 ? s1[i1] : 1;
     if (d0 != d1 && d0 != 1 && d1 != 1)
-      throw ShapeError("mean_squared_error: x0 " + detail::describe(x0.data()) + " and x1 " +
-                       detail::describe(x1.data()) +
-                       " do not match; hint: x0 and x1 must have the same shape or broadcast "
-                       "(axes are matched from the right and must be equal or 1)");
+      detail::fail<ShapeError>("mean_squared_error", "x0 ", x0.data(), " and x1 ", x1.data(), " do not match",
+                               detail::Hint{"x0 and x1 must have the same shape or broadcast (axes are matched "
+                                            "from the right and must be equal or 1)"});
   }
   return call<MeanSquaredError>(detail::in(x0, x1));
 }
@@ -144,7 +141,7 @@ Variable softmax_cross_entropy(const Variable& x, const Variable& t) {
 
 Variable sigmoid_cross_entropy(const Variable& x, const Variable& t) {
   if (!is_floating(x.dtype()))
-    throw DtypeError("sigmoid_cross_entropy: logits must be float32 or float64, got " + detail::describe(x.data()));
+    detail::fail<DtypeError>("sigmoid_cross_entropy", "logits must be float32 or float64, got ", x.data());
   first_axis_len("sigmoid_cross_entropy", x.data());
   Variable tt = targets_like("sigmoid_cross_entropy", x, t);
   return call<SigmoidCrossEntropy>(detail::in(x, tt));
@@ -152,8 +149,7 @@ Variable sigmoid_cross_entropy(const Variable& x, const Variable& t) {
 
 Variable binary_cross_entropy(const Variable& p0, const Variable& t0) {
   if (!is_floating(p0.dtype()))
-    throw DtypeError("binary_cross_entropy: probabilities must be float32 or float64, got " +
-                     detail::describe(p0.data()));
+    detail::fail<DtypeError>("binary_cross_entropy", "probabilities must be float32 or float64, got ", p0.data());
   Variable t = targets_like("binary_cross_entropy", p0, t0);
   double n = static_cast<double>(first_axis_len("binary_cross_entropy", t.data()));
   Variable p = clip(p0, 1e-15, 0.999);

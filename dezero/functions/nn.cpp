@@ -57,11 +57,10 @@ namespace F {
 Variable accuracy(const Variable& y, const Variable& t) {
   const Tensor &yd = y.data(), &td = t.data();
   if (yd.ndim() < 2)
-    throw ShapeError("accuracy: y must have a class axis 1, e.g. (N, C), got " + detail::describe(yd));
+    detail::fail<ShapeError>("accuracy", "y must have a class axis 1, e.g. (N, C), got ", yd);
   Tensor pred = yd.argmax(1);
   if (pred.size() != td.size())
-    throw ShapeError("accuracy: " + std::to_string(pred.size()) + " predictions from y " + detail::describe(yd) +
-                     " but labels " + detail::describe(td));
+    detail::fail<ShapeError>("accuracy", std::to_string(pred.size()), " predictions from y ", yd, " but labels ", td);
   Tensor hit = equal(pred.reshape(td.shape()), td);
   return Variable(dezero::mean(hit.astype(float64)));
 }
@@ -70,7 +69,7 @@ Variable accuracy(const Variable& y, const Variable& t) {
 Variable dropout(const Variable& x, double dropout_ratio, random::Generator gen) {
   if (!Config::train) return x;
   if (!(dropout_ratio >= 0.0 && dropout_ratio < 1.0))
-    throw ValueError("dropout: dropout_ratio must be in [0, 1), got " + std::to_string(dropout_ratio));
+    detail::fail<ValueError>("dropout", "dropout_ratio must be in [0, 1), got ", std::to_string(dropout_ratio));
   DType dt = is_floating(x.dtype()) ? x.dtype() : float64;
   Tensor keep = greater(gen.rand(x.shape(), dt, x.device()), dropout_ratio);
   return x * Variable(keep / (1.0 - dropout_ratio));
@@ -80,9 +79,8 @@ Variable dropout(const Variable& x, double dropout_ratio, random::Generator gen)
 Variable embed_id(const Variable& x, const Variable& W) {
   const Tensor &ids = x.data(), &w = W.data();
   if (!is_integer(ids.dtype()))
-    throw DtypeError("embed_id: ids must be int32 or int64, got " + detail::describe(ids) +
-                     "; hint: x.astype(dezero::int64)");
-  if (w.ndim() < 1) throw ShapeError("embed_id: W must be at least 1-d (V, D), got " + detail::describe(w));
+    detail::fail<DtypeError>("embed_id", "ids must be int32 or int64, got ", ids, "; hint: x.astype(dezero::int64)");
+  if (w.ndim() < 1) detail::fail<ShapeError>("embed_id", "W must be at least 1-d (V, D), got ", w);
   detail::check_same_device("embed_id", w, ids);
   return call<EmbedID>(detail::in(W), ids);
 }

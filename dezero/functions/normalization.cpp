@@ -193,14 +193,13 @@ Variable batch_norm(const Variable& x, const Variable& gamma, const Variable& be
                     Tensor& running_var, double decay, double eps) {
   const Tensor& xd = x.data();
   if (!is_floating(xd.dtype()))
-    throw DtypeError("batch_norm: x must be float32 or float64, got " + detail::describe(xd));
+    detail::fail<DtypeError>("batch_norm", "x must be float32 or float64, got ", xd);
   if (xd.ndim() != 2 && xd.ndim() != 4)
-    throw ShapeError("batch_norm: x must be 2-d (N, C) or 4-d (N, C, H, W), got " + detail::describe(xd));
+    detail::fail<ShapeError>("batch_norm", "x must be 2-d (N, C) or 4-d (N, C, H, W), got ", xd);
   const std::int64_t c = xd.shape()[1];
   auto check_c = [&](const char* what, const Tensor& p) {
     if (p.shape() != Shape{c})
-      throw ShapeError(std::string("batch_norm: ") + what + " must have shape (" + std::to_string(c) +
-                       ",) for x " + detail::describe(xd) + ", got " + detail::describe(p));
+      detail::fail<ShapeError>("batch_norm", what, " must have shape (", c, ",) for x ", xd, ", got ", p);
     detail::check_same_device("batch_norm", xd, p);
   };
   check_c("gamma", gamma.data());
@@ -209,7 +208,7 @@ Variable batch_norm(const Variable& x, const Variable& gamma, const Variable& be
   if (!running_var.defined()) running_var = ones(Shape{c}, xd.dtype(), xd.device());
   check_c("running_mean", running_mean);
   check_c("running_var", running_var);
-  if (!(eps > 0.0)) throw ValueError("batch_norm: eps must be positive, got " + std::to_string(eps));
+  if (!(eps > 0.0)) detail::fail<ValueError>("batch_norm", "eps must be positive, got ", std::to_string(eps));
   return call<BatchNorm>(detail::in(x, gamma, beta), running_mean, running_var, decay, eps, Config::train);
 }
 
@@ -218,33 +217,31 @@ Variable layer_norm(const Variable& x, const Variable& gamma, const Variable& be
   const Tensor& xd = x.data();
   detail::check_defined("layer_norm", xd);
   if (!is_floating(xd.dtype()))
-    throw DtypeError("layer_norm: x must be float32 or float64, got " + detail::describe(xd));
+    detail::fail<DtypeError>("layer_norm", "x must be float32 or float64, got ", xd);
   if (!gamma.defined() || !gamma.data().defined())
-    throw ValueError("layer_norm: gamma is undefined; hint: its shape names the normalised axes (ones(D) for "
-                     "a plain normalisation over the last axis of size D)");
+    detail::fail<ValueError>("layer_norm", "gamma is undefined",
+                             detail::Hint{"its shape names the normalised axes (ones(D) for a plain normalisation "
+                                          "over the last axis of size D)"});
   const Tensor& g = gamma.data();
   const int k = g.ndim(), nd = xd.ndim();
   bool fits = k >= 1 && k <= nd;
   for (int i = 0; fits && i < k; ++i) fits = g.shape()[i] == xd.shape()[nd - k + i];
   if (!fits)
-    throw ShapeError("layer_norm: gamma " + detail::describe(g) + " must be the last axes of x " +
-                     detail::describe(xd) + "; hint: gamma's shape is the normalised shape (PyTorch's "
-                     "normalized_shape)");
+    detail::fail<ShapeError>("layer_norm", "gamma ", g, " must be the last axes of x ", xd,
+                             detail::Hint{"gamma's shape is the normalised shape (PyTorch's normalized_shape)"});
   detail::check_same_device("layer_norm", xd, g);
   if (g.dtype() != xd.dtype())
-    throw DtypeError("layer_norm: gamma " + detail::describe(g) + " and x " + detail::describe(xd) +
-                     " must have one dtype");
+    detail::fail<DtypeError>("layer_norm", "gamma ", g, " and x ", xd, " must have one dtype");
   const bool with_beta = beta.defined() && beta.data().defined();
   if (with_beta) {
     const Tensor& b = beta.data();
     if (b.shape() != g.shape())
-      throw ShapeError("layer_norm: beta " + detail::describe(b) + " must have gamma's shape " + g.shape().str());
+      detail::fail<ShapeError>("layer_norm", "beta ", b, " must have gamma's shape ", g.shape());
     detail::check_same_device("layer_norm", xd, b);
     if (b.dtype() != xd.dtype())
-      throw DtypeError("layer_norm: beta " + detail::describe(b) + " and x " + detail::describe(xd) +
-                       " must have one dtype");
+      detail::fail<DtypeError>("layer_norm", "beta ", b, " and x ", xd, " must have one dtype");
   }
-  if (!(eps > 0.0)) throw ValueError("layer_norm: eps must be positive, got " + std::to_string(eps));
+  if (!(eps > 0.0)) detail::fail<ValueError>("layer_norm", "eps must be positive, got ", std::to_string(eps));
   std::vector<int> axes;
   for (int i = nd - k; i < nd; ++i) axes.push_back(i);
   if (with_beta) return call<LayerNorm>(detail::in(x, gamma, beta), axes, eps);

@@ -166,7 +166,8 @@ Variable min(const Variable& x, const Axes& axes, bool keepdims) {
 }
 Variable clip(const Variable& x, double x_min, double x_max) {
   if (x_min > x_max)
-    throw ValueError("clip: x_min (" + std::to_string(x_min) + ") must not exceed x_max (" + std::to_string(x_max) + ")");
+    detail::fail<ValueError>("clip", "x_min (", std::to_string(x_min), ") must not exceed x_max (",
+                             std::to_string(x_max), ")");
   return call<Clip>(detail::in(x), x_min, x_max);
 }
 

@@ -241,7 +241,7 @@ Variable expand_dims(const Variable& x, int axis) {
 }
 
 Variable flatten(const Variable& x) {
-  if (x.ndim() == 0) throw ShapeError("flatten: expected an input with a batch axis, got shape ()");
+  if (x.ndim() == 0) detail::fail<ShapeError>("flatten", "expected an input with a batch axis, got shape ()");
   return reshape(x, Shape{x.shape()[0], x.shape()[0] ? x.size() / x.shape()[0] : 0});
 }
 
@@ -250,7 +250,7 @@ Variable get_item(const Variable& x, const Indices& indices) {
 }
 
 Variable concat(const VariableList& xs, int axis) {
-  if (xs.empty()) throw ValueError("concat: no inputs to join; hint: give at least one Variable");
+  if (xs.empty()) detail::fail<ValueError>("concat", "no inputs to join; hint: give at least one Variable");
   const Shape& s0 = xs[0].shape();
   const int ax = detail::normalize_axis("concat", axis, xs[0].ndim());
   for (std::size_t k = 1; k < xs.size(); ++k) {
@@ -258,24 +258,24 @@ Variable concat(const VariableList& xs, int axis) {
     bool same = sk.size() == s0.size();
     for (std::size_t i = 0; same && i < s0.size(); ++i) same = static_cast<int>(i) == ax || sk[i] == s0[i];
     if (!same)
-      throw ShapeError("concat: input " + std::to_string(k) + " " + detail::describe(xs[k].data()) +
-                       " does not match input 0 " + detail::describe(xs[0].data()) + " outside axis " +
-                       std::to_string(ax) + "; hint: the inputs need one rank and equal extents except along axis");
+      detail::fail<ShapeError>("concat", "input ", std::to_string(k), " ", xs[k].data(), " does not match input 0 ",
+                               xs[0].data(), " outside axis ", std::to_string(ax),
+                               "; hint: the inputs need one rank and equal extents except along axis");
   }
   return call<Concat>(xs, axis);
 }
 
 Variable pad(const Variable& x, const Pads& pads, double value) {
   if (static_cast<int>(pads.size()) != x.ndim())
-    throw ShapeError("pad: " + std::to_string(pads.size()) + " (before, after) pairs for x " +
-                     detail::describe(x.data()) + "; hint: give one pair per axis");
+    detail::fail<ShapeError>("pad", std::to_string(pads.size()), " (before, after) pairs for x ", x.data(),
+                             "; hint: give one pair per axis");
   for (std::size_t i = 0; i < pads.size(); ++i) {
     const std::int64_t n = x.shape()[i];
     const auto [b, e] = pads[i];
     if ((b < 0 ? -b : 0) > (e < 0 ? n + e : n))
-      throw ShapeError("pad: the pads (" + std::to_string(b) + ", " + std::to_string(e) + ") of axis " +
-                       std::to_string(i) + " crop more than its " + std::to_string(n) + " elements (x " +
-                       detail::describe(x.data()) + "); hint: a negative count crops, at most the axis in all");
+      detail::fail<ShapeError>("pad", "the pads (", std::to_string(b), ", ", std::to_string(e), ") of axis ",
+                               std::to_string(i), " crop more than its ", std::to_string(n), " elements (x ",
+                               x.data(), "); hint: a negative count crops, at most the axis in all");
   }
   return call<Pad>(detail::in(x), pads, value);
 }

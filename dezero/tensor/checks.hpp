@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "dezero/small_vector.hpp"
@@ -19,6 +20,45 @@ inline std::string describe(const Tensor& t) {
   std::string s = t.shape().str() + " " + dtype_name(t.dtype());
   if (!t.device().is_cpu()) s += " on " + t.device().str();
   return s;
+}
+
+// --- the library's errors, one line per check ----------------------------------------------------
+//   require<ShapeError>(x.ndim() == 5, "conv3d", "x must be 5-d (N, C, D, H, W), got ", x.data());
+//   fail<ValueError>("pad", "the pads of axis ", axis, " are negative", Hint{"..."});
+// make "<op>: <parts...>[; hint: ...]" and throw E (a dezero::Error). The parts are written as
+// every message of the library writes them: text as it is, an integer in decimal, a Shape "(2, 3)",
+// a DType "float32", a Device "cuda:0", a Tensor "(2, 3) float32 [on cuda:0]" (describe()); a
+// floating-point number has no part of its own (write it as the message wants it). require()
+// builds the message only when the check fails.
+struct Hint {
+  const char* text;  // the end of the message: "; hint: <text>"
+};
+inline void append_part(std::string& s, const std::string& t) { s += t; }
+inline void append_part(std::string& s, const char* t) { s += t; }
+inline void append_part(std::string& s, char c) { s += c; }
+template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool> && !std::is_same_v<I, char>, int> = 0>
+void append_part(std::string& s, I v) {
+  s += std::to_string(v);
+}
+inline void append_part(std::string& s, const Shape& v) { s += v.str(); }
+inline void append_part(std::string& s, DType v) { s += dtype_name(v); }
+inline void append_part(std::string& s, const Device& v) { s += v.str(); }
+inline void append_part(std::string& s, const Tensor& v) { s += describe(v); }
+inline void append_part(std::string& s, const Hint& h) {
+  s += "; hint: ";
+  s += h.text;
+}
+template <class E, class... Parts>
+[[noreturn]] void fail(const char* op, const Parts&... parts) {
+  static_assert(std::is_base_of_v<Error, E>, "fail<E>: E is one of the library's errors");
+  std::string s(op);
+  s += ": ";
+  (append_part(s, parts), ...);
+  throw E(s);
+}
+template <class E, class... Parts>
+void require(bool ok, const char* op, const Parts&... parts) {
+  if (!ok) fail<E>(op, parts...);
 }
 
 // What an empty tensor's or variable's EmptyCause means, as the end of a sentence
