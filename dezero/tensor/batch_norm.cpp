@@ -8,7 +8,8 @@
 // batch_norm_fusable says they take the case.
 #include <string>
 
-#include "dezero/tensor/fused.hpp"
+#include "dezero/tensor/batch_norm.hpp"
+#include "dezero/tensor/conv.hpp"  // conv_library_path()
 #include "dezero/tensor/strided.hpp"
 
 namespace dezero::detail {

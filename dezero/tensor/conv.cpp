@@ -30,7 +30,7 @@
 #include <atomic>
 #include <string>
 
-#include "dezero/tensor/fused.hpp"
+#include "dezero/tensor/conv.hpp"
 #include "dezero/tensor/strided.hpp"
 
 namespace dezero::detail {

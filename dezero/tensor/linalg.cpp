@@ -19,7 +19,7 @@
 #include "dezero/env.hpp"
 #include "dezero/onednn.hpp"
 #include "dezero/tensor/checks.hpp"
-#include "dezero/tensor/fused.hpp"
+#include "dezero/tensor/matmul.hpp"
 #include "dezero/tensor/strided.hpp"
 
 namespace dezero {
