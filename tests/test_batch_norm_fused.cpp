@@ -1,5 +1,5 @@
 // tests/test_batch_norm_fused.cpp - F::batch_norm's fused NCHW kernels (cpu/batch_norm.cpp,
-// cuda/batch_norm.cu, through tensor/batch_norm.cpp) against the composite formula:
+// gpu/batch_norm.cu, through tensor/batch_norm.cpp) against the composite formula:
 // DeZero's BatchNorm written here with F ops in float64 (mean and biased variance over
 // every axis but 1, the gradients from autograd through that formula), and against the
 // library's own composite route (running statistics of another dtype, and the backward

@@ -414,7 +414,7 @@ TEST_CASE("cuda: a GPU tensor held by a static object is freed at exit") {
 #ifdef DEZERO_WITH_CUDA
 #include <filesystem>
 
-#include "dezero/cuda/detail/libs.hpp"
+#include "dezero/gpu/libs.hpp"
 
 namespace {
 namespace fs = std::filesystem;

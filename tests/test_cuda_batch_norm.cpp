@@ -1,5 +1,5 @@
 // tests/test_cuda_batch_norm.cpp - batch normalisation through cuDNN
-// (cuda/cudnn_batch_norm.cpp) against the CUDA backend's own kernels (cuda/batch_norm.cu)
+// (gpu/cudnn_batch_norm.cpp) against the CUDA backend's own kernels (gpu/batch_norm.cu)
 // and the CPU (cpu/batch_norm.cpp), with DeZero's semantics (functions/normalization.hpp).
 //
 // Everywhere: which cases cuDNN takes (detail/conv_algo.hpp's batch_norm_fits_cudnn: m >= 2
@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "dezero/backend/backend.hpp"
-#include "dezero/cuda/detail/conv_algo.hpp"
+#include "dezero/gpu/conv_algo.hpp"
 #include "dezero/tensor/fused.hpp"  // detail::set_conv_library_path
 #include "support/cudnn.hpp"
 #include "support/test_util.hpp"
@@ -32,7 +32,7 @@
 #ifdef DEZERO_WITH_CUDA
 #include <dlfcn.h>
 
-#include "dezero/cuda/detail/libs.hpp"
+#include "dezero/gpu/libs.hpp"
 #endif
 
 using namespace dezero;

@@ -1,4 +1,4 @@
-// tests/test_cuda_conv.cpp - the GPU convolution path through cuDNN (cuda/cudnn_conv.cpp).
+// tests/test_cuda_conv.cpp - the GPU convolution path through cuDNN (gpu/cudnn_conv.cpp).
 //
 // Everywhere: the algorithm choice as host code (detail/conv_algo.hpp: the cache key, the
 // workspace and math-mode rule, what follows a run-time failure, the version check, the
@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "dezero/backend/backend.hpp"
-#include "dezero/cuda/detail/conv_algo.hpp"
+#include "dezero/gpu/conv_algo.hpp"
 #include "support/cudnn.hpp"
 #include "support/test_util.hpp"
 
@@ -253,7 +253,7 @@ TEST_CASE("cudnn conv: TF32 is off by default and the switch is read back") {
 }
 
 #ifdef DEZERO_WITH_CUDA
-#include "dezero/cuda/detail/libs.hpp"
+#include "dezero/gpu/libs.hpp"
 
 // No GPU needed: the build's cuDNN loads and is recent enough for the legacy API.
 TEST_CASE("cudnn conv: the cuDNN the build found loads and is 8.x or later") {

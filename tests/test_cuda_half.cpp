@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "dezero/backend/backend.hpp"
-#include "dezero/cuda/detail/conv_algo.hpp"
+#include "dezero/gpu/conv_algo.hpp"
 #include "dezero/tensor/fused.hpp"
 #include "support/test_util.hpp"
 

@@ -1,5 +1,5 @@
-// tests/test_cuda_pool.cpp - pooling through cuDNN (cuda/cudnn_pool.cpp) and the CUDA
-// backend's own pooling kernels (cuda/pool.cu).
+// tests/test_cuda_pool.cpp - pooling through cuDNN (gpu/cudnn_pool.cpp) and the CUDA
+// backend's own pooling kernels (gpu/pool.cu).
 //
 // Everywhere: the rule for which windows cuDNN's pooling computes as DeZero does
 // (detail/conv_algo.hpp's pool_geometry_fits_cudnn). In a CUDA build where cuDNN loads (no
@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "dezero/backend/backend.hpp"
-#include "dezero/cuda/detail/conv_algo.hpp"
+#include "dezero/gpu/conv_algo.hpp"
 #include "dezero/tensor/fused.hpp"  // detail::set_conv_library_path
 #include "support/cudnn.hpp"
 #include "support/test_util.hpp"

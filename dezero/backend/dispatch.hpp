@@ -1,5 +1,5 @@
 // dezero/backend/dispatch.hpp - element-type dispatch: runs a body with T bound to the
-// C++ type of a DType (host code in cpu/ and tensor/, device code in cuda/*.cu).
+// C++ type of a DType (host code in cpu/ and tensor/, device code in gpu/*.cu).
 //
 // DEZERO_DISPATCH binds the four arithmetic dtypes. The 16-bit floats have no arithmetic
 // kernels (tensor/ computes them in float32): reaching one here throws DtypeError naming the

@@ -1,7 +1,7 @@
 // dezero/backend/ops.hpp - the element-wise math, written once for host and device.
 //
 // Every functor here is __host__ __device__ under nvcc, so the CPU backend (cpu/)
-// and the CUDA backend (cuda/*.cu) compute exactly the same expressions: the CPU
+// and the CUDA backend (gpu/*.cu) compute exactly the same expressions: the CPU
 // tests also check the GPU's arithmetic.
 #pragma once
 

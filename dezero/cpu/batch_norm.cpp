@@ -10,7 +10,7 @@
 // a = gamma inv_std and b = beta - mean a. Backward: one pass for sum gy and
 // sum (x - mean) gy, one writing gx = k1 gy + k2 x + k0. The channel sums are
 // accumulated in double for both dtypes; the per-element arithmetic is in T.
-// Twin of cuda/batch_norm.cu.
+// Twin of gpu/batch_norm.cu.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

@@ -10,7 +10,7 @@
 // level's kernels, and its KernelTable (the bottom of this file) is what cpu/isa.cpp picks
 // from at run time; cpu_backend(), the one instance, is made there.
 //
-// Twin of cuda/cuda_backend.cu: the same primitives in the same order, the same
+// Twin of gpu/cuda_backend.cu: the same primitives in the same order, the same
 // math through backend/ops.hpp.
 #include <cstddef>
 #include <cstdint>

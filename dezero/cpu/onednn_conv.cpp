@@ -2,7 +2,7 @@
 // iDeep path made current; DeZero itself has only im2col + GEMM, step 57's conv2d).
 // Compiled only when the build found oneDNN (cmake -DDEZERO_ONEDNN=AUTO/ON, Debian's
 // libdnnl-dev); onednn_stub.cpp stands in for it otherwise. No CUDA twin: the GPU's
-// library path is cuda/cudnn_conv.cpp.
+// library path is gpu/cudnn_conv.cpp.
 //
 // The three products of Backend::conv2d_* on contiguous NCHW float32 buffers:
 //   forward: y (n, oc, oh, ow) = x (n, c, h, w) * W (oc, c, kh, kw) + b (oc)   convolution_forward

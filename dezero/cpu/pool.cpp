@@ -8,9 +8,9 @@
 // pads with -inf instead), idx = i * kw + j of the first max. NaN as in NumPy: a NaN
 // anywhere in a window makes its max NaN and idx the first NaN's position (np.argmax's),
 // so the window's gradient goes to that NaN (the same on every path, cuDNN's included:
-// cuda/cudnn_pool.cpp). One (n, c) plane per
+// gpu/cudnn_pool.cpp). One (n, c) plane per
 // work item on OpenMP threads; float32 2 x 2 windows of stride 2 (W2's) run 16 at a
-// time in AVX-512 registers where the build has them. Twin of cuda/pool.cu.
+// time in AVX-512 registers where the build has them. Twin of gpu/pool.cu.
 #include <algorithm>
 #include <type_traits>
 

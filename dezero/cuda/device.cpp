@@ -7,7 +7,7 @@
 #include <string>
 #include <type_traits>
 
-#include "dezero/cuda/detail/runtime.hpp"
+#include "dezero/gpu/runtime.hpp"
 #include "dezero/cuda/device.hpp"
 #include "dezero/cuda/memoize.hpp"
 

@@ -27,7 +27,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "dezero/cuda/detail/runtime.hpp"
+#include "dezero/gpu/runtime.hpp"
 #include "dezero/cuda/device.hpp"
 #include "dezero/cuda/memory_pool.hpp"
 #include "dezero/env.hpp"

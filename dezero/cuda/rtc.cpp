@@ -20,8 +20,8 @@
 #include <variant>
 #include <vector>
 
-#include "dezero/cuda/detail/nvrtc.hpp"
-#include "dezero/cuda/detail/runtime.hpp"
+#include "dezero/gpu/nvrtc.hpp"
+#include "dezero/gpu/runtime.hpp"
 #include "dezero/cuda/device.hpp"
 #include "dezero/cuda/memoize.hpp"
 #include "dezero/cuda/rtc.hpp"

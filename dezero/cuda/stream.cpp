@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "dezero/cuda/detail/runtime.hpp"
+#include "dezero/gpu/runtime.hpp"
 #include "dezero/cuda/device.hpp"
 #include "dezero/cuda/stream.hpp"
 

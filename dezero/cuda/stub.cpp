@@ -7,7 +7,7 @@
 #include <mutex>
 
 #include "dezero/backend/backend.hpp"
-#include "dezero/cuda/detail/conv_algo.hpp"
+#include "dezero/gpu/conv_algo.hpp"
 #include "dezero/cuda/device.hpp"
 #include "dezero/cuda/memoize.hpp"
 #include "dezero/cuda/memory_pool.hpp"

@@ -4,7 +4,7 @@
 //
 // Two routes to the same numbers. The fused one (tensor/fused.hpp's batch_norm_forward
 // and _backward, one backend call each: cpu/batch_norm.cpp, and on a GPU cuDNN's batch
-// normalisation (cuda/cudnn_batch_norm.cpp) where it takes the case, else cuda/batch_norm.cu)
+// normalisation (gpu/cudnn_batch_norm.cpp) where it takes the case, else gpu/batch_norm.cu)
 // works on NCHW in place of (N*H*W, C) rows: it takes float32 / float64 x whose gamma,
 // beta and running statistics share its dtype and device, the forward in both modes and
 // the backward when no graph is recorded (create_graph false). The composite one - tensor

@@ -3,7 +3,7 @@
 // for the forward, one for the backward: the backend's library first
 // (Backend::library_batch_norm_forward / _backward: cuDNN on a GPU) while
 // set_conv_library_path is on, else its own kernels (Backend::batch_norm_forward /
-// _backward: cpu/batch_norm.cpp, cuda/batch_norm.cu). F::batch_norm
+// _backward: cpu/batch_norm.cpp, gpu/batch_norm.cu). F::batch_norm
 // (functions/normalization.cpp) checks the user's operands and calls these when
 // batch_norm_fusable says they take the case.
 #include <string>

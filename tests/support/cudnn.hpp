@@ -16,7 +16,7 @@
 #include "support/test_util.hpp"
 
 #ifdef DEZERO_WITH_CUDA
-#include "dezero/cuda/detail/conv_algo.hpp"
+#include "dezero/gpu/conv_algo.hpp"
 #endif
 
 namespace dzt {

@@ -1,4 +1,4 @@
-// dezero/cuda/memory.cu - the memory primitives of the CUDA backend (backend.hpp's
+// dezero/gpu/memory.cu - the memory primitives of the CUDA backend (backend.hpp's
 // "memory" section): allocations from the device pool, copies between the host and
 // the device and within it, fill, and the device-wide wait.
 //
@@ -11,9 +11,9 @@
 
 #include "dezero/backend/backend.hpp"
 #include "dezero/backend/dispatch.hpp"
-#include "dezero/cuda/detail/launch.cuh"
-#include "dezero/cuda/detail/launchers.hpp"
-#include "dezero/cuda/detail/runtime.hpp"
+#include "dezero/gpu/launch.cuh"
+#include "dezero/gpu/launchers.hpp"
+#include "dezero/gpu/runtime.hpp"
 
 namespace dezero::detail {
 

@@ -1,4 +1,4 @@
-// dezero/cuda/pool.cu - max pooling on a CUDA device: forward with each window's
+// dezero/gpu/pool.cu - max pooling on a CUDA device: forward with each window's
 // argmax, its backward and the gather that is the backward's own backward (DeZero's
 // Pooling, Pooling2DGrad, Pooling2DWithIndexes; the last runs on the device here,
 // where DeZero's used NumPy's arange on CuPy arrays and failed); and average pooling.
@@ -15,9 +15,9 @@
 #include <cstdint>
 
 #include "dezero/backend/backend.hpp"
-#include "dezero/cuda/detail/launch.cuh"
-#include "dezero/cuda/detail/launchers.hpp"
-#include "dezero/cuda/detail/runtime.hpp"
+#include "dezero/gpu/launch.cuh"
+#include "dezero/gpu/launchers.hpp"
+#include "dezero/gpu/runtime.hpp"
 
 namespace dezero::detail {
 

@@ -1,4 +1,4 @@
-// dezero/cuda/index.cu - the indexing kernels of the CUDA backend and their launchers:
+// dezero/gpu/index.cu - the indexing kernels of the CUDA backend and their launchers:
 // gather and scatter_add by int64 element offsets, gather_rows by int64 row indices.
 //
 // Twin of cpu/index.cpp. scatter_add adds with atomics, so repeated offsets
@@ -7,9 +7,9 @@
 
 #include "dezero/backend/backend.hpp"
 #include "dezero/backend/dispatch.hpp"
-#include "dezero/cuda/detail/launch.cuh"
-#include "dezero/cuda/detail/launchers.hpp"
-#include "dezero/cuda/detail/runtime.hpp"
+#include "dezero/gpu/launch.cuh"
+#include "dezero/gpu/launchers.hpp"
+#include "dezero/gpu/runtime.hpp"
 
 namespace dezero::detail {
 

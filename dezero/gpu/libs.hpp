@@ -1,4 +1,4 @@
-// dezero/cuda/detail/libs.hpp - the GPU libraries that libs.cpp loads on first use:
+// dezero/gpu/libs.hpp - the GPU libraries that libs.cpp loads on first use:
 // where they are looked for, where they were found, and the check that every entry
 // point dezero calls is there (internal; tests/test_cuda.cpp uses it). Needs no GPU.
 //

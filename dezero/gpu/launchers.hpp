@@ -1,4 +1,4 @@
-// dezero/cuda/detail/launchers.hpp - the CUDA backend's primitives, one function per
+// dezero/gpu/launchers.hpp - the CUDA backend's primitives, one function per
 // Backend virtual (dezero/backend/backend.hpp), in the order of its sections; each
 // section names the family file that implements it. cuda_backend.cu forwards every
 // virtual of CudaBackend to these (internal).

@@ -1,4 +1,4 @@
-// dezero/cuda/libs.cpp - cuBLAS, cuRAND, NVRTC and cuDNN are loaded on first use.
+// dezero/gpu/libs.cpp - cuBLAS, cuRAND, NVRTC and cuDNN are loaded on first use.
 //
 // libdezero does not link these libraries: linking them made every program that
 // uses dezero map and relocate ~250 MB of GPU libraries at start-up (0.26 s and
@@ -39,7 +39,7 @@
 #include <string>
 #include <vector>
 
-#include "dezero/cuda/detail/libs.hpp"
+#include "dezero/gpu/libs.hpp"
 #include "dezero/env.hpp"
 #include "dezero/error.hpp"
 

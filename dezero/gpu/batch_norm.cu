@@ -1,4 +1,4 @@
-// dezero/cuda/batch_norm.cu - the CUDA backend's fused batch normalisation and its
+// dezero/gpu/batch_norm.cu - the CUDA backend's fused batch normalisation and its
 // launchers (backend/backend.hpp gives the contract): float32 and float64, x viewed as
 // (n, c, hw), i.e. (N, C) with hw = 1 or NCHW with hw = H * W.
 //
@@ -16,9 +16,9 @@
 #include <type_traits>
 
 #include "dezero/backend/backend.hpp"
-#include "dezero/cuda/detail/launch.cuh"
-#include "dezero/cuda/detail/launchers.hpp"
-#include "dezero/cuda/detail/runtime.hpp"
+#include "dezero/gpu/launch.cuh"
+#include "dezero/gpu/launchers.hpp"
+#include "dezero/gpu/runtime.hpp"
 
 namespace dezero::detail {
 

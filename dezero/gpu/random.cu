@@ -1,4 +1,4 @@
-// dezero/cuda/random.cu - the CUDA backend's random numbers: uniform and normal
+// dezero/gpu/random.cu - the CUDA backend's random numbers: uniform and normal
 // samples from cuRAND (Philox), reseeded from dezero's host generator on every call.
 //
 // Twin of cpu/random.cpp. No kernel of its own: cuRAND fills the buffer, and the
@@ -12,8 +12,8 @@
 
 #include "dezero/backend/backend.hpp"
 #include "dezero/backend/generator.hpp"
-#include "dezero/cuda/detail/launchers.hpp"
-#include "dezero/cuda/detail/runtime.hpp"
+#include "dezero/gpu/launchers.hpp"
+#include "dezero/gpu/runtime.hpp"
 
 namespace dezero::detail {
 

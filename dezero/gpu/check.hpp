@@ -1,4 +1,4 @@
-// dezero/cuda/detail/check.hpp - the check macros of the CUDA sources (internal).
+// dezero/gpu/check.hpp - the check macros of the CUDA sources (internal).
 //
 // Every call into the CUDA runtime, cuBLAS or cuRAND is wrapped in one of these:
 // a failed call becomes a dezero::CudaError that names the library, its message,

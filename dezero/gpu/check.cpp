@@ -1,7 +1,7 @@
-// dezero/cuda/detail/check.cpp - what the check macros of detail/check.hpp call: the
+// dezero/gpu/check.cpp - what the check macros of detail/check.hpp call: the
 // CudaError of a failed call (its file path cut to dezero/... so messages do not
 // carry the build machine's folders) and the messages of cuRAND's status codes.
-#include "dezero/cuda/detail/check.hpp"
+#include "dezero/gpu/check.hpp"
 
 #include <string>
 

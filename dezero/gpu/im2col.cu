@@ -1,4 +1,4 @@
-// dezero/cuda/im2col.cu - im2col and col2im on a CUDA device (DeZero's _im2col_gpu /
+// dezero/gpu/im2col.cu - im2col and col2im on a CUDA device (DeZero's _im2col_gpu /
 // _col2im_gpu, ported from Chainer's utils/conv.py elementwise kernels; step 57).
 //
 //   im2col: x (n, c, h, w) -> col (n, c, kh, kw, oh, ow), one thread per col element,
@@ -10,9 +10,9 @@
 #include <cstdint>
 
 #include "dezero/backend/backend.hpp"
-#include "dezero/cuda/detail/launch.cuh"
-#include "dezero/cuda/detail/launchers.hpp"
-#include "dezero/cuda/detail/runtime.hpp"
+#include "dezero/gpu/launch.cuh"
+#include "dezero/gpu/launchers.hpp"
+#include "dezero/gpu/runtime.hpp"
 
 namespace dezero::detail {
 

@@ -1,4 +1,4 @@
-// dezero/cuda/detail/launch.cuh - what the kernel files of the CUDA backend share
+// dezero/gpu/launch.cuh - what the kernel files of the CUDA backend share
 // (internal; included by the *.cu files only): the launch geometry, the grid-stride
 // loop, strided views, atomics, and warp / block reductions.
 //
@@ -18,7 +18,7 @@
 #include <cstdint>
 
 #include "dezero/backend/backend.hpp"
-#include "dezero/cuda/detail/check.hpp"
+#include "dezero/gpu/check.hpp"
 
 namespace dezero::detail {
 

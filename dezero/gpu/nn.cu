@@ -1,4 +1,4 @@
-// dezero/cuda/nn.cu - the fused neural-network kernels of the CUDA backend and their
+// dezero/gpu/nn.cu - the fused neural-network kernels of the CUDA backend and their
 // launchers: softmax / log_softmax, softmax cross-entropy and its gradient, and the
 // in-place optimizer updates.
 //
@@ -13,9 +13,9 @@
 
 #include "dezero/backend/backend.hpp"
 #include "dezero/backend/ops.hpp"
-#include "dezero/cuda/detail/launch.cuh"
-#include "dezero/cuda/detail/launchers.hpp"
-#include "dezero/cuda/detail/runtime.hpp"
+#include "dezero/gpu/launch.cuh"
+#include "dezero/gpu/launchers.hpp"
+#include "dezero/gpu/runtime.hpp"
 
 namespace dezero::detail {
 

@@ -1,4 +1,4 @@
-// dezero/cuda/detail/runtime.hpp - the CUDA runtime state the CUDA sources share
+// dezero/gpu/runtime.hpp - the CUDA runtime state the CUDA sources share
 // (internal): which devices exist, the current device for a scope, the calling
 // thread's current stream, the device memory pool and the per-device library handles.
 //
@@ -13,7 +13,7 @@
 #include <mutex>
 #include <string>
 
-#include "dezero/cuda/detail/check.hpp"
+#include "dezero/gpu/check.hpp"
 
 namespace dezero::cuda::detail {
 

@@ -1,4 +1,4 @@
-// dezero/cuda/detail/nvrtc.hpp - compiling and caching the runtime-compiled kernels
+// dezero/gpu/nvrtc.hpp - compiling and caching the runtime-compiled kernels
 // of cuda/rtc.hpp (internal): CUDA source to a loaded kernel of one device, through
 // NVRTC and the runtime's library API; rtc.cpp implements both.
 //

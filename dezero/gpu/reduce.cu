@@ -1,4 +1,4 @@
-// dezero/cuda/reduce.cu - the reduction kernels of the CUDA backend and their
+// dezero/gpu/reduce.cu - the reduction kernels of the CUDA backend and their
 // launchers: sum / max / min over the middle axis of (outer, r, inner), argmax / argmin.
 //
 // Twin of cpu/reduce.cpp. Contiguous rows (inner == 1) are reduced by a warp per short
@@ -14,9 +14,9 @@
 
 #include "dezero/backend/backend.hpp"
 #include "dezero/backend/dispatch.hpp"
-#include "dezero/cuda/detail/launch.cuh"
-#include "dezero/cuda/detail/launchers.hpp"
-#include "dezero/cuda/detail/runtime.hpp"
+#include "dezero/gpu/launch.cuh"
+#include "dezero/gpu/launchers.hpp"
+#include "dezero/gpu/runtime.hpp"
 
 namespace dezero::detail {
 

@@ -1,4 +1,4 @@
-// dezero/cuda/elementwise.cu - the element-wise kernels of the CUDA backend and their
+// dezero/gpu/elementwise.cu - the element-wise kernels of the CUDA backend and their
 // launchers: cast, unary, binary (with broadcasting), where, copy_strided.
 //
 // Twin of cpu/elementwise.cpp, with the same element math (unary_apply, binary_apply
@@ -12,9 +12,9 @@
 #include "dezero/backend/backend.hpp"
 #include "dezero/backend/dispatch.hpp"
 #include "dezero/backend/ops.hpp"
-#include "dezero/cuda/detail/launch.cuh"
-#include "dezero/cuda/detail/launchers.hpp"
-#include "dezero/cuda/detail/runtime.hpp"
+#include "dezero/gpu/launch.cuh"
+#include "dezero/gpu/launchers.hpp"
+#include "dezero/gpu/runtime.hpp"
 
 namespace dezero::detail {
 

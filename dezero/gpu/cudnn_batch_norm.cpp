@@ -1,4 +1,4 @@
-// dezero/cuda/cudnn_batch_norm.cpp - the CUDA backend's batch normalisation through cuDNN's
+// dezero/gpu/cudnn_batch_norm.cpp - the CUDA backend's batch normalisation through cuDNN's
 // legacy API (Backend::library_batch_norm_forward / _backward; backend.hpp gives the
 // formulas): x (N, C) or NCHW (N, C, H, W), viewed as (n, c, hw, 1), CUDNN_BATCHNORM_SPATIAL
 // (one mean and variance per channel over n * hw values: DeZero's per-channel statistics of
@@ -37,10 +37,10 @@
 #include <mutex>
 
 #include "dezero/backend/backend.hpp"
-#include "dezero/cuda/detail/conv_algo.hpp"
-#include "dezero/cuda/detail/cudnn.hpp"
-#include "dezero/cuda/detail/launchers.hpp"
-#include "dezero/cuda/detail/runtime.hpp"
+#include "dezero/gpu/conv_algo.hpp"
+#include "dezero/gpu/cudnn.hpp"
+#include "dezero/gpu/launchers.hpp"
+#include "dezero/gpu/runtime.hpp"
 
 namespace dezero::detail::gpu {
 

@@ -1,4 +1,4 @@
-// dezero/cuda/gemm.cu - the CUDA backend's row-major batched GEMM: cuBLAS for
+// dezero/gpu/gemm.cu - the CUDA backend's row-major batched GEMM: cuBLAS for
 // float32 / float64, a plain kernel (one thread per output element) for the integer
 // dtypes, which cuBLAS has none for; and the mixed-precision product of autocast
 // (Backend::gemm_lowp, issue 31): cublasGemmEx on bfloat16 / float16 copies of the
@@ -15,9 +15,9 @@
 #include <type_traits>
 
 #include "dezero/backend/backend.hpp"
-#include "dezero/cuda/detail/launch.cuh"
-#include "dezero/cuda/detail/launchers.hpp"
-#include "dezero/cuda/detail/runtime.hpp"
+#include "dezero/gpu/launch.cuh"
+#include "dezero/gpu/launchers.hpp"
+#include "dezero/gpu/runtime.hpp"
 #include "dezero/error.hpp"
 
 namespace dezero::detail {

@@ -1,4 +1,4 @@
-// dezero/cuda/detail/handles.cpp - the per-device cuBLAS handle, cuRAND generator
+// dezero/gpu/handles.cpp - the per-device cuBLAS handle, cuRAND generator
 // and cuDNN handle, made on first use and kept for the whole process, and the number
 // of SMs each device has (reduce.cu sizes its grids by it).
 //
@@ -15,8 +15,8 @@
 #include <mutex>
 #include <vector>
 
-#include "dezero/cuda/detail/cudnn.hpp"
-#include "dezero/cuda/detail/runtime.hpp"
+#include "dezero/gpu/cudnn.hpp"
+#include "dezero/gpu/runtime.hpp"
 
 namespace dezero::cuda::detail {
 

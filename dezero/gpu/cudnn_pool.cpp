@@ -1,4 +1,4 @@
-// dezero/cuda/cudnn_pool.cpp - the CUDA backend's pooling through cuDNN's legacy pooling
+// dezero/gpu/cudnn_pool.cpp - the CUDA backend's pooling through cuDNN's legacy pooling
 // API (cudnnPoolingForward / cudnnPoolingBackward), NCHW, float32 and float64:
 //   average pooling (DeZero's average_pooling, padded zeros counted):
 //     CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING, where pool.cu's kernels are the fallback;
@@ -36,11 +36,11 @@
 #include <utility>
 
 #include "dezero/backend/backend.hpp"
-#include "dezero/cuda/detail/conv_algo.hpp"
-#include "dezero/cuda/detail/cudnn.hpp"
-#include "dezero/cuda/detail/launchers.hpp"
-#include "dezero/cuda/detail/libs.hpp"
-#include "dezero/cuda/detail/runtime.hpp"
+#include "dezero/gpu/conv_algo.hpp"
+#include "dezero/gpu/cudnn.hpp"
+#include "dezero/gpu/launchers.hpp"
+#include "dezero/gpu/libs.hpp"
+#include "dezero/gpu/runtime.hpp"
 
 namespace dezero::detail::gpu {
 

@@ -1,4 +1,4 @@
-// dezero/cuda/detail/cudnn.hpp - the per-device cuDNN handle, its check macro and what
+// dezero/gpu/cudnn.hpp - the per-device cuDNN handle, its check macro and what
 // cudnn_conv.cpp, cudnn_pool.cpp and cudnn_batch_norm.cpp share: the tensor descriptor,
 // aligned copies of the inputs and alpha/beta (internal). Apart from detail/check.hpp so
 // that only the files that call cuDNN include cudnn.h; the handle is made in
@@ -14,8 +14,8 @@
 
 #include "dezero/dtype.hpp"
 
-#include "dezero/cuda/detail/conv_algo.hpp"
-#include "dezero/cuda/detail/runtime.hpp"
+#include "dezero/gpu/conv_algo.hpp"
+#include "dezero/gpu/runtime.hpp"
 
 #define DEZERO_CUDNN_CHECK(call)                                                                              \
   do {                                                                                                        \

@@ -1,4 +1,4 @@
-// dezero/cuda/half.cu - the CUDA backend's side of the 16-bit floats: cast between bfloat16 /
+// dezero/gpu/half.cu - the CUDA backend's side of the 16-bit floats: cast between bfloat16 /
 // float16 and every other dtype (CUDA's __nv_bfloat16 and __half conversions, round to nearest
 // even, NaN kept, float16 overflow to infinity, subnormals exact) and the strided copy of 2-byte
 // elements. Arithmetic on these dtypes is not here: tensor/ converts them to float32, runs the
@@ -8,9 +8,9 @@
 #include <cuda_fp16.h>
 
 #include "dezero/backend/dispatch.hpp"
-#include "dezero/cuda/detail/launch.cuh"
-#include "dezero/cuda/detail/launchers.hpp"
-#include "dezero/cuda/detail/runtime.hpp"
+#include "dezero/gpu/launch.cuh"
+#include "dezero/gpu/launchers.hpp"
+#include "dezero/gpu/runtime.hpp"
 
 namespace dezero::detail {
 

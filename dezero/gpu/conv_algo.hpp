@@ -1,4 +1,4 @@
-// dezero/cuda/detail/conv_algo.hpp - how cudnn_conv.cpp picks a cuDNN convolution
+// dezero/gpu/conv_algo.hpp - how cudnn_conv.cpp picks a cuDNN convolution
 // algorithm, as plain host code that needs neither cuDNN nor a GPU (internal;
 // tests/test_cuda_conv.cpp checks it on every machine).
 //

@@ -1,4 +1,4 @@
-// dezero/cuda/cuda_backend.cu - the CUDA backend: CudaBackend, every primitive of
+// dezero/gpu/cuda_backend.cu - the CUDA backend: CudaBackend, every primitive of
 // backend.hpp for one CUDA device, and cuda_backend(), the backend of each device.
 //
 // Twin of cpu/cpu_backend.cpp. This file only wires the Backend virtuals to the
@@ -17,8 +17,8 @@
 
 #include "dezero/backend/backend.hpp"
 #include "dezero/backend/dispatch.hpp"
-#include "dezero/cuda/detail/launchers.hpp"
-#include "dezero/cuda/detail/runtime.hpp"
+#include "dezero/gpu/launchers.hpp"
+#include "dezero/gpu/runtime.hpp"
 
 namespace dezero::detail {
 

@@ -1,4 +1,4 @@
-// dezero/cuda/cudnn_conv.cpp - the CUDA backend's convolutions through cuDNN's legacy
+// dezero/gpu/cudnn_conv.cpp - the CUDA backend's convolutions through cuDNN's legacy
 // convolution API: y = conv(x, W) + b (cudnnConvolutionForward, then cudnnAddTensor),
 // gx from gy and W (cudnnConvolutionBackwardData, which is also deconv2d's forward) and
 // gW from x and gy (cudnnConvolutionBackwardFilter). NCHW, cross-correlation (what
@@ -57,11 +57,11 @@
 #include <vector>
 
 #include "dezero/backend/backend.hpp"
-#include "dezero/cuda/detail/conv_algo.hpp"
-#include "dezero/cuda/detail/cudnn.hpp"
-#include "dezero/cuda/detail/launchers.hpp"
-#include "dezero/cuda/detail/libs.hpp"
-#include "dezero/cuda/detail/runtime.hpp"
+#include "dezero/gpu/conv_algo.hpp"
+#include "dezero/gpu/cudnn.hpp"
+#include "dezero/gpu/launchers.hpp"
+#include "dezero/gpu/libs.hpp"
+#include "dezero/gpu/runtime.hpp"
 #include "dezero/env.hpp"
 
 namespace dezero::detail::gpu {
