@@ -126,15 +126,16 @@ void Variable::backward(bool retain_grad, bool create_graph) {
   if (!node_ || !node_->data.defined()) {
     const detail::EmptyCause cause = detail::empty_cause(data());
     if (cause != detail::EmptyCause::none)
-      throw ValueError("backward: the variable holds no data" + detail::empty_cause_text(cause));
-    throw ValueError("backward: the variable holds no data; hint: create it from a Tensor, e.g. Variable(dezero::array(1.0))");
+      detail::fail<ValueError>("backward", "the variable holds no data", detail::empty_cause_text(cause));
+    detail::fail<ValueError>("backward",
+                             "the variable holds no data; hint: create it from a Tensor, e.g. Variable(dezero::array(1.0))");
   }
   if (!node_->grad) {
     node_->grad = detail::make_leaf_node();
     node_->grad->data = ones_like(node_->data);
   } else if (node_->grad->data.shape() != node_->data.shape()) {
-    throw ShapeError("backward: the variable has shape " + node_->data.shape().str() + " but its grad has shape " +
-                     node_->grad->data.shape().str() + "; hint: set_grad() with a gradient of the same shape");
+    detail::fail<ShapeError>("backward", "the variable has shape ", node_->data.shape(), " but its grad has shape ",
+                             node_->grad->data.shape(), "; hint: set_grad() with a gradient of the same shape");
   }
   if (!detail::has_creator(*node_)) return;
 
@@ -270,15 +271,15 @@ void Variable::backward(bool retain_grad, bool create_graph) {
       }
       const VariableSpan xs = f->inputs();
       if (gxs.size() != xs.size())
-        throw ValueError("backward: " + f->name() + ".backward returned " + std::to_string(gxs.size()) +
-                         " gradients for " + std::to_string(xs.size()) + " inputs");
+        detail::fail<ValueError>("backward", f->name(), ".backward returned ", std::to_string(gxs.size()),
+                                 " gradients for ", std::to_string(xs.size()), " inputs");
       for (std::size_t i = 0; i < gxs.size(); ++i) {
         const Variable& x = xs[i];
         Variable& gx = gxs[i];
         if (!gx.defined() || !gx.data().defined() || !f->needs_input_grad(i)) continue;
         if (gx.shape() != x.shape())
-          throw ShapeError("backward: " + f->name() + ".backward returned a gradient of shape " + gx.shape().str() +
-                           " for input " + std::to_string(i) + " of shape " + x.shape().str());
+          detail::fail<ShapeError>("backward", f->name(), ".backward returned a gradient of shape ", gx.shape(),
+                                   " for input ", std::to_string(i), " of shape ", x.shape());
         if (!x.node_->grad) {
           x.node_->grad = gx.node_.take_counted();
         } else {

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "dezero/core.hpp"
+#include "dezero/tensor/checks.hpp"
 
 namespace dezero {
 
@@ -14,7 +15,8 @@ namespace {
 bool* config_flag(const std::string& name) {
   if (name == "enable_backprop") return &Config::enable_backprop;
   if (name == "train") return &Config::train;
-  throw ValueError("using_config: unknown configuration '" + name + "'; hint: the names are \"enable_backprop\" and \"train\"");
+  detail::fail<ValueError>("using_config", "unknown configuration '", name,
+                           "'; hint: the names are \"enable_backprop\" and \"train\"");
 }
 }  // namespace
 

@@ -199,8 +199,8 @@ const Tensor& Variable::defined_data(const char* op) const {
   if (!node_) {
     const detail::EmptyCause cause = node_.empty_cause();
     if (cause != detail::EmptyCause::none)
-      throw ValueError(std::string(op) + ": the variable holds no data" + detail::empty_cause_text(cause));
-    throw ValueError(std::string(op) + ": the variable is empty (Variable()); hint: give it a tensor first");
+      detail::fail<ValueError>(op, "the variable holds no data", detail::empty_cause_text(cause));
+    detail::fail<ValueError>(op, "the variable is empty (Variable()); hint: give it a tensor first");
   }
   return node_->data;
 }
@@ -220,7 +220,7 @@ Variable Variable::grad() const {
 }
 bool Variable::has_grad() const { return node_ && node_->grad; }
 void Variable::set_grad(const Variable& g) {
-  if (!node_) throw ValueError("set_grad: the variable is empty (Variable())");
+  if (!node_) detail::fail<ValueError>("set_grad", "the variable is empty (Variable())");
   node_->grad = g.node_;
 }
 void Variable::cleargrad() {
@@ -237,7 +237,7 @@ void Variable::set_name(std::string name) {
 }
 std::shared_ptr<Function> Variable::creator() const { return detail::creator_of(node_.ptr()); }
 void Variable::set_creator(const std::shared_ptr<Function>& f) {
-  if (!node_) throw ValueError("set_creator: the variable is empty (Variable())");
+  if (!node_) detail::fail<ValueError>("set_creator", "the variable is empty (Variable())");
   VariableNode& n = *node_;
   const int gen = f ? f->generation() + 1 : 0;
   if (!(n.flags_ & VariableNode::kEmbedded)) {
@@ -269,7 +269,7 @@ void Variable::set_creator(const std::shared_ptr<Function>& f) {
 int Variable::generation() const { return node_ ? node_->generation() : 0; }
 bool Variable::requires_grad() const { return node_ && node_->requires_grad(); }
 void Variable::set_requires_grad(bool r) {
-  if (!node_) throw ValueError("set_requires_grad: the variable is empty (Variable())");
+  if (!node_) detail::fail<ValueError>("set_requires_grad", "the variable is empty (Variable())");
   if (r) node_->flags_ |= VariableNode::kRequiresGrad;
   else node_->flags_ = static_cast<std::uint8_t>(node_->flags_ & ~VariableNode::kRequiresGrad);
 }
@@ -386,17 +386,18 @@ void detail::run_grad_ready_hooks(const Variable& v, std::uint64_t id_limit) {
 
 HookHandle Variable::register_post_accumulate_grad_hook(GradReadyHook hook) {
   const char* op = "register_post_accumulate_grad_hook";
-  if (!node_) throw ValueError(std::string(op) + ": the variable is empty (Variable()); hint: give it a tensor first");
-  if (!hook) throw ValueError(std::string(op) + ": the hook is an empty std::function");
+  if (!node_) detail::fail<ValueError>(op, "the variable is empty (Variable()); hint: give it a tensor first");
+  if (!hook) detail::fail<ValueError>(op, "the hook is an empty std::function");
   if (detail::has_creator(*node_)) {
     const std::shared_ptr<Function> f = creator();
-    throw ValueError(std::string(op) + ": the variable is not a leaf (made by " + f->name() +
-                     "), and only a leaf's gradient is kept; hint: register it on the leaves it depends on "
-                     "(parameters, inputs), or unchain() it first");
+    detail::fail<ValueError>(op, "the variable is not a leaf (made by ", f->name(),
+                             "), and only a leaf's gradient is kept",
+                             detail::Hint{"register it on the leaves it depends on (parameters, inputs), or "
+                                          "unchain() it first"});
   }
   if (!node_->requires_grad())
-    throw ValueError(std::string(op) + ": the variable does not require grad, so backward never computes its " +
-                     "gradient; hint: set_requires_grad(true) first");
+    detail::fail<ValueError>(op, "the variable does not require grad, so backward never computes its ",
+                             "gradient; hint: set_requires_grad(true) first");
   auto fn = std::make_shared<const GradReadyHook>(std::move(hook));
   HookTable& t = hooks();
   std::lock_guard<std::mutex> lock(t.mu);

@@ -30,6 +30,7 @@
 #include "dezero/datasets.hpp"
 #include "dezero/download.hpp"
 #include "dezero/utils/shared_library.hpp"
+#include "dezero/tensor/checks.hpp"
 
 namespace dezero::datasets {
 
@@ -278,7 +279,7 @@ std::map<int, std::string> CIFAR10::labels() {
 
 void set_max_cifar_samples(std::int64_t samples) {
   if (samples <= 0)
-    throw ValueError("set_max_cifar_samples: the cap must be positive, got " + std::to_string(samples));
+    dezero::detail::fail<ValueError>("set_max_cifar_samples", "the cap must be positive, got ", samples);
   g_max_samples = samples;
 }
 std::int64_t get_max_cifar_samples() { return g_max_samples.load(); }

@@ -14,6 +14,7 @@
 #include "dezero/data/files.hpp"
 #include "dezero/datasets.hpp"
 #include "dezero/download.hpp"
+#include "dezero/tensor/checks.hpp"
 
 namespace fs = std::filesystem;
 
@@ -26,7 +27,7 @@ std::atomic<std::int64_t> g_max_idx_elements{std::int64_t{1} << 28};
 
 void set_max_idx_elements(std::int64_t elements) {
   if (elements <= 0)
-    throw ValueError("set_max_idx_elements: the cap must be positive, got " + std::to_string(elements));
+    dezero::detail::fail<ValueError>("set_max_idx_elements", "the cap must be positive, got ", elements);
   g_max_idx_elements = elements;
 }
 std::int64_t get_max_idx_elements() { return g_max_idx_elements.load(); }

@@ -5,6 +5,7 @@
 #include "dezero/cuda.hpp"
 #include "dezero/layers/layer.hpp"
 #include "dezero/npz.hpp"
+#include "dezero/tensor/checks.hpp"
 
 namespace dezero::L {
 
@@ -172,7 +173,7 @@ void Layer::save_weights(const std::string& path, bool compressed) const {
   utils::NamedTensors arrays;
   for (auto& [key, p] : named_params()) {
     if (!p.data().defined())
-      throw ValueError("save_weights: parameter '" + key + "' has no data yet (lazily created); hint: run one "
+      detail::fail<ValueError>("save_weights", "parameter '", key, "' has no data yet (lazily created); hint: run one "
                        "forward pass before saving");
     arrays.emplace_back(key, p.data());  // save_npz copies device data to the host; the model stays put
   }

@@ -16,6 +16,7 @@
 #include "dezero/image.hpp"
 #include "dezero/models.hpp"
 #include "dezero/models/zoo_parts.hpp"
+#include "dezero/tensor/checks.hpp"
 
 namespace dezero::models {
 
@@ -109,16 +110,17 @@ std::array<L::LayerRef<L::Conv2d>*, 13> conv_layers(VGG16& m) {
 // x: (N, 3, H, W) images.
 void check_input(const char* op, const Variable& x) {
   if (x.ndim() != 4 || x.shape()[1] != 3)
-    throw ShapeError(std::string(op) + ": input of shape " + x.shape().str() +
-                     "; hint: pass (N, 3, H, W) BGR images, e.g. VGG16::preprocess(image) with a batch axis");
+    dezero::detail::fail<ShapeError>(op, "input of shape ", x.shape(),
+                             "; hint: pass (N, 3, H, W) BGR images, e.g. VGG16::preprocess(image) with a batch axis");
 }
 
 // pool5's output (N, 512, h, w) must flatten to fc6's 25088 = 512 * 7 * 7 inputs.
 void check_fc6_input(const char* op, const Variable& h, const Variable& x) {
   if (h.shape()[1] * h.shape()[2] * h.shape()[3] != 512 * 7 * 7)
-    throw ShapeError(std::string(op) + ": an input of shape " + x.shape().str() + " reaches fc6 as " + h.shape().str() +
-                     ", but fc6 takes (N, 512, 7, 7); hint: feed 224 x 224 images (VGG16::preprocess), or stop at "
-                     "pool5 with extract()");
+    dezero::detail::fail<ShapeError>(op, "an input of shape ", x.shape(), " reaches fc6 as ", h.shape(),
+                                     ", but fc6 takes (N, 512, 7, 7)",
+                                     dezero::detail::Hint{"feed 224 x 224 images (VGG16::preprocess), or stop at "
+                                                          "pool5 with extract()"});
 }
 
 }  // namespace

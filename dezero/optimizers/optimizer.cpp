@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "dezero/npz.hpp"
+#include "dezero/tensor/checks.hpp"
 
 namespace dezero::optimizers {
 
@@ -187,10 +188,10 @@ bool Optimizer::update_many_decayed(const UpdateItem*, std::size_t, double) { re
 // --- loss scaling (Chainer's Optimizer.loss_scaling; issue 31) -------------------------
 Optimizer& Optimizer::loss_scaling(std::int64_t interval, std::optional<double> scale) & {
   if (interval < 1)
-    throw ValueError("loss_scaling: interval must be at least 1, got " + std::to_string(interval));
+    detail::fail<ValueError>("loss_scaling", "interval must be at least 1, got ", std::to_string(interval));
   if (scale && !(*scale > 0 && std::isfinite(*scale)))
-    throw ValueError("loss_scaling: scale must be a positive finite number, got " + std::to_string(*scale) +
-                     "; hint: leave it out for a dynamic scale");
+    detail::fail<ValueError>("loss_scaling", "scale must be a positive finite number, got ", std::to_string(*scale),
+                             "; hint: leave it out for a dynamic scale");
   scale_interval_ = interval;
   scale_dynamic_ = !scale;
   loss_scale_ = scale ? *scale : 65536.0;

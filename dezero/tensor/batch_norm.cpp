@@ -11,6 +11,7 @@
 #include "dezero/tensor/batch_norm.hpp"
 #include "dezero/tensor/conv.hpp"  // conv_library_path()
 #include "dezero/tensor/strided.hpp"
+#include "dezero/tensor/checks.hpp"
 
 namespace dezero::detail {
 
@@ -43,8 +44,8 @@ bool batch_norm_fusable(const Tensor& x, const Tensor& gamma, const Tensor& beta
 BatchNormForward batch_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& running_mean,
                                     Tensor& running_var, double decay, double eps, bool train) {
   if (!batch_norm_fusable(x, gamma, beta, running_mean, running_var))
-    throw ValueError("batch_norm: the fused kernel does not take x " + describe(x) + " with gamma " +
-                     describe(gamma) + "; hint: check batch_norm_fusable first");
+    detail::fail<ValueError>("batch_norm", "the fused kernel does not take x ", describe(x), " with gamma ",
+                             describe(gamma), "; hint: check batch_norm_fusable first");
   const Nchw g = nchw(x);
   BatchNormForward r;
   r.y = Tensor::empty(x.shape(), x.dtype(), x.device());

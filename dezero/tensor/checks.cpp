@@ -49,17 +49,17 @@ void check_defined(const char* op, const Tensor& t) {
   if (t.defined()) return;
   const EmptyCause cause = empty_cause(t);
   if (cause == EmptyCause::none)
-    throw ValueError(std::string(op) + ": the tensor holds no data (an empty Tensor/Variable was passed)");
-  throw ValueError(std::string(op) + ": the tensor holds no data" + empty_cause_text(cause));
+    detail::fail<ValueError>(op, "the tensor holds no data (an empty Tensor/Variable was passed)");
+  detail::fail<ValueError>(op, "the tensor holds no data", empty_cause_text(cause));
 }
 
 void check_same_device(const char* op, const Tensor& a, const Tensor& b) {
   check_defined(op, a);
   check_defined(op, b);
   if (a.device() != b.device())
-    throw DeviceError(std::string(op) + ": operands are on different devices: " + describe(a) + " on " +
-                      a.device().str() + " and " + describe(b) + " on " + b.device().str() +
-                      "; hint: move one with to(device) / to_gpu() / to_cpu()");
+    detail::fail<DeviceError>(op, "operands are on different devices: ", describe(a), " on ", a.device().str(),
+                              " and ", describe(b), " on ", b.device().str(),
+                              "; hint: move one with to(device) / to_gpu() / to_cpu()");
 }
 
 // --- axes ------------------------------------------------------------------------------
@@ -73,8 +73,8 @@ std::string axis_hint(int ndim) {
 int normalize_axis(const char* op, int axis, int ndim) {
   int a = axis < 0 ? axis + ndim : axis;
   if (a < 0 || a >= std::max(ndim, 0) || (ndim == 0))
-    throw IndexError(std::string(op) + ": axis " + std::to_string(axis) + " is out of bounds for an array of dimension " +
-                     std::to_string(ndim) + axis_hint(ndim));
+    detail::fail<IndexError>(op, "axis ", std::to_string(axis), " is out of bounds for an array of dimension ",
+                             std::to_string(ndim), axis_hint(ndim));
   return a;
 }
 
@@ -87,12 +87,13 @@ AxisList normalize_axes(const char* op, const Axes& axes, int ndim) {
   for (int a : axes.list()) {
     int n = a < 0 ? a + ndim : a;
     if (n < 0 || n >= ndim)
-      throw IndexError(std::string(op) + ": axis " + std::to_string(a) +
-                       (axes.list().size() > 1 ? " in axes " + axes.str() : std::string()) +
-                       " is out of bounds for an array of dimension " + std::to_string(ndim) + axis_hint(ndim));
+      detail::fail<IndexError>(op, "axis ", std::to_string(a),
+                               (axes.list().size() > 1 ? " in axes " + axes.str() : std::string()),
+                               " is out of bounds for an array of dimension ", std::to_string(ndim), axis_hint(ndim));
     if (std::find(out.begin(), out.end(), n) != out.end())
-      throw ValueError(std::string(op) + ": duplicate value in axes " + axes.str() + " for an array of dimension " +
-                       std::to_string(ndim) + "; hint: name each axis once (a negative axis counts from the end)");
+      detail::fail<ValueError>(op, "duplicate value in axes ", axes.str(), " for an array of dimension ",
+                               std::to_string(ndim),
+                               "; hint: name each axis once (a negative axis counts from the end)");
     out.push_back(n);
   }
   std::sort(out.begin(), out.end());

@@ -32,6 +32,7 @@
 
 #include "dezero/tensor/conv.hpp"
 #include "dezero/tensor/strided.hpp"
+#include "dezero/tensor/checks.hpp"
 
 namespace dezero::detail {
 
@@ -44,11 +45,11 @@ std::string hw(i64 h, i64 w) { return "(" + std::to_string(h) + ", " + std::to_s
 void check_float4d(const char* op, const char* what, const Tensor& t, const char* layout) {
   check_defined(op, t);
   if (t.ndim() != 4)
-    throw ShapeError(std::string(op) + ": " + what + " must be 4-d " + layout + ", got " + describe(t) +
-                     "; hint: a single image is x.reshape({1, C, H, W})");
+    detail::fail<ShapeError>(op, what, " must be 4-d ", layout, ", got ", describe(t),
+                             "; hint: a single image is x.reshape({1, C, H, W})");
   if (!is_floating(t.dtype()))
-    throw DtypeError(std::string(op) + ": " + what + " must be a floating dtype, got " + describe(t) +
-                     "; hint: " + what + ".astype(dezero::float32)");
+    detail::fail<DtypeError>(op, what, " must be a floating dtype, got ", describe(t), "; hint: ", what,
+                             ".astype(dezero::float32)");
 }
 
 // A 16-bit operand widened to float32 (undefined stays undefined).
@@ -61,8 +62,8 @@ Tensor rounded(const Tensor& x, DType t) { return x.astype(t).astype(DType::Floa
 void check_same(const char* op, const Tensor& a, const char* an, const Tensor& b, const char* bn) {
   check_same_device(op, a, b);
   if (a.dtype() != b.dtype())
-    throw DtypeError(std::string(op) + ": " + an + " " + describe(a) + " and " + bn + " " + describe(b) +
-                     " have different dtypes; hint: convert one with astype()");
+    detail::fail<DtypeError>(op, an, " ", describe(a), " and ", bn, " ", describe(b),
+                             " have different dtypes; hint: convert one with astype()");
 }
 
 // The geometry of a window (k, s, p) over images of shape xs (n, c, h, w); `x_desc`
@@ -89,15 +90,15 @@ void check_bias(const char* op, const Tensor& b, const Tensor& x, i64 channels) 
   if (!b.defined()) return;
   check_same(op, x, "x", b, "b");
   if (b.ndim() != 1 || b.shape()[0] != channels)
-    throw ShapeError(std::string(op) + ": b must be (" + std::to_string(channels) + ",), one per output channel, got " +
-                     describe(b) + "; hint: pass Variable() for no bias");
+    detail::fail<ShapeError>(op, "b must be (", std::to_string(channels), ",), one per output channel, got ",
+                             describe(b), "; hint: pass Variable() for no bias");
 }
 
 // groups (the three products): at least 1, else a ValueError naming op.
 void check_groups_positive(const char* op, i64 groups) {
   if (groups < 1)
-    throw ValueError(std::string(op) + ": groups must be >= 1, got " + std::to_string(groups) +
-                     "; hint: groups = 1 is an ordinary convolution, groups = C a depthwise one");
+    detail::fail<ValueError>(op, "groups must be >= 1, got ", std::to_string(groups),
+                             "; hint: groups = 1 is an ordinary convolution, groups = C a depthwise one");
 }
 
 // `p` advanced by n elements of dt (a group's slice of a buffer).
@@ -137,20 +138,20 @@ Tensor im2col(const char* op, const Tensor& x, Pair k, Pair s, Pair p) {
 Tensor col2im(const char* op, const Tensor& col, const Shape& x_shape, Pair s, Pair p) {
   check_defined(op, col);
   if (col.ndim() != 6 || x_shape.size() != 4)
-    throw ShapeError(std::string(op) + ": expected col (N, C, KH, KW, OH, OW) and a 4-d input shape, got col " +
-                     describe(col) + " and input shape " + x_shape.str() +
-                     "; hint: col2im(col, input_shape, kernel_size, stride, pad)");
+    detail::fail<ShapeError>(op, "expected col (N, C, KH, KW, OH, OW) and a 4-d input shape, got col ", describe(col),
+                             " and input shape ", x_shape.str(),
+                             "; hint: col2im(col, input_shape, kernel_size, stride, pad)");
   if (!is_floating(col.dtype()))
-    throw DtypeError(std::string(op) + ": col must be a floating dtype, got " + describe(col));
+    detail::fail<DtypeError>(op, "col must be a floating dtype, got ", describe(col));
   if (is_half(col.dtype())) return half_result(col2im(op, wide(col), x_shape, s, p), col.dtype());
   const Shape& cs = col.shape();
   ConvGeom g = geometry(op, x_shape, "shape " + x_shape.str(), Pair(static_cast<int>(cs[2]), static_cast<int>(cs[3])),
                         s, p);
   if (cs[0] != g.n || cs[1] != g.c || cs[4] != g.oh || cs[5] != g.ow)
-    throw ShapeError(std::string(op) + ": col " + describe(col) + " does not fit input shape " + x_shape.str() +
-                     " with stride " + s.str() + " and pad " + p.str() + ": expected (" + std::to_string(g.n) + ", " +
-                     std::to_string(g.c) + ", " + std::to_string(g.kh) + ", " + std::to_string(g.kw) + ", " +
-                     std::to_string(g.oh) + ", " + std::to_string(g.ow) + "); hint: use the im2col arguments");
+    detail::fail<ShapeError>(op, "col ", describe(col), " does not fit input shape ", x_shape.str(), " with stride ",
+                             s.str(), " and pad ", p.str(), ": expected (", std::to_string(g.n), ", ",
+                             std::to_string(g.c), ", ", std::to_string(g.kh), ", ", std::to_string(g.kw), ", ",
+                             std::to_string(g.oh), ", ", std::to_string(g.ow), "); hint: use the im2col arguments");
   Tensor x = Tensor::empty(x_shape, col.dtype(), col.device());
   if (x.size() == 0) return x;
   if (col.size() == 0) {
@@ -172,19 +173,19 @@ Tensor conv2d_forward(const char* op, const Tensor& x, const Tensor& W, const Te
   const Shape& ws = W.shape();
   const i64 C = x.shape()[1];
   if (groups == 1 && ws[1] != C)
-    throw ShapeError(std::string(op) + ": x " + describe(x) + " has " + std::to_string(C) + " channels but W " +
-                     describe(W) + " expects " + std::to_string(ws[1]) +
-                     "; hint: W is (out_channels, in_channels, KH, KW)");
+    detail::fail<ShapeError>(op, "x ", describe(x), " has ", std::to_string(C), " channels but W ", describe(W),
+                             " expects ", std::to_string(ws[1]), "; hint: W is (out_channels, in_channels, KH, KW)");
   // (groups beyond the channels divides none of them, 0 channels aside: refused too)
   if (groups > std::max<i64>(C, 1) || C % groups != 0 || ws[0] % groups != 0)
-    throw ShapeError(std::string(op) + ": groups " + std::to_string(groups) + " must divide the " +
-                     std::to_string(C) + " input channels of x " + describe(x) + " and the " + std::to_string(ws[0]) +
-                     " output channels of W " + describe(W) + "; hint: choose groups among their common divisors");
+    detail::fail<ShapeError>(op, "groups ", std::to_string(groups), " must divide the ", std::to_string(C),
+                             " input channels of x ", describe(x), " and the ", std::to_string(ws[0]),
+                             " output channels of W ", describe(W),
+                             "; hint: choose groups among their common divisors");
   if (ws[1] != C / groups)
-    throw ShapeError(std::string(op) + ": x " + describe(x) + " has " + std::to_string(C) + " channels, " +
-                     std::to_string(C / groups) + " per group with groups " + std::to_string(groups) + ", but W " +
-                     describe(W) + " expects " + std::to_string(ws[1]) +
-                     " per group; hint: W is (out_channels, in_channels / groups, KH, KW)");
+    detail::fail<ShapeError>(op, "x ", describe(x), " has ", std::to_string(C), " channels, ",
+                             std::to_string(C / groups), " per group with groups ", std::to_string(groups),
+                             ", but W ", describe(W), " expects ", std::to_string(ws[1]),
+                             " per group; hint: W is (out_channels, in_channels / groups, KH, KW)");
   check_bias(op, b, x, ws[0]);
   ConvGeom g = geometry(op, x.shape(), describe(x), Pair(static_cast<int>(ws[2]), static_cast<int>(ws[3])), s, p);
   g.groups = groups;
@@ -234,27 +235,27 @@ Tensor conv2d_backward_data(const char* op, const Tensor& gy, const Tensor& W, c
   const Shape& ws = W.shape();
   const Shape& ys = gy.shape();
   if (ws[0] != ys[1])
-    throw ShapeError(std::string(op) + ": x " + describe(gy) + " has " + std::to_string(ys[1]) + " channels but W " +
-                     describe(W) + " expects " + std::to_string(ws[0]) +
-                     (groups == 1 ? "; hint: deconv2d's W is (in_channels, out_channels, KH, KW)"
-                                  : "; hint: deconv2d's W is (in_channels, out_channels / groups, KH, KW)"));
+    detail::fail<ShapeError>(op, "x ", gy, " has ", ys[1], " channels but W ", W, " expects ", ws[0],
+                             detail::Hint{groups == 1 ? "deconv2d's W is (in_channels, out_channels, KH, KW)"
+                                                      : "deconv2d's W is (in_channels, out_channels / groups, KH, KW)"});
   if (groups > std::max<i64>(ys[1], 1) || ys[1] % groups != 0)
-    throw ShapeError(std::string(op) + ": groups " + std::to_string(groups) + " must divide the " +
-                     std::to_string(ys[1]) + " input channels of x " + describe(gy) + " (W " + describe(W) +
-                     "); hint: choose groups among the divisors of " + std::to_string(ys[1]));
+    detail::fail<ShapeError>(op, "groups ", std::to_string(groups), " must divide the ", std::to_string(ys[1]),
+                             " input channels of x ", describe(gy), " (W ", describe(W),
+                             "); hint: choose groups among the divisors of ", std::to_string(ys[1]));
   const i64 C = ws[1] * groups;  // the result's channels
   check_bias(op, b, gy, C);
   if (out.h < 1 || out.w < 1)
-    throw ValueError(std::string(op) + ": outsize must be positive, got " + out.str());
+    detail::fail<ValueError>(op, "outsize must be positive, got ", out.str());
   Shape xs{ys[0], C, out.h, out.w};
   ConvGeom g = geometry(op, xs, "of output size " + out.str(), Pair(static_cast<int>(ws[2]), static_cast<int>(ws[3])),
                         s, p);
   if (g.oh != ys[2] || g.ow != ys[3])
-    throw ShapeError(std::string(op) + ": outsize " + out.str() + " is inconsistent with x " + describe(gy) +
-                     ", kernel " + hw(ws[2], ws[3]) + ", stride " + s.str() + " and pad " + p.str() +
-                     ": a convolution of it gives " + hw(g.oh, g.ow) + ", not " + hw(ys[2], ys[3]) +
-                     "; hint: outsize must satisfy (outsize + 2 pad - k) / stride + 1 == input size, e.g. " +
-                     hw(s.h * (ys[2] - 1) + ws[2] - 2 * p.h, s.w * (ys[3] - 1) + ws[3] - 2 * p.w) + " (the default)");
+    detail::fail<ShapeError>(op, "outsize ", out.str(), " is inconsistent with x ", describe(gy), ", kernel ",
+                             hw(ws[2], ws[3]), ", stride ", s.str(), " and pad ", p.str(),
+                             ": a convolution of it gives ", hw(g.oh, g.ow), ", not ", hw(ys[2], ys[3]),
+                             "; hint: outsize must satisfy (outsize + 2 pad - k) / stride + 1 == input size, e.g. ",
+                             hw(s.h * (ys[2] - 1) + ws[2] - 2 * p.h, s.w * (ys[3] - 1) + ws[3] - 2 * p.w),
+                             " (the default)");
   g.groups = groups;
   if (is_half(gy.dtype()))
     return half_result(conv2d_backward_data(op, wide(gy), wide(W), wide(b), s, p, out, gy.dtype(), groups),
@@ -294,12 +295,12 @@ Tensor conv2d_backward_filter(const char* op, const Tensor& x, const Tensor& gy,
   ConvGeom g = geometry(op, x.shape(), describe(x), k, s, p);
   const Shape& ys = gy.shape();
   if (ys[0] != g.n || ys[2] != g.oh || ys[3] != g.ow)
-    throw ShapeError(std::string(op) + ": gy " + describe(gy) + " does not fit x " + describe(x) + " with kernel " +
-                     k.str() + ", stride " + s.str() + " and pad " + p.str() + " (output " + hw(g.oh, g.ow) +
-                     "); hint: gy is the gradient of the convolution's output");
+    detail::fail<ShapeError>(op, "gy ", describe(gy), " does not fit x ", describe(x), " with kernel ", k.str(),
+                             ", stride ", s.str(), " and pad ", p.str(), " (output ", hw(g.oh, g.ow),
+                             "); hint: gy is the gradient of the convolution's output");
   if (groups > std::max<i64>(g.c, 1) || g.c % groups != 0 || ys[1] % groups != 0)
-    throw ShapeError(std::string(op) + ": groups " + std::to_string(groups) + " must divide the channels of x " +
-                     describe(x) + " and of gy " + describe(gy) + "; hint: gy is the gradient of the output");
+    detail::fail<ShapeError>(op, "groups ", std::to_string(groups), " must divide the channels of x ", describe(x),
+                             " and of gy ", describe(gy), "; hint: gy is the gradient of the output");
   g.groups = groups;
   if (is_half(x.dtype()))
     return half_result(conv2d_backward_filter(op, wide(x), wide(gy), k, s, p, x.dtype(), groups), x.dtype());
@@ -360,8 +361,8 @@ Tensor max_pool_backward(const Tensor& gy, const Tensor& idx, const Shape& x_sha
   check_same_device("pooling", gy, idx);
   ConvGeom g = geometry("pooling", x_shape, "shape " + x_shape.str(), k, s, p);
   if (gy.shape() != idx.shape() || gy.shape() != Shape{g.n, g.c, g.oh, g.ow} || idx.dtype() != int64)
-    throw ShapeError("pooling: the gradient " + describe(gy) + " and the indexes " + describe(idx) +
-                     " do not fit the input shape " + x_shape.str() + "; hint: an internal call went wrong");
+    detail::fail<ShapeError>("pooling", "the gradient ", describe(gy), " and the indexes ", describe(idx),
+                             " do not fit the input shape ", x_shape.str(), "; hint: an internal call went wrong");
   if (is_half(gy.dtype())) return half_result(max_pool_backward(wide(gy), idx, x_shape, k, s, p), gy.dtype());
   Tensor gx = Tensor::empty(x_shape, gy.dtype(), gy.device());
   if (gx.size() == 0) return gx;
@@ -380,8 +381,8 @@ Tensor max_pool_gather(const Tensor& x, const Tensor& idx, Pair k, Pair s, Pair 
   ConvGeom g = geometry("pooling", x.shape(), describe(x), k, s, p);
   Shape ys{g.n, g.c, g.oh, g.ow};
   if (idx.shape() != ys || idx.dtype() != int64)
-    throw ShapeError("pooling: the indexes " + describe(idx) + " do not fit x " + describe(x) +
-                     "; hint: an internal call went wrong");
+    detail::fail<ShapeError>("pooling", "the indexes ", describe(idx), " do not fit x ", describe(x),
+                             "; hint: an internal call went wrong");
   if (is_half(x.dtype())) return half_result(max_pool_gather(wide(x), idx, k, s, p), x.dtype());
   Tensor y = Tensor::empty(ys, x.dtype(), x.device());
   if (y.size())
@@ -398,8 +399,8 @@ void check_pool_grad(const char* op, const Tensor& gy, const Tensor& x, const Te
   check_same_device(op, gy, y);
   Shape ys{g.n, g.c, g.oh, g.ow};
   if (gy.shape() != ys || y.shape() != ys || gy.dtype() != x.dtype() || y.dtype() != x.dtype())
-    throw ShapeError(std::string(op) + ": the gradient " + describe(gy) + " and the output " + describe(y) +
-                     " do not fit the input " + describe(x) + "; hint: an internal call went wrong");
+    detail::fail<ShapeError>(op, "the gradient ", describe(gy), " and the output ", describe(y),
+                             " do not fit the input ", describe(x), "; hint: an internal call went wrong");
 }
 }  // namespace
 

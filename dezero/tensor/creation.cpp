@@ -24,8 +24,8 @@ template <class T>
 Tensor array(const std::vector<T>& values, const Shape& shape, std::optional<DType> dtype, Device device) {
   std::int64_t n = shape.checked_numel("array");
   if (static_cast<std::int64_t>(values.size()) != n)
-    throw ShapeError("array: " + std::to_string(values.size()) + " values do not fill shape " + shape.str() + " (" +
-                     std::to_string(n) + " elements)");
+    detail::fail<ShapeError>("array", std::to_string(values.size()), " values do not fill shape ", shape.str(), " (",
+                             std::to_string(n), " elements)");
   return from_blob(values.data(), shape, dtype_of<T>(), dtype, device);
 }
 template Tensor array<float>(const std::vector<float>&, const Shape&, std::optional<DType>, Device);
@@ -58,8 +58,8 @@ Tensor array2d(std::initializer_list<Row> rows, std::optional<DType> dtype, Devi
   std::int64_t cols = rows.size() ? static_cast<std::int64_t>(rows.begin()->size()) : 0;
   for (auto& r : rows) {
     if (static_cast<std::int64_t>(r.size()) != cols)
-      throw ShapeError("array: rows of a nested list must have the same length (" + std::to_string(cols) + " vs " +
-                       std::to_string(r.size()) + ")");
+      detail::fail<ShapeError>("array", "rows of a nested list must have the same length (", std::to_string(cols),
+                               " vs ", std::to_string(r.size()), ")");
     v.insert(v.end(), r.begin(), r.end());
   }
   return array(v, Shape{static_cast<std::int64_t>(rows.size()), cols}, dtype, device);
@@ -77,9 +77,9 @@ Tensor array(std::initializer_list<std::initializer_list<std::initializer_list<d
   std::int64_t d1 = values.size() ? static_cast<std::int64_t>(values.begin()->size()) : 0;
   std::int64_t d2 = (d1 > 0) ? static_cast<std::int64_t>(values.begin()->begin()->size()) : 0;
   for (auto& a : values) {
-    if (static_cast<std::int64_t>(a.size()) != d1) throw ShapeError("array: ragged nested list");
+    if (static_cast<std::int64_t>(a.size()) != d1) detail::fail<ShapeError>("array", "ragged nested list");
     for (auto& b : a) {
-      if (static_cast<std::int64_t>(b.size()) != d2) throw ShapeError("array: ragged nested list");
+      if (static_cast<std::int64_t>(b.size()) != d2) detail::fail<ShapeError>("array", "ragged nested list");
       v.insert(v.end(), b.begin(), b.end());
     }
   }
@@ -107,7 +107,7 @@ Tensor empty_like(const Tensor& t) { detail::check_defined("empty_like", t); ret
 // --- ranges: arange, linspace, eye -----------------------------------------------------
 Tensor arange(double stop, std::optional<DType> dtype, Device device) { return arange(0.0, stop, 1.0, dtype, device); }
 Tensor arange(double start, double stop, double step, std::optional<DType> dtype, Device device) {
-  if (step == 0) throw ValueError("arange: step must not be zero");
+  if (step == 0) detail::fail<ValueError>("arange", "step must not be zero");
   auto integral = [](double v) { return std::floor(v) == v; };
   DType dt = dtype ? *dtype : ((integral(start) && integral(stop) && integral(step)) ? int64 : float64);
   std::int64_t n = static_cast<std::int64_t>(std::ceil((stop - start) / step));
@@ -117,7 +117,8 @@ Tensor arange(double start, double stop, double step, std::optional<DType> dtype
   return array(v, Shape{n}, dt, device);
 }
 Tensor linspace(double start, double stop, std::int64_t num, DType dtype, Device device) {
-  if (num < 0) throw ValueError("linspace: number of samples, " + std::to_string(num) + ", must be non-negative");
+  if (num < 0) detail::fail<ValueError>("linspace", "number of samples, ", std::to_string(num),
+                                        ", must be non-negative");
   std::vector<double> v(num);
   double step = num > 1 ? (stop - start) / static_cast<double>(num - 1) : 0.0;
   for (std::int64_t i = 0; i < num; ++i) v[i] = start + static_cast<double>(i) * step;

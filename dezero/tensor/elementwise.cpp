@@ -14,6 +14,7 @@
 #include <string>
 
 #include "dezero/tensor/strided.hpp"
+#include "dezero/tensor/checks.hpp"
 
 namespace dezero {
 
@@ -67,8 +68,8 @@ Shape broadcast_operands(const char* op, const Tensor& a, const Tensor& b) {
   try {
     return broadcast_shapes(a.shape(), b.shape(), op);
   } catch (const ShapeError&) {
-    throw ShapeError(std::string(op) + ": operands could not be broadcast together: " + describe(a) + " and " +
-                     describe(b) + "; hint: axes are matched from the right and must be equal or 1");
+    detail::fail<ShapeError>(op, "operands could not be broadcast together: ", describe(a), " and ", describe(b),
+                             "; hint: axes are matched from the right and must be equal or 1");
   }
 }
 
@@ -184,7 +185,8 @@ Tensor minimum(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::Mi
 Tensor maximum(const Tensor& a, double b) { return scalar_op(UnaryOp::MaxScalar, a, b, "maximum"); }
 Tensor minimum(const Tensor& a, double b) { return scalar_op(UnaryOp::MinScalar, a, b, "minimum"); }
 Tensor clip(const Tensor& x, double lo, double hi) {
-  if (lo > hi) throw ValueError("clip: x_min (" + std::to_string(lo) + ") is greater than x_max (" + std::to_string(hi) + ")");
+  if (lo > hi) detail::fail<ValueError>("clip", "x_min (", std::to_string(lo), ") is greater than x_max (",
+                                        std::to_string(hi), ")");
   return minimum(maximum(x, lo), hi);
 }
 // --- comparisons (0/1 in the operands' common dtype) and where -------------------------

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "dezero/tensor/strided.hpp"
+#include "dezero/tensor/checks.hpp"
 
 namespace dezero::detail {
 
@@ -28,7 +29,7 @@ Tensor softmax(const Tensor& x0, int axis, bool log) {
   const char* op = log ? "log_softmax" : "softmax";
   Tensor x = float_input(op, x0);
   if (is_half(x.dtype())) return half_result(softmax(x.astype(float32), axis, log), x.dtype());
-  if (x.ndim() == 0) throw ShapeError(std::string(op) + ": expected at least a 1-d array, got a 0-d array");
+  if (x.ndim() == 0) detail::fail<ShapeError>(op, "expected at least a 1-d array, got a 0-d array");
   int a = normalize_axis(op, axis, x.ndim());
   std::int64_t outer = 1, inner = 1, c = x.shape()[a];
   for (int i = 0; i < a; ++i) outer *= x.shape()[i];
@@ -98,8 +99,9 @@ Tensor mean_squared_error(const Tensor& x0, const Tensor& x1) {
   }
   Tensor sq = squared_difference(x0, x1);
   if (sq.ndim() == 0)
-    throw ShapeError("mean_squared_error: expected at least a 1-d array (the loss divides by its first axis), got " +
-                     describe(sq));
+    detail::fail<ShapeError>("mean_squared_error",
+                             "expected at least a 1-d array (the loss divides by its first axis), got ",
+                             describe(sq));
   return sum(sq) / static_cast<double>(sq.shape()[0]);
 }
 
@@ -122,12 +124,11 @@ namespace {
 void check_logits(const char* op, const Tensor& x) {
   check_defined(op, x);
   if (!is_floating(x.dtype()))
-    throw DtypeError(std::string(op) + ": logits must be float32 or float64, got " + describe(x) +
-                     "; hint: x.astype(dezero::float32)");
+    detail::fail<DtypeError>(op, "logits must be float32 or float64, got ", describe(x),
+                             "; hint: x.astype(dezero::float32)");
   if (x.ndim() != 2)
-    throw ShapeError(std::string(op) + ": logits must be 2-d (N, C), got " + describe(x) +
-                     "; hint: reshape to (N, C) first");
-  if (x.shape()[1] == 0) throw ShapeError(std::string(op) + ": logits " + describe(x) + " have no classes");
+    detail::fail<ShapeError>(op, "logits must be 2-d (N, C), got ", describe(x), "; hint: reshape to (N, C) first");
+  if (x.shape()[1] == 0) detail::fail<ShapeError>(op, "logits ", describe(x), " have no classes");
 }
 }  // namespace
 
@@ -136,17 +137,16 @@ Tensor sce_labels(const char* op, const Tensor& x, const Tensor& t) {
   check_defined(op, t);
   check_same_device(op, x, t);
   if (!is_integer(t.dtype()))
-    throw DtypeError(std::string(op) + ": labels must be int32 or int64 class ids, got " + describe(t) +
-                     "; hint: t.astype(dezero::int64)");
+    detail::fail<DtypeError>(op, "labels must be int32 or int64 class ids, got ", describe(t),
+                             "; hint: t.astype(dezero::int64)");
   const std::int64_t n = x.shape()[0], c = x.shape()[1];
   if (t.size() != n)
-    throw ShapeError(std::string(op) + ": logits " + describe(x) + " need " + std::to_string(n) +
-                     " labels, got " + describe(t));
+    detail::fail<ShapeError>(op, "logits ", describe(x), " need ", std::to_string(n), " labels, got ", describe(t));
   Tensor t64 = (t.dtype() == int64 ? t : t.astype(int64)).reshape(Shape{n});
   if (auto bad = find_bad_index(t64, 0, c))
-    throw IndexError(std::string(op) + ": label " + std::to_string(bad->value) + " at position " +
-                     std::to_string(bad->position) + " is out of range for " + std::to_string(c) + " classes (logits " +
-                     describe(x) + "); hint: labels must be in [0, " + std::to_string(c) + ")");
+    detail::fail<IndexError>(op, "label ", std::to_string(bad->value), " at position ", std::to_string(bad->position),
+                             " is out of range for ", std::to_string(c), " classes (logits ", describe(x),
+                             "); hint: labels must be in [0, ", std::to_string(c), ")");
   return t64;
 }
 
@@ -163,7 +163,7 @@ Tensor softmax_cross_entropy_grad(const Tensor& x, const Tensor& t, const Tensor
   check_defined(op, gy0);
   check_same_device(op, x, gy0);
   if (gy0.size() != 1)
-    throw ShapeError(std::string(op) + ": the loss gradient must have one element, got " + describe(gy0));
+    detail::fail<ShapeError>(op, "the loss gradient must have one element, got ", describe(gy0));
   if (is_half(x.dtype()))
     return half_result(softmax_cross_entropy_grad(x.astype(float32), t, half_operand(gy0, x.dtype())), x.dtype());
   Tensor gy = gy0.dtype() == x.dtype() ? gy0 : gy0.astype(x.dtype());
@@ -401,8 +401,8 @@ void axpy_multi_(Tensor* const* ys, double a, const Tensor* const* xs, std::size
 void copy_from_host_(Tensor& dst, const void* host_src, std::size_t nbytes) {
   check_defined("copy_from_host_", dst);
   if (nbytes != dst.nbytes())
-    throw ValueError("copy_from_host_: " + std::to_string(nbytes) + " bytes for " + describe(dst) + " (" +
-                     std::to_string(dst.nbytes()) + " bytes)");
+    detail::fail<ValueError>("copy_from_host_", std::to_string(nbytes), " bytes for ", describe(dst), " (",
+                             std::to_string(dst.nbytes()), " bytes)");
   if (nbytes) backend_of(dst).copy_from_host(dst.raw_data(), host_src, nbytes);
 }
 

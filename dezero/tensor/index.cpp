@@ -18,6 +18,7 @@
 #include <optional>
 
 #include "dezero/tensor/strided.hpp"
+#include "dezero/tensor/checks.hpp"
 
 namespace dezero {
 
@@ -110,10 +111,10 @@ IndexPlan plan(const char* op, const Tensor& x, const Indices& ix) {
     if (i.kind() == Index::Kind::EllipsisMark) ++ellipses;
     else if (i.kind() != Index::Kind::NewAxis) ++consumed;
   }
-  if (ellipses > 1) throw IndexError(std::string(op) + ": an index can only have a single ellipsis ('...')");
+  if (ellipses > 1) detail::fail<IndexError>(op, "an index can only have a single ellipsis ('...')");
   if (consumed > x.ndim())
-    throw IndexError(std::string(op) + ": too many indices for array: array is " + std::to_string(x.ndim()) +
-                     "-dimensional, but " + std::to_string(consumed) + " were indexed (" + indices_str(ix) + ")");
+    detail::fail<IndexError>(op, "too many indices for array: array is ", std::to_string(x.ndim()),
+                             "-dimensional, but ", std::to_string(consumed), " were indexed (", indices_str(ix), ")");
   Indices full;
   for (auto& i : ix) {
     if (i.kind() == Index::Kind::EllipsisMark) {
@@ -135,10 +136,10 @@ IndexPlan plan(const char* op, const Tensor& x, const Indices& ix) {
       case Index::Kind::Integer: {
         std::int64_t n = x.shape()[dim], v = i.integer();
         if (v < -n || v >= n)
-          throw IndexError(std::string(op) + ": index " + std::to_string(v) + " is out of bounds for axis " +
-                           std::to_string(dim) + " with size " + std::to_string(n) + " (shape " + x.shape().str() +
-                           "); hint: indices along this axis must be in [" + std::to_string(-n) + ", " +
-                           std::to_string(n) + ")");
+          detail::fail<IndexError>(op, "index ", std::to_string(v), " is out of bounds for axis ",
+                                   std::to_string(dim), " with size ", std::to_string(n), " (shape ", x.shape(),
+                                   "); hint: indices along this axis must be in [", std::to_string(-n), ", ",
+                                   std::to_string(n), ")");
         if (v < 0) v += n;
         p.offset += v * st[dim];
         ++dim;
@@ -147,7 +148,7 @@ IndexPlan plan(const char* op, const Tensor& x, const Indices& ix) {
       case Index::Kind::Slice: {
         const Slice& s = i.slice();
         std::int64_t n = x.shape()[dim], step = s.step;
-        if (step == 0) throw ValueError(std::string(op) + ": slice step cannot be zero");
+        if (step == 0) detail::fail<ValueError>(op, "slice step cannot be zero");
         // A step past the axis length picks the same one element as a step of the length itself; the
         // clamp keeps step * stride and the length arithmetic below from overflowing (x[::2**62]).
         step = std::min(std::max(step, -std::max<std::int64_t>(n, 1)), std::max<std::int64_t>(n, 1));
@@ -175,16 +176,16 @@ IndexPlan plan(const char* op, const Tensor& x, const Indices& ix) {
         Tensor a = i.array();
         detail::check_same_device(op, x, a);
         if (is_floating(a.dtype()))
-          throw IndexError(std::string(op) + ": arrays used as indices must be of integer type, got " +
-                           std::string(dtype_name(a.dtype())));
+          detail::fail<IndexError>(op, "arrays used as indices must be of integer type, got ",
+                                   std::string(dtype_name(a.dtype())));
         if (a.dtype() != int64) a = a.astype(int64);
         std::int64_t n = x.shape()[dim];
         bool neg = false;
         if (auto bad = detail::find_bad_index(a, -n, n, &neg))
-          throw IndexError(std::string(op) + ": index " + std::to_string(bad->value) + " is out of bounds for axis " +
-                           std::to_string(dim) + " with size " + std::to_string(n) + " (shape " + x.shape().str() +
-                           "); hint: indices along this axis must be in [" + std::to_string(-n) + ", " +
-                           std::to_string(n) + ")");
+          detail::fail<IndexError>(op, "index ", std::to_string(bad->value), " is out of bounds for axis ",
+                                   std::to_string(dim), " with size ", std::to_string(n), " (shape ", x.shape(),
+                                   "); hint: indices along this axis must be in [", std::to_string(-n), ", ",
+                                   std::to_string(n), ")");
         if (neg) a = a + less(a, 0.0) * static_cast<double>(n);  // negative indices count from the end
         int pos = static_cast<int>(p.axes.size());
         if (last_array_pos >= 0 && last_array_pos != pos) p.adjacent = false;
@@ -291,8 +292,8 @@ Tensor scatter_add(const Tensor& gy, const Shape& shape, const Indices& indices)
   Tensor gx = zeros(shape, gy.dtype(), gy.device());
   Resolved r = resolve("scatter_add", gx, indices);
   if (r.shape != gy.shape())
-    throw ShapeError("scatter_add: the gradient has shape " + gy.shape().str() + " but indexing " + shape.str() +
-                     " with " + indices_str(indices) + " gives " + r.shape.str());
+    detail::fail<ShapeError>("scatter_add", "the gradient has shape ", gy.shape(), " but indexing ", shape.str(),
+                             " with ", indices_str(indices), " gives ", r.shape.str());
   if (!gy.size()) return gx;
   if (r.offsets.defined()) {
     backend_of(gx).scatter_add(gx.dtype(), gy.raw_data(), static_cast<const std::int64_t*>(r.offsets.raw_data()),

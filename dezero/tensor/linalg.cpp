@@ -31,8 +31,8 @@ using detail::backend_of;
 Tensor matmul(const Tensor& a0, const Tensor& b0) {
   detail::check_same_device("matmul", a0, b0);
   if (a0.ndim() == 0 || b0.ndim() == 0)
-    throw ShapeError("matmul: operands must be at least 1-d, got shapes " + a0.shape().str() + " and " +
-                     b0.shape().str() + "; hint: use * for scalars");
+    detail::fail<ShapeError>("matmul", "operands must be at least 1-d, got shapes ", a0.shape(), " and ", b0.shape(),
+                             "; hint: use * for scalars");
   DType dt = promote_types(a0.dtype(), b0.dtype());
   // bfloat16 / float16: the float32 product of the (exactly widened) values, rounded once.
   if (is_half(dt)) return detail::half_result(matmul(detail::half_operand(a0, dt), detail::half_operand(b0, dt)), dt);
@@ -44,9 +44,9 @@ Tensor matmul(const Tensor& a0, const Tensor& b0) {
   std::int64_t m = a.shape()[a.ndim() - 2], k = a.shape()[a.ndim() - 1];
   std::int64_t k2 = b.shape()[b.ndim() - 2], n = b.shape()[b.ndim() - 1];
   if (k != k2)
-    throw ShapeError("matmul: shapes " + a0.shape().str() + " and " + b0.shape().str() + " are not aligned: " +
-                     std::to_string(k) + " (dim " + std::to_string(a0.ndim() - 1) + ") != " + std::to_string(k2) +
-                     " (dim " + std::to_string(b1 ? 0 : b0.ndim() - 2) + ")");
+    detail::fail<ShapeError>("matmul", "shapes ", a0.shape(), " and ", b0.shape(), " are not aligned: ",
+                             std::to_string(k), " (dim ", std::to_string(a0.ndim() - 1), ") != ", std::to_string(k2),
+                             " (dim ", std::to_string(b1 ? 0 : b0.ndim() - 2), ")");
   Shape ba(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
   Shape batch = broadcast_shapes(ba, bb, "matmul");
   std::int64_t nb = batch.numel();
@@ -90,7 +90,7 @@ namespace dezero::detail {
 Tensor matmul_t(const Tensor& a0, const Tensor& b0, bool ta, bool tb, const Tensor& bias, DType compute) {
   check_same_device("matmul", a0, b0);
   if (a0.ndim() != 2 || b0.ndim() != 2)
-    throw ShapeError("matmul: expected 2-d operands, got " + a0.shape().str() + " and " + b0.shape().str());
+    detail::fail<ShapeError>("matmul", "expected 2-d operands, got ", a0.shape(), " and ", b0.shape());
   DType dt = promote_types(a0.dtype(), b0.dtype());
   if (is_half(dt))  // as matmul: in float32 (under the same autocast type), rounded once
     return half_result(matmul_t(half_operand(a0, dt), half_operand(b0, dt), ta, tb,
@@ -101,8 +101,8 @@ Tensor matmul_t(const Tensor& a0, const Tensor& b0, bool ta, bool tb, const Tens
   std::int64_t m = ta ? a.shape()[1] : a.shape()[0], k = ta ? a.shape()[0] : a.shape()[1];
   std::int64_t k2 = tb ? b.shape()[1] : b.shape()[0], n = tb ? b.shape()[0] : b.shape()[1];
   if (k != k2)
-    throw ShapeError("matmul: shapes " + a0.shape().str() + (ta ? "^T" : "") + " and " + b0.shape().str() +
-                     (tb ? "^T" : "") + " are not aligned: " + std::to_string(k) + " != " + std::to_string(k2));
+    detail::fail<ShapeError>("matmul", "shapes ", a0.shape(), (ta ? "^T" : ""), " and ", b0.shape(), (tb ? "^T" : ""),
+                             " are not aligned: ", std::to_string(k), " != ", std::to_string(k2));
   if (dt == DType::Float32 && is_half(compute) && m > 0 && n > 0 && k > 0)  // mixed precision
     return matmul_lowp(a0.dtype() == compute ? a0 : a, b0.dtype() == compute ? b0 : b, ta, tb, bias, compute);
   Tensor y;
@@ -182,8 +182,8 @@ Tensor matmul_lowp(const Tensor& a, const Tensor& b, bool ta, bool tb, const Ten
   const std::int64_t m = ta ? a.shape()[1] : a.shape()[0], k = ta ? a.shape()[0] : a.shape()[1];
   const std::int64_t n = tb ? b.shape()[0] : b.shape()[1];
   if ((tb ? b.shape()[1] : b.shape()[0]) != k)
-    throw ShapeError("matmul: shapes " + a.shape().str() + (ta ? "^T" : "") + " and " + b.shape().str() +
-                     (tb ? "^T" : "") + " are not aligned");
+    detail::fail<ShapeError>("matmul", "shapes ", a.shape(), (ta ? "^T" : ""), " and ", b.shape(), (tb ? "^T" : ""),
+                             " are not aligned");
   Tensor bb = bias.defined() ? (check_same_device("linear", a, bias), bias.dtype() == dt ? bias : bias.astype(dt))
                              : Tensor();
   if (m == 0 || n == 0 || k == 0)  // nothing to round: the float32 product's own rules

@@ -10,6 +10,7 @@
 
 #include "dezero/backend/generator.hpp"
 #include "dezero/tensor/strided.hpp"
+#include "dezero/tensor/checks.hpp"
 
 namespace dezero {
 
@@ -26,8 +27,7 @@ namespace {
 
 std::uint32_t checked_seed(const char* op, std::uint64_t s) {
   if (s > 0xffffffffULL)
-    throw ValueError(std::string(op) + ": seed must be between 0 and 2**32 - 1 (NumPy's limit), got " +
-                     std::to_string(s));
+    detail::fail<ValueError>(op, "seed must be between 0 and 2**32 - 1 (NumPy's limit), got ", std::to_string(s));
   return static_cast<std::uint32_t>(s);
 }
 
@@ -60,12 +60,12 @@ GeneratorState Generator::get_state() const {
 void Generator::set_state(const GeneratorState& st) {
   const char* op = is_global() ? "random::set_state" : "Generator::set_state";
   if (st.pos < 0 || st.pos > 624)
-    throw ValueError(std::string(op) + ": pos must be between 0 and 624, got " + std::to_string(st.pos) +
-                     "; hint: pass a state that get_state() returned");
+    detail::fail<ValueError>(op, "pos must be between 0 and 624, got ", std::to_string(st.pos),
+                             "; hint: pass a state that get_state() returned");
   bool all_zero = true;
   for (std::uint32_t k : st.key) all_zero = all_zero && k == 0;
   if (all_zero)
-    throw ValueError(std::string(op) + ": the 624 key words are all zero, a state MT19937 never reaches; hint: pass "
+    detail::fail<ValueError>(op, "the 624 key words are all zero, a state MT19937 never reaches; hint: pass "
                      "a state that get_state() returned");
   std::lock_guard<std::mutex> lock(impl_->mutex());
   impl_->set_state(st.key.data(), st.pos, st.has_gauss, st.cached_gaussian);

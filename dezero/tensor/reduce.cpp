@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "dezero/tensor/strided.hpp"
+#include "dezero/tensor/checks.hpp"
 
 namespace dezero {
 
@@ -106,15 +107,15 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
   if (x.shape() == shape) return x;
   const int ndim = shape.ndim(), lead = x.ndim() - ndim;
   if (lead < 0)
-    throw ShapeError("sum_to: cannot sum an array of shape " + x.shape().str() + " to a shape with more axes " +
-                     shape.str());
+    detail::fail<ShapeError>("sum_to", "cannot sum an array of shape ", x.shape(), " to a shape with more axes ",
+                             shape.str());
   SmallVector<int, 6> axes;
   for (int i = 0; i < lead; ++i) axes.push_back(i);
   for (int i = 0; i < ndim; ++i) {
     if (shape[i] == 1 && x.shape()[i + lead] != 1) axes.push_back(i + lead);
     else if (shape[i] != x.shape()[i + lead])
-      throw ShapeError("sum_to: cannot sum an array of shape " + x.shape().str() + " to shape " + shape.str() +
-                       "; hint: the target must be a shape that broadcasts to the input");
+      detail::fail<ShapeError>("sum_to", "cannot sum an array of shape ", x.shape(), " to shape ", shape.str(),
+                               "; hint: the target must be a shape that broadcasts to the input");
   }
   if (axes.empty()) return x.reshape(shape);
   if (is_half(x.dtype())) return detail::half_result(sum_to(x.astype(float32), shape), x.dtype());

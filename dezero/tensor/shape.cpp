@@ -17,6 +17,7 @@
 
 #include "dezero/tensor/fused.hpp"
 #include "dezero/tensor/strided.hpp"
+#include "dezero/tensor/checks.hpp"
 
 namespace dezero {
 
@@ -31,8 +32,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
     int ia = i - (n - a.ndim()), ib = i - (n - b.ndim());
     std::int64_t da = ia >= 0 ? a[ia] : 1, db = ib >= 0 ? b[ib] : 1;
     if (da != db && da != 1 && db != 1)
-      throw ShapeError(std::string(op) + ": operands could not be broadcast together with shapes " + a.str() + " " +
-                       b.str() + "; hint: axes are matched from the right and must be equal or 1");
+      detail::fail<ShapeError>(op, "operands could not be broadcast together with shapes ", a.str(), " ", b.str(),
+                               "; hint: axes are matched from the right and must be equal or 1");
     out[i] = da == 1 ? db : da;
   }
   out.checked_numel(op);
@@ -57,8 +58,9 @@ Tensor squeeze(const Tensor& x, std::optional<int> axis) {
   if (axis) {
     int a = detail::normalize_axis("squeeze", *axis, x.ndim());
     if (x.shape()[a] != 1)
-      throw ValueError("squeeze: cannot select an axis to squeeze out which has size not equal to one (axis " +
-                       std::to_string(*axis) + " of " + x.shape().str() + ")");
+      detail::fail<ValueError>("squeeze",
+                               "cannot select an axis to squeeze out which has size not equal to one (axis ",
+                               std::to_string(*axis), " of ", x.shape(), ")");
     s = x.shape();
     s.erase(s.begin() + a);
   } else {
@@ -77,8 +79,8 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape) {
     ok = (d == t || d == 1);
   }
   if (!ok)
-    throw ShapeError("broadcast_to: cannot broadcast an array of shape " + x.shape().str() + " to shape " +
-                     shape.str() + "; hint: axes are matched from the right and must be equal or 1");
+    detail::fail<ShapeError>("broadcast_to", "cannot broadcast an array of shape ", x.shape(), " to shape ",
+                             shape.str(), "; hint: axes are matched from the right and must be equal or 1");
   Tensor y = Tensor::empty(shape, x.dtype(), x.device(), "broadcast_to");
   if (!y.size()) return y;
   Strided dst = detail::make_contiguous(shape);
@@ -103,7 +105,7 @@ void copyto(Tensor& dst, const Tensor& src) {
 
 // --- joining and gathering: concatenate, stack, take -----------------------------------
 Tensor concatenate(const std::vector<Tensor>& xs, int axis) {
-  if (xs.empty()) throw ValueError("concatenate: need at least one array to concatenate");
+  if (xs.empty()) detail::fail<ValueError>("concatenate", "need at least one array to concatenate");
   const Tensor& f = xs[0];
   detail::check_defined("concatenate", f);
   int a = detail::normalize_axis("concatenate", axis, f.ndim());
@@ -112,11 +114,12 @@ Tensor concatenate(const std::vector<Tensor>& xs, int axis) {
   out[a] = 0;
   for (auto& x : xs) {
     detail::check_same_device("concatenate", f, x);
-    if (x.ndim() != f.ndim()) throw ShapeError("concatenate: all inputs must have the same number of dimensions");
+    if (x.ndim() != f.ndim()) detail::fail<ShapeError>("concatenate",
+                                                       "all inputs must have the same number of dimensions");
     for (int i = 0; i < f.ndim(); ++i)
       if (i != a && x.shape()[i] != f.shape()[i])
-        throw ShapeError("concatenate: shapes " + f.shape().str() + " and " + x.shape().str() +
-                         " differ outside the concatenation axis " + std::to_string(axis));
+        detail::fail<ShapeError>("concatenate", "shapes ", f.shape(), " and ", x.shape(),
+                                 " differ outside the concatenation axis ", std::to_string(axis));
     dt = promote_types(dt, x.dtype());
     out[a] += x.shape()[a];
   }
@@ -140,14 +143,14 @@ Tensor concatenate(const std::vector<Tensor>& xs, int axis) {
 }
 
 Tensor stack(const std::vector<Tensor>& xs, int axis) {
-  if (xs.empty()) throw ValueError("stack: need at least one array to stack");
+  if (xs.empty()) detail::fail<ValueError>("stack", "need at least one array to stack");
   int a = detail::normalize_axis("stack", axis, xs[0].ndim() + 1);
   std::vector<Tensor> e;
   e.reserve(xs.size());
   for (auto& x : xs) {
     if (x.shape() != xs[0].shape())
-      throw ShapeError("stack: all input arrays must have the same shape, got " + xs[0].shape().str() + " and " +
-                       x.shape().str());
+      detail::fail<ShapeError>("stack", "all input arrays must have the same shape, got ", xs[0].shape(), " and ",
+                               x.shape());
     e.push_back(expand_dims(x, a));
   }
   return concatenate(e, a);
@@ -157,16 +160,15 @@ Tensor stack(const std::vector<Tensor>& xs, int axis) {
 // ids in [0, n) -> (indices.shape..., ...).
 Tensor detail::take_rows(const char* op, const Tensor& x, const Tensor& indices, const char* hint) {
   detail::check_same_device(op, x, indices);
-  if (x.ndim() == 0) throw ShapeError(std::string(op) + ": cannot take rows of a 0-d tensor");
+  if (x.ndim() == 0) detail::fail<ShapeError>(op, "cannot take rows of a 0-d tensor");
   if (is_floating(indices.dtype()))
-    throw DtypeError(std::string(op) + ": indices must be int32 or int64, got " + dtype_name(indices.dtype()));
+    detail::fail<DtypeError>(op, "indices must be int32 or int64, got ", dtype_name(indices.dtype()));
   Tensor idx = indices.dtype() == int64 ? indices : indices.astype(int64);
   std::int64_t rows = x.shape()[0];
   if (auto bad = detail::find_bad_index(idx, 0, rows))
-    throw IndexError(std::string(op) + ": index " + std::to_string(bad->value) + " at position " +
-                     std::to_string(bad->position) + " is out of bounds for axis 0 with size " + std::to_string(rows) +
-                     " (" + detail::describe(x) + "); hint: " + hint + " must be in [0, " + std::to_string(rows) +
-                     "), negative ones are not wrapped");
+    detail::fail<IndexError>(op, "index ", std::to_string(bad->value), " at position ", std::to_string(bad->position),
+                             " is out of bounds for axis 0 with size ", std::to_string(rows), " (", x, "); hint: ",
+                             hint, " must be in [0, ", std::to_string(rows), "), negative ones are not wrapped");
   Shape out = idx.shape();
   out.insert(out.end(), x.shape().begin() + 1, x.shape().end());
   Tensor y = Tensor::empty(out, x.dtype(), x.device());

@@ -20,6 +20,7 @@
 
 #include "dezero/tensor/strided.hpp"
 #include "dezero/thread_state.hpp"
+#include "dezero/tensor/checks.hpp"
 
 namespace dezero {
 
@@ -191,8 +192,8 @@ Tensor::Tensor(StoragePtr storage, std::int64_t offset, Shape shape, DType dtype
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device, const char* op) {
   std::size_t n = shape.checked_nbytes(op, dtype_size(dtype));
   if (shape.ndim() > detail::kMaxDims)
-    throw ShapeError(std::string(op) + ": at most " + std::to_string(detail::kMaxDims) + " axes are supported, got " +
-                     shape.str());
+    detail::fail<ShapeError>(op, "at most ", std::to_string(detail::kMaxDims), " axes are supported, got ",
+                             shape.str());
   Tensor t;  // shape and size are checked: no second pass through the constructor's checks
   t.storage_ = StoragePtr::allocate(n, device);
   t.shape_ = shape;
@@ -202,7 +203,7 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device, const char*
 
 std::int64_t Tensor::len() const {
   detail::check_defined("len", *this);
-  if (ndim() == 0) throw ShapeError("len: len() of a 0-d tensor (shape ()); hint: use item<T>()");
+  if (ndim() == 0) detail::fail<ShapeError>("len", "len() of a 0-d tensor (shape ()); hint: use item<T>()");
   return shape_[0];
 }
 
@@ -221,7 +222,7 @@ template <class T>
 T Tensor::item() const {
   detail::check_defined("item", *this);
   if (size() != 1)
-    throw ValueError("item: can only convert a tensor of size 1 to a scalar, got shape " + shape_.str());
+    detail::fail<ValueError>("item", "can only convert a tensor of size 1 to a scalar, got shape ", shape_.str());
   return to_vector<T>()[0];
 }
 
@@ -279,27 +280,29 @@ Tensor Tensor::reshape(const Shape& shape) const {
   bool known_zero = false;
   for (int i = 0; i < s.ndim(); ++i) {
     if (s[i] == -1) {
-      if (infer >= 0) throw ShapeError("reshape: can only specify one unknown dimension, got " + shape.str());
+      if (infer >= 0) detail::fail<ShapeError>("reshape", "can only specify one unknown dimension, got ",
+                                               shape.str());
       infer = i;
     } else if (s[i] < 0) {
-      throw ShapeError("reshape: negative dimension in " + shape.str());
+      detail::fail<ShapeError>("reshape", "negative dimension in ", shape.str());
     } else if (s[i] != 0 && __builtin_mul_overflow(known, s[i], &known)) {
       // Refused even beside a zero extent, as Shape::checked_numel does.
-      throw ShapeError("reshape: shape " + shape.str() +
-                       " has more elements than int64 can count; hint: check the extents (a product past 2^63 - 1)");
+      detail::fail<ShapeError>("reshape", "shape ", shape.str(),
+                               " has more elements than int64 can count; hint: check the extents (a product past 2^63 - 1)");
     } else if (s[i] == 0) {
       known_zero = true;
     }
   }
   if (infer >= 0) {
     if (known_zero || size() % known != 0)
-      throw ShapeError("reshape: cannot reshape array of size " + std::to_string(size()) + " (shape " + shape_.str() +
-                       ") into shape " + shape.str());
+      detail::fail<ShapeError>("reshape", "cannot reshape array of size ", std::to_string(size()), " (shape ",
+                               shape_.str(), ") into shape ", shape.str());
     s[infer] = size() / known;
   }
   if (s.checked_numel("reshape") != size())
-    throw ShapeError("reshape: cannot reshape array of size " + std::to_string(size()) + " (shape " + shape_.str() +
-                     ") into shape " + shape.str() + "; hint: the number of elements must stay the same");
+    detail::fail<ShapeError>("reshape", "cannot reshape array of size ", std::to_string(size()), " (shape ",
+                             shape_.str(), ") into shape ", shape.str(),
+                             "; hint: the number of elements must stay the same");
   return Tensor(storage_, offset(), s, dtype());
 }
 
@@ -332,18 +335,19 @@ Tensor Tensor::transpose(const std::vector<int>& axes) const {
                        : std::string());
   };
   if (static_cast<int>(axes.size()) != ndim())
-    throw ValueError("transpose: axes " + axes_str() + " don't match an array of shape " + shape_.str() + ": " +
-                     std::to_string(axes.size()) + " axes for " + std::to_string(ndim()) + " dimensions" + hint());
+    detail::fail<ValueError>("transpose", "axes ", axes_str(), " don't match an array of shape ", shape_.str(), ": ",
+                             std::to_string(axes.size()), " axes for ", std::to_string(ndim()), " dimensions",
+                             hint());
   std::vector<int> perm(axes.size());
   std::vector<bool> seen(axes.size(), false);
   for (std::size_t i = 0; i < axes.size(); ++i) {
     int a = axes[i] < 0 ? axes[i] + ndim() : axes[i];
     if (a < 0 || a >= ndim())
-      throw IndexError("transpose: axis " + std::to_string(axes[i]) + " in axes " + axes_str() +
-                       " is out of bounds for an array of shape " + shape_.str() + hint());
+      detail::fail<IndexError>("transpose", "axis ", std::to_string(axes[i]), " in axes ", axes_str(),
+                               " is out of bounds for an array of shape ", shape_.str(), hint());
     if (seen[a])
-      throw ValueError("transpose: repeated axis " + std::to_string(axes[i]) + " in axes " + axes_str() +
-                       " for an array of shape " + shape_.str() + hint());
+      detail::fail<ValueError>("transpose", "repeated axis ", std::to_string(axes[i]), " in axes ", axes_str(),
+                               " for an array of shape ", shape_.str(), hint());
     seen[a] = true;
     perm[i] = a;
   }
@@ -382,8 +386,8 @@ void Tensor::fill_(double value) {
 namespace {
 void inplace(Tensor& self, const Tensor& result, const char* op) {
   if (result.shape() != self.shape())
-    throw ShapeError(std::string(op) + ": non-broadcastable output operand with shape " + self.shape().str() +
-                     " doesn't match the broadcast shape " + result.shape().str());
+    detail::fail<ShapeError>(op, "non-broadcastable output operand with shape ", self.shape(),
+                             " doesn't match the broadcast shape ", result.shape());
   copyto(self, result);
 }
 }  // namespace
