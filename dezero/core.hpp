@@ -42,6 +42,11 @@ std::shared_ptr<Function> creator_of(const std::shared_ptr<VariableNode>& node);
 bool has_creator(const VariableNode& node);
 // Whether the node has grad-ready hooks (its kHooked flag).
 bool has_grad_ready_hooks(const VariableNode& node);
+// A name without its namespaces ("dezero::optimizers::Adam" -> "Adam"; template arguments kept
+// whole), and a C++ type's name so (the demangler's spelling): the default of Function::name()
+// and Optimizer::name().
+std::string without_namespaces(const std::string& name);
+std::string type_name_without_namespaces(const std::type_info& type);
 }  // namespace detail
 /// \endcond
 

@@ -36,16 +36,20 @@ Function::~Function() { release_inputs(); }
 
 FunctionAttrs Function::attributes() const { return {}; }
 
-std::string Function::name() const {
-  const char* mangled = fn_type().name();
-  int status = 0;
-  char* d = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
-  std::string n = (status == 0 && d) ? d : mangled;
-  std::free(d);
-  auto p = n.rfind("::");
-  if (p != std::string::npos) n = n.substr(p + 2);
-  return n;
+std::string detail::without_namespaces(const std::string& name) {
+  const std::size_t last = name.rfind("::", name.find('<'));
+  return last == std::string::npos ? name : name.substr(last + 2);
 }
+
+std::string detail::type_name_without_namespaces(const std::type_info& type) {
+  int status = 0;
+  char* d = abi::__cxa_demangle(type.name(), nullptr, nullptr, &status);
+  const std::string n = (status == 0 && d) ? d : type.name();
+  std::free(d);
+  return without_namespaces(n);
+}
+
+std::string Function::name() const { return detail::type_name_without_namespaces(fn_type()); }
 
 VariableSpan Function::inputs() const {
   if (flags_ & kExt) return VariableSpan(ext()->inputs.data(), ext()->inputs.size());

@@ -16,16 +16,12 @@
 // more of the tensor level than tensor.hpp.
 #include "dezero/optimizers.hpp"
 
-#include <cxxabi.h>
-
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
-#include <typeinfo>
 #include <unordered_map>
 #include <vector>
 
@@ -34,19 +30,9 @@
 
 namespace dezero::optimizers {
 
-// The class name as the demangler spells it, its namespaces dropped ("my::SignSGD" -> "SignSGD";
-// template arguments kept whole): snapshots of version 1 wrote it with them, and the reader
-// compares without (training/snapshot.cpp).
-std::string Optimizer::name() const {
-  const char* mangled = typeid(*this).name();
-  int status = 0;
-  char* d = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
-  std::string n = (status == 0 && d) ? d : mangled;
-  std::free(d);
-  const std::size_t args = n.find('<');
-  const std::size_t last = n.rfind("::", args);
-  return last == std::string::npos ? n : n.substr(last + 2);
-}
+// The class name without namespaces: snapshots of before it wrote the demangled name with them,
+// and the reader compares without (training/snapshot.cpp).
+std::string Optimizer::name() const { return detail::type_name_without_namespaces(typeid(*this)); }
 
 // --- Optimizer: target and hooks -------------------------------------------------------
 Optimizer::~Optimizer() = default;

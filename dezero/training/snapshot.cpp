@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <cstdlib>
 #include <map>
 
 #include "dezero/training.hpp"
@@ -17,14 +16,6 @@
 namespace dezero::training {
 
 namespace {
-
-// A stored optimizer/class without its namespaces: format 1 files of before Optimizer::name()
-// hold the demangled C++ name ("dezero::optimizers::Adam"), today's the stable name ("Adam").
-std::string without_namespaces(const std::string& n) {
-  const std::size_t args = n.find('<');
-  const std::size_t last = n.rfind("::", args);
-  return last == std::string::npos ? n : n.substr(last + 2);
-}
 
 // A string as int32 character codes (readable in NumPy: bytes(a.astype('u1')).decode()).
 Tensor string_array(const std::string& s) {
@@ -259,7 +250,7 @@ void Snapshot::load_state(const utils::NamedTensors& file, const std::string& wh
   if (optimizer_) {
     const std::string want = optimizer_->name();
     const std::string got = array_string(a.take("optimizer/class"));
-    if (without_namespaces(got) != want)
+    if (detail::without_namespaces(got) != want)  // files of before Optimizer::name(): the C++ name
       throw ValueError(where + " holds the state of the optimizer " + got + ", not of this " + want +
                        "; hint: resume with the optimizer the run was started with");
     a.done("optimizer/class");
