@@ -127,8 +127,8 @@ void Variable::backward(bool retain_grad, bool create_graph) {
     const detail::EmptyCause cause = detail::empty_cause(data());
     if (cause != detail::EmptyCause::none)
       detail::fail<ValueError>("backward", "the variable holds no data", detail::empty_cause_text(cause));
-    detail::fail<ValueError>("backward",
-                             "the variable holds no data; hint: create it from a Tensor, e.g. Variable(dezero::array(1.0))");
+    detail::fail<ValueError>("backward", "the variable holds no data",
+                             detail::Hint{"create it from a Tensor, e.g. Variable(dezero::array(1.0))"});
   }
   if (!node_->grad) {
     node_->grad = detail::make_leaf_node();

@@ -34,7 +34,8 @@ Variable conv3d(const Variable& x, const Variable& W, const Variable& b, Triple 
   const std::int64_t D = xs[2] + 2 * pad.d, H = xs[3] + 2 * pad.h, Wd = xs[4] + 2 * pad.w;
   require<ShapeError>(ws[2] <= D && ws[3] <= H && ws[4] <= Wd, op, "the kernel ", wd, " is larger than x ", xd,
                       " padded by ", pad.str());
-  const Variable xp = pad == Triple(0) ? x : F::pad(x, {{0, 0}, {0, 0}, {pad.d, pad.d}, {pad.h, pad.h}, {pad.w, pad.w}});
+  const Variable xp =
+      pad == Triple(0) ? x : F::pad(x, {{0, 0}, {0, 0}, {pad.d, pad.d}, {pad.h, pad.h}, {pad.w, pad.w}});
   const std::int64_t OD = (D - ws[2]) / stride.d + 1;
   Variable y;
   for (std::int64_t kd = 0; kd < ws[2]; ++kd) {

@@ -338,7 +338,8 @@ class Overlap : public MultiNodeOptimizer::Strategy {
 
 }  // namespace
 
-std::shared_ptr<MultiNodeOptimizer::Strategy> detail::make_double_buffering(std::shared_ptr<Communicator> private_comm) {
+std::shared_ptr<MultiNodeOptimizer::Strategy> detail::make_double_buffering(
+    std::shared_ptr<Communicator> private_comm) {
   return std::make_shared<DoubleBuffering>(std::move(private_comm));
 }
 

@@ -1,8 +1,8 @@
 // dezero/onnx/import_ops_shape.cpp - internal: the importer's shape ops (Reshape, Transpose,
 // Flatten, Expand, Squeeze, Unsqueeze, Concat, Slice, Split, Pad; Gather, GatherElements and
-// ScatterND are in import_ops_index.cpp) and the shape arithmetic exporters write for dynamic batch sizes (Identity, Shape, Size,
-// Range, Cast, ConstantOfShape) (register_shape_ops, ops.hpp); and the cap on the sizes a file
-// may ask for (import_util.hpp).
+// ScatterND are in import_ops_index.cpp) and the shape arithmetic exporters write for dynamic
+// batch sizes (Identity, Shape, Size, Range, Cast, ConstantOfShape) (register_shape_ops, ops.hpp);
+// and the cap on the sizes a file may ask for (import_util.hpp).
 //
 // Float values go through DeZero Functions, so the gradient flows through reshapes, slices,
 // gathers and pads; integer values (shapes, indices) are computed on Tensors and carry no
@@ -10,8 +10,8 @@
 // Pad) are checked against the cap before anything is allocated, and Reshape's extents against
 // int64 overflow. Where an op changed between opsets 7 and 20 (axes that became inputs in 13,
 // Slice's bounds in 10, Split's in 13 and its num_outputs in 18, Pad's in 11 and its axes in 18,
-// Reshape's allowzero in 14, Shape's start/end in 15, Cast's saturate in 19) the table has one OpDef per form; the opset-19/20 versions that only add
-// float8 or string types (Reshape, Shape, Size, Identity, ConstantOfShape) keep their OpDef,
+// Reshape's allowzero in 14, Shape's start/end in 15, Cast's saturate in 19) the table has one
+// OpDef per form; the opset-19/20 versions that only add float8 or string types (Reshape, Shape, Size, Identity, ConstantOfShape) keep their OpDef,
 // since dezero reads neither.
 #include <algorithm>
 #include <atomic>

@@ -5,8 +5,9 @@
 //
 // An op becomes a kernel when it is the Function's own fast path as one backend call on
 // contiguous operands of one float dtype:
-//   Linear (x W + b: the fused gemm_bias, or the bias copied and a gemm), MatMul (2-D, transpose flags), Add/Sub/Mul/Div
-//   (broadcast views made once), Neg/Exp/Tanh/Sigmoid, SumTo (one block of summed axes),
+//   Linear (x W + b: the fused gemm_bias, or the bias copied and a gemm), MatMul (2-D, transpose
+//   flags), Add/Sub/Mul/Div (broadcast views made once) and their constant forms (x + c, x * c,
+//   c - x, c / x), Neg/Exp/Tanh/Sigmoid/ReLU/ReLUMask, SumTo (one block of summed axes),
 //   MeanSquaredError (mse_forward)
 // and compile checks each kernel on the recorded run: its result must equal the Function's
 // recorded output bit for bit, or the plan keeps replaying Functions. So the kernels compute what
