@@ -63,26 +63,6 @@ const FunctionAttr* attr_of(const FunctionAttrs& attrs, const char* key) {
   return nullptr;
 }
 
-// binary_op's views (tensor/elementwise.cpp): equal shapes, or one operand of one element with
-// no more axes than the other, run flat; anything else as broadcast views, coalesced.
-void binary_views(Kernel& k, const Shape& a, const Shape& b, const Shape& out) {
-  const i64 na = a.numel(), nb = b.numel(), n = out.numel();
-  const bool a_one = na == 1 && a.ndim() <= b.ndim(), b_one = nb == 1 && b.ndim() <= a.ndim();
-  if (a == b || a_one || b_one) {
-    k.so.ndim = k.sa.ndim = k.sb.ndim = 1;
-    k.so.shape[0] = k.sa.shape[0] = k.sb.shape[0] = n;
-    k.so.strides[0] = 1;
-    k.sa.strides[0] = na == 1 && n > 1 ? 0 : 1;
-    k.sb.strides[0] = nb == 1 && n > 1 ? 0 : 1;
-    return;
-  }
-  k.so = make_contiguous(out);
-  k.sa = make_broadcast(a, out);
-  k.sb = make_broadcast(b, out);
-  Strided* views[] = {&k.so, &k.sa, &k.sb};
-  coalesce(views, 3);
-}
-
 // Op `s` as a kernel on the recorded shapes, or false.
 bool make_kernel(const Plan::Impl& plan, const Plan::Impl::Step& s, Kernel& k) {
   if (s.program || !s.fn || s.out.size() != 1 || s.out[0] < 0 || s.in.empty() || s.in.size() > 3) return false;
@@ -113,7 +93,7 @@ bool make_kernel(const Plan::Impl& plan, const Plan::Impl::Step& s, Kernel& k) {
   }
   if (binary_of(k.name, k.bop) && s.in.size() == 2) {
     k.kind = Kernel::Binary;
-    binary_views(k, shape(0), shape(1), y.shape);
+    binary_views(shape(0), shape(1), y.shape, k.sa, k.sb, k.so);  // binary_op's views
     return true;
   }
   const bool low_precision = is_half(Config::autocast);  // the products would round their operands

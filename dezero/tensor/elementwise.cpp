@@ -82,31 +82,17 @@ Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b) {
   Tensor a_cast, b_cast;  // the operands converted to dt, when they are not already
   const Tensor& ac = a.dtype() == dt ? a : (a_cast = a.astype(dt));
   const Tensor& bc = b.dtype() == dt ? b : (b_cast = b.astype(dt));
-  // Two flat cases of a small network skip the broadcast views: equal shapes, and one operand
+  // Two flat cases of a small network need no broadcast shape: equal shapes, and one operand
   // of one element (a loss gradient times an array) with no more axes than the other.
   const bool a_one = a.size() == 1 && a.ndim() <= b.ndim(), b_one = b.size() == 1 && b.ndim() <= a.ndim();
-  if (a.shape() == b.shape() || a_one || b_one) {
-    const Shape& out = b_one || !a_one ? a.shape() : b.shape();
-    Tensor y = Tensor::empty(out, dt, a.device());
-    const std::int64_t n = y.size();
-    if (n == 0) return y;
-    Strided flat, sa, sb;
-    flat.ndim = sa.ndim = sb.ndim = 1;
-    flat.shape[0] = sa.shape[0] = sb.shape[0] = n;
-    flat.strides[0] = 1;
-    sa.strides[0] = a.size() == 1 && n > 1 ? 0 : 1;
-    sb.strides[0] = b.size() == 1 && n > 1 ? 0 : 1;
-    backend_of(a).binary(op, dt, ac.raw_data(), sa, bc.raw_data(), sb, y.raw_data(), flat);
-    return y;
-  }
-  Shape out = broadcast_operands(name, a, b);
+  Shape broadcast;
+  const bool flat = a.shape() == b.shape() || a_one || b_one;
+  if (!flat) broadcast = broadcast_operands(name, a, b);
+  const Shape& out = !flat ? broadcast : b_one || !a_one ? a.shape() : b.shape();
   Tensor y = Tensor::empty(out, dt, a.device());
   if (y.size() == 0) return y;
-  Strided so = detail::make_contiguous(out);
-  Strided sa = detail::make_broadcast(a.shape(), out);
-  Strided sb = detail::make_broadcast(b.shape(), out);
-  Strided* views[] = {&so, &sa, &sb};
-  detail::coalesce(views, 3);
+  Strided sa, sb, so;
+  detail::binary_views(a.shape(), b.shape(), out, sa, sb, so);
   backend_of(a).binary(op, dt, ac.raw_data(), sa, bc.raw_data(), sb, y.raw_data(), so);
   return y;
 }

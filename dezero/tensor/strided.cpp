@@ -84,4 +84,22 @@ void coalesce(Strided* views[], int nviews) {
   for (int v = 0; v < nviews; ++v) views[v]->ndim = out + 1;
 }
 
+void binary_views(const Shape& a, const Shape& b, const Shape& out, Strided& sa, Strided& sb, Strided& so) {
+  const std::int64_t na = a.numel(), nb = b.numel(), n = out.numel();
+  const bool a_one = na == 1 && a.ndim() <= b.ndim(), b_one = nb == 1 && b.ndim() <= a.ndim();
+  if (a == b || a_one || b_one) {
+    so.ndim = sa.ndim = sb.ndim = 1;
+    so.shape[0] = sa.shape[0] = sb.shape[0] = n;
+    so.strides[0] = 1;
+    sa.strides[0] = na == 1 && n > 1 ? 0 : 1;
+    sb.strides[0] = nb == 1 && n > 1 ? 0 : 1;
+    return;
+  }
+  so = make_contiguous(out);
+  sa = make_broadcast(a, out);
+  sb = make_broadcast(b, out);
+  Strided* views[] = {&so, &sa, &sb};
+  coalesce(views, 3);
+}
+
 }  // namespace dezero::detail

@@ -27,6 +27,11 @@ Strided make_contiguous(const Shape& shape);
 Strided make_broadcast(const Shape& in, const Shape& out);
 // Merges adjacent axes that are contiguous in every view (same number of views' axes).
 void coalesce(Strided* views[], int nviews);
+// The views of a binary op's operands a and b and of its result `out` (their broadcast shape):
+// equal shapes, or one operand of one element with no more axes than the other, run flat (no
+// views per axis: a small network's common cases); anything else as broadcast views, coalesced.
+// binary_op's (tensor/elementwise.cpp) and a plan's kernel program's (plan/kernels.cpp).
+void binary_views(const Shape& a, const Shape& b, const Shape& out, Strided& sa, Strided& sb, Strided& so);
 
 inline Backend& backend_of(const Tensor& t) { return backend_for(t.device()); }
 
