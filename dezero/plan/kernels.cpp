@@ -231,16 +231,6 @@ std::unique_ptr<KernelProgram> lower_kernels(Plan::Impl& plan) {
     if (!ran || std::memcmp(got.raw_data(), want.raw_data(), want.nbytes()) != 0) return nullptr;
   }
   plan.stats.kernels = kp->kernels.size();
-  std::string summary;  // "replay  Linear -> ..." lines become "kernel  Linear -> ..."
-  for (std::size_t at = 0; at < plan.summary.size();) {
-    std::size_t end = plan.summary.find('\n', at);
-    if (end == std::string::npos) end = plan.summary.size() - 1;
-    std::string line = plan.summary.substr(at, end + 1 - at);
-    if (line.rfind("replay  ", 0) == 0) line.replace(0, 8, "kernel  ");
-    summary += line;
-    at = end + 1;
-  }
-  plan.summary = std::move(summary);
   return kp;
 }
 

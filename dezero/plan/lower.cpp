@@ -187,22 +187,6 @@ class Compiler {
     }
     for (auto& kv : plan_.buffers)
       kv.second = Tensor::empty(val(kv.first).shape, float32);
-    // The summary: the steps in order.
-    std::ostringstream os;
-    std::istringstream prog_lines(plan_.prog ? plan_.prog->describe() : std::string());
-    std::vector<std::string> lines;
-    for (std::string l; std::getline(prog_lines, l);) lines.push_back(l.substr(l.find(": ") + 2));
-    for (const auto& s : plan_.steps) {
-      if (s.program) {
-        for (std::size_t k = s.first; k < s.last; ++k) os << "onednn  " << lines[k] << "\n";
-      } else {
-        os << "replay  " << s.fn->name();
-        for (int v : s.out)
-          if (v >= 0) os << " -> " << val(v).shape.str();
-        os << "\n";
-      }
-    }
-    plan_.summary = os.str();
   }
 
  private:
@@ -664,12 +648,36 @@ class Compiler {
 
 }  // namespace
 
+namespace {
+
+// The summary: the steps in order (oneDNN primitives, kernels of a kernel program, replays).
+void summarize(Plan::Impl& plan) {
+  std::ostringstream os;
+  std::istringstream prog_lines(plan.prog ? plan.prog->describe() : std::string());
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(prog_lines, l);) lines.push_back(l.substr(l.find(": ") + 2));
+  for (const auto& s : plan.steps) {
+    if (s.program) {
+      for (std::size_t k = s.first; k < s.last; ++k) os << "onednn  " << lines[k] << "\n";
+      continue;
+    }
+    os << (plan.kernels ? "kernel  " : "replay  ") << s.fn->name();
+    for (int v : s.out)
+      if (v >= 0) os << " -> " << plan.vals[static_cast<std::size_t>(v)].shape.str();
+    os << "\n";
+  }
+  plan.summary = os.str();
+}
+
+}  // namespace
+
 void build_plan(Plan::Impl& plan, const CompileOptions& options, const VariableList& xs, const VariableList& ys,
                 const std::vector<Parameter>* params, const char* who) {
   Compiler c(plan, options);
   c.record(xs, ys, params, who);
   c.lower(/*replay_only=*/params != nullptr);
   plan.kernels = lower_kernels(plan);
+  summarize(plan);
 }
 
 }  // namespace dezero::detail::plan
