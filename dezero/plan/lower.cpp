@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <sstream>
 #include <unordered_map>
 #include <utility>
 #include <variant>
@@ -645,29 +644,6 @@ class Compiler {
     return true;
   }
 };
-
-}  // namespace
-
-namespace {
-
-// The summary: the steps in order (oneDNN primitives, kernels of a kernel program, replays).
-void summarize(Plan::Impl& plan) {
-  std::ostringstream os;
-  std::istringstream prog_lines(plan.prog ? plan.prog->describe() : std::string());
-  std::vector<std::string> lines;
-  for (std::string l; std::getline(prog_lines, l);) lines.push_back(l.substr(l.find(": ") + 2));
-  for (const auto& s : plan.steps) {
-    if (s.program) {
-      for (std::size_t k = s.first; k < s.last; ++k) os << "onednn  " << lines[k] << "\n";
-      continue;
-    }
-    os << (plan.kernels ? "kernel  " : "replay  ") << s.fn->name();
-    for (int v : s.out)
-      if (v >= 0) os << " -> " << plan.vals[static_cast<std::size_t>(v)].shape.str();
-    os << "\n";
-  }
-  plan.summary = os.str();
-}
 
 }  // namespace
 

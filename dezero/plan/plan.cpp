@@ -7,6 +7,7 @@
 #include "dezero/plan.hpp"
 
 #include <mutex>
+#include <sstream>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -17,6 +18,29 @@
 namespace dezero {
 
 using detail::plan::Val;
+
+namespace detail::plan {
+
+// The summary: the steps in order (oneDNN primitives, kernels of a kernel program, replays).
+void summarize(Plan::Impl& plan) {
+  std::ostringstream os;
+  std::istringstream prog_lines(plan.prog ? plan.prog->describe() : std::string());
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(prog_lines, l);) lines.push_back(l.substr(l.find(": ") + 2));
+  for (const auto& s : plan.steps) {
+    if (s.program) {
+      for (std::size_t k = s.first; k < s.last; ++k) os << "onednn  " << lines[k] << "\n";
+      continue;
+    }
+    os << (plan.kernels ? "kernel  " : "replay  ") << s.fn->name();
+    for (int v : s.out)
+      if (v >= 0) os << " -> " << plan.vals[static_cast<std::size_t>(v)].shape.str();
+    os << "\n";
+  }
+  plan.summary = os.str();
+}
+
+}  // namespace detail::plan
 
 void Plan::Impl::check_inputs(const VariableList& xs) const {
   if (xs.size() != inputs.size())

@@ -70,6 +70,9 @@ struct KernelProgram {
   VariableList run(const Plan::Impl& plan, const VariableList& xs);
 };
 
+// The plan's summary (Plan::summary()): one line per step, oneDNN primitives, kernels or replays (plan.cpp).
+void summarize(Plan::Impl& plan);
+
 // The plan's steps as a KernelProgram when every one is a kernel that gives the recorded output
 // bit for bit; nullptr otherwise. Before the recorded graph is released.
 std::unique_ptr<KernelProgram> lower_kernels(Plan::Impl& plan);
