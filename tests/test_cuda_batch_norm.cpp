@@ -236,7 +236,7 @@ TEST_CASE("cudnn batch norm: cuDNN takes the forwards and the train backward, wi
       Tensor xd = x.to(gpu), gyd = gy.to(gpu), gd = gamma.to(gpu), bd = beta.to(gpu);
       Tensor rm = rm0.to(gpu), rv = rv0.to(gpu);
       Tensor y = Tensor::empty(s, dt, gpu), sm = Tensor::empty({c}, dt, gpu), inv = Tensor::empty({c}, dt, gpu);
-      REQUIRE(be.library_batch_norm_forward(dt, xd.raw_data(), gd.raw_data(), bd.raw_data(), y.raw_data(),
+      REQUIRE(be.library()->batch_norm_forward(dt, xd.raw_data(), gd.raw_data(), bd.raw_data(), y.raw_data(),
                                             sm.raw_data(), inv.raw_data(), rm.raw_data(), rv.raw_data(), n, c, hw,
                                             decay, eps, true));
       // DeZero's formulas in float64 on the host
@@ -252,7 +252,7 @@ TEST_CASE("cudnn batch norm: cuDNN takes the forwards and the train backward, wi
       CHECK(rel_err(rv, rv0.astype(float64) * decay + var * (1 - decay)) > 10 * tol);
       // the train backward through cuDNN, with and without gx
       Tensor gx = Tensor::empty(s, dt, gpu), gg = Tensor::empty({c}, dt, gpu), gb = Tensor::empty({c}, dt, gpu);
-      REQUIRE(be.library_batch_norm_backward(dt, xd.raw_data(), gyd.raw_data(), gd.raw_data(), sm.raw_data(),
+      REQUIRE(be.library()->batch_norm_backward(dt, xd.raw_data(), gyd.raw_data(), gd.raw_data(), sm.raw_data(),
                                              inv.raw_data(), gx.raw_data(), gg.raw_data(), gb.raw_data(), n, c, hw,
                                              eps, true));
       Tensor gx2 = Tensor::empty(s, dt, gpu), gg2 = Tensor::empty({c}, dt, gpu), gb2 = Tensor::empty({c}, dt, gpu);
@@ -261,20 +261,20 @@ TEST_CASE("cudnn batch norm: cuDNN takes the forwards and the train backward, wi
       CHECK(rel_err(gx, gx2) <= 10 * tol);
       CHECK(rel_err(gg, gg2) <= 10 * tol);
       CHECK(rel_err(gb, gb2) <= 10 * tol);
-      REQUIRE(be.library_batch_norm_backward(dt, xd.raw_data(), gyd.raw_data(), gd.raw_data(), sm.raw_data(),
+      REQUIRE(be.library()->batch_norm_backward(dt, xd.raw_data(), gyd.raw_data(), gd.raw_data(), sm.raw_data(),
                                              inv.raw_data(), nullptr, gg.raw_data(), gb.raw_data(), n, c, hw, eps,
                                              true));
       CHECK(rel_err(gg, gg2) <= 10 * tol);
       // test mode: cuDNN's inference forward, mean and inv_std from the running statistics
       Tensor yt = Tensor::empty(s, dt, gpu);
-      REQUIRE(be.library_batch_norm_forward(dt, xd.raw_data(), gd.raw_data(), bd.raw_data(), yt.raw_data(),
+      REQUIRE(be.library()->batch_norm_forward(dt, xd.raw_data(), gd.raw_data(), bd.raw_data(), yt.raw_data(),
                                             sm.raw_data(), inv.raw_data(), rm.raw_data(), rv.raw_data(), n, c, hw,
                                             decay, eps, false));
       CHECK(rel_err(sm, rm) == 0.0);
       CHECK(rel_err(inv, 1.0 / sqrt(rv.astype(float64) + eps)) <= tol);
       // the test-mode backward is not cuDNN's: declined, untouched
       Tensor keep = full({c}, 7.0, dt, gpu);
-      CHECK_FALSE(be.library_batch_norm_backward(dt, xd.raw_data(), gyd.raw_data(), gd.raw_data(), sm.raw_data(),
+      CHECK_FALSE(be.library()->batch_norm_backward(dt, xd.raw_data(), gyd.raw_data(), gd.raw_data(), sm.raw_data(),
                                                  inv.raw_data(), gx.raw_data(), keep.raw_data(), gb.raw_data(), n, c,
                                                  hw, eps, false));
       CHECK(keep.astype(float64).sum().item<double>() == 7.0 * static_cast<double>(c));
@@ -290,7 +290,7 @@ TEST_CASE("cudnn batch norm: m = 1 and unaligned outputs are declined, untouched
   Tensor x = random::randn({1, 3}, float32, gpu), g = ones({3}, float32, gpu), b = zeros({3}, float32, gpu);
   Tensor rm = zeros({3}, float32, gpu), rv = ones({3}, float32, gpu);
   Tensor y = full({1, 3}, 7.0, float32, gpu), mean = full({3}, 7.0, float32, gpu), inv = full({3}, 7.0, float32, gpu);
-  CHECK_FALSE(be.library_batch_norm_forward(float32, x.raw_data(), g.raw_data(), b.raw_data(), y.raw_data(),
+  CHECK_FALSE(be.library()->batch_norm_forward(float32, x.raw_data(), g.raw_data(), b.raw_data(), y.raw_data(),
                                             mean.raw_data(), inv.raw_data(), rm.raw_data(), rv.raw_data(), 1, 3, 1,
                                             0.9, 2e-5, true));
   CHECK(y.sum().item<float>() == 21.0f);
@@ -298,7 +298,7 @@ TEST_CASE("cudnn batch norm: m = 1 and unaligned outputs are declined, untouched
   // an unaligned output (4 bytes into its buffer)
   Tensor x4 = random::randn({4, 3}, float32, gpu), big = full({13}, 7.0, float32, gpu);
   void* out = static_cast<char*>(big.raw_data()) + 4;
-  CHECK_FALSE(be.library_batch_norm_forward(float32, x4.raw_data(), g.raw_data(), b.raw_data(), out,
+  CHECK_FALSE(be.library()->batch_norm_forward(float32, x4.raw_data(), g.raw_data(), b.raw_data(), out,
                                             mean.raw_data(), inv.raw_data(), rm.raw_data(), rv.raw_data(), 4, 3, 1,
                                             0.9, 2e-5, true));
   CHECK(big.sum().item<float>() == 7.0f * 13);
@@ -391,12 +391,12 @@ TEST_CASE("cudnn batch norm: timings") {
     Tensor inv = Tensor::empty({c}, float32, gpu), gg = Tensor::empty({c}, float32, gpu), gb = Tensor::empty({c}, float32, gpu);
     bool took = true;
     double lib_f = time_us([&] {
-      took = be.library_batch_norm_forward(float32, x.raw_data(), g.raw_data(), b.raw_data(), y.raw_data(),
+      took = be.library()->batch_norm_forward(float32, x.raw_data(), g.raw_data(), b.raw_data(), y.raw_data(),
                                            mean.raw_data(), inv.raw_data(), rm.raw_data(), rv.raw_data(), n, c, hw,
                                            0.9, 2e-5, true) && took;
     });
     double lib_b = time_us([&] {
-      took = be.library_batch_norm_backward(float32, x.raw_data(), gy.raw_data(), g.raw_data(), mean.raw_data(),
+      took = be.library()->batch_norm_backward(float32, x.raw_data(), gy.raw_data(), g.raw_data(), mean.raw_data(),
                                             inv.raw_data(), gx.raw_data(), gg.raw_data(), gb.raw_data(), n, c, hw,
                                             2e-5, true) && took;
     });

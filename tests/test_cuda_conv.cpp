@@ -403,9 +403,9 @@ void check_geometry(const ConvGeom& g, DType dt, bool bias, Precision p) {
   Tensor y = Tensor::empty(Shape{g.n, g.oc, g.oh, g.ow}, dt, gpu);
   Tensor gx = Tensor::empty(x.shape(), dt, gpu), gW = Tensor::empty(W.shape(), dt, gpu);
   detail::Backend& be = detail::backend_for(gpu);
-  REQUIRE(be.conv2d_forward(dt, xd.raw_data(), Wd.raw_data(), bias ? bd.raw_data() : nullptr, y.raw_data(), g));
-  REQUIRE(be.conv2d_backward_data(dt, Wd.raw_data(), gyd.raw_data(), gx.raw_data(), g));
-  REQUIRE(be.conv2d_backward_filter(dt, xd.raw_data(), gyd.raw_data(), gW.raw_data(), g));
+  REQUIRE(be.library()->conv2d_forward(dt, xd.raw_data(), Wd.raw_data(), bias ? bd.raw_data() : nullptr, y.raw_data(), g));
+  REQUIRE(be.library()->conv2d_backward_data(dt, Wd.raw_data(), gyd.raw_data(), gx.raw_data(), g));
+  REQUIRE(be.library()->conv2d_backward_filter(dt, xd.raw_data(), gyd.raw_data(), gW.raw_data(), g));
   std::vector<double> hx = dzt::vals(x), hW = dzt::vals(W), hgy = dzt::vals(gy), rgx, rgW, ny, ngx, ngW;
   std::vector<double> ry = ref_forward(g, hx, hW, bias ? dzt::vals(b) : std::vector<double>{}, &ny);
   ref_backward(g, hx, hW, hgy, rgx, rgW, &ngx, &ngW);
@@ -505,16 +505,16 @@ TEST_CASE("cudnn conv: other dtypes and geometries cuDNN cannot express are decl
   ConvGeom g = geom(1, 2, 5, 5, 3, 3, 3);
   Tensor x = ones(Shape{1, 2, 5, 5}, int64, gpu), W = ones(Shape{3, 2, 3, 3}, int64, gpu);
   Tensor y = full(Shape{1, 3, 3, 3}, 7.0, int64, gpu);
-  CHECK_FALSE(be.conv2d_forward(int64, x.raw_data(), W.raw_data(), nullptr, y.raw_data(), g));
+  CHECK_FALSE(be.library()->conv2d_forward(int64, x.raw_data(), W.raw_data(), nullptr, y.raw_data(), g));
   CHECK(y.sum().item<std::int64_t>() == 7 * 27);
   ConvGeom bad = g;
   bad.oh = 4;  // not (5 - 3) / 1 + 1
   Tensor xf = ones(Shape{1, 2, 5, 5}, float32, gpu), Wf = ones(Shape{3, 2, 3, 3}, float32, gpu);
   Tensor yf = full(Shape{1, 3, 4, 3}, 7.0, float32, gpu);
-  CHECK_FALSE(be.conv2d_forward(float32, xf.raw_data(), Wf.raw_data(), nullptr, yf.raw_data(), bad));
+  CHECK_FALSE(be.library()->conv2d_forward(float32, xf.raw_data(), Wf.raw_data(), nullptr, yf.raw_data(), bad));
   CHECK(yf.sum().item<float>() == 7.0f * 36);
-  CHECK_FALSE(be.conv2d_backward_data(int32, Wf.raw_data(), yf.raw_data(), xf.raw_data(), g));
-  CHECK_FALSE(be.conv2d_backward_filter(int32, xf.raw_data(), yf.raw_data(), Wf.raw_data(), g));
+  CHECK_FALSE(be.library()->conv2d_backward_data(int32, Wf.raw_data(), yf.raw_data(), xf.raw_data(), g));
+  CHECK_FALSE(be.library()->conv2d_backward_filter(int32, xf.raw_data(), yf.raw_data(), Wf.raw_data(), g));
 }
 
 namespace {
@@ -546,7 +546,7 @@ TEST_CASE("cudnn conv: a call that fails at run time retries with the fallback, 
   const std::vector<double> ry = ref_forward(g, dzt::vals(x), dzt::vals(W), {});
   auto forward = [&](bool& took) {
     Tensor y = full(Shape{g.n, g.oc, g.oh, g.ow}, 7.0, float64, gpu);
-    took = be.conv2d_forward(float64, xd.raw_data(), Wd.raw_data(), nullptr, y.raw_data(), g);
+    took = be.library()->conv2d_forward(float64, xd.raw_data(), Wd.raw_data(), nullptr, y.raw_data(), g);
     return dzt::vals(y);
   };
   const cd::ConvAlgoKey key = key_of(cd::ConvPass::forward, float64, g);
@@ -611,13 +611,13 @@ TEST_CASE("cudnn conv: offset views (x[1:] of (n, 1, 5, 5) float32, 100 bytes in
   // the backend entry point itself takes the unaligned input
   ConvGeom g = geom(3, 1, 5, 5, 2, 3, 3, 1, 1, 1, 1);
   Tensor y = Tensor::empty(Shape{3, 2, 5, 5}, float32, gpu);
-  CHECK(be.conv2d_forward(float32, xv.raw_data(), Wa.data().raw_data(), nullptr, y.raw_data(), g));
+  CHECK(be.library()->conv2d_forward(float32, xv.raw_data(), Wa.data().raw_data(), nullptr, y.raw_data(), g));
   Tensor y_ref = F::conv2d(c, Wc, Variable(), 1, 1).data();
   CHECK(dzt::allclose(y.to_cpu(), y_ref, 1e-5, 1e-5));
   // an output 4 bytes into its buffer: declined, untouched
   Tensor big = full(Shape{3 * 2 * 5 * 5 + 1}, 7.0, float32, gpu);
   void* out = static_cast<char*>(big.raw_data()) + 4;
-  CHECK_FALSE(be.conv2d_forward(float32, xv.raw_data(), Wa.data().raw_data(), nullptr, out, g));
+  CHECK_FALSE(be.library()->conv2d_forward(float32, xv.raw_data(), Wa.data().raw_data(), nullptr, out, g));
   CHECK(big.sum().item<float>() == 7.0f * (3 * 2 * 5 * 5 + 1));
 }
 
@@ -635,10 +635,10 @@ TEST_CASE("cudnn conv: every workspace goes back to the pool; a second call reus
   detail::Backend& be = detail::backend_for(gpu);
   be.synchronize();
   std::size_t used = cuda::memory_pool(0).used_bytes();
-  REQUIRE(be.conv2d_forward(float32, x.raw_data(), W.raw_data(), nullptr, y.raw_data(), g));
-  REQUIRE(be.conv2d_backward_data(float32, W.raw_data(), y.raw_data(), gx.raw_data(), g));
-  REQUIRE(be.conv2d_backward_filter(float32, x.raw_data(), y.raw_data(), gW.raw_data(), g));
-  REQUIRE(be.conv2d_forward(float32, x.raw_data(), W.raw_data(), nullptr, y2.raw_data(), g));
+  REQUIRE(be.library()->conv2d_forward(float32, x.raw_data(), W.raw_data(), nullptr, y.raw_data(), g));
+  REQUIRE(be.library()->conv2d_backward_data(float32, W.raw_data(), y.raw_data(), gx.raw_data(), g));
+  REQUIRE(be.library()->conv2d_backward_filter(float32, x.raw_data(), y.raw_data(), gW.raw_data(), g));
+  REQUIRE(be.library()->conv2d_forward(float32, x.raw_data(), W.raw_data(), nullptr, y2.raw_data(), g));
   be.synchronize();
   CHECK(cuda::memory_pool(0).used_bytes() == used);
   CHECK(dzt::vals(y) == dzt::vals(y2));  // the same algorithm twice: the same bits
@@ -683,9 +683,9 @@ TEST_CASE("cudnn conv: timings") {
     std::string line = std::string(l.name) + " " + str(g) + ":";
     for (int pass = 0; pass < 3; ++pass) {
       auto call = [&] {
-        if (pass == 0) return be.conv2d_forward(float32, x.raw_data(), W.raw_data(), b.raw_data(), y.raw_data(), g);
-        if (pass == 1) return be.conv2d_backward_data(float32, W.raw_data(), y.raw_data(), gx.raw_data(), g);
-        return be.conv2d_backward_filter(float32, x.raw_data(), y.raw_data(), gW.raw_data(), g);
+        if (pass == 0) return be.library()->conv2d_forward(float32, x.raw_data(), W.raw_data(), b.raw_data(), y.raw_data(), g);
+        if (pass == 1) return be.library()->conv2d_backward_data(float32, W.raw_data(), y.raw_data(), gx.raw_data(), g);
+        return be.library()->conv2d_backward_filter(float32, x.raw_data(), y.raw_data(), gW.raw_data(), g);
       };
       REQUIRE(call());  // the first call chooses the algorithm
       cuda::Event start, end;

@@ -1,6 +1,6 @@
 // tests/test_cuda_half.cpp - bfloat16 and float16 on the CUDA backend (issue 31), against the
 // CPU: astype's bits, the element-wise, reduction and shape ops on 16-bit GPU tensors,
-// autocast's products (CudaBackend::gemm_lowp: cublasGemmEx with float32 sums) and
+// autocast's products (CudaLowp::gemm: cublasGemmEx with float32 sums) and
 // convolutions (cuDNN's 16-bit descriptors with float32 sums) forward and backward, and loss
 // scaling on a GPU model.
 //
@@ -18,6 +18,9 @@
 
 #include "dezero/backend/backend.hpp"
 #include "dezero/gpu/conv_algo.hpp"
+#ifdef DEZERO_WITH_CUDA
+#include "dezero/gpu/launchers.hpp"
+#endif
 #include "dezero/tensor/fused.hpp"
 #include "support/test_util.hpp"
 
@@ -302,6 +305,22 @@ TEST_CASE("cuda half: under autocast, F::linear / F::matmul forward and backward
   }
 }
 
+namespace {
+// gpu::gemm_lowp, the CUDA backend's 16-bit product (cublasGemmEx), on row-major operands
+// without transposes; false where cuBLAS declines (the table then rounds and runs float32).
+bool cublas_lowp(const Device& gpu, DType compute, std::int64_t m, std::int64_t n, std::int64_t k, const Tensor& a,
+                 const Tensor& b, const Tensor* bias, Tensor& c, bool accumulate) {
+#ifdef DEZERO_WITH_CUDA
+  return detail::gpu::gemm_lowp(gpu.index(), compute, false, false, m, n, k, a.raw_data(), a.dtype(), k,
+                                b.raw_data(), b.dtype(), n, bias ? static_cast<const float*>(bias->raw_data()) : nullptr,
+                                static_cast<float*>(c.raw_data()), n, accumulate);
+#else
+  (void)gpu, (void)compute, (void)m, (void)n, (void)k, (void)a, (void)b, (void)bias, (void)c, (void)accumulate;
+  return false;
+#endif
+}
+}  // namespace
+
 TEST_CASE("cuda half: matmul_t's mixed-precision product on the GPU, every transpose, row and broadcast bias") {
   if (skip_without_gpu()) return;
   const Device gpu = Device::cuda(0);
@@ -318,32 +337,32 @@ TEST_CASE("cuda half: matmul_t's mixed-precision product on the GPU, every trans
       CHECK(rel_diff(detail::matmul_t(ad, bd, ta, tb, col.to(gpu), t), detail::matmul_t(a, b, ta, tb, col, t)) < 1e-5);
       CHECK(rel_diff(detail::matmul_t(ad, bd, ta, tb, Tensor(), t), detail::matmul_t(a, b, ta, tb, Tensor(), t)) < 1e-5);
     }
-    // The backend answers true: cuBLAS ran it (not the caller's rounding fallback), C += A B + bias.
+    // cuBLAS runs it (its launcher answers true, so the table's rounding default does not),
+    // C += A B + bias, then the same through the backend's table.
     const std::int64_t m = 5, n = 9, k = 16;
     Tensor a = dzt::filled(Shape{m, k}, 31).to(gpu), b = dzt::filled(Shape{k, n}, 32).to(gpu), bias = dzt::filled(Shape{n}, 33).to(gpu);
     Tensor c0 = dzt::filled(Shape{m, n}, 34);
-    Tensor c = c0.copy().to(gpu);
-    detail::Backend& be = detail::backend_for(gpu);
-    using Op = detail::Backend::LowpOperand;
-    REQUIRE(be.gemm_lowp(t, false, false, m, n, k, Op{a.raw_data(), float32, k}, Op{b.raw_data(), float32, n},
-                         static_cast<const float*>(bias.raw_data()), static_cast<float*>(c.raw_data()), n, true));
     Tensor want = detail::matmul_t(a.to_cpu().astype(t).astype(float32), b.to_cpu().astype(t).astype(float32), false,
                                    false, bias.to_cpu()) + c0;
+    Tensor c = c0.copy().to(gpu);
+    REQUIRE(cublas_lowp(gpu, t, m, n, k, a, b, &bias, c, true));
     CHECK(rel_diff(c, want) < 1e-5);
+    Tensor c2 = c0.copy().to(gpu);
+    detail::backend_for(gpu).lowp().gemm(t, false, false, m, n, k, {a.raw_data(), float32, k},
+                                         {b.raw_data(), float32, n}, static_cast<const float*>(bias.raw_data()),
+                                         static_cast<float*>(c2.raw_data()), n, true);
+    CHECK(rel_diff(c2, want) < 1e-5);
     // the operands were rounded (to the type, not TF32's 10 bits): (1 + 3/4 ulp) - 1 = ulp
     Tensor pa = array(rounding_probe(t), Shape{1, 2}).to(gpu), pb = ones({2, 1}, float32, gpu);
     Tensor pc = Tensor::empty(Shape{1, 1}, float32, gpu);
-    REQUIRE(be.gemm_lowp(t, false, false, 1, 1, 2, Op{pa.raw_data(), float32, 2}, Op{pb.raw_data(), float32, 1},
-                         nullptr, static_cast<float*>(pc.raw_data()), 1, false));
+    REQUIRE(cublas_lowp(gpu, t, 1, 1, 2, pa, pb, nullptr, pc, false));
     CHECK(pc.to_cpu().item<double>() == ulp(t));
     // an operand already in the type (F::linear's kept copies) is read as it is: the same product
     Tensor a16 = a.astype(t), c16 = Tensor::empty(Shape{m, n}, float32, gpu);
-    REQUIRE(be.gemm_lowp(t, false, false, m, n, k, Op{a16.raw_data(), t, k}, Op{b.raw_data(), float32, n}, nullptr,
-                         static_cast<float*>(c16.raw_data()), n, false));
+    REQUIRE(cublas_lowp(gpu, t, m, n, k, a16, b, nullptr, c16, false));
     CHECK(rel_diff(c16, detail::matmul_t(a.to_cpu(), b.to_cpu(), false, false, Tensor(), t)) < 1e-5);
     // float32 asks for no rounding: not this kernel's case
-    CHECK_FALSE(be.gemm_lowp(float32, false, false, m, n, k, Op{a.raw_data(), float32, k},
-                             Op{b.raw_data(), float32, n}, nullptr, static_cast<float*>(c.raw_data()), n, false));
+    CHECK_FALSE(cublas_lowp(gpu, float32, m, n, k, a, b, nullptr, c, false));
   }
 }
 
@@ -400,9 +419,9 @@ TEST_CASE("cuda half: CudaBackend's convolutions with a 16-bit compute type matc
     g.compute = t;
     Tensor y = Tensor::empty(Shape{g.n, g.oc, g.oh, g.ow}, float32, gpu);
     Tensor gx = Tensor::empty(x.shape(), float32, gpu), gW = Tensor::empty(W.shape(), float32, gpu);
-    const bool f = be.conv2d_forward(float32, xd.raw_data(), Wd.raw_data(), bd.raw_data(), y.raw_data(), g);
-    const bool d = be.conv2d_backward_data(float32, Wd.raw_data(), gyd.raw_data(), gx.raw_data(), g);
-    const bool w = be.conv2d_backward_filter(float32, xd.raw_data(), gyd.raw_data(), gW.raw_data(), g);
+    const bool f = be.library()->conv2d_forward(float32, xd.raw_data(), Wd.raw_data(), bd.raw_data(), y.raw_data(), g);
+    const bool d = be.library()->conv2d_backward_data(float32, Wd.raw_data(), gyd.raw_data(), gx.raw_data(), g);
+    const bool w = be.library()->conv2d_backward_filter(float32, xd.raw_data(), gyd.raw_data(), gW.raw_data(), g);
     MESSAGE("cuDNN with " << std::string(dtype_name(t)) << " compute: forward " << f << ", backward data " << d
                           << ", backward filter " << w << " (false: declined; the caller rounds and runs float32)");
     // cuDNN 8.1+ on sm_80+ (the GPUs the check bundle runs on) has both pseudo-half configurations
@@ -428,7 +447,7 @@ TEST_CASE("cuda half: CudaBackend's convolutions with a 16-bit compute type matc
     p.compute = t;
     Tensor px = array(rounding_probe(t), Shape{1, 2, 1, 1}).to(gpu), pw = ones({1, 2, 1, 1}, float32, gpu);
     Tensor py = Tensor::empty(Shape{1, 1, 1, 1}, float32, gpu);
-    if (be.conv2d_forward(float32, px.raw_data(), pw.raw_data(), nullptr, py.raw_data(), p))
+    if (be.library()->conv2d_forward(float32, px.raw_data(), pw.raw_data(), nullptr, py.raw_data(), p))
       CHECK(py.to_cpu().item<double>() == ulp(t));
     else
       MESSAGE("the 1x1 probe convolution was declined");

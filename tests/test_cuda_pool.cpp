@@ -199,11 +199,11 @@ void check_pool(const ConvGeom& g, DType dt, bool max, double tol, bool library 
   CAPTURE(library);
   if (max) {
     REQUIRE(library);
-    REQUIRE(be.library_max_pool_forward(dt, xd.raw_data(), y.raw_data(), g));
-    REQUIRE(be.library_max_pool_backward(dt, xd.raw_data(), y.raw_data(), gyd.raw_data(), gx.raw_data(), g));
+    REQUIRE(be.library()->max_pool_forward(dt, xd.raw_data(), y.raw_data(), g));
+    REQUIRE(be.library()->max_pool_backward(dt, xd.raw_data(), y.raw_data(), gyd.raw_data(), gx.raw_data(), g));
   } else if (library) {
-    REQUIRE(be.library_avg_pool_forward(dt, xd.raw_data(), y.raw_data(), g));
-    REQUIRE(be.library_avg_pool_backward(dt, xd.raw_data(), y.raw_data(), gyd.raw_data(), gx.raw_data(), g));
+    REQUIRE(be.library()->avg_pool_forward(dt, xd.raw_data(), y.raw_data(), g));
+    REQUIRE(be.library()->avg_pool_backward(dt, xd.raw_data(), y.raw_data(), gyd.raw_data(), gx.raw_data(), g));
   } else {
     be.avg_pool_forward(dt, xd.raw_data(), y.raw_data(), g);
     be.avg_pool_backward(dt, xd.raw_data(), y.raw_data(), gyd.raw_data(), gx.raw_data(), g);
@@ -234,7 +234,7 @@ TEST_CASE("cuda average pooling: pool.cu's kernels (cuDNN declines windows wholl
   REQUIRE_FALSE(cd::pool_geometry_fits_cudnn(g, false));
   detail::Backend& be = detail::backend_for(Device::cuda(0));
   Tensor x = zeros(Shape{2, 2, 5, 4}, float64, Device::cuda(0)), y = Tensor::empty(Shape{2, 2, g.oh, g.ow}, float64, Device::cuda(0));
-  CHECK_FALSE(be.library_avg_pool_forward(float64, x.raw_data(), y.raw_data(), g));
+  CHECK_FALSE(be.library()->avg_pool_forward(float64, x.raw_data(), y.raw_data(), g));
   check_pool(g, float64, false, 1e-12, false);
   // and every geometry cuDNN takes, on pool.cu's kernels too (the library path off)
   for (DType dt : {float64, float32})
@@ -328,8 +328,8 @@ TEST_CASE("cudnn pooling: offset views are copied for cuDNN, unaligned outputs d
   for (bool max : {true, false}) {
     CAPTURE(max);
     Tensor y = Tensor::empty(Shape{3, 1, g.oh, g.ow}, float32, gpu);
-    bool took = max ? be.library_max_pool_forward(float32, v5.raw_data(), y.raw_data(), g)
-                    : be.library_avg_pool_forward(float32, v5.raw_data(), y.raw_data(), g);
+    bool took = max ? be.library()->max_pool_forward(float32, v5.raw_data(), y.raw_data(), g)
+                    : be.library()->avg_pool_forward(float32, v5.raw_data(), y.raw_data(), g);
     CHECK(took);
     Tensor h = x5[Slice(1, std::nullopt)].copy();
     std::vector<double> want = ref_pool(g, dzt::vals(h), max);
@@ -337,8 +337,8 @@ TEST_CASE("cudnn pooling: offset views are copied for cuDNN, unaligned outputs d
     CHECK_MESSAGE(dzt::close_vectors(dzt::vals(y), want, 1e-5, 1e-5, where), where);
     Tensor big = full(Shape{3 * g.oh * g.ow + 1}, 7.0, float32, gpu);
     void* out = static_cast<char*>(big.raw_data()) + 4;
-    CHECK_FALSE(max ? be.library_max_pool_forward(float32, v5.raw_data(), out, g)
-                    : be.library_avg_pool_forward(float32, v5.raw_data(), out, g));
+    CHECK_FALSE(max ? be.library()->max_pool_forward(float32, v5.raw_data(), out, g)
+                    : be.library()->avg_pool_forward(float32, v5.raw_data(), out, g));
     CHECK(big.sum().item<float>() == 7.0f * (3 * g.oh * g.ow + 1));
   }
 }
@@ -350,12 +350,12 @@ TEST_CASE("cudnn pooling: padded max pooling and other dtypes are declined, the 
   ConvGeom g = pgeom(1, 2, 5, 5, 3, 3, 2, 2, 1, 1);
   Tensor x = random::randn(Shape{1, 2, 5, 5}, float32, gpu);
   Tensor y = full(Shape{1, 2, g.oh, g.ow}, 7.0, float32, gpu);
-  CHECK_FALSE(be.library_max_pool_forward(float32, x.raw_data(), y.raw_data(), g));
+  CHECK_FALSE(be.library()->max_pool_forward(float32, x.raw_data(), y.raw_data(), g));
   Tensor gx = full(Shape{1, 2, 5, 5}, 7.0, float32, gpu);
-  CHECK_FALSE(be.library_max_pool_backward(float32, x.raw_data(), y.raw_data(), y.raw_data(), gx.raw_data(), g));
+  CHECK_FALSE(be.library()->max_pool_backward(float32, x.raw_data(), y.raw_data(), y.raw_data(), gx.raw_data(), g));
   ConvGeom u = pgeom(1, 2, 4, 4, 2, 2, 2, 2);
   Tensor xi = ones(Shape{1, 2, 4, 4}, int64, gpu), yi = full(Shape{1, 2, 2, 2}, 7.0, int64, gpu);
-  CHECK_FALSE(be.library_max_pool_forward(int64, xi.raw_data(), yi.raw_data(), u));
+  CHECK_FALSE(be.library()->max_pool_forward(int64, xi.raw_data(), yi.raw_data(), u));
   be.synchronize();
   CHECK(y.sum().item<float>() == 7.0f * g.oh * g.ow * 2);
   CHECK(gx.sum().item<float>() == 7.0f * 50);
@@ -414,9 +414,9 @@ TEST_CASE("cudnn pooling: timings") {
   Tensor y = Tensor::empty(Shape{g.n, g.c, g.oh, g.ow}, float32, gpu), gy = random::randn(y.shape(), float32, gpu);
   Tensor gx = Tensor::empty(x.shape(), float32, gpu), idx = Tensor::empty(y.shape(), int64, gpu);
   bool took = true;
-  double lib_f = time_us([&] { took = be.library_max_pool_forward(float32, x.raw_data(), y.raw_data(), g) && took; });
+  double lib_f = time_us([&] { took = be.library()->max_pool_forward(float32, x.raw_data(), y.raw_data(), g) && took; });
   double lib_b = time_us([&] {
-    took = be.library_max_pool_backward(float32, x.raw_data(), y.raw_data(), gy.raw_data(), gx.raw_data(), g) && took;
+    took = be.library()->max_pool_backward(float32, x.raw_data(), y.raw_data(), gy.raw_data(), gx.raw_data(), g) && took;
   });
   auto* ip = static_cast<std::int64_t*>(idx.raw_data());
   double own_f = time_us([&] { be.max_pool_forward(float32, x.raw_data(), y.raw_data(), ip, g); });
@@ -426,9 +426,9 @@ TEST_CASE("cudnn pooling: timings") {
   Tensor xa = random::randn(Shape{a.n, a.c, a.h, a.w}, float32, gpu),
          ya = Tensor::empty(Shape{a.n, a.c, 1, 1}, float32, gpu);
   Tensor gxa = Tensor::empty(xa.shape(), float32, gpu);
-  double avg_f = time_us([&] { took = be.library_avg_pool_forward(float32, xa.raw_data(), ya.raw_data(), a) && took; });
+  double avg_f = time_us([&] { took = be.library()->avg_pool_forward(float32, xa.raw_data(), ya.raw_data(), a) && took; });
   double avg_b = time_us([&] {
-    took = be.library_avg_pool_backward(float32, xa.raw_data(), ya.raw_data(), ya.raw_data(), gxa.raw_data(), a) && took;
+    took = be.library()->avg_pool_backward(float32, xa.raw_data(), ya.raw_data(), ya.raw_data(), gxa.raw_data(), a) && took;
   });
   CHECK(took);
   char buf[320];

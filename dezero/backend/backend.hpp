@@ -1,11 +1,27 @@
-// dezero/backend/backend.hpp - the backend interface: the short, fixed list of
-// primitives that every device implements (cpu/ on the host with Eigen and our
-// AVX-512 GEMMs, cuda/ on NVIDIA GPUs, file stems matching section by section).
+// dezero/backend/backend.hpp - the backend interface: a required core that every
+// device implements (cpu/ on the host with Eigen and our AVX-512 GEMMs, gpu/ on NVIDIA
+// GPUs, file stems matching section by section), and four kernel tables on top of it.
+//
+//   Backend (required, every entry pure): memory and copies, element-wise math,
+//     reductions, GEMM, im2col and pooling, indexing, softmax and its loss, batch
+//     normalisation, the optimizer update, random numbers. A new device implements
+//     these and has the whole library.
+//   NnKernels, LowpKernels, OptimizerKernels (optional, never refuse): one-pass forms of
+//     what the core composes (a product with its bias, the squared error, the 16-bit
+//     product, the multi-tensor update). Each entry has a default written once over the
+//     core (backend/tables.cpp); a device overrides the entries it has a faster form of
+//     and hands the cases its kernel does not take to that default. A caller calls the
+//     table and is done: no "false, now do it yourself".
+//   LibraryKernels (optional, may decline): a vendor library's convolution, pooling and
+//     batch normalisation (cuDNN on the GPU; oneDNN and image-by-image im2col on the
+//     host). A library decides at run time (its algorithm search, its alignment rules),
+//     so these entries answer false for a case they decline, and the tensor op that owns
+//     the case (tensor/conv.cpp, tensor/batch_norm.cpp) runs it on the core.
 //
 // tensor/ validates shapes, dtypes and devices, then calls these with raw pointers
 // to contiguous row-major data on the backend's own device. Nothing here throws for
-// bad user input: that was checked before. Memory ops are kept apart from compute
-// ops. One virtual call per operation, never per element.
+// bad user input: that was checked before. One virtual call per operation, never per
+// element.
 #pragma once
 
 #include <cstddef>
@@ -97,7 +113,7 @@ struct UpdateChunk {
 // channels [i c/groups, (i+1) c/groups) meet only filters [i oc/groups, (i+1) oc/groups),
 // whose weights are (oc, c/groups, kh, kw) (the same bytes as oneDNN's (groups,
 // oc/groups, c/groups, kh, kw)); groups == c is a depthwise convolution. c and oc are
-// multiples of it (tensor/conv.cpp checks). A backend that cannot take groups > 1 answers
+// multiples of it (tensor/conv.cpp checks). A library that cannot take groups > 1 answers
 // false from conv2d_* and the caller's im2col path does it per group. 1 for pooling.
 // `compute` asks for mixed precision (issue 31, autocast): bfloat16 or float16 with
 // float32 buffers, whose values are then rounded to it and the products summed in
@@ -112,10 +128,150 @@ struct ConvGeom {
   std::int64_t groups = 1;
 };
 
+class Backend;
+
+// --- the optional tables ------------------------------------------------------------------
+
+// One-pass forms of composed neural-network ops. The defaults (backend/tables.cpp) compose
+// the same arithmetic from the core, so a device's kernel and the default give the same
+// values: bit for bit element by element (mse_backward), up to the order of a sum where the
+// kernel adds in its own (the products of gemm_bias, mse_forward's total).
+class NnKernels {
+ public:
+  explicit NnKernels(Backend& core) : core_(core) {}
+  virtual ~NnKernels() = default;
+  NnKernels(const NnKernels&) = delete;
+  NnKernels& operator=(const NnKernels&) = delete;
+
+  // C (m, n; row stride ldc) = op(A) @ op(B) + bias, the row `bias` (n) added to each of C's
+  // m rows. Default: the bias copied into C's rows, then gemm with beta = 1.
+  virtual void gemm_bias(DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const void* a,
+                         std::int64_t lda, const void* b, std::int64_t ldb, const void* bias, void* c,
+                         std::int64_t ldc);
+  // mean_squared_error (step 42) over n elements of x0 and x1 (contiguous, one dtype):
+  //   mse_forward:  loss = sum_i (x0[i] - x1[i])^2 / divisor, one element;
+  //   mse_backward: gx[i] = (gy * (x0[i] - x1[i])) * scale, gy one element on this device.
+  // Default: binary SquaredDiff (Sub, then Mul by gy), reduce Sum, unary DivScalar (MulScalar).
+  virtual void mse_forward(DType dt, const void* x0, const void* x1, void* loss, std::int64_t n, double divisor);
+  virtual void mse_backward(DType dt, const void* x0, const void* x1, const void* gy, void* gx, std::int64_t n,
+                            double scale);
+
+ protected:
+  Backend& core_;
+};
+
+// Mixed precision (dezero::autocast): C (m, n) = op(A) op(B) into a float32 C, with A and B
+// rounded to `compute` (bfloat16 or float16) and the products summed in float32, plus the
+// row `bias` (n) when not null, plus C itself when accumulate. Each operand is float32
+// (rounded here) or already of type `compute` (a copy the caller rounded once and keeps, as
+// F::linear does for its backward). Default: the operands rounded to `compute` and back into
+// float32 copies, then the float32 gemm (gemm_bias for a bias): the same values up to the
+// order of the sums.
+class LowpKernels {
+ public:
+  explicit LowpKernels(Backend& core) : core_(core) {}
+  virtual ~LowpKernels() = default;
+  LowpKernels(const LowpKernels&) = delete;
+  LowpKernels& operator=(const LowpKernels&) = delete;
+
+  struct Operand {
+    const void* data;
+    DType dtype;        // float32, or `compute`
+    std::int64_t ld;    // elements between rows as stored
+  };
+  virtual void gemm(DType compute, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
+                    const Operand& a, const Operand& b, const float* bias, float* c, std::int64_t ldc,
+                    bool accumulate);
+
+ protected:
+  Backend& core_;
+};
+
+// The optimizer's update for n parameters at once (PyTorch's multi-tensor "foreach" step),
+// all of dtype dt: bit for bit what one Backend::optimizer_update per chunk gives, in one
+// pass (the host) or one launch per batch of chunks (CUDA). Default: that loop.
+// With args.decay != 0 only where fuses_weight_decay() is true (the host): elsewhere the
+// caller passes decay 0 and WeightDecay runs as its own kernel first.
+class OptimizerKernels {
+ public:
+  explicit OptimizerKernels(Backend& core) : core_(core) {}
+  virtual ~OptimizerKernels() = default;
+  OptimizerKernels(const OptimizerKernels&) = delete;
+  OptimizerKernels& operator=(const OptimizerKernels&) = delete;
+
+  virtual bool fuses_weight_decay() const { return false; }
+  virtual void update_multi(UpdateRule rule, DType dt, const UpdateChunk* chunks, std::size_t n,
+                            const UpdateArgs& args);
+
+ protected:
+  Backend& core_;
+};
+
+// A vendor library's convolution, pooling and batch normalisation. Every entry returns
+// false, with nothing done, for a case the library declines (a dtype it lacks, its
+// alignment or geometry rules, no algorithm found, the library not loaded, any padding for
+// max pooling: cuDNN's max skips padded positions where DeZero reads 0); the tensor op that
+// owns the case then runs it on the core. Pointers are contiguous NCHW on this device.
+//   conv2d_forward:         y (n, oc, oh, ow) = x (n, c, h, w) * W (oc, c/groups, kh, kw) + b (oc);
+//                           b may be null (no bias)
+//   conv2d_backward_data:   gx (n, c, h, w) from gy (n, oc, oh, ow) and W (deconv2d's forward)
+//   conv2d_backward_filter: gW (oc, c/groups, kh, kw) from x and gy
+//   max_pool_forward:       y (n, c, oh, ow) = each window's max, no indexes: the backward
+//                           finds it again from x and y (the NaN rule: Backend::max_pool_forward's)
+//   max_pool_backward:      gx (n, c, h, w) = gy routed to each window's max
+//   avg_pool_forward / _backward: Backend::avg_pool_forward / _backward's formulas
+//   batch_norm_forward / _backward: Backend::batch_norm_forward / _backward's arguments and
+//                           results (the backward also takes the forward's eps)
+class LibraryKernels {
+ public:
+  virtual ~LibraryKernels() = default;
+  virtual bool conv2d_forward(DType dt, const void* x, const void* w, const void* b, void* y,
+                              const ConvGeom& g) = 0;
+  virtual bool conv2d_backward_data(DType dt, const void* w, const void* gy, void* gx, const ConvGeom& g) = 0;
+  virtual bool conv2d_backward_filter(DType dt, const void* x, const void* gy, void* gw, const ConvGeom& g) = 0;
+  virtual bool max_pool_forward(DType /*dt*/, const void* /*x*/, void* /*y*/, const ConvGeom& /*g*/) {
+    return false;
+  }
+  virtual bool max_pool_backward(DType /*dt*/, const void* /*x*/, const void* /*y*/, const void* /*gy*/,
+                                 void* /*gx*/, const ConvGeom& /*g*/) {
+    return false;
+  }
+  virtual bool avg_pool_forward(DType /*dt*/, const void* /*x*/, void* /*y*/, const ConvGeom& /*g*/) {
+    return false;
+  }
+  virtual bool avg_pool_backward(DType /*dt*/, const void* /*x*/, const void* /*y*/, const void* /*gy*/,
+                                 void* /*gx*/, const ConvGeom& /*g*/) {
+    return false;
+  }
+  virtual bool batch_norm_forward(DType /*dt*/, const void* /*x*/, const void* /*gamma*/, const void* /*beta*/,
+                                  void* /*y*/, void* /*mean*/, void* /*inv_std*/, void* /*running_mean*/,
+                                  void* /*running_var*/, std::int64_t /*n*/, std::int64_t /*c*/, std::int64_t /*hw*/,
+                                  double /*decay*/, double /*eps*/, bool /*train*/) {
+    return false;
+  }
+  virtual bool batch_norm_backward(DType /*dt*/, const void* /*x*/, const void* /*gy*/, const void* /*gamma*/,
+                                   const void* /*mean*/, const void* /*inv_std*/, void* /*gx*/, void* /*ggamma*/,
+                                   void* /*gbeta*/, std::int64_t /*n*/, std::int64_t /*c*/, std::int64_t /*hw*/,
+                                   double /*eps*/, bool /*train*/) {
+    return false;
+  }
+};
+
+// --- the required core ----------------------------------------------------------------------
 class Backend {
  public:
+  Backend() : default_nn_(*this), default_lowp_(*this), default_optimizer_(*this) {}
   virtual ~Backend() = default;
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
   virtual Device device() const = 0;
+
+  // The tables. A device without a faster form of an entry keeps the default table.
+  virtual NnKernels& nn() { return default_nn_; }
+  virtual LowpKernels& lowp() { return default_lowp_; }
+  virtual OptimizerKernels& optimizer() { return default_optimizer_; }
+  // null where the device has no vendor library (or it is built without one)
+  virtual LibraryKernels* library() { return nullptr; }
 
   // --- memory -----------------------------------------------------------------
   virtual void* allocate(std::size_t nbytes) = 0;
@@ -155,56 +311,8 @@ class Backend {
                     std::int64_t stride_b, double beta, void* c, std::int64_t ldc, std::int64_t stride_c,
                     std::int64_t batch) = 0;
 
-  // C = op(A) @ op(B) + bias, the row `bias` (n) added to each of C's m rows, in one
-  // pass where the backend has one (the host's small float32 products); false, with
-  // nothing done, where it has not: the caller copies the bias into C and calls gemm
-  // with beta = 1.
-  virtual bool gemm_bias(DType /*dt*/, bool /*ta*/, bool /*tb*/, std::int64_t /*m*/, std::int64_t /*n*/,
-                         std::int64_t /*k*/, const void* /*a*/, std::int64_t /*lda*/, const void* /*b*/,
-                         std::int64_t /*ldb*/, const void* /*bias*/, void* /*c*/, std::int64_t /*ldc*/) {
-    return false;
-  }
-
-  // Mixed precision (dezero::autocast): C (m, n) = op(A) op(B) into a float32 C, with A and
-  // B rounded to `compute` (bfloat16 or float16) and the products summed in float32, plus
-  // the row `bias` (n) when not null, plus C itself when accumulate. Each operand is float32
-  // (rounded here) or already of type `compute` (a copy the caller rounded once and keeps,
-  // as F::linear does for its backward). False, with nothing done, where the backend has no
-  // kernel for it: the caller then rounds the operands and runs the float32 gemm (the same
-  // values up to the order of the sums).
-  struct LowpOperand {
-    const void* data;
-    DType dtype;        // float32, or `compute`
-    std::int64_t ld;    // elements between rows as stored
-  };
-  virtual bool gemm_lowp(DType /*compute*/, bool /*ta*/, bool /*tb*/, std::int64_t /*m*/, std::int64_t /*n*/,
-                         std::int64_t /*k*/, const LowpOperand& /*a*/, const LowpOperand& /*b*/,
-                         const float* /*bias*/, float* /*c*/, std::int64_t /*ldc*/, bool /*accumulate*/) {
-    return false;
-  }
-
-  // --- convolution through a vendor library (cuDNN on the GPU, oneDNN on the host) ----
-  // Each returns false, with nothing done, where the backend has no library path for
-  // this case; the caller then computes it with im2col/col2im and gemm. Pointers are
-  // contiguous NCHW on this device; b may be null (no bias).
-  //   conv2d_forward:         y (n, oc, oh, ow) = x (n, c, h, w) * W (oc, c/groups, kh, kw) + b (oc)
-  //   conv2d_backward_data:   gx (n, c, h, w) from gy (n, oc, oh, ow) and W (deconv2d's forward)
-  //   conv2d_backward_filter: gW (oc, c/groups, kh, kw) from x and gy
-  virtual bool conv2d_forward(DType /*dt*/, const void* /*x*/, const void* /*w*/, const void* /*b*/, void* /*y*/,
-                              const ConvGeom& /*g*/) {
-    return false;
-  }
-  virtual bool conv2d_backward_data(DType /*dt*/, const void* /*w*/, const void* /*gy*/, void* /*gx*/,
-                                    const ConvGeom& /*g*/) {
-    return false;
-  }
-  virtual bool conv2d_backward_filter(DType /*dt*/, const void* /*x*/, const void* /*gy*/, void* /*gw*/,
-                                      const ConvGeom& /*g*/) {
-    return false;
-  }
-
-  // --- convolution and pooling helpers (im2col.cpp / im2col.cu, pool.cpp / pool.cu) ----
-  // Required: the im2col + GEMM path and max and average pooling run on these on every device.
+  // --- convolution and pooling (im2col.cpp / im2col.cu, pool.cpp / pool.cu) ----------
+  // The im2col + GEMM path and max and average pooling run on these on every device.
   // Zero padding everywhere (DeZero's): a window position outside the image reads 0.
   //   im2col: col (n, c, kh, kw, oh, ow) from x (n, c, h, w); col[.., i, j, y, x] =
   //           x[.., y*sh - ph + i, x*sw - pw + j], 0 outside the image.
@@ -219,48 +327,22 @@ class Backend {
   //                      a max that fell on the padding sends its gradient nowhere.
   //   max_pool_gather:   y (n, c, oh, ow) = x at each window's idx (0 on the padding),
   //                      the forward of the gradient's own gradient.
+  // Max pooling's NaN rule (NumPy's max and argmax over DeZero's im2col): a NaN anywhere
+  // in a window makes y NaN and idx the position of its first NaN, so max_pool_backward
+  // sends the window's gradient there and max_pool_gather reads the NaN back.
   virtual void max_pool_forward(DType dt, const void* x, void* y, std::int64_t* idx, const ConvGeom& g) = 0;
   virtual void max_pool_backward(DType dt, const void* gy, const std::int64_t* idx, void* gx,
                                  const ConvGeom& g) = 0;
   virtual void max_pool_gather(DType dt, const void* x, const std::int64_t* idx, void* y, const ConvGeom& g) = 0;
-  // Max pooling's NaN rule (NumPy's max and argmax over DeZero's im2col): a NaN anywhere
-  // in a window makes y NaN and idx the position of its first NaN, so max_pool_backward
-  // sends the window's gradient there and max_pool_gather reads the NaN back.
   // Average pooling over the windows of g, the padded zeros counted (DeZero's mean of
   // im2col): y (n, c, oh, ow) = the window's sum / (kh * kw).
   //   avg_pool_backward: gx (n, c, h, w) = the sum of gy / (kh * kw) over the windows
   //                      that cover each pixel (overwritten). x and y are the forward's
-  //                      input and output (library_avg_pool_backward's signature; these
-  //                      kernels do not read them).
+  //                      input and output (LibraryKernels::avg_pool_backward's signature;
+  //                      these kernels do not read them).
   virtual void avg_pool_forward(DType dt, const void* x, void* y, const ConvGeom& g) = 0;
   virtual void avg_pool_backward(DType dt, const void* x, const void* y, const void* gy, void* gx,
                                  const ConvGeom& g) = 0;
-
-  // --- pooling through a vendor library (cuDNN on the GPU) ----------------------------
-  // Max pooling without indexes: the library's backward finds each window's max again
-  // from x and y. Each returns false, with nothing done, where the backend has no such
-  // path (the host) or declines the case (any padding: cuDNN's max skips padded
-  // positions, where DeZero reads 0); the caller then uses max_pool_forward /
-  // max_pool_backward with indexes. The NaN rule is max_pool_forward's.
-  //   library_max_pool_forward:  y (n, c, oh, ow) = each window's max
-  //   library_max_pool_backward: gx (n, c, h, w) = gy routed to each window's max (the
-  //                              first NaN of a window that holds one)
-  // Average pooling likewise (false: the caller uses avg_pool_forward / _backward), same
-  // formulas as those.
-  virtual bool library_max_pool_forward(DType /*dt*/, const void* /*x*/, void* /*y*/, const ConvGeom& /*g*/) {
-    return false;
-  }
-  virtual bool library_max_pool_backward(DType /*dt*/, const void* /*x*/, const void* /*y*/, const void* /*gy*/,
-                                         void* /*gx*/, const ConvGeom& /*g*/) {
-    return false;
-  }
-  virtual bool library_avg_pool_forward(DType /*dt*/, const void* /*x*/, void* /*y*/, const ConvGeom& /*g*/) {
-    return false;
-  }
-  virtual bool library_avg_pool_backward(DType /*dt*/, const void* /*x*/, const void* /*y*/, const void* /*gy*/,
-                                         void* /*gx*/, const ConvGeom& /*g*/) {
-    return false;
-  }
 
   // --- indexing: element offsets as int64 on this device ----------------------------
   virtual void gather(DType dt, const void* src, const std::int64_t* offsets, void* dst, std::int64_t n) = 0;
@@ -270,7 +352,7 @@ class Backend {
   virtual void gather_rows(DType dt, const void* src, const std::int64_t* idx, void* dst, std::int64_t rows,
                            std::int64_t cols) = 0;
 
-  // --- fused neural-network kernels (the training loop's hot paths) ------------------
+  // --- neural-network kernels (the training loop's hot paths) ------------------------
   // softmax (or log_softmax) over the middle axis of (outer, c, inner).
   virtual void softmax(DType dt, const void* x, void* y, std::int64_t outer, std::int64_t c, std::int64_t inner,
                        bool log) = 0;
@@ -280,21 +362,6 @@ class Backend {
   // gx = (softmax(x) - onehot(t)) * gy / n; gy is a single element on this device.
   virtual void softmax_cross_entropy_grad(DType dt, const void* x, const std::int64_t* t, const void* gy,
                                           void* gx, std::int64_t n, std::int64_t c) = 0;
-  // mean_squared_error (step 42) over n elements of x0 and x1 (contiguous, one dtype):
-  //   mse_forward:  loss = sum_i (x0[i] - x1[i])^2 / divisor, one element;
-  //   mse_backward: gx[i] = (gy * (x0[i] - x1[i])) * scale, gy one element on this device,
-  //                 the arithmetic of the unfused expression in its order (the same bits).
-  // One pass each where the backend has one (the host's, for float32 and float64 below
-  // its threading size); false, with nothing done, where it has not: the caller then
-  // composes the same expression from element-wise ops and a sum.
-  virtual bool mse_forward(DType /*dt*/, const void* /*x0*/, const void* /*x1*/, void* /*loss*/, std::int64_t /*n*/,
-                           double /*divisor*/) {
-    return false;
-  }
-  virtual bool mse_backward(DType /*dt*/, const void* /*x0*/, const void* /*x1*/, const void* /*gy*/, void* /*gx*/,
-                            std::int64_t /*n*/, double /*scale*/) {
-    return false;
-  }
   // Batch normalisation over the channels of x viewed as (n, c, hw): (N, C) with hw = 1
   // or NCHW (N, C, H, W) with hw = H * W; gamma, beta, mean, inv_std, running_mean and
   // running_var are (c,), every array x's dtype. m = n * hw values per channel.
@@ -313,53 +380,26 @@ class Backend {
   virtual void batch_norm_backward(DType dt, const void* x, const void* gy, const void* gamma, const void* mean,
                                    const void* inv_std, void* gx, void* ggamma, void* gbeta, std::int64_t n,
                                    std::int64_t c, std::int64_t hw, bool train) = 0;
-  // The same two through a vendor library (cuDNN on the GPU), same arguments and results
-  // (the backward also takes the forward's eps); false, with nothing done, where the
-  // backend has none (the host) or declines the case (cuDNN: m < 2, the test-mode backward,
-  // unaligned outputs; cudnn_batch_norm.cpp); the caller then calls the two above.
-  virtual bool library_batch_norm_forward(DType /*dt*/, const void* /*x*/, const void* /*gamma*/,
-                                          const void* /*beta*/, void* /*y*/, void* /*mean*/, void* /*inv_std*/,
-                                          void* /*running_mean*/, void* /*running_var*/, std::int64_t /*n*/,
-                                          std::int64_t /*c*/, std::int64_t /*hw*/, double /*decay*/, double /*eps*/,
-                                          bool /*train*/) {
-    return false;
-  }
-  virtual bool library_batch_norm_backward(DType /*dt*/, const void* /*x*/, const void* /*gy*/,
-                                           const void* /*gamma*/, const void* /*mean*/, const void* /*inv_std*/,
-                                           void* /*gx*/, void* /*ggamma*/, void* /*gbeta*/, std::int64_t /*n*/,
-                                           std::int64_t /*c*/, std::int64_t /*hw*/, double /*eps*/,
-                                           bool /*train*/) {
-    return false;
-  }
   // param -= update(grad, state...) in place; state arrays have the param's size.
   virtual void optimizer_update(UpdateRule rule, DType dt, void* param, const void* grad, void* s1, void* s2,
                                 std::int64_t n, const UpdateArgs& args) = 0;
-  // The same update for n parameters at once (PyTorch's multi-tensor "foreach" step), all
-  // of dtype dt: bit for bit what one optimizer_update per chunk gives, in one pass (the
-  // host) or one launch per batch of chunks (CUDA) instead of one call each. The default
-  // is that loop of optimizer_update calls.
-  // With args.decay != 0 only on a backend whose fuses_weight_decay() is true (the host):
-  // the others get decay 0 and WeightDecay runs as its own kernel before them.
-  virtual bool fuses_weight_decay() const { return false; }
-  virtual void optimizer_update_multi(UpdateRule rule, DType dt, const UpdateChunk* chunks, std::size_t n,
-                                      const UpdateArgs& args) {
-    for (std::size_t i = 0; i < n; ++i)
-      if (chunks[i].numel > 0)
-        optimizer_update(rule, dt, chunks[i].param, chunks[i].grad, chunks[i].s1, chunks[i].s2, chunks[i].numel,
-                         args);
-  }
 
   // --- random numbers: fill with samples from a host generator's stream -------------
   // (the CPU backend draws from `gen`'s MT19937 under its lock; CUDA seeds cuRAND from it).
   // `gen` is the process-wide stream of dezero::random or a random::Generator's own.
   virtual void random_uniform(Generator& gen, DType dt, void* dst, std::int64_t n) = 0;
   virtual void random_normal(Generator& gen, DType dt, void* dst, std::int64_t n) = 0;
+
+ private:
+  NnKernels default_nn_;
+  LowpKernels default_lowp_;
+  OptimizerKernels default_optimizer_;
 };
 
 // The backend of a device; throws DeviceError when the device is unavailable.
 Backend& backend_for(const Device& device);
 Backend& cpu_backend();
-// Implemented in cuda/ (or the stub when built without CUDA).
+// Implemented in gpu/ (or the stub when built without CUDA).
 Backend& cuda_backend(int device_id);
 bool cuda_runtime_available();
 

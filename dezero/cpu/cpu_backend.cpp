@@ -29,15 +29,94 @@ namespace {
 
 // The primitives with arithmetic have no 16-bit kernels (tensor/ computes bfloat16 and float16 in
 // float32; matmul and convolution reach them through their own paths): a 16-bit dtype here is a
-// DtypeError, not a float64 loop over 2-byte elements. The bool library paths decline instead.
+// DtypeError, not a float64 loop over 2-byte elements. The tables hand them to their defaults or decline.
 void half_has_no_kernel(const char* primitive, DType dt) {
   if (is_half(dt)) no_half_kernel(primitive, dt);
 }
+
+// --- the optional tables (backend.hpp): the host's one-pass kernels ----------------------------
+// Each hands a case its kernel does not take (a 16-bit dtype, a size past the kernel's reach)
+// to the table's default, which composes it from the core.
+class CpuNn final : public NnKernels {
+ public:
+  using NnKernels::NnKernels;
+  // gemm_small's and sgemm's bias in the product's own pass (gemm.cpp)
+  void gemm_bias(DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const void* a,
+                 std::int64_t lda, const void* b, std::int64_t ldb, const void* bias, void* c,
+                 std::int64_t ldc) override {
+    if (!is_half(dt) && cpu::gemm_bias(dt, ta, tb, m, n, k, a, lda, b, ldb, bias, c, ldc)) return;
+    NnKernels::gemm_bias(dt, ta, tb, m, n, k, a, lda, b, ldb, bias, c, ldc);
+  }
+  // one pass below the threading size (nn.cpp)
+  void mse_forward(DType dt, const void* x0, const void* x1, void* loss, std::int64_t n, double divisor) override {
+    if (!is_half(dt) && cpu::mse_forward(dt, x0, x1, loss, n, divisor)) return;
+    NnKernels::mse_forward(dt, x0, x1, loss, n, divisor);
+  }
+  void mse_backward(DType dt, const void* x0, const void* x1, const void* gy, void* gx, std::int64_t n,
+                    double scale) override {
+    if (!is_half(dt) && cpu::mse_backward(dt, x0, x1, gy, gx, n, scale)) return;
+    NnKernels::mse_backward(dt, x0, x1, gy, gx, n, scale);
+  }
+};
+
+class CpuLowp final : public LowpKernels {
+ public:
+  using LowpKernels::LowpKernels;
+  // oneDNN's 16-bit products where this CPU has them (AVX512-BF16, AMX), else the float32 kernels with
+  // the operands rounded as they are packed (gemm.cpp): the same values, at float32's speed.
+  void gemm(DType compute, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const Operand& a,
+            const Operand& b, const float* bias, float* c, std::int64_t ldc, bool accumulate) override {
+    if (cpu::onednn_gemm_lowp(compute, ta, tb, m, n, k, a.data, a.dtype, a.ld, b.data, b.dtype, b.ld, bias, c, ldc,
+                              accumulate))
+      return;
+    if (cpu::gemm_lowp(compute, ta, tb, m, n, k, a.data, a.dtype, a.ld, b.data, b.dtype, b.ld, bias, c, ldc,
+                       accumulate)) {
+      note_lowp_emulated(compute);
+      return;
+    }
+    LowpKernels::gemm(compute, ta, tb, m, n, k, a, b, bias, c, ldc, accumulate);
+  }
+};
+
+class CpuOptimizer final : public OptimizerKernels {
+ public:
+  using OptimizerKernels::OptimizerKernels;
+  bool fuses_weight_decay() const override { return true; }
+  void update_multi(UpdateRule rule, DType dt, const UpdateChunk* chunks, std::size_t n,
+                    const UpdateArgs& args) override {
+    half_has_no_kernel("optimizer_update_multi", dt);
+    cpu::optimizer_update_multi(rule, dt, chunks, n, args);
+  }
+};
+
+// The convolutions' "library" on the host: oneDNN (float32, when built with it and not turned
+// off), else im2col + GEMM image by image, each image's col in cache (im2col.cpp); tensor/conv.cpp's
+// batched path takes what these decline (16-bit data, a 16-bit compute type). No pooling or batch
+// normalisation library: those run on the core's kernels.
+class CpuLibrary final : public LibraryKernels {
+ public:
+  bool conv2d_forward(DType dt, const void* x, const void* w, const void* b, void* y, const ConvGeom& g) override {
+    if (is_half(dt)) return false;
+    return cpu::onednn_conv2d_forward(dt, x, w, b, y, g) || cpu::conv2d_forward(dt, x, w, b, y, g);
+  }
+  bool conv2d_backward_data(DType dt, const void* w, const void* gy, void* gx, const ConvGeom& g) override {
+    if (is_half(dt)) return false;
+    return cpu::onednn_conv2d_backward_data(dt, w, gy, gx, g) || cpu::conv2d_backward_data(dt, w, gy, gx, g);
+  }
+  bool conv2d_backward_filter(DType dt, const void* x, const void* gy, void* gw, const ConvGeom& g) override {
+    if (is_half(dt)) return false;
+    return cpu::onednn_conv2d_backward_filter(dt, x, gy, gw, g) || cpu::conv2d_backward_filter(dt, x, gy, gw, g);
+  }
+};
 
 class CpuBackend final : public Backend {
  public:
   CpuBackend() : cache_(make_host_block_cache()) { init_gemm(); }
   Device device() const override { return Device::cpu(); }
+  NnKernels& nn() override { return nn_; }
+  LowpKernels& lowp() override { return lowp_; }
+  OptimizerKernels& optimizer() override { return optimizer_; }
+  LibraryKernels* library() override { return &library_; }
 
   // --- memory (memory.cpp) ------------------------------------------------------------------
   void* allocate(std::size_t nbytes) override { return cpu::allocate(*cache_, nbytes); }
@@ -83,27 +162,6 @@ class CpuBackend final : public Backend {
     half_has_no_kernel("gemm", dt);
     cpu::gemm(dt, ta, tb, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, batch);
   }
-  bool gemm_bias(DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const void* a,
-                 std::int64_t lda, const void* b, std::int64_t ldb, const void* bias, void* c,
-                 std::int64_t ldc) override {
-    if (is_half(dt)) return false;
-    return cpu::gemm_bias(dt, ta, tb, m, n, k, a, lda, b, ldb, bias, c, ldc);
-  }
-
-  bool gemm_lowp(DType compute, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
-                 const LowpOperand& a, const LowpOperand& b, const float* bias, float* c, std::int64_t ldc,
-                 bool accumulate) override {
-    // oneDNN's 16-bit products where this CPU has them (AVX512-BF16, AMX), else the float32 kernels with
-    // the operands rounded as they are packed (gemm.cpp): the same values, at float32's speed.
-    if (cpu::onednn_gemm_lowp(compute, ta, tb, m, n, k, a.data, a.dtype, a.ld, b.data, b.dtype, b.ld, bias, c, ldc,
-                              accumulate))
-      return true;
-    if (!cpu::gemm_lowp(compute, ta, tb, m, n, k, a.data, a.dtype, a.ld, b.data, b.dtype, b.ld, bias, c, ldc,
-                        accumulate))
-      return false;
-    note_lowp_emulated(compute);
-    return true;
-  }
 
   // --- convolution and pooling helpers (im2col.cpp, pool.cpp) --------------------------------
   void im2col(DType dt, const void* x, void* col, const ConvGeom& g) override {
@@ -113,21 +171,6 @@ class CpuBackend final : public Backend {
   void col2im(DType dt, const void* col, void* x, const ConvGeom& g) override {
     half_has_no_kernel("col2im", dt);
     cpu::col2im(dt, col, x, g);
-  }
-  // The convolutions' "library path" on the host: im2col + GEMM image by image, each
-  // image's col in cache (im2col.cpp); tensor/conv.cpp's batched path is the fallback.
-  bool conv2d_forward(DType dt, const void* x, const void* w, const void* b, void* y, const ConvGeom& g) override {
-    if (is_half(dt)) return false;
-    // oneDNN first (float32, when built with it and not turned off), then im2col + GEMM.
-    return cpu::onednn_conv2d_forward(dt, x, w, b, y, g) || cpu::conv2d_forward(dt, x, w, b, y, g);
-  }
-  bool conv2d_backward_data(DType dt, const void* w, const void* gy, void* gx, const ConvGeom& g) override {
-    if (is_half(dt)) return false;
-    return cpu::onednn_conv2d_backward_data(dt, w, gy, gx, g) || cpu::conv2d_backward_data(dt, w, gy, gx, g);
-  }
-  bool conv2d_backward_filter(DType dt, const void* x, const void* gy, void* gw, const ConvGeom& g) override {
-    if (is_half(dt)) return false;
-    return cpu::onednn_conv2d_backward_filter(dt, x, gy, gw, g) || cpu::conv2d_backward_filter(dt, x, gy, gw, g);
   }
   void max_pool_forward(DType dt, const void* x, void* y, std::int64_t* idx, const ConvGeom& g) override {
     half_has_no_kernel("max_pool_forward", dt);
@@ -179,15 +222,6 @@ class CpuBackend final : public Backend {
     half_has_no_kernel("softmax_cross_entropy_grad", dt);
     cpu::softmax_cross_entropy_grad(dt, x, t, gy, gx, n, c);
   }
-  bool mse_forward(DType dt, const void* x0, const void* x1, void* loss, std::int64_t n, double divisor) override {
-    if (is_half(dt)) return false;
-    return cpu::mse_forward(dt, x0, x1, loss, n, divisor);
-  }
-  bool mse_backward(DType dt, const void* x0, const void* x1, const void* gy, void* gx, std::int64_t n,
-                    double scale) override {
-    if (is_half(dt)) return false;
-    return cpu::mse_backward(dt, x0, x1, gy, gx, n, scale);
-  }
   // batch normalisation (batch_norm.cpp)
   void batch_norm_forward(DType dt, const void* x, const void* gamma, const void* beta, void* y, void* mean,
                           void* inv_std, void* running_mean, void* running_var, std::int64_t n, std::int64_t c,
@@ -207,12 +241,6 @@ class CpuBackend final : public Backend {
     half_has_no_kernel("optimizer_update", dt);
     cpu::optimizer_update(rule, dt, param, grad, s1, s2, n, args);
   }
-  bool fuses_weight_decay() const override { return true; }
-  void optimizer_update_multi(UpdateRule rule, DType dt, const UpdateChunk* chunks, std::size_t n,
-                              const UpdateArgs& args) override {
-    half_has_no_kernel("optimizer_update_multi", dt);
-    cpu::optimizer_update_multi(rule, dt, chunks, n, args);
-  }
 
   // --- random numbers (random.cpp) ----------------------------------------------------------
   void random_uniform(Generator& g, DType dt, void* dst, std::int64_t n) override {
@@ -226,6 +254,10 @@ class CpuBackend final : public Backend {
 
  private:
   HostBlockCache* cache_;  // never destroyed, like the backend
+  CpuNn nn_{*this};
+  CpuLowp lowp_{*this};
+  CpuOptimizer optimizer_{*this};
+  CpuLibrary library_;
 };
 
 }  // namespace

@@ -204,7 +204,7 @@ bool gemm_bias(DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n, std::
   return true;
 }
 
-// gemm_lowp (Backend::gemm_lowp) where oneDNN has no 16-bit product for this CPU: the float32 GEMM
+// gemm_lowp (LowpKernels::gemm) where oneDNN has no 16-bit product for this CPU: the float32 GEMM
 // with op(A) and op(B) rounded to `compute` as they are packed (Round), the products summed in
 // float32, as a 16-bit kernel sums them. A 16-bit operand (a copy the caller kept) is widened first,
 // exactly. Threads and bias as gemm_typed's; accumulate adds to C.

@@ -12,7 +12,7 @@
 // Twin of cuda/im2col.cu, which runs one thread per col element (im2col) or per pixel
 // (col2im) like Chainer's kernels.
 //
-// Also the host's three convolution products (Backend::conv2d_forward, _backward_data,
+// Also the host's three convolution products (LibraryKernels::conv2d_forward, _backward_data,
 // _backward_filter), built on the same plane loops: one image at a time per thread,
 // its col (c kh kw, oh ow) in a per-thread buffer that stays in cache between the
 // im2col and the GEMM (gemm.cpp: our AVX-512 sgemm for float32, Eigen for float64),
@@ -333,7 +333,7 @@ void col2im(DType dt, const void* col, void* x, const ConvGeom& g) {
   else col2im_typed(static_cast<const double*>(col), static_cast<double*>(x), g);
 }
 
-// --- the convolution products (Backend::conv2d_*): float32 and float64, always taken -------
+// --- the convolution products (LibraryKernels::conv2d_*): float32 and float64, always taken -------
 // except for a mixed-precision request (is_half(g.compute)), which is left to the caller's
 // rounding fallback (tensor/conv.cpp).
 bool conv2d_forward(DType dt, const void* x, const void* w, const void* b, void* y, const ConvGeom& g) {

@@ -97,7 +97,7 @@ void gemm(DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64
           void* c, std::int64_t ldc, std::int64_t stride_c, std::int64_t batch);
 bool gemm_bias(DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const void* a,
                std::int64_t lda, const void* b, std::int64_t ldb, const void* bias, void* c, std::int64_t ldc);
-// gemm_lowp: Backend::gemm_lowp on the float32 kernels, for a CPU where oneDNN has no 16-bit product:
+// gemm_lowp: LowpKernels::gemm on the float32 kernels, for a CPU where oneDNN has no 16-bit product:
 // the operands rounded to `compute` as they are packed (gemm.hpp's Round). false only for arguments
 // it does not take (another compute type or operand dtype, an empty product).
 bool gemm_lowp(DType compute, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const void* a,

@@ -4,7 +4,7 @@
 // libdnnl-dev); onednn_stub.cpp stands in for it otherwise. No CUDA twin: the GPU's
 // library path is gpu/cudnn_conv.cpp.
 //
-// The three products of Backend::conv2d_* on contiguous NCHW float32 buffers:
+// The three products of LibraryKernels::conv2d_* on contiguous NCHW float32 buffers:
 //   forward: y (n, oc, oh, ow) = x (n, c, h, w) * W (oc, c, kh, kw) + b (oc)   convolution_forward
 //   data:    gx (n, c, h, w) from gy (n, oc, oh, ow) and W                   convolution_backward_data
 //   filter:  gW (oc, c, kh, kw) from x and gy                                convolution_backward_weights

@@ -26,16 +26,108 @@ namespace {
 
 // The primitives with arithmetic have no 16-bit kernels (tensor/ computes bfloat16 and float16 in
 // float32; matmul and convolution reach them through their own paths): a 16-bit dtype here is a
-// DtypeError, not a float64 loop over 2-byte elements. The bool library paths decline instead.
+// DtypeError, not a float64 loop over 2-byte elements. The tables hand them to their defaults or decline.
 void half_has_no_kernel(const char* primitive, DType dt) {
   if (is_half(dt)) no_half_kernel(primitive, dt);
 }
 
 namespace cd = ::dezero::cuda::detail;
 
+// --- the optional tables (backend.hpp) ------------------------------------------------------
+// cuBLAS's 16-bit products (gemm.cu); a case it does not take goes to the table's default.
+class CudaLowp final : public LowpKernels {
+ public:
+  CudaLowp(Backend& core, int id) : LowpKernels(core), id_(id) {}
+  void gemm(DType compute, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const Operand& a,
+            const Operand& b, const float* bias, float* c, std::int64_t ldc, bool accumulate) override {
+    if (gpu::gemm_lowp(id_, compute, ta, tb, m, n, k, a.data, a.dtype, a.ld, b.data, b.dtype, b.ld, bias, c, ldc,
+                       accumulate))
+      return;
+    LowpKernels::gemm(compute, ta, tb, m, n, k, a, b, bias, c, ldc, accumulate);
+  }
+
+ private:
+  int id_;
+};
+
+// One launch per batch of chunks (nn.cu).
+class CudaOptimizer final : public OptimizerKernels {
+ public:
+  CudaOptimizer(Backend& core, int id) : OptimizerKernels(core), id_(id) {}
+  void update_multi(UpdateRule rule, DType dt, const UpdateChunk* chunks, std::size_t n,
+                    const UpdateArgs& args) override {
+    half_has_no_kernel("optimizer_update_multi", dt);
+    gpu::optimizer_update_multi(id_, rule, dt, chunks, n, args);
+  }
+
+ private:
+  int id_;
+};
+
+// cuDNN: convolutions, pooling, batch normalisation. false: the case is declined (see
+// cudnn_conv.cpp, cudnn_pool.cpp, cudnn_batch_norm.cpp), the core's kernels run it.
+class CudaLibrary final : public LibraryKernels {
+ public:
+  explicit CudaLibrary(int id) : id_(id) {}
+  // convolution (cudnn_conv.cpp; false: tensor/conv.cpp's im2col path)
+  bool conv2d_forward(DType dt, const void* x, const void* w, const void* b, void* y, const ConvGeom& g) override {
+    if (is_half(dt)) return false;
+    return gpu::cudnn_conv2d_forward(id_, dt, x, w, b, y, g);
+  }
+  bool conv2d_backward_data(DType dt, const void* w, const void* gy, void* gx, const ConvGeom& g) override {
+    if (is_half(dt)) return false;
+    return gpu::cudnn_conv2d_backward_data(id_, dt, w, gy, gx, g);
+  }
+  bool conv2d_backward_filter(DType dt, const void* x, const void* gy, void* gw, const ConvGeom& g) override {
+    if (is_half(dt)) return false;
+    return gpu::cudnn_conv2d_backward_filter(id_, dt, x, gy, gw, g);
+  }
+  // max pooling without indexes through cuDNN (unpadded windows only; cudnn_pool.cpp)
+  bool max_pool_forward(DType dt, const void* x, void* y, const ConvGeom& g) override {
+    if (is_half(dt)) return false;
+    return gpu::cudnn_pool2d_forward(id_, true, dt, x, y, g);
+  }
+  bool max_pool_backward(DType dt, const void* x, const void* y, const void* gy, void* gx,
+                         const ConvGeom& g) override {
+    if (is_half(dt)) return false;
+    return gpu::cudnn_pool2d_backward(id_, true, dt, x, y, gy, gx, g);
+  }
+  // average pooling through cuDNN (padding smaller than the window; cudnn_pool.cpp)
+  bool avg_pool_forward(DType dt, const void* x, void* y, const ConvGeom& g) override {
+    if (is_half(dt)) return false;
+    return gpu::cudnn_pool2d_forward(id_, false, dt, x, y, g);
+  }
+  bool avg_pool_backward(DType dt, const void* x, const void* y, const void* gy, void* gx,
+                         const ConvGeom& g) override {
+    if (is_half(dt)) return false;
+    return gpu::cudnn_pool2d_backward(id_, false, dt, x, y, gy, gx, g);
+  }
+  // batch normalisation through cuDNN (cudnn_batch_norm.cpp; false: batch_norm.cu's kernels)
+  bool batch_norm_forward(DType dt, const void* x, const void* gamma, const void* beta, void* y, void* mean,
+                          void* inv_std, void* running_mean, void* running_var, std::int64_t n, std::int64_t c,
+                          std::int64_t hw, double decay, double eps, bool train) override {
+    if (is_half(dt)) return false;
+    return gpu::cudnn_batch_norm_forward(id_, dt, x, gamma, beta, y, mean, inv_std, running_mean, running_var, n, c,
+                                         hw, decay, eps, train);
+  }
+  bool batch_norm_backward(DType dt, const void* x, const void* gy, const void* gamma, const void* mean,
+                           const void* inv_std, void* gx, void* ggamma, void* gbeta, std::int64_t n, std::int64_t c,
+                           std::int64_t hw, double eps, bool train) override {
+    if (is_half(dt)) return false;
+    return gpu::cudnn_batch_norm_backward(id_, dt, x, gy, gamma, mean, inv_std, gx, ggamma, gbeta, n, c, hw, eps,
+                                          train);
+  }
+
+ private:
+  int id_;
+};
+
 class CudaBackend final : public Backend {
  public:
-  explicit CudaBackend(int id) : id_(id) {}
+  explicit CudaBackend(int id) : id_(id), lowp_(*this, id), optimizer_(*this, id), library_(id) {}
+  LowpKernels& lowp() override { return lowp_; }
+  OptimizerKernels& optimizer() override { return optimizer_; }
+  LibraryKernels* library() override { return &library_; }
   Device device() const override { return Device::cuda(id_); }
 
   // --- memory (memory.cu) ---------------------------------------------------------------
@@ -77,19 +169,12 @@ class CudaBackend final : public Backend {
     gpu::arg_reduce(id_, op, dt, x, y, outer, r, inner);
   }
 
-  // --- GEMM (gemm.cu; gemm_bias keeps backend.hpp's answer: false) ----------------------
-  // gemm_lowp: autocast's bfloat16 / float16 product on float32 buffers (cublasGemmEx)
+  // --- GEMM (gemm.cu; gemm_bias and the squared error: the NnKernels defaults) -----------
   void gemm(DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, double alpha, const void* a,
             std::int64_t lda, std::int64_t stride_a, const void* b, std::int64_t ldb, std::int64_t stride_b,
             double beta, void* c, std::int64_t ldc, std::int64_t stride_c, std::int64_t batch) override {
     half_has_no_kernel("gemm", dt);
     gpu::gemm(id_, dt, ta, tb, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, batch);
-  }
-  bool gemm_lowp(DType compute, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
-                 const LowpOperand& a, const LowpOperand& b, const float* bias, float* c, std::int64_t ldc,
-                 bool accumulate) override {
-    return gpu::gemm_lowp(id_, compute, ta, tb, m, n, k, a.data, a.dtype, a.ld, b.data, b.dtype, b.ld, bias, c, ldc,
-                          accumulate);
   }
 
   // --- convolution and pooling helpers (im2col.cu, pool.cu) ---------------------------------
@@ -122,39 +207,6 @@ class CudaBackend final : public Backend {
     gpu::avg_pool_backward(id_, dt, gy, gx, g);
   }
 
-  // --- convolution through cuDNN (cudnn_conv.cpp; false: the caller's im2col path) -------
-  bool conv2d_forward(DType dt, const void* x, const void* w, const void* b, void* y, const ConvGeom& g) override {
-    if (is_half(dt)) return false;
-    return gpu::cudnn_conv2d_forward(id_, dt, x, w, b, y, g);
-  }
-  bool conv2d_backward_data(DType dt, const void* w, const void* gy, void* gx, const ConvGeom& g) override {
-    if (is_half(dt)) return false;
-    return gpu::cudnn_conv2d_backward_data(id_, dt, w, gy, gx, g);
-  }
-  bool conv2d_backward_filter(DType dt, const void* x, const void* gy, void* gw, const ConvGeom& g) override {
-    if (is_half(dt)) return false;
-    return gpu::cudnn_conv2d_backward_filter(id_, dt, x, gy, gw, g);
-  }
-  // max pooling without indexes through cuDNN (unpadded windows only; cudnn_pool.cpp)
-  bool library_max_pool_forward(DType dt, const void* x, void* y, const ConvGeom& g) override {
-    if (is_half(dt)) return false;
-    return gpu::cudnn_pool2d_forward(id_, true, dt, x, y, g);
-  }
-  bool library_max_pool_backward(DType dt, const void* x, const void* y, const void* gy, void* gx,
-                                 const ConvGeom& g) override {
-    if (is_half(dt)) return false;
-    return gpu::cudnn_pool2d_backward(id_, true, dt, x, y, gy, gx, g);
-  }
-  // average pooling through cuDNN (padding smaller than the window; cudnn_pool.cpp)
-  bool library_avg_pool_forward(DType dt, const void* x, void* y, const ConvGeom& g) override {
-    if (is_half(dt)) return false;
-    return gpu::cudnn_pool2d_forward(id_, false, dt, x, y, g);
-  }
-  bool library_avg_pool_backward(DType dt, const void* x, const void* y, const void* gy, void* gx,
-                                 const ConvGeom& g) override {
-    if (is_half(dt)) return false;
-    return gpu::cudnn_pool2d_backward(id_, false, dt, x, y, gy, gx, g);
-  }
 
   // --- indexing (index.cu) --------------------------------------------------------------
   void gather(DType dt, const void* src, const std::int64_t* off, void* dst, std::int64_t n) override {
@@ -198,30 +250,10 @@ class CudaBackend final : public Backend {
     half_has_no_kernel("batch_norm_backward", dt);
     gpu::batch_norm_backward(id_, dt, x, gy, gamma, mean, inv_std, gx, ggamma, gbeta, n, c, hw, train);
   }
-  // batch normalisation through cuDNN (cudnn_batch_norm.cpp; false: batch_norm.cu's kernels)
-  bool library_batch_norm_forward(DType dt, const void* x, const void* gamma, const void* beta, void* y, void* mean,
-                                  void* inv_std, void* running_mean, void* running_var, std::int64_t n, std::int64_t c,
-                                  std::int64_t hw, double decay, double eps, bool train) override {
-    if (is_half(dt)) return false;
-    return gpu::cudnn_batch_norm_forward(id_, dt, x, gamma, beta, y, mean, inv_std, running_mean, running_var, n, c,
-                                         hw, decay, eps, train);
-  }
-  bool library_batch_norm_backward(DType dt, const void* x, const void* gy, const void* gamma, const void* mean,
-                                   const void* inv_std, void* gx, void* ggamma, void* gbeta, std::int64_t n,
-                                   std::int64_t c, std::int64_t hw, double eps, bool train) override {
-    if (is_half(dt)) return false;
-    return gpu::cudnn_batch_norm_backward(id_, dt, x, gy, gamma, mean, inv_std, gx, ggamma, gbeta, n, c, hw, eps,
-                                          train);
-  }
   void optimizer_update(UpdateRule rule, DType dt, void* param, const void* grad, void* s1, void* s2,
                         std::int64_t n, const UpdateArgs& args) override {
     half_has_no_kernel("optimizer_update", dt);
     gpu::optimizer_update(id_, rule, dt, param, grad, s1, s2, n, args);
-  }
-  void optimizer_update_multi(UpdateRule rule, DType dt, const UpdateChunk* chunks, std::size_t n,
-                              const UpdateArgs& args) override {
-    half_has_no_kernel("optimizer_update_multi", dt);
-    gpu::optimizer_update_multi(id_, rule, dt, chunks, n, args);
   }
 
   // --- random numbers (random.cu) -------------------------------------------------------
@@ -236,6 +268,9 @@ class CudaBackend final : public Backend {
 
  private:
   int id_;
+  CudaLowp lowp_;
+  CudaOptimizer optimizer_;
+  CudaLibrary library_;
 };
 
 }  // namespace

@@ -1,5 +1,5 @@
 // dezero/gpu/cudnn_batch_norm.cpp - the CUDA backend's batch normalisation through cuDNN's
-// legacy API (Backend::library_batch_norm_forward / _backward; backend.hpp gives the
+// legacy API (LibraryKernels::batch_norm_forward / _backward; backend.hpp gives the
 // formulas): x (N, C) or NCHW (N, C, H, W), viewed as (n, c, hw, 1), CUDNN_BATCHNORM_SPATIAL
 // (one mean and variance per channel over n * hw values: DeZero's per-channel statistics of
 // a 4-d x, and of a 2-d one over N), float32 and float64; the parameters' descriptor comes

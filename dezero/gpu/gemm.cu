@@ -1,7 +1,7 @@
 // dezero/gpu/gemm.cu - the CUDA backend's row-major batched GEMM: cuBLAS for
 // float32 / float64, a plain kernel (one thread per output element) for the integer
 // dtypes, which cuBLAS has none for; and the mixed-precision product of autocast
-// (Backend::gemm_lowp, issue 31): cublasGemmEx on bfloat16 / float16 copies of the
+// (LowpKernels::gemm, issue 31): cublasGemmEx on bfloat16 / float16 copies of the
 // float32 operands, summed in float32 (CUBLAS_COMPUTE_32F) into the float32 C.
 //
 // Twin of cpu/gemm.cpp (and of cpu/onednn_matmul.cpp for gemm_lowp). backend.hpp's

@@ -54,7 +54,8 @@ void arg_reduce(int device, ArgReduceOp op, DType dt, const void* x, std::int64_
 void gemm(int device, DType dt, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, double alpha,
           const void* a, std::int64_t lda, std::int64_t stride_a, const void* b, std::int64_t ldb,
           std::int64_t stride_b, double beta, void* c, std::int64_t ldc, std::int64_t stride_c, std::int64_t batch);
-// Backend::gemm_lowp: false, with C untouched, where cuBLAS has no such product here.
+// CudaLowp::gemm (LowpKernels::gemm): false, with C untouched, where cuBLAS has no such product
+// here; the table's default then rounds the operands for the float32 gemm.
 bool gemm_lowp(int device, DType compute, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
                const void* a, DType a_dt, std::int64_t lda, const void* b, DType b_dt, std::int64_t ldb,
                const float* bias, float* c, std::int64_t ldc, bool accumulate);
@@ -74,7 +75,7 @@ void avg_pool_forward(int device, DType dt, const void* x, void* y, const ConvGe
 void avg_pool_backward(int device, DType dt, const void* gy, void* gx, const ConvGeom& g);
 
 // --- convolution through cuDNN (cudnn_conv.cpp) --------------------------------------------
-// Backend::conv2d_forward / conv2d_backward_data / conv2d_backward_filter: false, with
+// LibraryKernels::conv2d_forward / conv2d_backward_data / conv2d_backward_filter: false, with
 // nothing done, where cuDNN does not take the case (the caller uses im2col + GEMM).
 bool cudnn_conv2d_forward(int device, DType dt, const void* x, const void* w, const void* b, void* y,
                           const ConvGeom& g);
@@ -120,7 +121,7 @@ void batch_norm_backward(int device, DType dt, const void* x, const void* gy, co
 void batch_norm_test_stats(int device, DType dt, const void* running_mean, const void* running_var, void* mean,
                            void* inv_std, std::int64_t c, double eps);
 // --- batch normalisation through cuDNN (cudnn_batch_norm.cpp) ----------------------------
-// Backend::library_batch_norm_forward / _backward: false, with nothing done, where cuDNN does
+// LibraryKernels::batch_norm_forward / _backward: false, with nothing done, where cuDNN does
 // not take the case (the caller uses the two above).
 bool cudnn_batch_norm_forward(int device, DType dt, const void* x, const void* gamma, const void* beta, void* y,
                               void* mean, void* inv_std, void* running_mean, void* running_var, std::int64_t n,

@@ -52,7 +52,7 @@ struct Kernel {
   int y = -1;
   UnaryOp uop = UnaryOp::Neg;
   BinaryOp bop = BinaryOp::Add;
-  Strided sa, sb, so;                                   // Binary: the views; GemmBias: the bias broadcast (sa)
+  Strided sa, sb, so;                                   // Binary: the views
   bool ta = false, tb = false;                          // Gemm
   std::int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0;   // Gemm, GemmBias
   std::int64_t outer = 1, r = 1, inner = 1;             // Reduce

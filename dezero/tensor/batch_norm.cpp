@@ -1,7 +1,7 @@
 // dezero/tensor/batch_norm.cpp - validation + dispatch of tensor/fused.hpp's batch
 // normalisation: x (N, C) or NCHW (N, C, H, W) viewed as (n, c, hw), one backend call
 // for the forward, one for the backward: the backend's library first
-// (Backend::library_batch_norm_forward / _backward: cuDNN on a GPU) while
+// (LibraryKernels::batch_norm_forward / _backward: cuDNN on a GPU) while
 // set_conv_library_path is on, else its own kernels (Backend::batch_norm_forward /
 // _backward: cpu/batch_norm.cpp, gpu/batch_norm.cu). F::batch_norm
 // (functions/normalization.cpp) checks the user's operands and calls these when
@@ -9,7 +9,7 @@
 #include <string>
 
 #include "dezero/tensor/batch_norm.hpp"
-#include "dezero/tensor/conv.hpp"  // conv_library_path()
+#include "dezero/tensor/conv.hpp"  // library_of()
 #include "dezero/tensor/strided.hpp"
 #include "dezero/tensor/checks.hpp"
 
@@ -53,10 +53,10 @@ BatchNormForward batch_norm_forward(const Tensor& x, const Tensor& gamma, const 
   r.inv_std = Tensor::empty(Shape{g.c}, x.dtype(), x.device());
   if (g.c == 0) return r;
   Backend& be = backend_of(x);
-  if (conv_library_path() &&
-      be.library_batch_norm_forward(x.dtype(), x.raw_data(), gamma.raw_data(), beta.raw_data(), r.y.raw_data(),
-                                    r.mean.raw_data(), r.inv_std.raw_data(), running_mean.raw_data(),
-                                    running_var.raw_data(), g.n, g.c, g.hw, decay, eps, train))
+  LibraryKernels* lib = library_of(be);
+  if (lib && lib->batch_norm_forward(x.dtype(), x.raw_data(), gamma.raw_data(), beta.raw_data(), r.y.raw_data(),
+                                     r.mean.raw_data(), r.inv_std.raw_data(), running_mean.raw_data(),
+                                     running_var.raw_data(), g.n, g.c, g.hw, decay, eps, train))
     return r;
   be.batch_norm_forward(x.dtype(), x.raw_data(), gamma.raw_data(), beta.raw_data(), r.y.raw_data(),
                         r.mean.raw_data(), r.inv_std.raw_data(), running_mean.raw_data(), running_var.raw_data(), g.n,
@@ -80,10 +80,10 @@ BatchNormBackward batch_norm_backward(const Tensor& x, const Tensor& gy, const T
   if (g.c == 0) return r;
   Backend& be = backend_of(x);
   void* gx = want_gx ? r.gx.raw_data() : nullptr;
-  if (conv_library_path() &&
-      be.library_batch_norm_backward(x.dtype(), x.raw_data(), gy.raw_data(), gamma.raw_data(), mean.raw_data(),
-                                     inv_std.raw_data(), gx, r.ggamma.raw_data(), r.gbeta.raw_data(), g.n, g.c, g.hw,
-                                     eps, train))
+  LibraryKernels* lib = library_of(be);
+  if (lib && lib->batch_norm_backward(x.dtype(), x.raw_data(), gy.raw_data(), gamma.raw_data(), mean.raw_data(),
+                                      inv_std.raw_data(), gx, r.ggamma.raw_data(), r.gbeta.raw_data(), g.n, g.c,
+                                      g.hw, eps, train))
     return r;
   be.batch_norm_backward(x.dtype(), x.raw_data(), gy.raw_data(), gamma.raw_data(), mean.raw_data(),
                          inv_std.raw_data(), gx, r.ggamma.raw_data(), r.gbeta.raw_data(), g.n, g.c, g.hw, train);

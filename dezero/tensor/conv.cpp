@@ -4,7 +4,7 @@
 //
 // Every entry checks its operands once, here, for both devices, and names the user's
 // function in the error. The products try the backend's library path first
-// (Backend::conv2d_forward / _backward_data / _backward_filter: cuDNN on a GPU; on
+// (LibraryKernels::conv2d_forward / _backward_data / _backward_filter: cuDNN on a GPU; on
 // the host cpu/im2col.cpp's image-by-image im2col + GEMM, each col kept in cache) and
 // otherwise run im2col + one GEMM per image as a single batched Backend::gemm:
 //   forward:  y[i] (oc, oh ow)     = W (oc, c kh kw) @ col[i] (c kh kw, oh ow)
@@ -14,7 +14,7 @@
 // as in DeZero's tensordot + rollaxis). A grouped convolution (groups G, W (oc, c/G, kh,
 // kw)) runs one such batched GEMM per group on its slices: rows [j c/G kh kw, (j+1) c/G
 // kh kw) of col, rows [j oc/G, (j+1) oc/G) of W, y and gy. Max and average pooling likewise try the
-// backend's library first (Backend::library_max_pool_* / library_avg_pool_*: cuDNN),
+// backend's library first (LibraryKernels::max_pool_* / avg_pool_*: cuDNN),
 // then its own kernels. set_conv_library_path(false) turns every library path off
 // (batch normalisation's too, tensor/batch_norm.cpp), for the tests that compare them.
 //
@@ -22,7 +22,7 @@
 // there and the result rounded back once (as tensor/elementwise.cpp does); the products
 // then ask for `compute` = their own dtype, which rounds nothing (their values are exact
 // in it) and lets a low-precision kernel take them. Mixed precision (autocast) passes
-// `compute` = bfloat16 / float16 with float32 operands: Backend::conv2d_* with
+// `compute` = bfloat16 / float16 with float32 operands: LibraryKernels::conv2d_* with
 // ConvGeom::compute set (oneDNN's bf16 convolutions on the host, cuDNN's on a GPU), else
 // the operands rounded to it and back and the float32 path (the same values, with the
 // sums in another order).
@@ -111,14 +111,16 @@ void add_channel_bias_(Tensor& y, const Tensor& b) {
   backend_of(y).binary(BinaryOp::Add, y.dtype(), y.raw_data(), sy, bb.raw_data(), sb, y.raw_data(), sy);
 }
 
-// set_conv_library_path's switch (read by tensor/batch_norm.cpp too, through conv_library_path()).
+// set_conv_library_path's switch (read by tensor/batch_norm.cpp too, through library_of()).
 std::atomic<bool> g_library_path{true};
-bool library() { return g_library_path.load(std::memory_order_relaxed); }
 
 }  // namespace
 
 void set_conv_library_path(bool enabled) { g_library_path.store(enabled); }
 bool conv_library_path() { return g_library_path.load(); }
+LibraryKernels* library_of(Backend& be) {
+  return g_library_path.load(std::memory_order_relaxed) ? be.library() : nullptr;
+}
 
 // --- im2col / col2im ---------------------------------------------------------------------
 void check_window(const char* op, const Tensor& x, Pair k, Pair s, Pair p) {
@@ -207,7 +209,8 @@ Tensor conv2d_forward(const char* op, const Tensor& x, const Tensor& W, const Te
     return y;
   }
   const void* bp = b.defined() ? b.raw_data() : nullptr;
-  if (library() && be.conv2d_forward(dt, x.raw_data(), W.raw_data(), bp, y.raw_data(), g)) return y;
+  LibraryKernels* lib = library_of(be);
+  if (lib && lib->conv2d_forward(dt, x.raw_data(), W.raw_data(), bp, y.raw_data(), g)) return y;
   if (low) return conv2d_forward(op, rounded(x, compute), rounded(W, compute), b, s, p, DType::Float32, groups);
   Tensor col = Tensor::empty(Shape{g.n, ckk, ohw}, dt, x.device());
   be.im2col(dt, x.raw_data(), col.raw_data(), g);
@@ -271,7 +274,8 @@ Tensor conv2d_backward_data(const char* op, const Tensor& gy, const Tensor& W, c
   const i64 ckg = ckk / groups, ocg = g.oc / groups;
   if (g.oc == 0 || ohw == 0) {
     gx.fill_(0);
-  } else if (!library() || !be.conv2d_backward_data(dt, W.raw_data(), gy.raw_data(), gx.raw_data(), g)) {
+  } else if (LibraryKernels* lib = library_of(be);
+             !lib || !lib->conv2d_backward_data(dt, W.raw_data(), gy.raw_data(), gx.raw_data(), g)) {
     if (low) return conv2d_backward_data(op, rounded(gy, compute), rounded(W, compute), b, s, p, out, DType::Float32,
                                          groups);
     Tensor gcol = Tensor::empty(Shape{g.n, ckk, ohw}, dt, gy.device());
@@ -317,7 +321,8 @@ Tensor conv2d_backward_filter(const char* op, const Tensor& x, const Tensor& gy,
     gW.fill_(0);
     return gW;
   }
-  if (library() && be.conv2d_backward_filter(dt, x.raw_data(), gy.raw_data(), gW.raw_data(), g)) return gW;
+  LibraryKernels* lib = library_of(be);
+  if (lib && lib->conv2d_backward_filter(dt, x.raw_data(), gy.raw_data(), gW.raw_data(), g)) return gW;
   if (low)
     return conv2d_backward_filter(op, rounded(x, compute), rounded(gy, compute), k, s, p, DType::Float32, groups);
   Tensor col = Tensor::empty(Shape{g.n, ckk, ohw}, dt, x.device());
@@ -415,7 +420,8 @@ std::pair<Tensor, Tensor> max_pool_library_first(const char* op, const Tensor& x
   Tensor y = Tensor::empty(ys, x.dtype(), x.device());
   if (y.size() == 0) return {y, Tensor::empty(ys, int64, x.device())};
   Backend& be = backend_of(x);
-  if (library() && be.library_max_pool_forward(x.dtype(), x.raw_data(), y.raw_data(), g)) return {y, Tensor()};
+  LibraryKernels* lib = library_of(be);
+  if (lib && lib->max_pool_forward(x.dtype(), x.raw_data(), y.raw_data(), g)) return {y, Tensor()};
   Tensor idx = Tensor::empty(ys, int64, x.device());
   be.max_pool_forward(x.dtype(), x.raw_data(), y.raw_data(), static_cast<std::int64_t*>(idx.raw_data()), g);
   return {y, idx};
@@ -424,14 +430,14 @@ std::pair<Tensor, Tensor> max_pool_library_first(const char* op, const Tensor& x
 Tensor library_max_pool_backward(const Tensor& gy, const Tensor& x, const Tensor& y, Pair k, Pair s, Pair p) {
   ConvGeom g = geometry("pooling", x.shape(), describe(x), k, s, p);
   check_pool_grad("pooling", gy, x, y, g);
-  if (!library() || gy.size() == 0) return Tensor();
+  LibraryKernels* lib = library_of(backend_of(gy));
+  if (!lib || gy.size() == 0) return Tensor();
   if (is_half(gy.dtype())) {  // y, each window's max, is exact in float32 too: the library finds it in x
     Tensor gx = library_max_pool_backward(wide(gy), wide(x), wide(y), k, s, p);
     return gx.defined() ? half_result(gx, gy.dtype()) : gx;
   }
   Tensor gx = Tensor::empty(x.shape(), gy.dtype(), gy.device());
-  if (!backend_of(gy).library_max_pool_backward(gy.dtype(), x.raw_data(), y.raw_data(), gy.raw_data(),
-                                                gx.raw_data(), g))
+  if (!lib->max_pool_backward(gy.dtype(), x.raw_data(), y.raw_data(), gy.raw_data(), gx.raw_data(), g))
     return Tensor();
   return gx;
 }
@@ -443,7 +449,8 @@ Tensor avg_pool(const char* op, const Tensor& x, Pair k, Pair s, Pair p) {
   Tensor y = Tensor::empty(Shape{g.n, g.c, g.oh, g.ow}, x.dtype(), x.device());
   if (y.size() == 0) return y;
   Backend& be = backend_of(x);
-  if (!(library() && be.library_avg_pool_forward(x.dtype(), x.raw_data(), y.raw_data(), g)))
+  LibraryKernels* lib = library_of(be);
+  if (!(lib && lib->avg_pool_forward(x.dtype(), x.raw_data(), y.raw_data(), g)))
     be.avg_pool_forward(x.dtype(), x.raw_data(), y.raw_data(), g);
   return y;
 }
@@ -459,8 +466,8 @@ Tensor avg_pool_backward(const Tensor& gy, const Tensor& x, const Tensor& y, Pai
     return gx;
   }
   Backend& be = backend_of(gy);
-  if (!(library() && be.library_avg_pool_backward(gy.dtype(), x.raw_data(), y.raw_data(), gy.raw_data(),
-                                                  gx.raw_data(), g)))
+  LibraryKernels* lib = library_of(be);
+  if (!(lib && lib->avg_pool_backward(gy.dtype(), x.raw_data(), y.raw_data(), gy.raw_data(), gx.raw_data(), g)))
     be.avg_pool_backward(gy.dtype(), x.raw_data(), y.raw_data(), gy.raw_data(), gx.raw_data(), g);
   return gx;
 }

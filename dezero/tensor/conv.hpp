@@ -11,6 +11,9 @@
 
 namespace dezero::detail {
 
+class Backend;         // backend/backend.hpp
+class LibraryKernels;  // backend/backend.hpp
+
 // --- convolution and pooling (conv.cpp; functions/conv.cpp and pooling.cpp) -------------
 // NCHW, zero padding, DeZero's output size (h + 2 ph - kh) / sh + 1. Each entry checks
 // its operands and throws a dezero::Error naming `op` (the user's function), the
@@ -27,7 +30,7 @@ namespace dezero::detail {
 //
 // `groups` (the three products; PyTorch's groups, ONNX's group): the channels split into
 // that many independent convolutions, W (oc, c/groups, kh, kw); groups == c is depthwise.
-// It must be >= 1 (ValueError) and divide c and oc (ShapeError). Backend::conv2d_* with
+// It must be >= 1 (ValueError) and divide c and oc (ShapeError). LibraryKernels::conv2d_* with
 // ConvGeom::groups, else one batched GEMM per group.
 
 // Only the checks of im2col (for the composite functions: conv2d_simple, pooling_simple,
@@ -39,18 +42,18 @@ Tensor im2col(const char* op, const Tensor& x, Pair k, Pair s, Pair p);
 Tensor col2im(const char* op, const Tensor& col, const Shape& x_shape, Pair s, Pair p);
 
 // y (n, oc, oh, ow) = x (n, c, h, w) * W (oc, c/groups, kh, kw) + b (oc,) (b may be undefined):
-// Backend::conv2d_forward (the library path) when it takes the case, else im2col and
+// LibraryKernels::conv2d_forward (the library path) when it takes the case, else im2col and
 // one GEMM per image (and group), W (oc, c kh kw) @ col (c kh kw, oh ow), which lands in NCHW.
 Tensor conv2d_forward(const char* op, const Tensor& x, const Tensor& W, const Tensor& b, Pair s, Pair p,
                       DType compute = DType::Float32, std::int64_t groups = 1);
 // The convolution's gradient with respect to its input, and deconv2d's forward:
 // gx (n, c, out.h, out.w) from gy (n, oc, oh, ow) and W (oc, c/groups, kh, kw), plus b (c,)
 // when defined. out must give back (oh, ow) through the conv size formula.
-// Backend::conv2d_backward_data, else W^T @ gy per image (and group), then col2im.
+// LibraryKernels::conv2d_backward_data, else W^T @ gy per image (and group), then col2im.
 Tensor conv2d_backward_data(const char* op, const Tensor& gy, const Tensor& W, const Tensor& b, Pair s, Pair p,
                             Pair out, DType compute = DType::Float32, std::int64_t groups = 1);
 // The convolution's gradient with respect to W: gW (oc, c/groups, kh, kw) from x (n, c, h, w)
-// and gy (n, oc, oh, ow). Backend::conv2d_backward_filter, else gy @ col^T per image (and
+// and gy (n, oc, oh, ow). LibraryKernels::conv2d_backward_filter, else gy @ col^T per image (and
 // group), summed over the batch.
 Tensor conv2d_backward_filter(const char* op, const Tensor& x, const Tensor& gy, Pair k, Pair s, Pair p,
                               DType compute = DType::Float32, std::int64_t groups = 1);
@@ -62,6 +65,9 @@ Tensor conv2d_backward_filter(const char* op, const Tensor& x, const Tensor& gy,
 // that compare the two paths.
 void set_conv_library_path(bool enabled);
 bool conv_library_path();
+// The backend's vendor library (Backend::library()), or null where it has none or the
+// switch above is off.
+LibraryKernels* library_of(Backend& be);
 
 // Max pooling: y (n, c, oh, ow) and idx (n, c, oh, ow) int64, each window's first max
 // and its position i * kw + j (the padding counts as zeros, as in DeZero). A window with
@@ -71,7 +77,7 @@ std::pair<Tensor, Tensor> max_pool(const char* op, const Tensor& x, Pair k, Pair
 Tensor max_pool_backward(const Tensor& gy, const Tensor& idx, const Shape& x_shape, Pair k, Pair s, Pair p);
 // y (n, c, oh, ow) = x (n, c, h, w) at each window's idx (0 on the padding).
 Tensor max_pool_gather(const Tensor& x, const Tensor& idx, Pair k, Pair s, Pair p);
-// max_pool, trying the backend's library first (cuDNN; Backend::library_max_pool_forward):
+// max_pool, trying the backend's library first (cuDNN; LibraryKernels::max_pool_forward):
 // y and an undefined idx where the library took the case, else max_pool's y and idx (the
 // host, padding, the switch above off). After the library, the backward needs the
 // forward's x and y: gx (x's shape), or undefined where the library declines it (then

@@ -22,6 +22,9 @@ Tensor float_input(const char* op, const Tensor& x) {
   check_defined(op, x);
   return is_integer(x.dtype()) ? x.astype(float64) : x;
 }
+// The dtypes the backend's one-call forms take (float32, float64); the others (integers,
+// whose mean is float64, and the 16-bit floats, computed in float32) go through the Tensor ops.
+bool is_wide_float(DType dt) { return dt == DType::Float32 || dt == DType::Float64; }
 }  // namespace
 
 // --- softmax / log_softmax -------------------------------------------------------------
@@ -91,11 +94,12 @@ Tensor mean_squared_error(const Tensor& x0, const Tensor& x1) {
   check_defined("mean_squared_error", x0);
   check_defined("mean_squared_error", x1);
   check_same_device("mean_squared_error", x0, x1);
-  if (x0.shape() == x1.shape() && x0.dtype() == x1.dtype() && x0.ndim() >= 1 && x0.size() > 0) {
+  if (x0.shape() == x1.shape() && x0.dtype() == x1.dtype() && is_wide_float(x0.dtype()) && x0.ndim() >= 1 &&
+      x0.size() > 0) {
     Tensor loss = Tensor::empty(Shape{}, x0.dtype(), x0.device());
-    if (backend_of(x0).mse_forward(x0.dtype(), x0.raw_data(), x1.raw_data(), loss.raw_data(), x0.size(),
-                                   static_cast<double>(x0.shape()[0])))
-      return loss;
+    backend_of(x0).nn().mse_forward(x0.dtype(), x0.raw_data(), x1.raw_data(), loss.raw_data(), x0.size(),
+                                    static_cast<double>(x0.shape()[0]));
+    return loss;
   }
   Tensor sq = squared_difference(x0, x1);
   if (sq.ndim() == 0)
@@ -107,13 +111,13 @@ Tensor mean_squared_error(const Tensor& x0, const Tensor& x1) {
 
 Tensor mean_squared_error_grad(const Tensor& gy, const Tensor& x0, const Tensor& x1) {
   check_defined("mean_squared_error", gy);
-  if (x0.shape() == x1.shape() && x0.dtype() == x1.dtype() && gy.dtype() == x0.dtype() && gy.size() == 1 &&
-      gy.ndim() <= x0.ndim() && x0.ndim() >= 1 && x0.size() > 0 && gy.device() == x0.device() &&
+  if (x0.shape() == x1.shape() && x0.dtype() == x1.dtype() && gy.dtype() == x0.dtype() && is_wide_float(x0.dtype()) &&
+      gy.size() == 1 && gy.ndim() <= x0.ndim() && x0.ndim() >= 1 && x0.size() > 0 && gy.device() == x0.device() &&
       x1.device() == x0.device()) {
     Tensor gx = Tensor::empty(x0.shape(), x0.dtype(), x0.device());
-    if (backend_of(x0).mse_backward(x0.dtype(), x0.raw_data(), x1.raw_data(), gy.raw_data(), gx.raw_data(),
-                                    x0.size(), 2.0 / static_cast<double>(x0.shape()[0])))
-      return gx;
+    backend_of(x0).nn().mse_backward(x0.dtype(), x0.raw_data(), x1.raw_data(), gy.raw_data(), gx.raw_data(),
+                                     x0.size(), 2.0 / static_cast<double>(x0.shape()[0]));
+    return gx;
   }
   Tensor diff = x0 - x1;
   return gy * diff * (2.0 / static_cast<double>(diff.shape()[0]));
@@ -235,7 +239,7 @@ void optimizer_update(UpdateRule rule, Tensor& param, const Tensor& grad, Tensor
 }
 
 // The same for n parameters: every item checked before anything changes, then one
-// Backend::optimizer_update_multi per (device, dtype), in the order the groups first
+// OptimizerKernels::update_multi per (device, dtype), in the order the groups first
 // appear (a model has one). The lists are kept per thread and reused, so a step
 // allocates nothing once they have grown.
 struct MultiScratch {
@@ -281,7 +285,8 @@ void optimizer_update_multi(UpdateRule rule, const ParamUpdate* items, std::size
     else if (it.param->size() > 0) sc.chunks.push_back(chunk(it));
   }
   for (;;) {
-    if (!sc.chunks.empty()) backend_for(dev).optimizer_update_multi(rule, dt, sc.chunks.data(), sc.chunks.size(), args);
+    if (!sc.chunks.empty())
+      backend_for(dev).optimizer().update_multi(rule, dt, sc.chunks.data(), sc.chunks.size(), args);
     if (sc.later.empty()) return;
     const Tensor& p0 = *items[sc.later.front()].param;
     dev = p0.device();
@@ -362,7 +367,7 @@ UpdateArgs decayed(UpdateArgs a, double decay) {
 
 bool fuses_weight_decay(const ParamUpdate* items, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i)
-    if (!backend_of(*items[i].param).fuses_weight_decay()) return false;
+    if (!backend_of(*items[i].param).optimizer().fuses_weight_decay()) return false;
   return true;
 }
 

@@ -106,7 +106,7 @@ void axpy_(Tensor& y, double a, const Tensor& x);
 
 // --- multi-tensor optimizer updates (optimizers/rules.cpp, hooks.cpp) ------------------
 // The updates above for n parameters at once (PyTorch's "foreach" step): one
-// Backend::optimizer_update_multi per (device, dtype) group instead of one kernel per
+// OptimizerKernels::update_multi per (device, dtype) group instead of one kernel per
 // parameter, bit for bit the same results as n single calls. Every item is checked as
 // the single functions check theirs, all of them before anything changes: the state
 // tensors the rule needs present, a float32 / float64 parameter (DtypeError), grad and
@@ -135,7 +135,7 @@ void adagrad_update_multi_(const ParamUpdate* items, std::size_t n, double lr, d
 void adadelta_update_multi_(const ParamUpdate* items, std::size_t n, double rho, double eps, double decay = 0);
 void adam_update_multi_(const ParamUpdate* items, std::size_t n, double lr, double beta1, double beta2, double eps,
                         double decay = 0);
-// Whether every item's device fuses WeightDecay into the update (Backend::fuses_weight_decay).
+// Whether every item's device fuses WeightDecay into the update (OptimizerKernels::fuses_weight_decay).
 bool fuses_weight_decay(const ParamUpdate* items, std::size_t n);
 // ys[i] += a * xs[i] for every i (axpy_ for n pairs: WeightDecay over a step's gradients).
 void axpy_multi_(Tensor* const* ys, double a, const Tensor* const* xs, std::size_t n);

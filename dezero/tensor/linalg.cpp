@@ -7,8 +7,10 @@
 // alpha 1 and leading dimensions of the contiguous operands; matmul turns 1-D
 // operands into a row / a column and runs a batch of matrices (broadcast batch axes
 // materialised unless an operand is a single matrix, which gets batch stride 0).
-// matmul_t with a bias (n,) tries Backend::gemm_bias first, else broadcasts the bias
-// into y and accumulates into it (beta 1).
+// matmul_t with a bias (n,) makes one call to the backend's NnKernels::gemm_bias (a
+// fused pass on the host, the bias copied and gemm with beta 1 elsewhere); another bias
+// is broadcast into y and accumulated into (beta 1). Under autocast, matmul_lowp calls
+// LowpKernels::gemm, which rounds the operands itself where no 16-bit kernel exists.
 #include "dezero/tensor.hpp"
 
 #include <cstdio>
@@ -110,11 +112,11 @@ Tensor matmul_t(const Tensor& a0, const Tensor& b0, bool ta, bool tb, const Tens
   if (bias.defined()) {
     check_same_device("linear", a0, bias);
     Tensor bb = bias.dtype() == dt ? bias : bias.astype(dt);
-    if (bb.ndim() == 1 && bb.size() == n && k > 0 && m > 0) {  // a row per output feature: fused if possible
+    if (bb.ndim() == 1 && bb.size() == n && k > 0 && m > 0) {  // a row per output feature
       y = Tensor::empty(Shape{m, n}, dt, a.device());
-      if (backend_of(a).gemm_bias(dt, ta, tb, m, n, k, a.raw_data(), a.shape()[1], b.raw_data(), b.shape()[1],
-                                  bb.raw_data(), y.raw_data(), n))
-        return y;
+      backend_of(a).nn().gemm_bias(dt, ta, tb, m, n, k, a.raw_data(), a.shape()[1], b.raw_data(), b.shape()[1],
+                                   bb.raw_data(), y.raw_data(), n);
+      return y;
     }
     y = broadcast_to(bb, Shape{m, n});
     if (y.is_same(bb)) y = y.copy();
@@ -188,18 +190,15 @@ Tensor matmul_lowp(const Tensor& a, const Tensor& b, bool ta, bool tb, const Ten
                              : Tensor();
   if (m == 0 || n == 0 || k == 0)  // nothing to round: the float32 product's own rules
     return matmul_t(a.astype(dt), b.astype(dt), ta, tb, bb);
-  // The backend's low-precision kernel, onto a broadcast copy of a bias that is not a row
+  // The backend's low-precision product, onto a broadcast copy of a bias that is not a row
   // per output feature.
   const bool row = bb.defined() && bb.ndim() == 1 && bb.size() == n;
   Tensor y = bb.defined() && !row ? broadcast_to(bb, Shape{m, n}).copy() : Tensor::empty(Shape{m, n}, dt, a.device());
-  if (backend_of(a).gemm_lowp(compute, ta, tb, m, n, k, {a.raw_data(), a.dtype(), a.shape()[1]},
-                              {b.raw_data(), b.dtype(), b.shape()[1]},
-                              row ? static_cast<const float*>(bb.raw_data()) : nullptr,
-                              static_cast<float*>(y.raw_data()), n, bb.defined() && !row))
-    return y;
-  // No such kernel here: the operands rounded to `compute` (and back), then float32.
-  auto rounded = [&](const Tensor& t) { return (t.dtype() == compute ? t : t.astype(compute)).astype(dt); };
-  return matmul_t(rounded(a), rounded(b), ta, tb, bb);
+  backend_of(a).lowp().gemm(compute, ta, tb, m, n, k, {a.raw_data(), a.dtype(), a.shape()[1]},
+                            {b.raw_data(), b.dtype(), b.shape()[1]},
+                            row ? static_cast<const float*>(bb.raw_data()) : nullptr, static_cast<float*>(y.raw_data()),
+                            n, bb.defined() && !row);
+  return y;
 }
 
 }  // namespace dezero::detail

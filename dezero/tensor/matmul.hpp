@@ -23,8 +23,8 @@ DType autocast_compute(DType requested, const Device& device);
 // If bias is defined, y = op(a) @ op(b) + bias (bias broadcast over rows).
 // a: (m, k), or (k, m) when ta; b: (k, n), or (n, k) when tb; bias: (n,) or broadcastable to (m, n).
 // compute: bfloat16 or float16 (autocast) makes a float32 product round a and b to that type
-// and sum in float32 (Backend::gemm_lowp, or rounded copies and the float32 gemm where the
-// backend has no such kernel); float32, the default, and every other dtype: no rounding.
+// and sum in float32 (the backend's LowpKernels::gemm, whose default rounds copies for the
+// float32 gemm); float32, the default, and every other dtype: no rounding.
 Tensor matmul_t(const Tensor& a, const Tensor& b, bool ta, bool tb, const Tensor& bias = Tensor(),
                 DType compute = DType::Float32);
 // The mixed-precision product itself, float32 y whatever the operands: a and b 2-d, each
