@@ -18,23 +18,20 @@
 
 #include "dezero/backend/backend.hpp"
 #include "dezero/cpu/gemm.hpp"
+#include "dezero/isa_level.hpp"
 
 namespace dezero::detail::cpu {
 
-enum class IsaLevel : int { sse2 = 0, avx2 = 1, avx512 = 2, avx512_bf16 = 3, amx = 4 };
+// The level query itself is in the bottom layer (isa_level.hpp), for the 16-bit converters too.
+using ::dezero::detail::cpu_best_isa;
+using ::dezero::detail::cpu_model;
+using ::dezero::detail::isa_name;
+using ::dezero::detail::IsaLevel;
 
-// "sse2", "avx2", "avx512", "avx512_bf16", "amx".
-const char* isa_name(IsaLevel level);
-// The highest level this CPU (and its OS) runs.
-IsaLevel cpu_best_isa();
-// The level in use: cpu_best_isa(), or lower when DEZERO_CPU_ISA caps it (a name above what the
-// CPU runs is taken as the CPU's best, with a line on stderr; an unknown name is a ValueError).
-// The first call caps oneDNN too.
+// The level in use (isa_in_use()); the first call caps oneDNN too.
 IsaLevel cpu_isa();
 // DEZERO_CPU_ISA's value when it capped the level, else "".
 const char* cpu_isa_cap();
-// The CPU's name (CPUID's brand string).
-const char* cpu_model();
 
 // What one copy of the kernels offers the rest of the library: its backend, and the entry
 // points that tests and benchmarks call directly (gemm.hpp, kernels.hpp; the baseline's
