@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# tests/gpu_check_test.sh - the rules of tools/gpu-check.sh that a machine without a GPU can check
-# (CTest: tests/CMakeLists.txt). Each case stages a bundle from BUILD into a temporary folder (under
-# a second), runs it there with a clean environment and checks its exit status, its summary and
-# where its logs went:
+# tests/gpu_check_test.sh - the rules of tools/gpu-check.sh (tools/gpu_check.py) that a machine without
+# a GPU can check (CTest: tests/CMakeLists.txt). Each case stages a bundle from BUILD into a temporary
+# folder (under a second), runs it there with a clean environment and checks its exit status, its
+# summary and where its logs went:
 #
 #   bash tests/gpu_check_test.sh deadline  BUILD  # --smoke --deadline 1: the later steps SKIP with
 #                                                 # "deadline", the summary comes last, exit 3, in seconds;
@@ -12,13 +12,17 @@
 #                                                 # cuDNN, or DEZERO_CUDNN=0: PASS, exit 0
 #   bash tests/gpu_check_test.sh no-cublas BUILD  # --quick without cuBLAS: exit 2 naming cuBLAS and the
 #                                                 # folder searched, nothing else run
-#   bash tests/gpu_check_test.sh cudnn-log BUILD  # the conv/pool step on made-up test logs (the script
-#                                                 # sourced, the test program replaced): a log that says
-#                                                 # cuDNN was not used is a FAIL showing the library's reason
+#   bash tests/gpu_check_test.sh cudnn-log BUILD  # the conv/pool step on made-up test logs (the driver
+#                                                 # imported, its CTest test's program replaced by one that
+#                                                 # prints the log): a log that says cuDNN was not used is
+#                                                 # a FAIL showing the library's reason
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CHECK="$ROOT/tools/gpu-check.sh"
+# check_py SCRIPT ARGS...: python code with the driver imported as `g` (tools/gpu_check.py).
+check_py() { local code=$1; shift; PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$ROOT/tools" python3 -c "import sys, gpu_check as g
+$code" "$@"; }
 case_name=${1:?usage: tests/gpu_check_test.sh deadline|no-cudnn|no-cublas|cudnn-log BUILD}
 BUILD=${2:?usage: tests/gpu_check_test.sh $case_name BUILD}
 TMP=$(mktemp -d)
@@ -92,15 +96,13 @@ case "$case_name" in
     expect "the whole output is in DEZERO_GPU_CHECK_RUNS/gpu-check.log" grep -q '^== summary: ' "$TMP/runs-deadline/gpu-check.log"
     # A program that would run past the deadline is stopped at it (its own limit cut to the time
     # left), and that marks its step as cut, not failed.
-    (
-      # shellcheck source=../tools/gpu-check.sh
-      source "$CHECK"
-      set +e
-      set_deadline 1
-      t0=$(now_ms)
-      timed 60 sleep 30
-      echo "rc=$? cut=$STEP_CUT ms=$(( $(now_ms) - t0 ))"
-    ) >"$TMP/timed.out" 2>&1
+    check_py '
+import time
+check = g.Check(sys.argv[1])
+check.set_deadline(1)
+t0 = time.monotonic()
+rc = check.timed(60, ["sleep", "30"])
+print(f"rc={rc} cut={int(check.cut)} ms={int((time.monotonic() - t0) * 1000)}")' "$TMP" >"$TMP/timed.out" 2>&1
     echo "---- timed 60 sleep 30 under --deadline 1: $(cat "$TMP/timed.out")"
     expect "timed 60 sleep 30 is stopped at the deadline, as cut" grep -q -E '^rc=124 cut=1 ms=[0-9]{1,4}$' "$TMP/timed.out"
     expect "... within 3 s" [ "$(sed -n 's/.*ms=//p' "$TMP/timed.out")" -lt 3000 ]
@@ -146,21 +148,19 @@ case "$case_name" in
     ;;
 
   cudnn-log)
-    # The real conv/pool step, its test program replaced by one that prints a made-up log.
-    # shellcheck source=../tools/gpu-check.sh
-    source "$CHECK"
-    set +e
-    # shellcheck disable=SC2034  # the sourced script's state
-    RUNS="$TMP" MODE=gpu MODE_NAME=test
+    # The real conv/pool step, its CTest test's program replaced by one that prints a made-up log.
     FAKE_LOG="$TMP/fake.log" FAKE_RC=0
-    run_dz() { cat "$FAKE_LOG"; return "$FAKE_RC"; }
     # conv_case NAME EXPECTED-REGEX [DEZERO_CUDNN]: the step on $FAKE_LOG; its summary line must match.
     conv_case() {
       local name=$1 want=$2 line
-      # shellcheck disable=SC2034
-      SUMMARY=() NFAIL=0
-      DEZERO_CUDNN=${3:-} run_step "conv/pool tests, cuDNN" step_conv_cudnn >"$TMP/step.out" 2>&1
-      line=${SUMMARY[0]:-}
+      DEZERO_CUDNN=${3:-} check_py '
+check = g.Check(sys.argv[1], "gpu")
+check.runs = sys.argv[1]
+check.tests = {"gpu_conv_cudnn": {"command": ["sh", "-c", "cat \"$0\"; exit \"$1\"", sys.argv[2], sys.argv[3]],
+                                  "timeout": 120, "labels": ["gpu", "gpu_quick"]}}
+check.run_step("conv/pool tests, cuDNN", check.step_conv_cudnn, "gpu_conv_cudnn")
+print(check.summary[0], file=sys.stderr)' "$TMP" "$FAKE_LOG" "$FAKE_RC" >"$TMP/step.out" 2>"$TMP/line"
+      line=$(cat "$TMP/line")
       echo "---- $name: $line"
       if [[ $line =~ $want ]]; then ok "$name"; else bad "$name: the line does not match $want"; fi
     }
