@@ -132,16 +132,25 @@ class Backend;
 
 // --- the optional tables ------------------------------------------------------------------
 
+// What the three never-refusing tables share: the core their defaults are written over.
+class CoreTable {
+ public:
+  explicit CoreTable(Backend& core) : core_(core) {}
+  virtual ~CoreTable() = default;
+  CoreTable(const CoreTable&) = delete;
+  CoreTable& operator=(const CoreTable&) = delete;
+
+ protected:
+  Backend& core_;
+};
+
 // One-pass forms of composed neural-network ops. The defaults (backend/tables.cpp) compose
 // the same arithmetic from the core, so a device's kernel and the default give the same
 // values: bit for bit element by element (mse_backward), up to the order of a sum where the
 // kernel adds in its own (the products of gemm_bias, mse_forward's total).
-class NnKernels {
+class NnKernels : public CoreTable {
  public:
-  explicit NnKernels(Backend& core) : core_(core) {}
-  virtual ~NnKernels() = default;
-  NnKernels(const NnKernels&) = delete;
-  NnKernels& operator=(const NnKernels&) = delete;
+  using CoreTable::CoreTable;
 
   // C (m, n; row stride ldc) = op(A) @ op(B) + bias, the row `bias` (n) added to each of C's
   // m rows. Default: the bias copied into C's rows, then gemm with beta = 1.
@@ -155,9 +164,6 @@ class NnKernels {
   virtual void mse_forward(DType dt, const void* x0, const void* x1, void* loss, std::int64_t n, double divisor);
   virtual void mse_backward(DType dt, const void* x0, const void* x1, const void* gy, void* gx, std::int64_t n,
                             double scale);
-
- protected:
-  Backend& core_;
 };
 
 // Mixed precision (dezero::autocast): C (m, n) = op(A) op(B) into a float32 C, with A and B
@@ -167,12 +173,9 @@ class NnKernels {
 // F::linear does for its backward). Default: the operands rounded to `compute` and back into
 // float32 copies, then the float32 gemm (gemm_bias for a bias): the same values up to the
 // order of the sums.
-class LowpKernels {
+class LowpKernels : public CoreTable {
  public:
-  explicit LowpKernels(Backend& core) : core_(core) {}
-  virtual ~LowpKernels() = default;
-  LowpKernels(const LowpKernels&) = delete;
-  LowpKernels& operator=(const LowpKernels&) = delete;
+  using CoreTable::CoreTable;
 
   struct Operand {
     const void* data;
@@ -182,9 +185,6 @@ class LowpKernels {
   virtual void gemm(DType compute, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k,
                     const Operand& a, const Operand& b, const float* bias, float* c, std::int64_t ldc,
                     bool accumulate);
-
- protected:
-  Backend& core_;
 };
 
 // The optimizer's update for n parameters at once (PyTorch's multi-tensor "foreach" step),
@@ -192,19 +192,13 @@ class LowpKernels {
 // pass (the host) or one launch per batch of chunks (CUDA). Default: that loop.
 // With args.decay != 0 only where fuses_weight_decay() is true (the host): elsewhere the
 // caller passes decay 0 and WeightDecay runs as its own kernel first.
-class OptimizerKernels {
+class OptimizerKernels : public CoreTable {
  public:
-  explicit OptimizerKernels(Backend& core) : core_(core) {}
-  virtual ~OptimizerKernels() = default;
-  OptimizerKernels(const OptimizerKernels&) = delete;
-  OptimizerKernels& operator=(const OptimizerKernels&) = delete;
+  using CoreTable::CoreTable;
 
   virtual bool fuses_weight_decay() const { return false; }
   virtual void update_multi(UpdateRule rule, DType dt, const UpdateChunk* chunks, std::size_t n,
                             const UpdateArgs& args);
-
- protected:
-  Backend& core_;
 };
 
 // A vendor library's convolution, pooling and batch normalisation. Every entry returns
