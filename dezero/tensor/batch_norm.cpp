@@ -26,8 +26,8 @@ Nchw nchw(const Tensor& x) {
 void check_operand(const char* what, const Tensor& x, const Tensor& p, const Shape& want) {
   check_defined("batch_norm", p);
   if (p.shape() != want || p.dtype() != x.dtype() || !(p.device() == x.device()))
-    throw ShapeError(std::string("batch_norm: ") + what + " " + describe(p) + " does not match x " + describe(x) +
-                     "; hint: pass arrays of x's shape (or (C,) for the per-channel ones), dtype and device");
+    fail<ShapeError>("batch_norm", what, " ", p, " does not match x ", x,
+                     Hint{"pass arrays of x's shape (or (C,) for the per-channel ones), dtype and device"});
 }
 }  // namespace
 

@@ -69,18 +69,15 @@ void check_same(const char* op, const Tensor& a, const char* an, const Tensor& b
 // The geometry of a window (k, s, p) over images of shape xs (n, c, h, w); `x_desc`
 // describes the input for messages.
 ConvGeom geometry(const char* op, const Shape& xs, const std::string& x_desc, Pair k, Pair s, Pair p) {
-  std::string o(op);
-  if (k.h < 1 || k.w < 1)
-    throw ValueError(o + ": kernel size must be positive, got " + k.str() + "; hint: e.g. 3 or {3, 3}");
-  if (s.h < 1 || s.w < 1) throw ValueError(o + ": stride must be positive, got " + s.str() + "; hint: stride 1");
-  if (p.h < 0 || p.w < 0) throw ValueError(o + ": pad must be >= 0, got " + p.str() + "; hint: pad 0");
+  if (k.h < 1 || k.w < 1) fail<ValueError>(op, "kernel size must be positive, got ", k.str(), Hint{"e.g. 3 or {3, 3}"});
+  if (s.h < 1 || s.w < 1) fail<ValueError>(op, "stride must be positive, got ", s.str(), Hint{"stride 1"});
+  if (p.h < 0 || p.w < 0) fail<ValueError>(op, "pad must be >= 0, got ", p.str(), Hint{"pad 0"});
   ConvGeom g;
   g.n = xs[0], g.c = xs[1], g.h = xs[2], g.w = xs[3];
   g.kh = k.h, g.kw = k.w, g.sh = s.h, g.sw = s.w, g.ph = p.h, g.pw = p.w;
   if (g.h + 2 * g.ph < g.kh || g.w + 2 * g.pw < g.kw)
-    throw ShapeError(o + ": kernel " + k.str() + " is larger than the padded input " +
-                     hw(g.h + 2 * g.ph, g.w + 2 * g.pw) + " (input " + x_desc + ", pad " + p.str() +
-                     "); hint: use a smaller kernel or a larger pad");
+    fail<ShapeError>(op, "kernel ", k.str(), " is larger than the padded input ", hw(g.h + 2 * g.ph, g.w + 2 * g.pw),
+                     " (input ", x_desc, ", pad ", p.str(), ")", Hint{"use a smaller kernel or a larger pad"});
   g.oh = (g.h + 2 * g.ph - g.kh) / g.sh + 1;
   g.ow = (g.w + 2 * g.pw - g.kw) / g.sw + 1;
   return g;

@@ -193,13 +193,14 @@ void check_update(std::ptrdiff_t index, const Tensor* param, const Tensor* grad,
     return op;
   };
   if (!param || !grad || (nstate >= 1 && !s1) || (nstate >= 2 && !s2))
-    throw ValueError(where() + ": missing the parameter, its gradient or one of the rule's " +
-                     std::to_string(nstate) + " state tensors");
+    detail::fail<ValueError>(where().c_str(), "missing the parameter, its gradient or one of the rule's ", nstate,
+                             " state tensors");
   if (!param->defined()) check_defined(where().c_str(), *param);
   const DType dt = param->dtype();
   if (!is_floating(dt) || is_half(dt))
-    throw DtypeError(where() + ": the parameter is " + describe(*param) + "; hint: only float32 and float64 "
-                     "parameters can be optimised (keep float32 master parameters and run the model in 16 bits)");
+    detail::fail<DtypeError>(where().c_str(), "the parameter is ", *param,
+                             Hint{"only float32 and float64 parameters can be optimised (keep float32 master "
+                                  "parameters and run the model in 16 bits)"});
   const Device dev = param->device();
   auto like = [&](const char* what, const Tensor& t) {
     if (!t.defined()) check_defined(where().c_str(), t);
@@ -256,8 +257,8 @@ void optimizer_update_multi(UpdateRule rule, const ParamUpdate* items, std::size
                             MultiScratch& sc) {
   if (n == 0) return;
   if (args.decay != 0 && !fuses_weight_decay(items, n))
-    throw ValueError("optimizer update with weight decay fused: a parameter's device does not fuse it; hint: check "
-                     "fuses_weight_decay() first and run WeightDecay as a hook otherwise");
+    detail::fail<ValueError>("optimizer update with weight decay fused", "a parameter's device does not fuse it",
+                             Hint{"check fuses_weight_decay() first and run WeightDecay as a hook otherwise"});
   const int nstate = state_count(rule);
   auto chunk = [&](const ParamUpdate& it) {
     UpdateChunk c;

@@ -179,8 +179,8 @@ Tensor matmul_lowp(const Tensor& a, const Tensor& b, bool ta, bool tb, const Ten
     return t.ndim() == 2 && (t.dtype() == dt || t.dtype() == compute);
   };
   if (!is_half(compute) || !operand_ok(a) || !operand_ok(b))
-    throw DtypeError(std::string("matmul: the mixed-precision product takes 2-d float32 or ") + dtype_name(compute) +
-                     " operands, got " + describe(a) + " and " + describe(b) + "; hint: use matmul_t");
+    detail::fail<DtypeError>("matmul", "the mixed-precision product takes 2-d float32 or ", compute, " operands, got ",
+                             a, " and ", b, "; hint: use matmul_t");
   const std::int64_t m = ta ? a.shape()[1] : a.shape()[0], k = ta ? a.shape()[0] : a.shape()[1];
   const std::int64_t n = tb ? b.shape()[0] : b.shape()[1];
   if ((tb ? b.shape()[1] : b.shape()[0]) != k)

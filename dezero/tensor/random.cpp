@@ -102,8 +102,8 @@ Tensor Generator::uniform(double low, double high, const Shape& shape, DType dty
 
 Tensor Generator::randint(std::int64_t low, std::int64_t high, const Shape& shape, DType dtype, Device device) {
   if (high <= low)
-    throw ValueError("random::randint: low >= high (" + std::to_string(low) + " >= " + std::to_string(high) +
-                     "); hint: the range is [low, high), high excluded");
+    detail::fail<ValueError>("random::randint", "low >= high (", low, " >= ", high,
+                             "); hint: the range is [low, high), high excluded");
   std::vector<std::int64_t> v(shape.checked_nbytes("random::randint", sizeof(std::int64_t)) / sizeof(std::int64_t));
   {
     std::lock_guard<std::mutex> lock(impl_->mutex());
@@ -113,7 +113,7 @@ Tensor Generator::randint(std::int64_t low, std::int64_t high, const Shape& shap
 }
 
 Tensor Generator::permutation(std::int64_t n, Device device) {
-  if (n < 0) throw ValueError("random::permutation: n must be non-negative, got " + std::to_string(n));
+  if (n < 0) detail::fail<ValueError>("random::permutation", "n must be non-negative, got ", n);
   std::vector<std::int64_t> v(static_cast<std::size_t>(n));
   std::iota(v.begin(), v.end(), 0);
   {

@@ -59,8 +59,8 @@ Tensor reduce(detail::ReduceOp op, const char* name, const Tensor& x, const Axes
   Plan p;
   plan_reduction(name, x, axes, p);
   if (op != detail::ReduceOp::Sum && p.r == 0)
-    throw ValueError(std::string(name) + ": zero-size array to reduction operation which has no identity (shape " +
-                     x.shape().str() + ")");
+    detail::fail<ValueError>(name, "zero-size array to reduction operation which has no identity (shape ", x.shape(),
+                             ")");
   Tensor y = Tensor::empty(keepdims ? p.out_keep : p.out, x.dtype(), x.device());
   if (y.size()) backend_of(x).reduce(op, x.dtype(), p.x->raw_data(), y.raw_data(), p.outer, p.r, p.inner);
   return y;
@@ -71,7 +71,7 @@ Tensor arg_reduce(detail::ArgReduceOp op, const char* name, const Tensor& x, std
   if (is_half(x.dtype())) return arg_reduce(op, name, x.astype(float32), axis);  // widening is exact
   Tensor src = axis ? x : x.reshape(Shape{x.size()});
   int a = detail::normalize_axis(name, axis ? *axis : 0, src.ndim());
-  if (src.shape()[a] == 0) throw ValueError(std::string(name) + ": attempt to get " + name + " of an empty sequence");
+  if (src.shape()[a] == 0) detail::fail<ValueError>(name, "attempt to get ", name, " of an empty sequence");
   Plan p;
   plan_reduction(name, src, Axes(a), p);
   Tensor y = Tensor::empty(p.out, int64, x.device());

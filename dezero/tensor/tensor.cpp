@@ -128,7 +128,7 @@ void detail::MemoryCap::check(std::size_t nbytes) {
 Storage::Storage(std::size_t nbytes, Device device) : cuda_(device.is_cuda()) {
   if (device.is_cuda()) {
     if (device.index() < 0 || device.index() > 32767)
-      throw DeviceError("Storage: no CUDA device " + device.str() + "; hint: device ids count from 0");
+      detail::fail<DeviceError>("Storage", "no CUDA device ", device, "; hint: device ids count from 0");
     index_ = static_cast<std::int16_t>(device.index());
   }
   if (kInlineStorage && nbytes <= kInlineBytes && device.is_cpu()) {
@@ -181,10 +181,10 @@ Tensor::Tensor(StoragePtr storage, std::int64_t offset, Shape shape, DType dtype
     : storage_(std::move(storage)), shape_(std::move(shape)) {
   shape_.checked_numel("Tensor");
   if (shape_.ndim() > detail::kMaxDims)
-    throw ShapeError("Tensor: at most " + std::to_string(detail::kMaxDims) + " axes are supported, got " + shape_.str());
+    detail::fail<ShapeError>("Tensor", "at most ", detail::kMaxDims, " axes are supported, got ", shape_);
   if (offset < 0 || static_cast<std::uint64_t>(offset) > kOffsetMask)
-    throw ValueError("Tensor: offset " + std::to_string(offset) + " is out of range; hint: offsets count elements "
-                     "from the start of the storage, 0 to 2^56 - 1");
+    detail::fail<ValueError>("Tensor", "offset ", offset, " is out of range; hint: offsets count elements "
+                             "from the start of the storage, 0 to 2^56 - 1");
   word_ = static_cast<std::uint64_t>(offset);
   set_dtype(dtype);
 }
@@ -214,7 +214,8 @@ T* Tensor::data() const {
     throw DtypeError(std::string("data<") + dtype_name(dtype_of<T>()) + ">: the tensor is " + dtype_name(dtype()) +
                      "; hint: use astype() first");
   if (!device().is_cpu())
-    throw DeviceError("data<T>: the tensor lives on " + device().str() + "; hint: call to_cpu() to read it on the host");
+    detail::fail<DeviceError>("data<T>", "the tensor lives on ", device(),
+                              "; hint: call to_cpu() to read it on the host");
   return static_cast<T*>(raw_data());
 }
 
