@@ -9,6 +9,7 @@
 
 #include "dezero/models.hpp"
 #include "dezero/models/zoo_parts.hpp"
+#include "dezero/tensor/checks.hpp"
 
 namespace dezero::models {
 
@@ -43,8 +44,7 @@ std::shared_ptr<L::BatchNorm> batch_norm(std::int64_t C) {
 
 void check_channels(const char* layer, std::int64_t in, std::int64_t mid, std::int64_t out) {
   if (in <= 0 || mid <= 0 || out <= 0)
-    throw ValueError(std::string(layer) + ": channels must be positive, got in " + std::to_string(in) + ", mid " +
-                     std::to_string(mid) + ", out " + std::to_string(out));
+    dezero::detail::fail<ValueError>(layer, "channels must be positive, got in ", in, ", mid ", mid, ", out ", out);
 }
 
 }  // namespace
@@ -52,7 +52,7 @@ void check_channels(const char* layer, std::int64_t in, std::int64_t mid, std::i
 // --- BottleneckA ---------------------------------------------------------------------------------
 BottleneckA::BottleneckA(std::int64_t in, std::int64_t mid, std::int64_t out, int stride, bool downsample_fb) {
   check_channels("BottleneckA", in, mid, out);
-  if (stride <= 0) throw ValueError("BottleneckA: stride must be positive, got " + std::to_string(stride));
+  if (stride <= 0) dezero::detail::fail<ValueError>("BottleneckA", "stride must be positive, got ", stride);
   // The original MSRA ResNet strides on the first 1x1 convolution, Facebook's on the 3x3.
   const int stride_1x1 = downsample_fb ? 1 : stride, stride_3x3 = downsample_fb ? stride : 1;
   conv1 = register_layer("conv1", conv(in, mid, 1, stride_1x1, 0));
@@ -96,7 +96,7 @@ Variable BottleneckB::forward(const Variable& x) {
 // --- BuildingBlock -------------------------------------------------------------------------------
 BuildingBlock::BuildingBlock(int n_layers, std::int64_t in, std::int64_t mid, std::int64_t out, int stride,
                              bool downsample_fb) {
-  if (n_layers < 1) throw ValueError("BuildingBlock: n_layers must be at least 1, got " + std::to_string(n_layers));
+  if (n_layers < 1) dezero::detail::fail<ValueError>("BuildingBlock", "n_layers must be at least 1, got ", n_layers);
   a = register_layer("a", std::make_shared<BottleneckA>(in, mid, out, stride, downsample_fb));
   for (int i = 1; i < n_layers; ++i)
     b.push_back(register_layer("b" + std::to_string(i), std::make_shared<BottleneckB>(out, mid)));
@@ -116,8 +116,8 @@ std::vector<int> blocks_of(int n_layers) {
     case 101: return {3, 4, 23, 3};
     case 152: return {3, 8, 36, 3};
     default:
-      throw ValueError("ResNet: n_layers must be 50, 101 or 152 (DeZero's weight files), got " +
-                       std::to_string(n_layers) + "; hint: build other depths from BuildingBlock");
+      dezero::detail::fail<ValueError>("ResNet", "n_layers must be 50, 101 or 152 (DeZero's weight files), got ",
+                                       n_layers, "; hint: build other depths from BuildingBlock");
   }
 }
 }  // namespace

@@ -48,7 +48,7 @@ Optimizer& Optimizer::setup(L::Layer& target) & {
   return *this;
 }
 Optimizer& Optimizer::setup(const std::shared_ptr<L::Layer>& target) & {
-  if (!target) throw ValueError("Optimizer::setup: the target layer is null");
+  if (!target) detail::fail<ValueError>("Optimizer::setup", "the target layer is null");
   setup(*target);
   owned_target_ = target;
   return *this;
@@ -63,7 +63,7 @@ Optimizer& Optimizer::setup(std::vector<Parameter> params) & {
 }
 
 Optimizer& Optimizer::add_hook(Hook hook) & {
-  if (!hook) throw ValueError("Optimizer::add_hook: the hook is empty");
+  if (!hook) detail::fail<ValueError>("Optimizer::add_hook", "the hook is empty");
   hooks_.push_back(std::move(hook));
   return *this;
 }
@@ -89,10 +89,10 @@ void Optimizer::reset_state() {
 
 void Optimizer::gather(std::vector<Parameter>& out) const {
   out.clear();
-  if (!has_target_) throw ValueError("Optimizer: no target; hint: call setup(model) before update()");
+  if (!has_target_) detail::fail<ValueError>("Optimizer", "no target; hint: call setup(model) before update()");
   if (target_ && target_alive_.expired())
-    throw ValueError("Optimizer: the model given to setup(model) has been destroyed; hint: a model passed by "
-                     "reference must outlive its optimizer (setup(std::shared_ptr) keeps it alive)");
+    detail::fail<ValueError>("Optimizer", "the model given to setup(model) has been destroyed; hint: a model passed "
+                             "by reference must outlive its optimizer (setup(std::shared_ptr) keeps it alive)");
   if (target_) target_->collect_params(out);
   else out.insert(out.end(), fixed_params_.begin(), fixed_params_.end());
 }
@@ -188,8 +188,8 @@ Optimizer& Optimizer::loss_scaling(std::int64_t interval, std::optional<double> 
 void Optimizer::backward(Variable loss, const BackwardOptions& options) {
   if (scale_interval_ > 0) {
     if (loss.size() != 1)
-      throw ValueError("Optimizer::backward: the loss must have one element to be scaled, got shape " +
-                       loss.shape().str() + "; hint: reduce it first (F::sum, F::mean_squared_error, ...)");
+      detail::fail<ValueError>("Optimizer::backward", "the loss must have one element to be scaled, got shape ",
+                               loss.shape(), "; hint: reduce it first (F::sum, F::mean_squared_error, ...)");
     loss.set_grad(Variable(full(loss.shape(), loss_scale_, loss.dtype(), loss.data().device())));
     scaled_grads_ = true;
   }
@@ -200,8 +200,9 @@ void Optimizer::backward(Variable loss, const BackwardOptions& options) {
 // gradients divided by the scale; the scale adjusted either way.
 bool Optimizer::unscale_or_skip() {
   if (!scaled_grads_)
-    throw ValueError("Optimizer::update: loss scaling is on, but the gradients were not computed by "
-                     "optimizer.backward(loss); hint: call optimizer.backward(loss) instead of loss.backward()");
+    detail::fail<ValueError>("Optimizer::update", "loss scaling is on, but the gradients were not computed by "
+                             "optimizer.backward(loss); hint: call optimizer.backward(loss) instead of "
+                             "loss.backward()");
   scaled_grads_ = false;
   // (g * 0).sum() is 0 unless g holds an inf or a NaN; the sums are added on their device
   // (float64) and read once, so a GPU waits for one value per step, not one per parameter.
@@ -339,10 +340,10 @@ void Optimizer::load_state_dict(const utils::NamedTensors& state, const std::str
   auto t_it = arrays.find("t");
   if (t_it == arrays.end()) throw ValueError(where + " has no array 't'; hint: is it an optimizer state file?");
   if (t_it->second.size() != 1 || !is_integer(t_it->second.dtype()))
-    throw ValueError(where + ": 't' must be one integer, got " + t_it->second.shape().str() + " " +
-                     dtype_name(t_it->second.dtype()));
+    detail::fail<ValueError>(where.c_str(), "'t' must be one integer, got ", t_it->second.shape(), " ",
+                             t_it->second.dtype());
   const std::int64_t t = t_it->second.astype(int64).item<std::int64_t>();
-  if (t < 0) throw ValueError(where + ": 't' is " + std::to_string(t) + ", a step count cannot be negative");
+  if (t < 0) detail::fail<ValueError>(where.c_str(), "'t' is ", t, ", a step count cannot be negative");
   arrays.erase(t_it);
   // Loss scaling's two entries, checked like "t"; kept only when loss scaling is on here.
   double scale = loss_scale_;
@@ -353,7 +354,7 @@ void Optimizer::load_state_dict(const utils::NamedTensors& state, const std::str
   if (s_it != arrays.end()) {
     if (s_it->second.size() != 1 || !is_floating(s_it->second.dtype()) || g_it->second.size() != 1 ||
         !is_integer(g_it->second.dtype()))
-      throw ValueError(where + ": 'loss_scale' must be one float and 'loss_scale_good_steps' one integer");
+      detail::fail<ValueError>(where.c_str(), "'loss_scale' must be one float and 'loss_scale_good_steps' one integer");
     scale = s_it->second.astype(float64).item<double>();
     good = g_it->second.astype(int64).item<std::int64_t>();
     if (!(scale > 0 && std::isfinite(scale)) || good < 0)
@@ -371,20 +372,20 @@ void Optimizer::load_state_dict(const utils::NamedTensors& state, const std::str
     for (const auto& n : names) present += arrays.count(prefix + n);
     if (present == 0) continue;
     if (present != names.size())
-      throw ValueError(where + ": parameter " + std::to_string(i) + " has only some of its state tensors");
+      detail::fail<ValueError>(where.c_str(), "parameter ", i, " has only some of its state tensors");
     const Tensor& data = ps[i].data();
     if (!data.defined())
-      throw ValueError(where + ": parameter " + std::to_string(i) + " has no data yet; hint: run a forward pass first");
+      detail::fail<ValueError>(where.c_str(), "parameter ", i, " has no data yet; hint: run a forward pass first");
     Slot s;
     s.owner = ps[i].node();
     for (const auto& n : names) {
       auto it = arrays.find(prefix + n);
       if (it->second.shape() != data.shape())
-        throw ShapeError(where + ": '" + it->first + "' has shape " + it->second.shape().str() +
-                         " but parameter " + std::to_string(i) + " has shape " + data.shape().str());
+        detail::fail<ShapeError>(where.c_str(), "'", it->first, "' has shape ", it->second.shape(),
+                                 " but parameter ", i, " has shape ", data.shape());
       if (it->second.dtype() != data.dtype())
-        throw DtypeError(where + ": '" + it->first + "' is " + dtype_name(it->second.dtype()) + " but parameter " +
-                         std::to_string(i) + " is " + dtype_name(data.dtype()));
+        detail::fail<DtypeError>(where.c_str(), "'", it->first, "' is ", it->second.dtype(), " but parameter ", i,
+                                 " is ", data.dtype());
       s.state.push_back(it->second.to(data.device()));
       arrays.erase(it);
     }
