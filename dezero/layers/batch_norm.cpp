@@ -4,6 +4,7 @@
 // running ones; test mode: the running statistics).
 #include "dezero/functions.hpp"
 #include "dezero/layers/batch_norm.hpp"
+#include "dezero/tensor/checks.hpp"
 
 namespace dezero::L {
 
@@ -17,7 +18,7 @@ BatchNorm::BatchNorm() {
 
 Variable BatchNorm::forward(const Variable& x) {
   if (x.ndim() != 2 && x.ndim() != 4)
-    throw ShapeError("BatchNorm: input of shape " + x.shape().str() + "; hint: pass (N, C) or (N, C, H, W)");
+    detail::fail<ShapeError>("BatchNorm", "input of shape ", x.shape(), "; hint: pass (N, C) or (N, C, H, W)");
   const std::int64_t D = x.shape()[1];
   const Device dev = x.device();
   auto all_there = [&] {

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "dezero/functions.hpp"
+#include "dezero/tensor/checks.hpp"
 
 namespace dezero::L {
 
@@ -16,39 +17,35 @@ namespace {
 // The constructor checks both layers share; `layer` is "Conv2d" or "Deconv2d".
 void check_args(const char* layer, std::int64_t out_channels, Pair kernel_size, Pair stride, Pair pad, DType dtype,
                 std::int64_t in_channels, std::int64_t groups) {
-  std::string l = layer;
-  if (out_channels <= 0) throw ValueError(l + ": out_channels must be positive, got " + std::to_string(out_channels));
-  if (in_channels < 0)
-    throw ValueError(l + ": in_channels must be positive (or 0 for lazy), got " + std::to_string(in_channels));
+  using detail::fail;
+  if (out_channels <= 0) fail<ValueError>(layer, "out_channels must be positive, got ", out_channels);
+  if (in_channels < 0) fail<ValueError>(layer, "in_channels must be positive (or 0 for lazy), got ", in_channels);
   if (kernel_size.h <= 0 || kernel_size.w <= 0)
-    throw ValueError(l + ": kernel_size must be positive, got " + kernel_size.str());
-  if (stride.h <= 0 || stride.w <= 0) throw ValueError(l + ": stride must be positive, got " + stride.str());
-  if (pad.h < 0 || pad.w < 0) throw ValueError(l + ": pad must be >= 0, got " + pad.str());
-  if (!is_floating(dtype))
-    throw DtypeError(l + ": dtype must be float32 or float64, got " + dtype_name(dtype));
+    fail<ValueError>(layer, "kernel_size must be positive, got ", kernel_size.str());
+  if (stride.h <= 0 || stride.w <= 0) fail<ValueError>(layer, "stride must be positive, got ", stride.str());
+  if (pad.h < 0 || pad.w < 0) fail<ValueError>(layer, "pad must be >= 0, got ", pad.str());
+  if (!is_floating(dtype)) fail<DtypeError>(layer, "dtype must be float32 or float64, got ", dtype);
   if (groups < 1)
-    throw ValueError(l + ": groups must be >= 1, got " + std::to_string(groups) +
+    fail<ValueError>(layer, "groups must be >= 1, got ", groups,
                      "; hint: 1 for an ordinary convolution, in_channels for a depthwise one");
   if (out_channels % groups != 0 || in_channels % groups != 0)
-    throw ValueError(l + ": groups " + std::to_string(groups) + " must divide out_channels " +
-                     std::to_string(out_channels) + (in_channels > 0 ? " and in_channels " + std::to_string(in_channels)
-                                                                     : std::string()) +
+    fail<ValueError>(layer, "groups ", groups, " must divide out_channels ", out_channels,
+                     in_channels > 0 ? " and in_channels " + std::to_string(in_channels) : std::string(),
                      "; hint: choose groups among their common divisors");
 }
 
 // The lazy first call's C (x.shape[1]) must split into the layer's groups.
 void check_groups_of_input(const char* layer, const Variable& x, std::int64_t groups) {
   if (x.shape()[1] % groups != 0)
-    throw ShapeError(std::string(layer) + ": input " + x.shape().str() + " has " + std::to_string(x.shape()[1]) +
-                     " channels, which groups " + std::to_string(groups) +
-                     " does not divide; hint: the channels must be a multiple of groups");
+    detail::fail<ShapeError>(layer, "input ", x.shape(), " has ", x.shape()[1], " channels, which groups ", groups,
+                             " does not divide; hint: the channels must be a multiple of groups");
 }
 
 // Lazy initialisation reads C from x: (N, C, H, W).
 std::int64_t channels_of(const char* layer, const Variable& x, std::int64_t groups) {
   if (x.ndim() != 4)
-    throw ShapeError(std::string(layer) + ": input of shape " + x.shape().str() +
-                     " is not 4-d, so in_channels cannot be inferred from x.shape[1]; hint: pass (N, C, H, W) batches");
+    detail::fail<ShapeError>(layer, "input of shape ", x.shape(), " is not 4-d, so in_channels cannot be inferred "
+                             "from x.shape[1]; hint: pass (N, C, H, W) batches");
   check_groups_of_input(layer, x, groups);
   return x.shape()[1];
 }

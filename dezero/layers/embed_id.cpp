@@ -4,14 +4,14 @@
 #include <string>
 
 #include "dezero/functions.hpp"
+#include "dezero/tensor/checks.hpp"
 
 namespace dezero::L {
 
 // --- EmbedID -------------------------------------------------------------------------------------
 EmbedID::EmbedID(std::int64_t in_size, std::int64_t out_size, DType dtype, random::Generator gen) {
   if (in_size <= 0 || out_size <= 0)
-    throw ValueError("EmbedID: sizes must be positive, got (" + std::to_string(in_size) + ", " +
-                     std::to_string(out_size) + ")");
+    detail::fail<ValueError>("EmbedID", "sizes must be positive, got (", in_size, ", ", out_size, ")");
   W = register_parameter("W", Parameter(gen.randn({in_size, out_size}, float64).astype(dtype), "W"));
 }
 
@@ -19,8 +19,8 @@ EmbedID::EmbedID(std::int64_t in_size, std::int64_t out_size, DType dtype, rando
 // the range, so an id out of range is an IndexError naming embed_id on every device.
 Variable EmbedID::forward(const Variable& ids) {
   if (!is_integer(ids.dtype()))
-    throw DtypeError(std::string("EmbedID: ids must be int32 or int64, got ") + dtype_name(ids.dtype()) +
-                     "; hint: astype(dezero::int64)");
+    detail::fail<DtypeError>("EmbedID", "ids must be int32 or int64, got ", ids.dtype(),
+                             "; hint: astype(dezero::int64)");
   return F::embed_id(ids, W);
 }
 

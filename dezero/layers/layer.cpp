@@ -25,16 +25,16 @@ VariableList Layer::operator()(const VariableList& xs) {
 Variable Layer::operator()(const Variable& x) {
   VariableList ys = (*this)(VariableList{x});
   if (ys.size() != 1)
-    throw ValueError("Layer: forward returned " + std::to_string(ys.size()) +
-                     " outputs; hint: call the layer with a VariableList to get all of them");
+    detail::fail<ValueError>("Layer", "forward returned ", ys.size(),
+                             " outputs; hint: call the layer with a VariableList to get all of them");
   return ys[0];
 }
 
 Variable Layer::operator()(const Variable& a, const Variable& b) {
   VariableList ys = (*this)(VariableList{a, b});
   if (ys.size() != 1)
-    throw ValueError("Layer: forward returned " + std::to_string(ys.size()) +
-                     " outputs; hint: call the layer with a VariableList to get all of them");
+    detail::fail<ValueError>("Layer", "forward returned ", ys.size(),
+                             " outputs; hint: call the layer with a VariableList to get all of them");
   return ys[0];
 }
 
@@ -51,14 +51,15 @@ VariableList Layer::predict(const VariableList& xs) {
 }
 
 Variable Layer::forward(const Variable&) {
-  throw NotImplementedError("Layer: this layer does not define forward(x); hint: override forward(const Variable&) "
-                            "or, for several inputs or outputs, forward_multi(const VariableList&)");
+  detail::fail<NotImplementedError>("Layer", "this layer does not define forward(x); hint: override "
+                                    "forward(const Variable&) or, for several inputs or outputs, "
+                                    "forward_multi(const VariableList&)");
 }
 
 VariableList Layer::forward_multi(const VariableList& xs) {
   if (xs.size() != 1)
-    throw ValueError("Layer: called with " + std::to_string(xs.size()) +
-                     " inputs but the layer only defines forward(x); hint: override forward_multi");
+    detail::fail<ValueError>("Layer", "called with ", xs.size(),
+                             " inputs but the layer only defines forward(x); hint: override forward_multi");
   return {forward(xs[0])};
 }
 
@@ -78,9 +79,9 @@ VariableList Layer::outputs() const { return alive(outputs_); }
 // --- registry ------------------------------------------------------------------------------------
 void Layer::check_new_name(const std::string& name) const {
   if (name.empty() || name.find('/') != std::string::npos)
-    throw ValueError("Layer: bad name '" + name + "'; hint: names are non-empty and contain no '/'");
+    detail::fail<ValueError>("Layer", "bad name '", name, "'; hint: names are non-empty and contain no '/'");
   for (const auto& e : entries_)
-    if (e.name == name) throw ValueError("Layer: the name '" + name + "' is already registered");
+    if (e.name == name) detail::fail<ValueError>("Layer", "the name '", name, "' is already registered");
 }
 
 Parameter Layer::register_parameter(const std::string& name, Parameter p) {
@@ -93,8 +94,8 @@ Parameter Layer::register_parameter(const std::string& name, Parameter p) {
 
 void Layer::add_layer_entry(const std::string& name, std::shared_ptr<Layer> layer) {
   check_new_name(name);
-  if (!layer) throw ValueError("Layer: register_layer('" + name + "') got a null layer");
-  if (layer.get() == this) throw ValueError("Layer: a layer cannot contain itself ('" + name + "')");
+  if (!layer) detail::fail<ValueError>("Layer", "register_layer('", name, "') got a null layer");
+  if (layer.get() == this) detail::fail<ValueError>("Layer", "a layer cannot contain itself ('", name, "')");
   entries_.push_back(Entry{name, Parameter(), std::move(layer)});
 }
 
@@ -128,7 +129,7 @@ std::vector<std::pair<std::string, Parameter>> Layer::named_params() const {
 Parameter Layer::param(const std::string& key) const {
   for (auto& [k, p] : named_params())
     if (k == key) return p;
-  throw ValueError("Layer: no parameter '" + key + "'");
+  detail::fail<ValueError>("Layer", "no parameter '", key, "'");
 }
 
 std::shared_ptr<Layer> Layer::layer(const std::string& key) const {
@@ -138,7 +139,7 @@ std::shared_ptr<Layer> Layer::layer(const std::string& key) const {
     if (e.name != head || !e.layer) continue;
     return slash == std::string::npos ? e.layer : e.layer->layer(key.substr(slash + 1));
   }
-  throw ValueError("Layer: no sub-layer '" + key + "'");
+  detail::fail<ValueError>("Layer", "no sub-layer '", key, "'");
 }
 
 void Layer::cleargrads() {  // walks the tree in place: no list of parameters per step
@@ -151,8 +152,8 @@ void Layer::cleargrads() {  // walks the tree in place: no list of parameters pe
 // --- devices -------------------------------------------------------------------------------------
 void Layer::to(Device device) {
   if (device.is_cuda() && !cuda::is_available())
-    throw DeviceError("Layer::to_gpu: no CUDA device is available (" + device.str() +
-                      "); hint: this build or this machine has no GPU - keep the model on the CPU");
+    detail::fail<DeviceError>("Layer::to_gpu", "no CUDA device is available (", device,
+                              "); hint: this build or this machine has no GPU - keep the model on the CPU");
   // Move everything first, then swap in: a failure (out of memory) changes nothing.
   std::vector<Parameter> ps = params();
   std::vector<Tensor> data(ps.size()), grad(ps.size());
@@ -195,11 +196,11 @@ void Layer::load_weights(const std::string& path) {
     const Tensor& a = it->second;
     if (p.data().defined()) {
       if (a.shape() != p.data().shape())
-        throw ShapeError(where + ": '" + key + "' has shape " + a.shape().str() + " but the parameter has shape " +
-                         p.data().shape().str());
+        detail::fail<ShapeError>(where.c_str(), "'", key, "' has shape ", a.shape(), " but the parameter has shape ",
+                                 p.data().shape());
       if (a.dtype() != p.data().dtype())
-        throw DtypeError(where + ": '" + key + "' is " + dtype_name(a.dtype()) + " but the parameter is " +
-                         dtype_name(p.data().dtype()));
+        detail::fail<DtypeError>(where.c_str(), "'", key, "' is ", a.dtype(), " but the parameter is ",
+                                 p.data().dtype());
     }
     by_key.erase(it);
   }

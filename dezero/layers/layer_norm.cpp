@@ -5,6 +5,7 @@
 #include <string>
 
 #include "dezero/functions.hpp"
+#include "dezero/tensor/checks.hpp"
 
 namespace dezero::L {
 
@@ -17,8 +18,8 @@ LayerNorm::LayerNorm(const Shape& normalized_shape, double eps) : LayerNorm() {
   bool ok = normalized_shape.ndim() >= 1;
   for (std::int64_t d : normalized_shape) ok = ok && d >= 1;
   if (!ok)
-    throw ValueError("LayerNorm: normalized_shape " + normalized_shape.str() +
-                     " must name at least one axis, each of size 1 or more");
+    detail::fail<ValueError>("LayerNorm", "normalized_shape ", normalized_shape,
+                             " must name at least one axis, each of size 1 or more");
   if (!(eps > 0.0)) throw ValueError("LayerNorm: eps must be positive, got " + std::to_string(eps));
   shape_ = normalized_shape;
   eps_ = eps;
@@ -26,8 +27,8 @@ LayerNorm::LayerNorm(const Shape& normalized_shape, double eps) : LayerNorm() {
 
 Variable LayerNorm::forward(const Variable& x) {
   if (x.ndim() < std::max(shape_.ndim(), 1))
-    throw ShapeError("LayerNorm: input of shape " + x.shape().str() + " has fewer axes than the normalised shape " +
-                     (shape_.ndim() ? shape_.str() : std::string("(last axis)")));
+    detail::fail<ShapeError>("LayerNorm", "input of shape ", x.shape(), " has fewer axes than the normalised shape ",
+                             shape_.ndim() ? shape_.str() : std::string("(last axis)"));
   lazy_init([&] { return gamma.data().defined() && beta.data().defined(); },
             [&] {
               Shape s = shape_.ndim() ? shape_ : Shape{x.shape()[x.ndim() - 1]};

@@ -6,15 +6,16 @@
 #include <utility>
 
 #include "dezero/functions.hpp"
+#include "dezero/tensor/checks.hpp"
 
 namespace dezero::L {
 
 // --- Linear --------------------------------------------------------------------------------------
 Linear::Linear(std::int64_t out_size_, bool nobias, DType dtype_, std::int64_t in_size_, random::Generator gen_)
     : in_size(in_size_), out_size(out_size_), dtype(dtype_), gen(std::move(gen_)) {
-  if (out_size <= 0) throw ValueError("Linear: out_size must be positive, got " + std::to_string(out_size));
-  if (in_size < 0) throw ValueError("Linear: in_size must be positive (or 0 for lazy), got " + std::to_string(in_size));
-  if (!is_floating(dtype)) throw DtypeError(std::string("Linear: dtype must be float32 or float64, got ") + dtype_name(dtype));
+  if (out_size <= 0) detail::fail<ValueError>("Linear", "out_size must be positive, got ", out_size);
+  if (in_size < 0) detail::fail<ValueError>("Linear", "in_size must be positive (or 0 for lazy), got ", in_size);
+  if (!is_floating(dtype)) detail::fail<DtypeError>("Linear", "dtype must be float32 or float64, got ", dtype);
   W = register_parameter("W", Parameter(Tensor(), "W"));
   if (in_size > 0) init_W(Device::cpu());
   if (!nobias) b = register_parameter("b", Parameter(zeros({out_size}, dtype), "b"));
@@ -35,8 +36,8 @@ Variable Linear::forward(const Variable& x) {
   lazy_init([&] { return W.data().defined(); },
             [&] {
               if (x.ndim() < 2)
-                throw ShapeError("Linear: input of shape " + x.shape().str() +
-                                 " has no axis 1 to infer in_size from; hint: pass (N, in_size) batches");
+                detail::fail<ShapeError>("Linear", "input of shape ", x.shape(),
+                                         " has no axis 1 to infer in_size from; hint: pass (N, in_size) batches");
               in_size = x.shape()[1];
               init_W(x.device());
             });
