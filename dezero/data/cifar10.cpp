@@ -82,7 +82,7 @@ Archive load_archive() {
 
 const Archive& archive_api(const std::string& path) {
   static const Archive a = load_archive();  // leaked handle: libarchive stays loaded; a failure is kept
-  if (!a.error.empty()) throw IOError("CIFAR10: cannot read " + path + ": " + a.error);
+  if (!a.error.empty()) dezero::detail::fail<IOError>("CIFAR10", "cannot read ", path, ": ", a.error);
   return a;
 }
 
@@ -92,10 +92,11 @@ class ArchiveReader {
   // a_ owns the archive from here on: it is freed however the constructor or the reading ends.
   explicit ArchiveReader(const std::string& path)
       : api_(archive_api(path)), path_(path), a_(api_.read_new(), api_.read_free) {
-    if (!a_) throw IOError("CIFAR10: cannot read " + path + ": archive_read_new failed (out of memory?)");
+    if (!a_)
+      dezero::detail::fail<IOError>("CIFAR10", "cannot read ", path, ": archive_read_new failed (out of memory?)");
     if (api_.support_filter_gzip(a_.get()) < ARCHIVE_WARN || api_.support_format_tar(a_.get()) < ARCHIVE_WARN)
-      throw IOError("CIFAR10: cannot read " + path + ": the loaded libarchive reads no gzip or no tar (libarchive: " +
-                    message() + ")");
+      dezero::detail::fail<IOError>("CIFAR10", "cannot read ", path,
+                                    ": the loaded libarchive reads no gzip or no tar (libarchive: ", message(), ")");
     errno = 0;
     if (!std::ifstream(path, std::ios::binary).good())
       throw IOError("CIFAR10: cannot open " + path + (errno ? std::string(": ") + std::strerror(errno) : ""));
@@ -137,8 +138,8 @@ class ArchiveReader {
 
   [[noreturn]] void fail(const std::string& where) {
     std::string why = message();
-    throw IOError("CIFAR10: " + path_ + " is truncated or corrupt" + (where.empty() ? "" : " (" + where + ")") +
-                  ": libarchive: " + why + "; hint: delete the file so that it is downloaded again");
+    dezero::detail::fail<IOError>("CIFAR10", path_, " is truncated or corrupt", where.empty() ? "" : " (" + where + ")",
+                                  ": libarchive: ", why, "; hint: delete the file so that it is downloaded again");
   }
 
  private:
@@ -163,7 +164,9 @@ class ArchiveReader {
 void check_gzip_trailer(const std::string& path) {
   errno = 0;
   gzFile f = gzopen(path.c_str(), "rb");
-  if (!f) throw IOError("CIFAR10: cannot open " + path + (errno ? std::string(": ") + std::strerror(errno) : ""));
+  if (!f)
+    dezero::detail::fail<IOError>("CIFAR10", "cannot open ", path,
+                                  errno ? std::string(": ") + std::strerror(errno) : "");
   gzbuffer(f, 1 << 18);
   std::vector<char> buf(1 << 20);
   int got = 0;
@@ -174,8 +177,8 @@ void check_gzip_trailer(const std::string& path) {
   std::string why = msg && *msg ? msg : "read error";
   gzclose(f);
   if (got < 0 || (err != Z_OK && err != Z_STREAM_END))
-    throw IOError("CIFAR10: " + path + " is truncated or corrupt: its gzip stream fails its check (zlib: " + why +
-                  "); hint: delete the file so that it is downloaded again");
+    dezero::detail::fail<IOError>("CIFAR10", path, " is truncated or corrupt: its gzip stream fails its check (zlib: ",
+                                  why, "); hint: delete the file so that it is downloaded again");
 }
 
 // --- the binary format -----------------------------------------------------------------------
@@ -201,11 +204,11 @@ std::vector<std::vector<unsigned char>> read_members(const std::string& path, co
   const std::uint64_t budget = static_cast<std::uint64_t>(cap) * kRecord;
   std::uint64_t used = 0;
   auto too_big = [&](const std::string& name, std::uint64_t bytes, const char* how) {
-    throw IOError("CIFAR10: " + path + ": member " + name + " " + how + " " + std::to_string(bytes) + " bytes (" +
-                  std::to_string(bytes / kRecord) + " records), which with the " + std::to_string(used / kRecord) +
-                  " records read before it passes the cap of " + std::to_string(cap) +
-                  " samples (datasets::set_max_cifar_samples raises it); CIFAR-10's batches hold 10,000 records "
-                  "each; hint: delete the file so that it is downloaded again");
+    dezero::detail::fail<IOError>("CIFAR10", path, ": member ", name, " ", how, " ", bytes, " bytes (", bytes / kRecord,
+                                  " records), which with the ", used / kRecord,
+                                  " records read before it passes the cap of ", cap,
+                                  " samples (datasets::set_max_cifar_samples raises it); CIFAR-10's batches hold "
+                                  "10,000 records each; hint: delete the file so that it is downloaded again");
   };
   std::map<std::string, std::vector<unsigned char>> found;
   std::vector<std::string> seen;  // the first names, for messages
@@ -214,15 +217,16 @@ std::vector<std::vector<unsigned char>> read_members(const std::string& path, co
   while (archive_entry* e = r.next()) {
     const std::string& name = r.current();
     if (++members > kMaxMembers)
-      throw IOError("CIFAR10: " + path + " holds more than " + std::to_string(kMaxMembers) +
-                    " members (cifar-10-binary.tar.gz holds 8); hint: delete the file so that it is downloaded again");
+      dezero::detail::fail<IOError>("CIFAR10", path, " holds more than ", kMaxMembers,
+                                    " members (cifar-10-binary.tar.gz holds 8); hint: delete the file so that it is "
+                                    "downloaded again");
     if (seen.size() < 13) seen.push_back(name);
     if (std::find(wanted.begin(), wanted.end(), name) == wanted.end()) continue;
     // A directory or link with a member's name is not the member.
     const Archive& api = r.api();
     if (api.entry_filetype(e) != AE_IFREG)
-      throw IOError("CIFAR10: " + path + ": member " + name + " is not a regular file; hint: delete the file so that "
-                    "it is downloaded again");
+      dezero::detail::fail<IOError>("CIFAR10", path, ": member ", name,
+                                    " is not a regular file; hint: delete the file so that it is downloaded again");
     if (api.entry_size_is_set(e) && api.entry_size(e) > 0 &&
         static_cast<std::uint64_t>(api.entry_size(e)) > budget - used)
       too_big(name, static_cast<std::uint64_t>(api.entry_size(e)), "declares");
@@ -238,24 +242,24 @@ std::vector<std::vector<unsigned char>> read_members(const std::string& path, co
       std::string list;
       for (std::size_t i = 0; i < seen.size() && i < 12; ++i) list += (i ? ", " : "") + seen[i];
       if (members > 12) list += ", ...";
-      throw IOError("CIFAR10: " + path + " has no member " + name + " (it holds " +
-                    (members == 0 ? std::string("no members") : std::to_string(members) + ": " + list) +
-                    "); expected cifar-10-batches-bin/data_batch_1.bin .. data_batch_5.bin and test_batch.bin "
-                    "(the binary distribution, not cifar-10-python.tar.gz); hint: delete the file so that it is "
-                    "downloaded again");
+      dezero::detail::fail<IOError>("CIFAR10", path, " has no member ", name, " (it holds ",
+                                    members == 0 ? std::string("no members") : std::to_string(members) + ": " + list,
+                                    "); expected cifar-10-batches-bin/data_batch_1.bin .. data_batch_5.bin and "
+                                    "test_batch.bin (the binary distribution, not cifar-10-python.tar.gz); hint: "
+                                    "delete the file so that it is downloaded again");
     }
     const std::vector<unsigned char>& bytes = it->second;
     if (bytes.empty() || bytes.size() % kRecord != 0)
-      throw IOError("CIFAR10: " + path + ": member " + name + " holds " + std::to_string(bytes.size()) +
-                    " bytes, which is not a whole, non-zero number of " + std::to_string(kRecord) +
-                    "-byte records (1 label byte + 3072 pixel bytes); hint: delete the file so that it is "
-                    "downloaded again");
+      dezero::detail::fail<IOError>("CIFAR10", path, ": member ", name, " holds ", bytes.size(),
+                                    " bytes, which is not a whole, non-zero number of ", kRecord,
+                                    "-byte records (1 label byte + 3072 pixel bytes); hint: delete the file so that "
+                                    "it is downloaded again");
     for (std::size_t k = 0; k < bytes.size() / kRecord; ++k) {
       unsigned label = bytes[k * kRecord];
       if (label > 9)
-        throw IOError("CIFAR10: " + path + ": member " + name + ", record " + std::to_string(k) + " has label " +
-                      std::to_string(label) + "; CIFAR-10 labels are 0-9; hint: delete the file so that it is "
-                      "downloaded again");
+        dezero::detail::fail<IOError>("CIFAR10", path, ": member ", name, ", record ", k, " has label ", label,
+                                      "; CIFAR-10 labels are 0-9; hint: delete the file so that it is "
+                                      "downloaded again");
     }
     out.push_back(std::move(it->second));
   }
@@ -316,10 +320,10 @@ CIFAR10::CIFAR10(bool train, Transform transform, Transform target_transform, co
     const std::string d = dir.empty() ? utils::cache_dir() : dir;
     std::error_code ec;
     if (std::filesystem::exists(std::filesystem::path(d) / file_name(), ec))
-      throw IOError(std::string("CIFAR10: ") + e.what());  // there, but refused (its checksum, the folder)
-    throw IOError(std::string("CIFAR10: ") + file_name() + " is not in " + d + " and could not be downloaded: " +
-                  e.what() + "; hint: put " + file_name() + " (" + default_mirror() + file_name() + ") in " + d +
-                  ", or set DEZERO_CIFAR10_MIRROR to a URL that has it");
+      dezero::detail::fail<IOError>("CIFAR10", e.what());  // there, but refused (its checksum, the folder)
+    dezero::detail::fail<IOError>("CIFAR10", file_name(), " is not in ", d, " and could not be downloaded: ", e.what(),
+                                  "; hint: put ", file_name(), " (", default_mirror(), file_name(), ") in ", d,
+                                  ", or set DEZERO_CIFAR10_MIRROR to a URL that has it");
   }
   auto [images, labels] = detail::read_cifar10_archive(path, train);
   data_ = std::move(images);

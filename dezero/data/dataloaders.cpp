@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "dezero/cuda.hpp"
+#include "dezero/tensor/checks.hpp"
 #include "dezero/tensor/fused.hpp"
 
 namespace dezero {
@@ -21,7 +22,7 @@ DataLoader::DataLoader(const datasets::Dataset& dataset, std::int64_t batch_size
                        random::Generator gen)
     : dataset_(dataset), batch_size_(batch_size), shuffle_(shuffle), drop_last_(drop_last),
       data_size_(dataset.size()), gen_(std::move(gen)) {
-  if (batch_size <= 0) throw ValueError("DataLoader: batch_size must be positive, got " + std::to_string(batch_size));
+  if (batch_size <= 0) detail::fail<ValueError>("DataLoader", "batch_size must be positive, got ", batch_size);
   max_iter_ = drop_last ? data_size_ / batch_size : (data_size_ + batch_size - 1) / batch_size;
   reset();
 }
@@ -180,22 +181,20 @@ void DataLoader::reset() {
 }
 
 void DataLoader::set_position(std::int64_t epoch, std::int64_t iteration, const std::vector<std::int64_t>& index) {
-  const std::string where = "DataLoader::set_position: ";
-  if (epoch < 0) throw ValueError(where + "epoch " + std::to_string(epoch) + " is negative");
+  const char* where = "DataLoader::set_position";
+  if (epoch < 0) detail::fail<ValueError>(where, "epoch ", epoch, " is negative");
   if (iteration < 0 || iteration > max_iter_)
-    throw ValueError(where + "iteration " + std::to_string(iteration) + " is outside 0.." + std::to_string(max_iter_) +
-                     " (" + std::to_string(max_iter_) + " batches per epoch); hint: was the snapshot made with "
-                     "another batch size or data set?");
+    detail::fail<ValueError>(where, "iteration ", iteration, " is outside 0..", max_iter_, " (", max_iter_,
+                             " batches per epoch); hint: was the snapshot made with another batch size or data set?");
   if (static_cast<std::int64_t>(index.size()) != data_size_)
-    throw ValueError(where + "the sample order has " + std::to_string(index.size()) + " entries for " +
-                     std::to_string(data_size_) + " samples; hint: was the snapshot made with another data set?");
+    detail::fail<ValueError>(where, "the sample order has ", index.size(), " entries for ", data_size_,
+                             " samples; hint: was the snapshot made with another data set?");
   std::vector<char> seen(index.size(), 0);
   for (std::size_t i = 0; i < index.size(); ++i) {
     const std::int64_t k = index[i];
     if (k < 0 || k >= data_size_ || seen[static_cast<std::size_t>(k)] || (!shuffle_ && k != static_cast<std::int64_t>(i)))
-      throw ValueError(where + "the sample order is not " +
-                       std::string(shuffle_ ? "a permutation of 0.." : "0, 1, ..., ") + std::to_string(data_size_ - 1) +
-                       " (entry " + std::to_string(i) + " is " + std::to_string(k) + ")");
+      detail::fail<ValueError>(where, "the sample order is not ", shuffle_ ? "a permutation of 0.." : "0, 1, ..., ",
+                               data_size_ - 1, " (entry ", i, " is ", k, ")");
     seen[static_cast<std::size_t>(k)] = 1;
   }
   if (prefetcher_.p) {
@@ -220,8 +219,8 @@ std::optional<Batch> DataLoader::next() {
     return std::nullopt;
   }
   if (dataset_.size() != data_size_)
-    throw ValueError("DataLoader: the dataset changed size from " + std::to_string(data_size_) + " to " +
-                     std::to_string(dataset_.size()) + " samples; make a new DataLoader");
+    detail::fail<ValueError>("DataLoader", "the dataset changed size from ", data_size_, " to ", dataset_.size(),
+                             " samples; make a new DataLoader");
   if (device_.is_cuda() && !dataset_.device().is_cuda()) return next_from_host_to_gpu();
   Batch b = dataset_.get_batch(batch_indices(iteration_));
   ++iteration_;

@@ -1,6 +1,7 @@
 // dezero/data/datasets.cpp - Dataset (get / get_batch / load-time transforms) and the toy datasets
 // Spiral and SinCurve (DeZero's datasets.py). MNIST and the IDX reader are in mnist.cpp.
 #include "dezero/datasets.hpp"
+#include "dezero/tensor/checks.hpp"
 
 #include <cmath>
 #include <string>
@@ -14,13 +15,13 @@ Dataset::Dataset(bool train, Transform transform, Transform target_transform)
 Dataset::Dataset(Tensor data, Tensor label, Transform transform, Transform target_transform)
     : train_(true), data_(std::move(data)), label_(std::move(label)), transform_(std::move(transform)),
       target_transform_(std::move(target_transform)) {
-  if (!data_.defined()) throw ValueError("Dataset: data is undefined");
-  if (data_.ndim() == 0) throw ShapeError("Dataset: data must have a leading sample axis, got shape ()");
+  if (!data_.defined()) detail::fail<ValueError>("Dataset", "data is undefined");
+  if (data_.ndim() == 0) detail::fail<ShapeError>("Dataset", "data must have a leading sample axis, got shape ()");
   if (label_.defined() && (label_.ndim() == 0 || label_.len() != data_.len()))
-    throw ShapeError("Dataset: data " + data_.shape().str() + " and label " + label_.shape().str() +
-                     " must have the same length");
+    detail::fail<ShapeError>("Dataset", "data ", data_.shape(), " and label ", label_.shape(),
+                             " must have the same length");
   if (label_.defined() && label_.device() != data_.device())
-    throw DeviceError("Dataset: data is on " + data_.device().str() + " but label is on " + label_.device().str());
+    detail::fail<DeviceError>("Dataset", "data is on ", data_.device(), " but label is on ", label_.device());
   apply_batchable_transforms();
 }
 
@@ -41,8 +42,7 @@ std::int64_t Dataset::checked_index(std::int64_t i) const {
   std::int64_t n = size();
   std::int64_t j = i < 0 ? i + n : i;
   if (j < 0 || j >= n)
-    throw IndexError("Dataset: index " + std::to_string(i) + " is out of range for a dataset of " + std::to_string(n) +
-                     " samples");
+    detail::fail<IndexError>("Dataset", "index ", i, " is out of range for a dataset of ", n, " samples");
   return j;
 }
 
@@ -89,7 +89,7 @@ Tensor Dataset::label_batch(const std::vector<std::int64_t>& indices) const {
 
 Dataset Dataset::subset(const std::vector<std::int64_t>& indices) const {
   if (indices.empty())
-    throw ValueError("Dataset::subset: no indices given; hint: a subset holds at least one sample");
+    detail::fail<ValueError>("Dataset::subset", "no indices given; hint: a subset holds at least one sample");
   std::vector<std::int64_t> idx(indices.size());
   for (std::size_t k = 0; k < indices.size(); ++k) idx[k] = checked_index(indices[k]);
   if (!data_.defined()) {  // samples computed in get(): computed once, transforms applied
@@ -107,7 +107,7 @@ Dataset Dataset::subset(const std::vector<std::int64_t>& indices) const {
 }
 
 Batch Dataset::get_batch(const std::vector<std::int64_t>& indices) const {
-  if (indices.empty()) throw ValueError("Dataset::get_batch: no indices given");
+  if (indices.empty()) detail::fail<ValueError>("Dataset::get_batch", "no indices given");
   std::vector<std::int64_t> idx(indices.size());
   for (std::size_t k = 0; k < indices.size(); ++k) idx[k] = checked_index(indices[k]);
   if (data_.defined()) return {data_batch(idx), label_batch(idx)};
@@ -119,7 +119,7 @@ Batch Dataset::get_batch(const std::vector<std::int64_t>& indices) const {
     if (b.second.defined()) ts.push_back(b.second);
   }
   if (!ts.empty() && ts.size() != xs.size())
-    throw ValueError("Dataset::get_batch: some samples have a label and some do not");
+    detail::fail<ValueError>("Dataset::get_batch", "some samples have a label and some do not");
   return {stack(xs, 0), ts.empty() ? Tensor() : stack(ts, 0)};
 }
 

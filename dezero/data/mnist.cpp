@@ -36,7 +36,9 @@ namespace {
 class GzFile {
  public:
   explicit GzFile(const std::string& path) : path_(path), f_(gzopen(path.c_str(), "rb")) {
-    if (!f_) throw IOError("read_idx: cannot open " + path + (errno ? std::string(": ") + std::strerror(errno) : ""));
+    if (!f_)
+      dezero::detail::fail<IOError>("read_idx", "cannot open ", path,
+                                    errno ? std::string(": ") + std::strerror(errno) : "");
     gzbuffer(f_, 1 << 18);
   }
   ~GzFile() {
@@ -63,8 +65,8 @@ class GzFile {
   [[noreturn]] void fail() {
     int err = Z_OK;
     const char* msg = gzerror(f_, &err);
-    throw IOError("read_idx: " + path_ + " is corrupt or truncated (zlib: " + (msg ? msg : "error") +
-                  "); delete it so that it is downloaded again");
+    dezero::detail::fail<IOError>("read_idx", path_, " is corrupt or truncated (zlib: ", msg ? msg : "error",
+                                  "); delete it so that it is downloaded again");
   }
 
  private:
@@ -81,16 +83,17 @@ Tensor read_idx(const std::string& path) {
   errno = 0;
   GzFile f(path);
   unsigned char head[4];
-  if (f.read(head, 4) != 4) throw IOError("read_idx: " + path + " is truncated: it ends inside the IDX header");
+  if (f.read(head, 4) != 4)
+    dezero::detail::fail<IOError>("read_idx", path, " is truncated: it ends inside the IDX header");
   char magic[16];
   std::snprintf(magic, sizeof magic, "0x%08X", big_endian(head));
   if (head[0] != 0 || head[1] != 0 || head[2] != 0x08 || head[3] < 1 || head[3] > 4)
-    throw IOError("read_idx: " + path + " is not an IDX file of unsigned bytes: magic number " + magic +
-                  ", expected 0x00000801 (labels) or 0x00000803 (images)");
+    dezero::detail::fail<IOError>("read_idx", path, " is not an IDX file of unsigned bytes: magic number ", magic,
+                                  ", expected 0x00000801 (labels) or 0x00000803 (images)");
   int ndim = head[3];
   std::vector<unsigned char> dims_raw(static_cast<std::size_t>(4 * ndim));
   if (f.read(dims_raw.data(), dims_raw.size()) != dims_raw.size())
-    throw IOError("read_idx: " + path + " is truncated: it ends inside the IDX header");
+    dezero::detail::fail<IOError>("read_idx", path, " is truncated: it ends inside the IDX header");
   Shape shape;
   for (int d = 0; d < ndim; ++d) shape.push_back(big_endian(dims_raw.data() + 4 * d));
   // The declared size is checked against the cap before anything is read or allocated (a
@@ -119,8 +122,8 @@ Tensor read_idx(const std::string& path) {
                         " (datasets::set_max_idx_elements raises the cap)" + size_note
         : zero    ? std::string("0 elements, but its other extents multiply past 2^63, which no tensor may have")
                   : "more than 2^63 elements, more than the cap of " + std::to_string(cap) + size_note;
-    throw IOError("read_idx: " + path + " has a corrupt or hostile header: its dims " + shape.str() + " claim " + claim +
-                  "; hint: delete the file so that it is downloaded again");
+    dezero::detail::fail<IOError>("read_idx", path, " has a corrupt or hostile header: its dims ", shape, " claim ",
+                                  claim, "; hint: delete the file so that it is downloaded again");
   }
   // The bytes are read by chunks (the data must really be there), then converted.
   std::vector<unsigned char> bytes;
@@ -132,13 +135,13 @@ Tensor read_idx(const std::string& path) {
     std::size_t got = f.read(bytes.data() + old, want);
     bytes.resize(old + got);
     if (got < want)
-      throw IOError("read_idx: " + path + " is truncated: its header " + shape.str() + " promises " +
-                    std::to_string(total) + " bytes of data but it holds " + std::to_string(bytes.size()));
+      dezero::detail::fail<IOError>("read_idx", path, " is truncated: its header ", shape, " promises ", total,
+                                    " bytes of data but it holds ", bytes.size());
   }
   unsigned char extra;
   if (f.read(&extra, 1) != 0)
-    throw IOError("read_idx: " + path + " holds more data than its header " + shape.str() + " says (" +
-                  std::to_string(total) + " bytes)");
+    dezero::detail::fail<IOError>("read_idx", path, " holds more data than its header ", shape, " says (", total,
+                                  " bytes)");
   Tensor out = Tensor::empty(shape, int32);
   std::int32_t* dst = out.data<std::int32_t>();
   for (std::size_t k = 0; k < bytes.size(); ++k) dst[k] = bytes[k];
@@ -196,14 +199,14 @@ void MNIST::load(const Files& files) {
   Tensor images = read_idx(files.images);
   Tensor labels = read_idx(files.labels);
   if (images.ndim() != 3)
-    throw IOError("MNIST: " + files.images + " holds an array of shape " + images.shape().str() +
-                  ", expected (N, rows, cols) images");
+    dezero::detail::fail<IOError>("MNIST", files.images, " holds an array of shape ", images.shape(),
+                                  ", expected (N, rows, cols) images");
   if (labels.ndim() != 1)
-    throw IOError("MNIST: " + files.labels + " holds an array of shape " + labels.shape().str() +
-                  ", expected (N,) labels");
+    dezero::detail::fail<IOError>("MNIST", files.labels, " holds an array of shape ", labels.shape(),
+                                  ", expected (N,) labels");
   if (images.len() != labels.len())
-    throw IOError("MNIST: " + files.images + " holds " + std::to_string(images.len()) + " images but " + files.labels +
-                  " holds " + std::to_string(labels.len()) + " labels");
+    dezero::detail::fail<IOError>("MNIST", files.images, " holds ", images.len(), " images but ", files.labels,
+                                  " holds ", labels.len(), " labels");
   data_ = images.reshape(Shape{images.shape()[0], 1, images.shape()[1], images.shape()[2]});
   label_ = labels.astype(int64);
   apply_batchable_transforms();
