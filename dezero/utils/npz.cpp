@@ -29,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "dezero/tensor/checks.hpp"
 #include "dezero/utils/atomic_file.hpp"
 #include "dezero/utils/npy.hpp"
 
@@ -36,6 +37,7 @@ namespace dezero::utils {
 
 namespace {
 
+using dezero::detail::fail;
 using detail::Bytes;
 using detail::build_npy;
 using detail::kMaxNpyHeader;
@@ -67,7 +69,7 @@ std::uint32_t crc32_of(const char* p, std::size_t n) {
 void inflate_into(const char* src, std::size_t n, const std::vector<std::pair<char*, std::size_t>>& regions,
                   const std::string& what) {
   z_stream zs{};
-  if (inflateInit2(&zs, -MAX_WBITS) != Z_OK) throw IOError(what + ": zlib inflateInit2 failed");
+  if (inflateInit2(&zs, -MAX_WBITS) != Z_OK) fail<IOError>(what.c_str(), "zlib inflateInit2 failed");
   zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(src));
   std::size_t in_left = n, region = 0, out_left = 0;
   std::uint64_t out_size = 0;
@@ -96,7 +98,7 @@ void inflate_into(const char* src, std::size_t n, const std::vector<std::pair<ch
   const char* msg = zs.msg;
   inflateEnd(&zs);
   if (!ok)
-    throw IOError(what + ": corrupt deflate data" + (msg ? std::string(" (zlib: ") + msg + ")" : std::string()) +
+    fail<IOError>(what.c_str(), "corrupt deflate data", msg ? std::string(" (zlib: ") + msg + ")" : std::string(),
                   "; hint: the file is damaged or truncated");
 }
 
@@ -105,7 +107,7 @@ void inflate_into(const char* src, std::size_t n, const std::vector<std::pair<ch
 std::string inflate_prefix(const char* src, std::size_t n, std::size_t want, const std::string& what) {
   std::string out(want, '\0');
   z_stream zs{};
-  if (inflateInit2(&zs, -MAX_WBITS) != Z_OK) throw IOError(what + ": zlib inflateInit2 failed");
+  if (inflateInit2(&zs, -MAX_WBITS) != Z_OK) fail<IOError>(what.c_str(), "zlib inflateInit2 failed");
   zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(src));
   zs.avail_in = static_cast<uInt>(std::min<std::size_t>(n, std::numeric_limits<uInt>::max()));
   zs.next_out = reinterpret_cast<Bytef*>(out.data());
@@ -115,14 +117,14 @@ std::string inflate_prefix(const char* src, std::size_t n, std::size_t want, con
   const bool ok = rc == Z_OK || rc == Z_STREAM_END || rc == Z_BUF_ERROR;
   out.resize(zs.total_out);
   inflateEnd(&zs);
-  if (!ok) throw IOError(what + ": corrupt deflate data; hint: the file is damaged or truncated");
+  if (!ok) fail<IOError>(what.c_str(), "corrupt deflate data; hint: the file is damaged or truncated");
   return out;
 }
 
 std::string deflate_raw(const std::string& src) {
   z_stream zs{};
   if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-    throw IOError("save_npz: zlib deflateInit2 failed");
+    fail<IOError>("save_npz", "zlib deflateInit2 failed");
   std::string out;
   const std::size_t chunk = 1 << 20;
   std::size_t in_left = src.size();
@@ -141,7 +143,7 @@ std::string deflate_raw(const std::string& src) {
     out.resize(old + chunk - zs.avail_out);
   } while (rc == Z_OK || rc == Z_BUF_ERROR);
   deflateEnd(&zs);
-  if (rc != Z_STREAM_END) throw IOError("save_npz: zlib deflate failed");
+  if (rc != Z_STREAM_END) fail<IOError>("save_npz", "zlib deflate failed");
   return out;
 }
 
@@ -151,7 +153,7 @@ std::string deflate_raw(const std::string& src) {
 namespace {
 NamedTensors parse_npz_checked(const std::string& bytes, const std::string& what) {
   Bytes in{bytes, what};
-  if (bytes.size() < 22) throw IOError(what + ": not a zip/.npz file (only " + std::to_string(bytes.size()) + " bytes)");
+  if (bytes.size() < 22) fail<IOError>(what.c_str(), "not a zip/.npz file (only ", bytes.size(), " bytes)");
   // End of central directory: the last "PK\5\6" within the final 64 KiB + 22 bytes.
   std::uint64_t eocd = std::string::npos;
   const std::uint64_t lowest = bytes.size() > 22 + 65535 ? bytes.size() - 22 - 65535 : 0;
@@ -162,15 +164,15 @@ NamedTensors parse_npz_checked(const std::string& bytes, const std::string& what
     }
   }
   if (eocd == std::string::npos)
-    throw IOError(what + ": not a zip/.npz file, or truncated (no end-of-central-directory record)");
+    fail<IOError>(what.c_str(), "not a zip/.npz file, or truncated (no end-of-central-directory record)");
   std::uint64_t count = in.u16(eocd + 10, "end record");
   std::uint64_t cd_size = in.u32(eocd + 12, "end record");
   std::uint64_t cd_off = in.u32(eocd + 16, "end record");
   if (count == 0xFFFF || cd_size == 0xFFFFFFFF || cd_off == 0xFFFFFFFF) {
     if (eocd < 20 || in.u32(eocd - 20, "zip64 locator") != kZip64LocatorSig)
-      throw IOError(what + ": zip64 end record expected but its locator is missing");
+      fail<IOError>(what.c_str(), "zip64 end record expected but its locator is missing");
     std::uint64_t z = in.u64(eocd - 20 + 8, "zip64 locator");
-    if (in.u32(z, "zip64 end record") != kZip64EndSig) throw IOError(what + ": corrupt zip64 end record");
+    if (in.u32(z, "zip64 end record") != kZip64EndSig) fail<IOError>(what.c_str(), "corrupt zip64 end record");
     count = in.u64(z + 32, "zip64 end record");
     cd_size = in.u64(z + 40, "zip64 end record");
     cd_off = in.u64(z + 48, "zip64 end record");
@@ -192,7 +194,7 @@ NamedTensors parse_npz_checked(const std::string& bytes, const std::string& what
   std::uint64_t p = cd_off;
   for (std::uint64_t e = 0; e < count; ++e) {
     if (in.u32(p, "central directory entry") != kCentralSig)
-      throw IOError(what + ": corrupt central directory (entry " + std::to_string(e) + ")");
+      fail<IOError>(what.c_str(), "corrupt central directory (entry ", e, ")");
     const std::uint16_t flags = in.u16(p + 8, "central directory entry");
     const std::uint16_t method = in.u16(p + 10, "central directory entry");
     const std::uint32_t crc = in.u32(p + 16, "central directory entry");
@@ -219,17 +221,16 @@ NamedTensors parse_npz_checked(const std::string& bytes, const std::string& what
 
     const std::string entry = what + ": entry '" + name + "'";
     if (flags & 1) throw IOError(entry + " is encrypted");
-    if (in.u32(local, "local header") != kLocalSig) throw IOError(entry + ": corrupt local header");
+    if (in.u32(local, "local header") != kLocalSig) fail<IOError>(entry.c_str(), "corrupt local header");
     const std::uint64_t data_off = local + 30 + in.u16(local + 26, "local header") + in.u16(local + 28, "local header");
     in.need(data_off, csize, "entry data");
     if (method == 0) {
-      if (csize != usize) throw IOError(entry + ": stored entry with different sizes");
+      if (csize != usize) fail<IOError>(entry.c_str(), "stored entry with different sizes");
     } else if (method == 8) {
       // deflate expands at most ~1032:1; a larger claim is a corrupt size field
-      if (usize / 1032 > csize + 64) throw IOError(entry + ": corrupt sizes in the central directory");
+      if (usize / 1032 > csize + 64) fail<IOError>(entry.c_str(), "corrupt sizes in the central directory");
     } else {
-      throw IOError(entry + ": compression method " + std::to_string(method) +
-                    " is not supported (stored and deflate are)");
+      fail<IOError>(entry.c_str(), "compression method ", method, " is not supported (stored and deflate are)");
     }
     if (usize > cap - std::min(cap, declared))
       throw IOError(entry + " declares " + std::to_string(usize) + " bytes uncompressed, which with the " +
@@ -252,7 +253,7 @@ NamedTensors parse_npz_checked(const std::string& bytes, const std::string& what
     const char* src = bytes.data() + e.data_off;
     if (e.method == 0) {
       const std::string_view npy(src, e.usize);
-      if (crc32_of(npy.data(), npy.size()) != e.crc) throw IOError(e.what + ": CRC mismatch; the file is corrupt");
+      if (crc32_of(npy.data(), npy.size()) != e.crc) fail<IOError>(e.what.c_str(), "CRC mismatch; the file is corrupt");
       const NpyPlan plan = plan_npy(npy, e.what);
       Bytes{npy, e.what}.need(plan.data_off, plan.data_bytes(), ".npy data");
       spend(budget, plan, 0, e.what);
@@ -262,9 +263,9 @@ NamedTensors parse_npz_checked(const std::string& bytes, const std::string& what
     const std::string head = inflate_prefix(src, e.csize, std::min<std::uint64_t>(e.usize, kMaxNpyHeader + 12), e.what);
     const NpyPlan plan = plan_npy(head, e.what);
     if (plan.data_off > e.usize || plan.data_bytes() > e.usize - plan.data_off)
-      throw IOError(e.what + ": the .npy header describes " + plan.shape.str() + " of '" + plan.code + "' (" +
-                    std::to_string(plan.data_off + plan.data_bytes()) + " bytes) but the entry holds " +
-                    std::to_string(e.usize) + "; the file is corrupt");
+      fail<IOError>(e.what.c_str(), "the .npy header describes ", plan.shape, " of '", plan.code, "' (",
+                    plan.data_off + plan.data_bytes(), " bytes) but the entry holds ", e.usize,
+                    "; the file is corrupt");
     if (!plan.widen && plan.data_off + plan.data_bytes() == e.usize) {
       spend(budget, plan, 0, e.what);
       Tensor t = Tensor::empty(plan.shape, plan.out);
@@ -274,7 +275,7 @@ NamedTensors parse_npz_checked(const std::string& bytes, const std::string& what
       const auto crc = static_cast<std::uint32_t>(crc32_combine(crc32_of(header.data(), header.size()),
                                                      crc32_of(data, plan.data_bytes()),
                                                      static_cast<z_off_t>(plan.data_bytes())));
-      if (crc != e.crc) throw IOError(e.what + ": CRC mismatch; the file is corrupt");
+      if (crc != e.crc) fail<IOError>(e.what.c_str(), "CRC mismatch; the file is corrupt");
       if (plan.swap) swap_elements(data, plan.n, plan.in_size);
       out.emplace_back(e.key, std::move(t));
       continue;
@@ -282,7 +283,7 @@ NamedTensors parse_npz_checked(const std::string& bytes, const std::string& what
     spend(budget, plan, e.usize, e.what);  // the inflated bytes, then the wider tensor
     std::string raw(e.usize, '\0');
     inflate_into(src, e.csize, {{raw.data(), raw.size()}}, e.what);
-    if (crc32_of(raw.data(), raw.size()) != e.crc) throw IOError(e.what + ": CRC mismatch; the file is corrupt");
+    if (crc32_of(raw.data(), raw.size()) != e.crc) fail<IOError>(e.what.c_str(), "CRC mismatch; the file is corrupt");
     out.emplace_back(e.key, build_npy(plan, raw.data() + plan.data_off));
     budget += e.usize;  // freed
   }
@@ -299,11 +300,11 @@ namespace {
 void check_arrays(const NamedTensors& arrays) {
   std::set<std::string> seen;
   for (const auto& [name, t] : arrays) {
-    if (name.empty()) throw ValueError("save_npz: an array has an empty name");
-    if (!seen.insert(name).second) throw ValueError("save_npz: the name '" + name + "' is used twice");
-    if (!t.defined()) throw ValueError("save_npz: array '" + name + "' is undefined");
+    if (name.empty()) fail<ValueError>("save_npz", "an array has an empty name");
+    if (!seen.insert(name).second) fail<ValueError>("save_npz", "the name '", name, "' is used twice");
+    if (!t.defined()) fail<ValueError>("save_npz", "array '", name, "' is undefined");
   }
-  if (arrays.size() >= 0xFFFF) throw IOError("save_npz: too many arrays for a zip without zip64");
+  if (arrays.size() >= 0xFFFF) fail<IOError>("save_npz", "too many arrays for a zip without zip64");
 }
 
 // One zip entry: its name, the .npy bytes' CRC and size, and what is stored (`body_size`
@@ -325,7 +326,7 @@ void write_zip(const std::vector<ZipEntry>& entries, PutBytes&& put_bytes, PutBo
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const ZipEntry& e = entries[i];
     if (e.npy_size >= 0xFFFFFFFFull || at + e.body_size + e.name.size() + 30 >= 0xFFFFFFFFull)
-      throw IOError("save_npz: the file would reach 4 GiB, which needs zip64 (not written by dezero)");
+      fail<IOError>("save_npz", "the file would reach 4 GiB, which needs zip64 (not written by dezero)");
     bool utf8 = false;
     for (char c : e.name) utf8 |= static_cast<unsigned char>(c) >= 0x80;
     const std::uint16_t flags = utf8 ? 0x800 : 0, method = e.deflated ? 8 : 0;
@@ -363,7 +364,7 @@ void write_zip(const std::vector<ZipEntry>& entries, PutBytes&& put_bytes, PutBo
   }
   const std::uint64_t dir_size = central.size();
   if (at + dir_size + 22 >= 0xFFFFFFFFull)
-    throw IOError("save_npz: the file would reach 4 GiB, which needs zip64 (not written by dezero)");
+    fail<IOError>("save_npz", "the file would reach 4 GiB, which needs zip64 (not written by dezero)");
   put(central, kEndSig, 4);
   put(central, 0, 2);
   put(central, 0, 2);
@@ -436,7 +437,7 @@ NamedTensors load_npz_as(const std::string& op, const std::string& path) {
       if (r < 0 && errno == EINTR) continue;
       if (r < 0) {
         const int err = errno;
-        throw IOError(where + ": error while reading the file (" + std::strerror(err) +
+        fail<IOError>(where.c_str(), "error while reading the file (", std::strerror(err),
                       "); hint: check the file and the disk");
       }
       if (r == 0) break;  // shorter than fstat said: cut while we read; parsed as it is
@@ -456,8 +457,9 @@ Tensor get_array(const NamedTensors& arrays, const std::string& key) {
   std::string keys;
   for (std::size_t i = 0; i < arrays.size() && i < 20; ++i) keys += (i ? ", '" : "'") + arrays[i].first + "'";
   if (arrays.size() > 20) keys += ", ... (" + std::to_string(arrays.size()) + " in all)";
-  throw ValueError("get_array: no array named '" + key + "'; the arrays are " +
-                   (arrays.empty() ? std::string("none") : keys) + "; hint: weight files use the named_params() keys ('l0/W')");
+  fail<ValueError>("get_array", "no array named '", key, "'; the arrays are ",
+                   arrays.empty() ? std::string("none") : keys,
+                   "; hint: weight files use the named_params() keys ('l0/W')");
 }
 
 // Writes go to a fresh temporary file next to the destination (never a name someone could have
@@ -529,7 +531,7 @@ std::atomic<std::int64_t> g_max_npz_bytes{std::int64_t{2} << 30};
 }  // namespace
 
 void set_max_npz_bytes(std::int64_t bytes) {
-  if (bytes <= 0) throw ValueError("set_max_npz_bytes: the cap must be positive, got " + std::to_string(bytes));
+  if (bytes <= 0) fail<ValueError>("set_max_npz_bytes", "the cap must be positive, got ", bytes);
   g_max_npz_bytes = bytes;
 }
 std::int64_t get_max_npz_bytes() { return g_max_npz_bytes.load(); }
