@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "dezero/error.hpp"
+#include "dezero/tensor/checks.hpp"
 #include "dezero/utils/jpeg.hpp"
 
 // The headers are system headers (-isystem or /usr/include): their code compiles without
@@ -47,6 +48,7 @@
 
 namespace dezero::utils {
 namespace {
+using dezero::detail::fail;
 
 std::atomic<std::int64_t> g_max_pixels{std::int64_t{1} << 27};
 
@@ -79,11 +81,11 @@ Picture grid_picture(const std::vector<double>& v, const Shape& s, double scale,
                      const std::string& path) {
   const std::int64_t n = s[0], c = s[1], h = s[2], w = s[3];
   if (c != 1 && c != 3)
-    throw ShapeError("save_image: a batch (N, C, H, W) needs C = 1 or 3, got " + s.str() + " for '" + path +
+    fail<ShapeError>("save_image", "a batch (N, C, H, W) needs C = 1 or 3, got ", s, " for '", path,
                      "' (hint: an (H, W, C) picture has its channels last)");
   if (n == 0 || h == 0 || w == 0)
-    throw ShapeError("save_image: nothing to write: the batch " + s.str() + " for '" + path + "' is empty");
-  if (ncols < 0) throw ValueError("save_image: ncols must be >= 0 (0 = ceil(sqrt(N))), got " + std::to_string(ncols));
+    fail<ShapeError>("save_image", "nothing to write: the batch ", s, " for '", path, "' is empty");
+  if (ncols < 0) fail<ValueError>("save_image", "ncols must be >= 0 (0 = ceil(sqrt(N))), got ", ncols);
   if (ncols == 0) ncols = static_cast<std::int64_t>(std::ceil(std::sqrt(static_cast<double>(n))));
   ncols = std::min(ncols, n);
   const std::int64_t nrows = (n + ncols - 1) / ncols, pad = 2;
@@ -138,12 +140,12 @@ std::string png_chunk_problem(const std::string& b, std::string& cleaned) {
 
 Tensor decode_image(const std::string& bytes, const std::string& name) {
   if (bytes.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()))
-    throw IOError("load_image: '" + name + "' is larger than 2 GiB");
+    fail<IOError>("load_image", "'", name, "' is larger than 2 GiB");
   // JPEG goes to libjpeg (utils/jpeg.cpp); PNG and BMP to stb.
   if (detail::is_jpeg(bytes)) return detail::decode_jpeg(bytes, name, g_max_pixels.load());
   std::string cleaned;
   const std::string png = png_chunk_problem(bytes, cleaned);
-  if (!png.empty()) throw IOError("load_image: cannot decode '" + name + "': " + png);
+  if (!png.empty()) fail<IOError>("load_image", "cannot decode '", name, "': ", png);
   if (!cleaned.empty()) return decode_image(cleaned, name);  // without its empty IDAT chunks
   int w = 0, h = 0, channels_in_file = 0;
   // The header's size first: a few bytes of RLE or deflate can claim a huge picture. A
@@ -152,24 +154,22 @@ Tensor decode_image(const std::string& bytes, const std::string& name) {
   // allocate 2 GB (found by tests/fuzz/fuzz_image), so the limit is on |w| |h|.
   if (!stbi_info_from_memory(reinterpret_cast<const stbi_uc*>(bytes.data()), static_cast<int>(bytes.size()), &w,
                              &h, &channels_in_file))
-    throw IOError("load_image: cannot decode '" + name + "': " + stb_reason() +
+    fail<IOError>("load_image", "cannot decode '", name, "': ", stb_reason(),
                   " (hint: PNG, JPEG and BMP files are read)");
   const long long aw = std::llabs(static_cast<long long>(w)), ah = std::llabs(static_cast<long long>(h));
   if (aw * ah > g_max_pixels.load())
-    throw IOError("load_image: '" + name + "' claims " + std::to_string(aw) + " x " + std::to_string(ah) +
-                  " pixels, more than the limit of " + std::to_string(g_max_pixels.load()) +
-                  " (hint: utils::set_max_image_pixels raises it)");
+    fail<IOError>("load_image", "'", name, "' claims ", aw, " x ", ah, " pixels, more than the limit of ",
+                  g_max_pixels.load(), " (hint: utils::set_max_image_pixels raises it)");
   unsigned char* px = stbi_load_from_memory(reinterpret_cast<const stbi_uc*>(bytes.data()),
                                             static_cast<int>(bytes.size()), &w, &h, &channels_in_file, 3);
   if (!px)
-    throw IOError("load_image: cannot decode '" + name + "': " + stb_reason() +
+    fail<IOError>("load_image", "cannot decode '", name, "': ", stb_reason(),
                   " (hint: PNG, JPEG and BMP files are read)");
   Tensor out;
   try {
     // stb's PNM reader took a zero height (found by tests/fuzz/fuzz_image); kept as a check.
     if (w <= 0 || h <= 0)
-      throw IOError("load_image: '" + name + "' is a " + std::to_string(w) + " x " + std::to_string(h) +
-                    " picture: it has no pixels");
+      fail<IOError>("load_image", "'", name, "' is a ", w, " x ", h, " picture: it has no pixels");
     out = Tensor::empty(Shape{h, w, 3}, float32, Device::cpu(), "load_image");
   } catch (...) {
     stbi_image_free(px);
@@ -183,24 +183,24 @@ Tensor decode_image(const std::string& bytes, const std::string& name) {
 }
 
 void set_max_image_pixels(std::int64_t pixels) {
-  if (pixels <= 0) throw ValueError("set_max_image_pixels: the limit must be positive, got " + std::to_string(pixels));
+  if (pixels <= 0) fail<ValueError>("set_max_image_pixels", "the limit must be positive, got ", pixels);
   g_max_pixels.store(pixels);
 }
 std::int64_t get_max_image_pixels() { return g_max_pixels.load(); }
 
 Tensor load_image(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
-  if (!f) throw IOError("load_image: cannot open '" + path + "': " + std::strerror(errno));
+  if (!f) fail<IOError>("load_image", "cannot open '", path, "': ", std::strerror(errno));
   std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (f.bad()) throw IOError("load_image: cannot read '" + path + "': " + std::strerror(errno));
+  if (f.bad()) fail<IOError>("load_image", "cannot read '", path, "': ", std::strerror(errno));
   return decode_image(bytes, path);
 }
 
 void save_image(const std::string& path, const Tensor& image, double scale, std::int64_t ncols) {
-  if (!image.defined()) throw ValueError("save_image: the tensor for '" + path + "' is undefined");
+  if (!image.defined()) fail<ValueError>("save_image", "the tensor for '", path, "' is undefined");
   const std::string ext = lower_extension(path);
   if (ext != ".png" && ext != ".jpg" && ext != ".jpeg" && ext != ".bmp")
-    throw ValueError("save_image: cannot tell the format of '" + path + "' from its extension '" + ext +
+    fail<ValueError>("save_image", "cannot tell the format of '", path, "' from its extension '", ext,
                      "' (hint: use .png, .jpg, .jpeg or .bmp)");
   const Shape& s = image.shape();
   const std::vector<double> v = image.to_cpu().astype(float64).to_vector<double>();
@@ -212,18 +212,18 @@ void save_image(const std::string& path, const Tensor& image, double scale, std:
     p.w = s[1];
     p.c = s.ndim() == 2 ? 1 : s[2];
     if (p.c != 1 && p.c != 3 && p.c != 4)
-      throw ShapeError("save_image: an (H, W, C) picture needs C = 1, 3 or 4, got " + s.str() + " for '" + path +
+      fail<ShapeError>("save_image", "an (H, W, C) picture needs C = 1, 3 or 4, got ", s, " for '", path,
                        "' (hint: a (C, H, W) image needs transpose({1, 2, 0}); a batch is (N, C, H, W))");
-    if (p.h == 0 || p.w == 0) throw ShapeError("save_image: nothing to write: " + s.str() + " for '" + path + "'");
+    if (p.h == 0 || p.w == 0) fail<ShapeError>("save_image", "nothing to write: ", s, " for '", path, "'");
     p.pixels.resize(v.size());
     for (std::size_t k = 0; k < v.size(); ++k) p.pixels[k] = to_byte(v[k] * scale);
   } else {
-    throw ShapeError("save_image: cannot write a tensor of shape " + s.str() + " to '" + path +
+    fail<ShapeError>("save_image", "cannot write a tensor of shape ", s, " to '", path,
                      "' (hint: (H, W), (H, W, C) or a batch (N, C, H, W))");
   }
   if (p.w > 65535 || p.h > 65535)
-    throw ShapeError("save_image: the picture for '" + path + "' is " + std::to_string(p.w) + " x " +
-                     std::to_string(p.h) + " pixels, more than the 65535 a side these formats allow");
+    fail<ShapeError>("save_image", "the picture for '", path, "' is ", p.w, " x ", p.h,
+                     " pixels, more than the 65535 a side these formats allow");
   const int w = static_cast<int>(p.w), h = static_cast<int>(p.h), c = static_cast<int>(p.c);
   int ok = 0;
   if (ext == ".png") ok = stbi_write_png(path.c_str(), w, h, c, p.pixels.data(), w * c);
@@ -241,32 +241,30 @@ void save_image(const std::string& path, const Tensor& image, double scale, std:
     if (!ok) {
       std::error_code ec;
       std::filesystem::remove(path, ec);
-      throw IOError("save_image: cannot write '" + path + "': " + why +
+      fail<IOError>("save_image", "cannot write '", path, "': ", why,
                     " (hint: does its folder exist and is it writable?)");
     }
   }
   if (!ok) {
     std::error_code ec;
     std::filesystem::remove(path, ec);  // no half-written picture left behind
-    throw IOError("save_image: cannot write '" + path + "' (hint: does its folder exist and is it writable?)");
+    fail<IOError>("save_image", "cannot write '", path, "' (hint: does its folder exist and is it writable?)");
   }
 }
 
 Tensor resize_image(const Tensor& image, std::int64_t height, std::int64_t width) {
   const Shape& s = image.shape();
   if (s.ndim() != 3 || s[2] < 1 || s[2] > 64)
-    throw ShapeError("resize_image: expects an (H, W, C) image, got " + s.str() +
+    fail<ShapeError>("resize_image", "expects an (H, W, C) image, got ", s,
                      " (hint: load_image returns (H, W, 3); a (C, H, W) tensor needs transpose({1, 2, 0}))");
   if (image.dtype() != float32)
-    throw DtypeError("resize_image: expects float32, got " + std::string(dtype_name(image.dtype())) +
-                     " (hint: image.astype(float32))");
+    fail<DtypeError>("resize_image", "expects float32, got ", image.dtype(), " (hint: image.astype(float32))");
   if (!image.device().is_cpu())
-    throw DeviceError("resize_image: the image is on " + image.device().str() + " (hint: image.to_cpu())");
+    fail<DeviceError>("resize_image", "the image is on ", image.device(), " (hint: image.to_cpu())");
   if (height <= 0 || width <= 0 || height > (1 << 16) || width > (1 << 16))
-    throw ValueError("resize_image: the size (" + std::to_string(height) + ", " + std::to_string(width) +
-                     ") must be within 1-65536 on each side");
+    fail<ValueError>("resize_image", "the size (", height, ", ", width, ") must be within 1-65536 on each side");
   if (s[0] == 0 || s[1] == 0 || s[0] > (1 << 16) || s[1] > (1 << 16))
-    throw ShapeError("resize_image: cannot resample an image of shape " + s.str());
+    fail<ShapeError>("resize_image", "cannot resample an image of shape ", s);
   const int c = static_cast<int>(s[2]);
   Tensor out = Tensor::empty(Shape{height, width, s[2]}, float32, Device::cpu(), "resize_image");
   const int ok = stbir_resize_float_generic(image.data<float>(), static_cast<int>(s[1]), static_cast<int>(s[0]), 0,

@@ -21,6 +21,7 @@
 #include <jpeglib.h>
 
 #include "dezero/error.hpp"
+#include "dezero/tensor/checks.hpp"
 #include "dezero/utils/shared_library.hpp"
 
 namespace dezero::utils::detail {
@@ -77,7 +78,7 @@ Jpeg load_jpeg() {
 
 const Jpeg& jpeg_api() {
   static const Jpeg j = load_jpeg();  // the handle stays loaded
-  if (!j.error.empty()) throw IOError("load_image: " + j.error);
+  if (!j.error.empty()) dezero::detail::fail<IOError>("load_image", j.error);
   return j;
 }
 
@@ -203,9 +204,9 @@ Tensor decode_jpeg(const std::string& bytes, const std::string& name, std::int64
     case Outcome::warning:
       throw IOError(what + "corrupt or truncated JPEG (libjpeg: " + err.warning + ")");
     case Outcome::too_big:
-      throw IOError("load_image: '" + name + "' claims " + std::to_string(w) + " x " + std::to_string(h) +
-                    " pixels, more than the limit of " + std::to_string(max_pixels) +
-                    " (hint: utils::set_max_image_pixels raises it)");
+      dezero::detail::fail<IOError>("load_image", "'", name, "' claims ", w, " x ", h,
+                                    " pixels, more than the limit of ", max_pixels,
+                                    " (hint: utils::set_max_image_pixels raises it)");
     case Outcome::cmyk:
       throw IOError(what + "a CMYK JPEG; hint: convert it to RGB first (e.g. convert in.jpg -colorspace sRGB out.jpg)");
   }
