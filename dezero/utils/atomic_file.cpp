@@ -11,6 +11,7 @@
 #include <random>
 
 #include "dezero/error.hpp"
+#include "dezero/tensor/checks.hpp"
 
 namespace dezero::detail {
 
@@ -41,7 +42,7 @@ std::string cause(int err) {
 }  // namespace
 
 AtomicFile::AtomicFile(std::string path, std::string op) : path_(std::move(path)), op_(std::move(op)) {
-  if (path_.empty()) throw ValueError(op_ + ": the file name is empty");
+  if (path_.empty()) detail::fail<ValueError>(op_.c_str(), "the file name is empty");
   // A few tries in case a name is taken (EEXIST: someone planted it, or a stale temp file).
   for (int attempt = 0; attempt < 16; ++attempt) {
     tmp_ = path_ + "." + random_suffix() + ".tmp";
@@ -52,7 +53,7 @@ AtomicFile::AtomicFile(std::string path, std::string op) : path_(std::move(path)
   const int err = errno;
   const std::string t = tmp_;
   tmp_.clear();
-  throw IOError(op_ + ": cannot create the temporary file '" + t + "' for '" + path_ + "': " + cause(err));
+  detail::fail<IOError>(op_.c_str(), "cannot create the temporary file '", t, "' for '", path_, "': ", cause(err));
 }
 
 AtomicFile::~AtomicFile() {
@@ -65,7 +66,7 @@ void AtomicFile::fail(const std::string& what, int err) {
   fd_ = -1;
   if (!tmp_.empty()) ::unlink(tmp_.c_str());
   tmp_.clear();
-  throw IOError(op_ + ": " + what + " '" + path_ + "' failed: " + cause(err) + "; the file was not changed");
+  detail::fail<IOError>(op_.c_str(), what, " '", path_, "' failed: ", cause(err), "; the file was not changed");
 }
 
 void AtomicFile::write(const void* data, std::size_t n) {
@@ -92,15 +93,15 @@ void AtomicFile::commit() {
     const int err = errno;
     ::unlink(tmp_.c_str());
     tmp_.clear();
-    throw IOError(op_ + ": writing '" + path_ + "' failed: " + cause(err) + "; the file was not changed");
+    detail::fail<IOError>(op_.c_str(), "writing '", path_, "' failed: ", cause(err), "; the file was not changed");
   }
   if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
     const int err = errno;
     const std::string t = tmp_;
     ::unlink(t.c_str());
     tmp_.clear();
-    throw IOError(op_ + ": cannot rename '" + t + "' to '" + path_ + "': " + cause(err) +
-                  "; the file was not changed");
+    detail::fail<IOError>(op_.c_str(), "cannot rename '", t, "' to '", path_, "': ", cause(err),
+                          "; the file was not changed");
   }
   committed_ = true;
   // The rename itself reaches the disk with the folder's metadata (best effort: some file

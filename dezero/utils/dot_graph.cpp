@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "dezero/env.hpp"
+#include "dezero/tensor/checks.hpp"
 #include "dezero/utils.hpp"
 #include "dezero/utils/atomic_file.hpp"
 
@@ -29,6 +30,7 @@ extern char** environ;
 namespace dezero::utils {
 
 namespace {
+using dezero::detail::fail;
 
 std::uintptr_t id_of(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
 
@@ -137,23 +139,23 @@ void run(const std::string& exe, const std::vector<std::string>& argv, const std
   const std::string kept = "; the DOT text is in '" + dot_path + "'";
   pid_t pid = 0;
   const int err = ::posix_spawn(&pid, exe.c_str(), nullptr, nullptr, args.data(), environ);
-  if (err != 0) throw IOError("plot_dot_graph: cannot run " + exe + ": " + std::strerror(err) + kept);
+  if (err != 0) fail<IOError>("plot_dot_graph", "cannot run ", exe, ": ", std::strerror(err), kept);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR)
-      throw IOError("plot_dot_graph: waiting for `" + shown + "` failed: " + std::strerror(errno) + kept);
+      fail<IOError>("plot_dot_graph", "waiting for `", shown, "` failed: ", std::strerror(errno), kept);
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
   const std::string how = WIFEXITED(status) ? "exited with status " + std::to_string(WEXITSTATUS(status))
                           : WIFSIGNALED(status) ? "was killed by signal " + std::to_string(WTERMSIG(status))
                                                 : "failed";
-  throw IOError("plot_dot_graph: `" + shown + "` " + how + " (dot's own message, if any, is on stderr)" + kept);
+  fail<IOError>("plot_dot_graph", "`", shown, "` ", how, " (dot's own message, if any, is on stderr)", kept);
 }
 
 }  // namespace
 
 std::string get_dot_graph(const Variable& output, bool verbose) {
-  if (!output.defined()) throw ValueError("get_dot_graph: the output variable is empty");
+  if (!output.defined()) fail<ValueError>("get_dot_graph", "the output variable is empty");
   std::string txt;
   std::vector<std::shared_ptr<Function>> funcs;
   std::unordered_set<const Function*> seen;
@@ -175,7 +177,7 @@ std::string get_dot_graph(const Variable& output, bool verbose) {
 }
 
 std::string plot_dot_graph(const Variable& output, bool verbose, const std::string& to_file) {
-  if (to_file.empty()) throw ValueError("plot_dot_graph: the file name is empty; hint: to_file = \"graph.png\"");
+  if (to_file.empty()) fail<ValueError>("plot_dot_graph", "the file name is empty; hint: to_file = \"graph.png\"");
   const auto slash = to_file.find_last_of('/');
   const auto dotpos = to_file.find_last_of('.');
   const bool has_ext = dotpos != std::string::npos && (slash == std::string::npos || dotpos > slash);
@@ -186,8 +188,8 @@ std::string plot_dot_graph(const Variable& output, bool verbose, const std::stri
   bool known = false;
   for (const char* f : kFormats) known = known || format == f;
   if (!known)
-    throw ValueError("plot_dot_graph: unknown output format '" + ext + "' in '" + to_file + "'; known: " +
-                     format_list() + " (upper or lower case)");
+    fail<ValueError>("plot_dot_graph", "unknown output format '", ext, "' in '", to_file, "'; known: ", format_list(),
+                     " (upper or lower case)");
 
   const std::string dot = get_dot_graph(output, verbose);
   const std::string dot_path = stem + ".dot";
@@ -197,7 +199,7 @@ std::string plot_dot_graph(const Variable& output, bool verbose, const std::stri
     std::string why = e.what();
     const std::string op = "plot_dot_graph: ";
     if (why.compare(0, op.size(), op) == 0) why.erase(0, op.size());
-    throw IOError("plot_dot_graph: cannot write '" + dot_path + "' (" + why + ")");
+    fail<IOError>("plot_dot_graph", "cannot write '", dot_path, "' (", why, ")");
   }
   if (format == "dot") return dot_path;
 

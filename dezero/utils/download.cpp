@@ -30,6 +30,7 @@
 #include "dezero/download.hpp"
 #include "dezero/env.hpp"
 #include "dezero/error.hpp"
+#include "dezero/tensor/checks.hpp"
 #include "dezero/utils/atomic_file.hpp"
 #include "dezero/utils/shared_library.hpp"
 
@@ -64,6 +65,7 @@ std::string progress_line(std::int64_t downloaded, std::int64_t total) {
 
 // --- the cache folder ------------------------------------------------------------------------
 namespace {
+using dezero::detail::fail;
 // `p` exists (created 0700 when missing), is a folder, belongs to this user (or root) and is not
 // writable by group or others: nobody else can plant or swap files in it.
 void check_private_folder(const fs::path& p) {
@@ -71,24 +73,23 @@ void check_private_folder(const fs::path& p) {
   if (!fs::exists(p, ec)) {
     if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
     if (::mkdir(p.c_str(), 0700) != 0 && errno != EEXIST)
-      throw IOError("get_file: cannot create the cache folder " + p.string() + ": " + std::strerror(errno) +
+      fail<IOError>("get_file", "cannot create the cache folder ", p.string(), ": ", std::strerror(errno),
                     "; hint: set DEZERO_HOME to a folder you can write");
   }
   struct stat st {};
   if (::stat(p.c_str(), &st) != 0)
-    throw IOError("get_file: cannot use the cache folder " + p.string() + ": " + std::strerror(errno));
-  if (!S_ISDIR(st.st_mode)) throw IOError("get_file: the cache folder " + p.string() + " is not a folder");
+    fail<IOError>("get_file", "cannot use the cache folder ", p.string(), ": ", std::strerror(errno));
+  if (!S_ISDIR(st.st_mode)) fail<IOError>("get_file", "the cache folder ", p.string(), " is not a folder");
   const uid_t me = ::geteuid();
   if (st.st_uid != me && st.st_uid != 0)
-    throw IOError("get_file: the cache folder " + p.string() + " belongs to user id " + std::to_string(st.st_uid) +
-                  ", not to you (" + std::to_string(me) +
+    fail<IOError>("get_file", "the cache folder ", p.string(), " belongs to user id ", st.st_uid, ", not to you (", me,
                   "); whoever owns it could replace what is downloaded there; hint: set DEZERO_HOME to a folder of "
                   "your own");
   if (st.st_mode & (S_IWGRP | S_IWOTH)) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    throw IOError("get_file: the cache folder " + p.string() + " is writable by group or others (mode " + mode +
-                  "), who could plant or replace files in it; hint: chmod go-w " + p.string() +
+    fail<IOError>("get_file", "the cache folder ", p.string(), " is writable by group or others (mode ", mode,
+                  "), who could plant or replace files in it; hint: chmod go-w ", p.string(),
                   ", or set DEZERO_HOME to a folder only you can write");
   }
 }
@@ -140,7 +141,7 @@ Crypto load_crypto() {
 
 const Crypto& crypto_api(const std::string& op) {
   static const Crypto c = load_crypto();  // leaked handle: libcrypto stays loaded; a failure is kept
-  if (!c.error.empty()) throw IOError(op + ": " + c.error);
+  if (!c.error.empty()) fail<IOError>(op.c_str(), c.error);
   return c;
 }
 
@@ -149,7 +150,7 @@ class Sha256 {
   explicit Sha256(const std::string& op) : api_(crypto_api(op)), ctx_(api_.ctx_new()) {
     if (!ctx_ || api_.init(ctx_, api_.sha256(), nullptr) != 1) {
       if (ctx_) api_.ctx_free(ctx_);
-      throw IOError(op + ": libcrypto could not start a SHA-256 (EVP_DigestInit_ex failed)");
+      fail<IOError>(op.c_str(), "libcrypto could not start a SHA-256 (EVP_DigestInit_ex failed)");
     }
   }
   ~Sha256() { api_.ctx_free(ctx_); }
@@ -160,7 +161,7 @@ class Sha256 {
     unsigned char md[64];
     unsigned int len = 0;
     if (!ok_ || api_.final(ctx_, md, &len) != 1 || len != 32)
-      throw IOError("sha256: libcrypto failed to compute a SHA-256");
+      fail<IOError>("sha256", "libcrypto failed to compute a SHA-256");
     static constexpr char kHex[] = "0123456789abcdef";
     std::string s;
     for (unsigned i = 0; i < len; ++i) {
@@ -179,13 +180,13 @@ class Sha256 {
 std::string sha256_of(const std::string& path, const std::string& op) {
   Sha256 h(op);
   std::ifstream f(path, std::ios::binary);
-  if (!f) throw IOError(op + ": cannot read " + path + ": " + std::strerror(errno));
+  if (!f) fail<IOError>(op.c_str(), "cannot read ", path, ": ", std::strerror(errno));
   std::vector<char> buf(1 << 20);
   while (f) {
     f.read(buf.data(), static_cast<std::streamsize>(buf.size()));
     if (f.gcount() > 0) h.add(buf.data(), static_cast<std::size_t>(f.gcount()));
   }
-  if (f.bad()) throw IOError(op + ": error while reading " + path);
+  if (f.bad()) fail<IOError>(op.c_str(), "error while reading ", path);
   return h.hex();
 }
 
@@ -194,7 +195,7 @@ std::string normalized_sha256(const std::string& s) {
   std::string out;
   for (char ch : s) out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(ch))));
   if (out.size() != 64 || out.find_first_not_of("0123456789abcdef") != std::string::npos)
-    throw ValueError("get_file: the expected SHA-256 '" + s + "' is not 64 hex digits");
+    fail<ValueError>("get_file", "the expected SHA-256 '", s, "' is not 64 hex digits");
   return out;
 }
 }  // namespace
@@ -245,7 +246,7 @@ Curl load_curl() {
 
 const Curl& curl_api() {
   static const Curl c = load_curl();  // leaked handle: libcurl stays loaded
-  if (!c.error.empty()) throw IOError("get_file: " + c.error);
+  if (!c.error.empty()) fail<IOError>("get_file", c.error);
   return c;
 }
 
@@ -320,7 +321,8 @@ void limit_protocols(const Curl& api, CURL* c, const std::string& list, const st
   };
   if (api.easy_setopt(c, CURLOPT_PROTOCOLS, mask(list)) != CURLE_OK ||
       api.easy_setopt(c, CURLOPT_REDIR_PROTOCOLS, mask(redirects)) != CURLE_OK)
-    throw IOError("get_file: the loaded libcurl cannot be limited to " + list + "; hint: install libcurl 7.85 or newer");
+    fail<IOError>("get_file", "the loaded libcurl cannot be limited to ", list,
+                  "; hint: install libcurl 7.85 or newer");
 }
 }  // namespace
 
@@ -341,7 +343,7 @@ std::string get_file(const std::string& url, const std::string& file_name, const
                                        : ""));
   const std::string want = options.sha256.empty() ? "" : normalized_sha256(options.sha256);
   std::string name = file_name.empty() ? base_name(url) : file_name;
-  if (name.empty()) throw ValueError("get_file: cannot tell a file name from the URL " + url + "; pass file_name");
+  if (name.empty()) fail<ValueError>("get_file", "cannot tell a file name from the URL ", url, "; pass file_name");
   fs::path folder = dir.empty() ? fs::path(detail::checked_cache_folder()) : fs::path(dir);
   fs::path target = folder / name;
 
@@ -350,22 +352,22 @@ std::string get_file(const std::string& url, const std::string& file_name, const
     if (!want.empty()) {
       const std::string got = sha256_of(target.string(), "get_file");
       if (got != want)
-        throw IOError("get_file: " + target.string() + " has SHA-256 " + got + ", expected " + want +
-                      "; it is not the file that " + url + " should hold (damaged, replaced, or another version); "
+        fail<IOError>("get_file", target.string(), " has SHA-256 ", got, ", expected ", want,
+                      "; it is not the file that ", url, " should hold (damaged, replaced, or another version); "
                       "hint: delete it so that it is downloaded again");
     }
     return target.string();
   }
 
   fs::create_directories(folder, ec);
-  if (ec) throw IOError("get_file: cannot create the directory " + folder.string() + ": " + ec.message());
+  if (ec) fail<IOError>("get_file", "cannot create the directory ", folder.string(), ": ", ec.message());
   const Curl& api = curl_api();
   std::unique_ptr<Sha256> hash;
   if (!want.empty()) hash = std::make_unique<Sha256>("get_file");  // before downloading: libcrypto is there
 
   dezero::detail::AtomicFile part(target.string(), "get_file");
   std::unique_ptr<CURL, void (*)(CURL*)> curl(api.easy_init(), api.easy_cleanup);
-  if (!curl) throw IOError("get_file: curl_easy_init failed for " + url);
+  if (!curl) fail<IOError>("get_file", "curl_easy_init failed for ", url);
   Transfer tr;
   tr.out = &part;
   tr.hash = hash.get();
