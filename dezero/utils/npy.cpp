@@ -9,10 +9,13 @@
 
 #include "dezero/utils/npy.hpp"
 
+#include "dezero/tensor/checks.hpp"
+
 namespace dezero::utils {
 
 namespace {
 
+using dezero::detail::fail;
 using detail::Bytes;
 using detail::kMaxNpyHeader;
 
@@ -39,7 +42,8 @@ class DictParser {
       skip();
       if (key == "descr") {
         if (peek() != '\'' && peek() != '"')
-          throw DtypeError(what_ + ": structured arrays (a list descr) are not supported; hint: save plain arrays");
+          dezero::detail::fail<DtypeError>(what_.c_str(), "structured arrays (a list descr) are not supported; "
+                                           "hint: save plain arrays");
         h.descr = string_literal();
         has_descr = true;
       } else if (key == "fortran_order") {
@@ -65,7 +69,7 @@ class DictParser {
 
  private:
   [[noreturn]] void fail(const std::string& why) const {
-    throw IOError(what_ + ": bad .npy header (" + why + " at character " + std::to_string(i_) + " of \"" + s_ + "\")");
+    dezero::detail::fail<IOError>(what_.c_str(), "bad .npy header (", why, " at character ", i_, " of \"", s_, "\")");
   }
   void skip() {
     while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) ++i_;
@@ -169,7 +173,7 @@ void put(std::string& out, std::uint64_t v, int n) {
 NpyPlan plan_npy(std::string_view bytes, const std::string& what) {
   Bytes in{bytes, what};
   in.need(0, 10, ".npy magic");
-  if (bytes.compare(0, 6, "\x93NUMPY") != 0) throw IOError(what + ": not an .npy array (bad magic)");
+  if (bytes.compare(0, 6, "\x93NUMPY") != 0) fail<IOError>(what.c_str(), "not an .npy array (bad magic)");
   const int major = static_cast<unsigned char>(bytes[6]);
   std::uint64_t hlen, hstart;
   if (major == 1) {
@@ -179,31 +183,32 @@ NpyPlan plan_npy(std::string_view bytes, const std::string& what) {
     hlen = in.u32(8, ".npy header length");
     hstart = 12;
   } else {
-    throw IOError(what + ": unsupported .npy format version " + std::to_string(major) + "." +
-                  std::to_string(static_cast<unsigned char>(bytes[7])) + " (1.0, 2.0 and 3.0 are read)");
+    fail<IOError>(what.c_str(), "unsupported .npy format version ", major, ".", static_cast<unsigned char>(bytes[7]),
+                  " (1.0, 2.0 and 3.0 are read)");
   }
   if (hlen > kMaxNpyHeader)
-    throw IOError(what + ": an .npy header of " + std::to_string(hlen) + " bytes (the arrays dezero reads have "
-                  "headers of at most " + std::to_string(kMaxNpyHeader) + "); the file is corrupt or not a plain array");
+    fail<IOError>(what.c_str(), "an .npy header of ", hlen, " bytes (the arrays dezero reads have headers of at most ",
+                  kMaxNpyHeader, "); the file is corrupt or not a plain array");
   in.need(hstart, hlen, ".npy header");
   NpyHeader h = DictParser(std::string(bytes.substr(hstart, hlen)), what).parse();
   if (h.fortran_order)
-    throw IOError(what + ": fortran_order=True arrays are not supported; hint: save np.ascontiguousarray(a) instead");
+    fail<IOError>(what.c_str(),
+                  "fortran_order=True arrays are not supported; hint: save np.ascontiguousarray(a) instead");
 
   const std::string d = h.descr == "bfloat16" ? std::string("<V2") : h.descr;  // ml_dtypes' str(dtype) form too
-  if (d.size() < 3) throw DtypeError(what + ": unsupported dtype '" + d + "'");
+  if (d.size() < 3) fail<DtypeError>(what.c_str(), "unsupported dtype '", d, "'");
   const char order = d[0];
   NpyPlan plan;
   plan.code = d.substr(1);
   if (order != '<' && order != '>' && order != '|' && order != '=')
-    throw DtypeError(what + ": unsupported dtype '" + d + "'");
+    fail<DtypeError>(what.c_str(), "unsupported dtype '", d, "'");
   const bool little = order == '<' || (order == '=' && host_little_endian()) || order == '|';
   plan.swap = little != host_little_endian();
 
   plan.n = 1;
   for (auto extent : h.shape) {
     if (extent != 0 && plan.n > std::numeric_limits<std::int64_t>::max() / 8 / extent)
-      throw IOError(what + ": shape " + h.shape.str() + " is too large; the file is corrupt");
+      fail<IOError>(what.c_str(), "shape ", h.shape, " is too large; the file is corrupt");
     plan.n *= extent;
   }
   plan.shape = h.shape;
@@ -222,7 +227,7 @@ NpyPlan plan_npy(std::string_view bytes, const std::string& what) {
     plan.widen = t.widen;
     return plan;
   }
-  throw DtypeError(what + ": unsupported dtype '" + d +
+  fail<DtypeError>(what.c_str(), "unsupported dtype '", d,
                    "'; dezero reads float32 ('<f4'), float64 ('<f8'), int32 ('<i4'), int64 ('<i8'), float16 ('<f2'), "
                    "bfloat16 ('<V2', ml_dtypes' bfloat16 as np.save writes it) and, widened, "
                    "'|u1' '|i1' '|b1' '<u2' '<i2' (int32) and '<u4' (int64)");
@@ -250,11 +255,10 @@ Tensor build_npy(const NpyPlan& plan, const char* data) {
 void spend(std::uint64_t& budget, const NpyPlan& plan, std::uint64_t scratch, const std::string& what) {
   const std::uint64_t bytes = plan.out_bytes() + scratch;
   if (bytes > budget)
-    throw IOError(what + ": its " + plan.shape.str() + " array of '" + plan.code + "' would take " +
-                  std::to_string(plan.out_bytes()) + " bytes in memory as " + dtype_name(plan.out) +
-                  (scratch ? " (and " + std::to_string(scratch) + " inflated bytes to make it)" : std::string()) +
-                  ", which passes what is left (" + std::to_string(budget) + " bytes) of the cap of " +
-                  std::to_string(get_max_npz_bytes()) +
+    fail<IOError>(what.c_str(), "its ", plan.shape, " array of '", plan.code, "' would take ", plan.out_bytes(),
+                  " bytes in memory as ", plan.out,
+                  scratch ? " (and " + std::to_string(scratch) + " inflated bytes to make it)" : std::string(),
+                  ", which passes what is left (", budget, " bytes) of the cap of ", get_max_npz_bytes(),
                   " bytes (utils::set_max_npz_bytes raises it); a corrupt or hostile file?");
   budget -= bytes;
 }
@@ -262,7 +266,7 @@ void spend(std::uint64_t& budget, const NpyPlan& plan, std::uint64_t scratch, co
 // The .npy header of `array` (magic, version, the dict padded so the data starts on a 64-byte
 // boundary); the data follows it.
 std::string npy_header(const Tensor& array) {
-  if (!array.defined()) throw ValueError("save_npz: cannot write an undefined tensor");
+  if (!array.defined()) fail<ValueError>("save_npz", "cannot write an undefined tensor");
   std::string dict = std::string("{'descr': '") + npy_descr(array.dtype()) + "', 'fortran_order': False, 'shape': " +
                      array.shape().str() + ", }";
   std::size_t prefix = 10;
