@@ -17,9 +17,11 @@
 
 #include "dezero/error.hpp"
 #include "dezero/onnx/model_file.hpp"
+#include "dezero/tensor/checks.hpp"
 
 namespace dezero::onnx::detail {
 namespace {
+using dezero::detail::fail;
 
 // protobuf parses at most 2 GiB; larger weights belong in external data.
 constexpr std::int64_t kMaxModelBytes = (std::int64_t(1) << 31) - 1;
@@ -29,24 +31,23 @@ std::string errno_text() { return std::strerror(errno); }
 // Reads a whole regular file, refusing one larger than `cap` bytes.
 std::string read_file(const std::string& path, std::int64_t cap, const std::string& what) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw IOError("onnx import: cannot open " + what + " '" + path + "': " + errno_text());
+  if (fd < 0) fail<IOError>("onnx import", "cannot open ", what, " '", path, "': ", errno_text());
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
   struct stat st {};
-  if (::fstat(fd, &st) != 0) throw IOError("onnx import: cannot stat " + what + " '" + path + "': " + errno_text());
-  if (!S_ISREG(st.st_mode)) throw IOError("onnx import: " + what + " '" + path + "' is not a regular file");
+  if (::fstat(fd, &st) != 0) fail<IOError>("onnx import", "cannot stat ", what, " '", path, "': ", errno_text());
+  if (!S_ISREG(st.st_mode)) fail<IOError>("onnx import", what, " '", path, "' is not a regular file");
   if (st.st_size > cap)
-    throw IOError("onnx import: " + what + " '" + path + "' has " + std::to_string(st.st_size) +
-                  " bytes, more than the " + std::to_string(cap) +
+    fail<IOError>("onnx import", what, " '", path, "' has ", st.st_size, " bytes, more than the ", cap,
                   " a model file may have; hint: keep large weights in external data");
   std::string buf(static_cast<std::size_t>(st.st_size), '\0');
   std::size_t got = 0;
   while (got < buf.size()) {
     ssize_t r = ::read(fd, &buf[got], buf.size() - got);
     if (r < 0 && errno == EINTR) continue;
-    if (r < 0) throw IOError("onnx import: cannot read " + what + " '" + path + "': " + errno_text());
+    if (r < 0) fail<IOError>("onnx import", "cannot read ", what, " '", path, "': ", errno_text());
     if (r == 0) break;
     got += static_cast<std::size_t>(r);
   }
@@ -83,7 +84,7 @@ std::string model_folder(const std::string& path, const std::string& where) {
   char resolved[PATH_MAX];
   std::string dir = dirname_of(path);
   if (!::realpath(dir.c_str(), resolved))
-    throw IOError(where + ": cannot resolve the model's folder '" + dir + "': " + errno_text());
+    fail<IOError>(where.c_str(), "cannot resolve the model's folder '", dir, "': ", errno_text());
   return resolved;
 }
 
@@ -99,24 +100,24 @@ std::string read_external_data(const ::onnx::TensorProto& t, const std::string& 
       location = kv.value();
     } else if (kv.key() == "offset") {
       if (!parse_decimal(kv.value(), offset))
-        throw ValueError(who + ": external data offset '" + kv.value() + "' is not a number");
+        fail<ValueError>(who.c_str(), "external data offset '", kv.value(), "' is not a number");
     } else if (kv.key() == "length") {
       if (!parse_decimal(kv.value(), length))
-        throw ValueError(who + ": external data length '" + kv.value() + "' is not a number");
+        fail<ValueError>(who.c_str(), "external data length '", kv.value(), "' is not a number");
       has_length = true;
     }
   }
-  if (location.empty()) throw ValueError(who + ": external data without a location");
-  if (location.find('\0') != std::string::npos) throw ValueError(who + ": external data location holds a NUL");
+  if (location.empty()) fail<ValueError>(who.c_str(), "external data without a location");
+  if (location.find('\0') != std::string::npos) fail<ValueError>(who.c_str(), "external data location holds a NUL");
   if (location[0] == '/' || location[0] == '\\')
-    throw ValueError(who + ": external data location '" + location +
+    fail<ValueError>(who.c_str(), "external data location '", location,
                      "' is an absolute path; hint: external data must lie in the model's folder");
   std::size_t start = 0;
   while (start <= location.size()) {
     std::size_t end = location.find_first_of("/\\", start);
     if (end == std::string::npos) end = location.size();
     if (location.compare(start, end - start, "..") == 0 && end - start == 2)
-      throw ValueError(who + ": external data location '" + location +
+      fail<ValueError>(who.c_str(), "external data location '", location,
                        "' contains '..'; hint: external data must lie in the model's folder");
     start = end + 1;
   }
@@ -128,7 +129,7 @@ std::string read_external_data(const ::onnx::TensorProto& t, const std::string& 
                       "external data must lie in the model's folder, as plain files and folders)");
   };
   int fd = ::open(dir_real.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) throw IOError(who + ": cannot open the model's folder '" + dir_real + "': " + errno_text());
+  if (fd < 0) fail<IOError>(who.c_str(), "cannot open the model's folder '", dir_real, "': ", errno_text());
   struct Closer {
     int fd;
     ~Closer() {
@@ -143,7 +144,7 @@ std::string read_external_data(const ::onnx::TensorProto& t, const std::string& 
     if (!part.empty() && part != ".") parts.push_back(part);
     b = e + 1;
   }
-  if (parts.empty()) throw ValueError(who + ": external data location '" + location + "' names no file");
+  if (parts.empty()) fail<ValueError>(who.c_str(), "external data location '", location, "' names no file");
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const bool last = i + 1 == parts.size();
     const int flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | (last ? O_NONBLOCK : O_DIRECTORY);
@@ -155,7 +156,7 @@ std::string read_external_data(const ::onnx::TensorProto& t, const std::string& 
                            S_ISLNK(ls.st_mode)))
         throw refuse_link(parts[i]);
       errno = err;
-      throw IOError(who + ": cannot open external data '" + location + "': " + errno_text());
+      fail<IOError>(who.c_str(), "cannot open external data '", location, "': ", errno_text());
     }
     ::close(closer.fd);
     closer.fd = next;
@@ -164,25 +165,26 @@ std::string read_external_data(const ::onnx::TensorProto& t, const std::string& 
   fd = closer.fd;
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-    throw IOError(who + ": external data '" + real + "' is not a regular file (a pipe, a device or a folder)");
+    fail<IOError>(who.c_str(), "external data '", real, "' is not a regular file (a pipe, a device or a folder)");
   const auto size = static_cast<std::uint64_t>(st.st_size);
   if (offset > size)
-    throw ValueError(who + ": external data offset " + std::to_string(offset) + " is past the end of '" + real +
-                     "' (" + std::to_string(size) + " bytes)");
+    fail<ValueError>(who.c_str(), "external data offset ", offset, " is past the end of '", real, "' (", size,
+                     " bytes)");
   if (has_length && length != bytes)
-    throw ValueError(who + ": external data length " + std::to_string(length) + " differs from the " +
-                     std::to_string(bytes) + " bytes its dims and type need");
+    fail<ValueError>(who.c_str(), "external data length ", length, " differs from the ", bytes,
+                     " bytes its dims and type need");
   length = bytes;  // without a length: what the dims need, never the rest of the file
   if (length > size - offset)
-    throw ValueError(who + ": external data [" + std::to_string(offset) + ", +" + std::to_string(length) +
-                     ") runs past the end of '" + real + "' (" + std::to_string(size) + " bytes)");
-  if (length > (std::uint64_t(8) << 30)) throw ValueError(who + ": external data of more than 8 GiB");
+    fail<ValueError>(who.c_str(), "external data [", offset, ", +", length, ") runs past the end of '", real, "' (",
+                     size, " bytes)");
+  if (length > (std::uint64_t(8) << 30)) fail<ValueError>(who.c_str(), "external data of more than 8 GiB");
   std::string buf(static_cast<std::size_t>(length), '\0');
   std::size_t got = 0;
   while (got < buf.size()) {
     ssize_t r = ::pread(fd, &buf[got], buf.size() - got, static_cast<off_t>(offset + got));
     if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) throw IOError(who + ": cannot read external data '" + real + "': " + (r < 0 ? errno_text() : "short file"));
+    if (r <= 0)
+      fail<IOError>(who.c_str(), "cannot read external data '", real, "': ", r < 0 ? errno_text() : "short file");
     got += static_cast<std::size_t>(r);
   }
   return buf;

@@ -12,10 +12,12 @@
 
 #include "dezero/error.hpp"
 #include "dezero/onnx/ops.hpp"
+#include "dezero/tensor/checks.hpp"
 
 namespace dezero::onnx::detail {
 
 namespace {
+using dezero::detail::fail;
 
 // The most elements / bytes one tensor of a model may hold (a dims product past these is a
 // corrupt or hostile file, refused before any allocation).
@@ -108,11 +110,11 @@ std::string describe_node(const ::onnx::NodeProto& node, int opset) {
 }
 
 void unsupported(const ::onnx::NodeProto& node, int opset, const std::string& what) {
-  throw NotImplementedError("onnx import: " + describe_node(node, opset) + ": " + what);
+  fail<NotImplementedError>("onnx import", describe_node(node, opset), ": ", what);
 }
 
 void malformed(const ::onnx::NodeProto& node, int opset, const std::string& what) {
-  throw ValueError("onnx import: " + describe_node(node, opset) + ": " + what);
+  fail<ValueError>("onnx import", describe_node(node, opset), ": ", what);
 }
 
 // --- attributes -----------------------------------------------------------------------------------
@@ -233,7 +235,7 @@ DType dtype_of_elem_type(int t) {
     case ::onnx::TensorProto::INT16:
     case ::onnx::TensorProto::UINT16: return int64;
     default:
-      throw NotImplementedError("onnx import: element type " + elem_type_str(t) +
+      fail<NotImplementedError>("onnx import", "element type ", elem_type_str(t),
                                 " is not supported (dezero has float32, float64, int32 and int64)");
   }
 }
@@ -243,31 +245,31 @@ Tensor tensor_from_proto(const ::onnx::TensorProto& t, const std::string& what, 
   const std::string where = "onnx import: " + what + (t.name().empty() || what.find(t.name()) != std::string::npos
                                                             ? std::string()
                                                             : " ('" + t.name() + "')");
-  if (t.has_segment()) throw NotImplementedError(where + ": segmented tensors are not supported");
+  if (t.has_segment()) fail<NotImplementedError>(where.c_str(), "segmented tensors are not supported");
   const int et = t.data_type();
   if (!supported_elem_type(et))
-    throw NotImplementedError(where + ": element type " + elem_type_str(et) +
+    fail<NotImplementedError>(where.c_str(), "element type ", elem_type_str(et),
                               " is not supported (dezero reads float, double, int32, int64, and bool/int8/uint8/"
                               "int16/uint16 as int64)");
   const DType dtype = dtype_of_elem_type(et);
 
   // Dims: each non-negative, the product under the caps (checked before multiplying further).
   if (t.dims_size() > 12)
-    throw NotImplementedError(where + ": " + std::to_string(t.dims_size()) + " dimensions (dezero has at most 12)");
+    fail<NotImplementedError>(where.c_str(), t.dims_size(), " dimensions (dezero has at most 12)");
   std::int64_t n = 1;
   std::vector<std::int64_t> dims;
   dims.reserve(static_cast<std::size_t>(t.dims_size()));
   for (std::int64_t d : t.dims()) {
-    if (d < 0) throw ValueError(where + ": negative dimension " + std::to_string(d));
+    if (d < 0) fail<ValueError>(where.c_str(), "negative dimension ", d);
     if (d != 0 && n > kMaxElements / d)
-      throw ValueError(where + ": the dimensions' product overflows (more than 2^31 elements)");
+      fail<ValueError>(where.c_str(), "the dimensions' product overflows (more than 2^31 elements)");
     n *= d;
     dims.push_back(d);
   }
-  if (n > kMaxElements) throw ValueError(where + ": more than 2^31 elements");
+  if (n > kMaxElements) fail<ValueError>(where.c_str(), "more than 2^31 elements");
   const std::size_t esize = raw_elem_size(et);
   if (n * static_cast<std::int64_t>(std::max(esize, dtype_size(dtype))) > kMaxBytes)
-    throw ValueError(where + ": more than 8 GiB of data");
+    fail<ValueError>(where.c_str(), "more than 8 GiB of data");
   const std::size_t raw_bytes = static_cast<std::size_t>(n) * esize;
 
   // Where the data is: external file, raw_data, or the typed field.
@@ -275,13 +277,13 @@ Tensor tensor_from_proto(const ::onnx::TensorProto& t, const std::string& what, 
   const std::string* raw = nullptr;
   if (t.data_location() == ::onnx::TensorProto::EXTERNAL) {
     if (!read_external)
-      throw NotImplementedError(where + ": external data is not supported here (only for initializers)");
+      fail<NotImplementedError>(where.c_str(), "external data is not supported here (only for initializers)");
     for (const auto& kv : t.external_data()) {
       if (kv.key() == "length") {
         const std::string& v = kv.value();
         bool digits = !v.empty() && v.size() <= 19 && v.find_first_not_of("0123456789") == std::string::npos;
         if (!digits || std::stoull(v) != raw_bytes)
-          throw ValueError(where + ": external data length '" + v + "' differs from the " + std::to_string(raw_bytes) +
+          fail<ValueError>(where.c_str(), "external data length '", v, "' differs from the ", raw_bytes,
                            " bytes its dims and type need");
       }
     }
@@ -298,8 +300,8 @@ Tensor tensor_from_proto(const ::onnx::TensorProto& t, const std::string& what, 
   };
   if (raw) {
     if (raw->size() != raw_bytes)
-      throw ValueError(where + ": " + std::to_string(raw->size()) + " bytes of data for " + std::to_string(n) + " " +
-                       elem_type_str(et) + " elements (" + std::to_string(raw_bytes) + " bytes expected)");
+      fail<ValueError>(where.c_str(), raw->size(), " bytes of data for ", n, " ", elem_type_str(et), " elements (",
+                       raw_bytes, " bytes expected)");
   } else {
     switch (et) {
       case ::onnx::TensorProto::FLOAT:
