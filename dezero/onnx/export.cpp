@@ -21,6 +21,7 @@
 #include "dezero/core/trace.hpp"
 #include "dezero/onnx.hpp"
 #include "dezero/onnx/export.hpp"
+#include "dezero/tensor/checks.hpp"
 #include "dezero/utils/atomic_file.hpp"
 #include "dezero/version.hpp"
 
@@ -54,6 +55,7 @@ void fill_tensor_proto(const Tensor& t, const std::string& name, ::onnx::TensorP
 
 namespace {
 
+using dezero::detail::fail;
 using detail::exporter::Call;
 using detail::exporter::elem_type;
 using detail::exporter::emitters;
@@ -80,21 +82,20 @@ void fill_value_info(const std::string& name, DType dt, const Shape& s, bool dyn
 void check_options(const VariableList& inputs, const ExportOptions& o, const char* op) {
   const std::string who = std::string("onnx::") + op;
   if (o.opset_version < kMinOpset || o.opset_version > kMaxOpset)
-    throw ValueError(who + ": opset_version " + std::to_string(o.opset_version) + " is not supported; hint: 13 to 17");
-  if (inputs.empty()) throw ValueError(who + ": no inputs");
+    fail<ValueError>(who.c_str(), "opset_version ", o.opset_version, " is not supported; hint: 13 to 17");
+  if (inputs.empty()) fail<ValueError>(who.c_str(), "no inputs");
   for (std::size_t i = 0; i < inputs.size(); ++i)
     if (!inputs[i].defined() || !inputs[i].data().defined())
-      throw ValueError(who + ": input " + std::to_string(i) + " holds no data");
+      fail<ValueError>(who.c_str(), "input ", i, " holds no data");
   if (!o.input_names.empty() && o.input_names.size() != inputs.size())
-    throw ValueError(who + ": " + std::to_string(o.input_names.size()) + " input_names for " +
-                     std::to_string(inputs.size()) + " inputs");
+    fail<ValueError>(who.c_str(), o.input_names.size(), " input_names for ", inputs.size(), " inputs");
 }
 
 void check_names(const std::vector<std::string>& names, const char* what) {
   std::unordered_set<std::string> seen;
   for (const auto& n : names) {
-    if (n.empty()) throw ValueError(std::string("onnx::export: an empty name in ") + what);
-    if (!seen.insert(n).second) throw ValueError(std::string("onnx::export: the name '") + n + "' twice in " + what);
+    if (n.empty()) fail<ValueError>("onnx::export", "an empty name in ", what);
+    if (!seen.insert(n).second) fail<ValueError>("onnx::export", "the name '", n, "' twice in ", what);
   }
 }
 
@@ -105,7 +106,7 @@ void check(::onnx::ModelProto& m) {
     ::onnx::ShapeInferenceOptions opts(/*check_type=*/true, /*strict_mode=*/1, /*data_prop=*/true);
     ::onnx::shape_inference::InferShapes(m, ::onnx::OpSchemaRegistry::Instance(), opts);
   } catch (const std::exception& e) {
-    throw ValueError(std::string("onnx::export: the written model fails ONNX's checks: ") + e.what() +
+    fail<ValueError>("onnx::export", "the written model fails ONNX's checks: ", e.what(),
                      "; this is a bug in dezero's exporter, please report it with the model");
   }
   m.mutable_graph()->clear_value_info();  // the inferred shapes stay out of the file
@@ -115,10 +116,10 @@ void check(::onnx::ModelProto& m) {
 // through a symlink), fsync, rename.
 void write_file(const ::onnx::ModelProto& m, const std::string& path) {
   if (m.ByteSizeLong() > static_cast<std::size_t>(INT_MAX))
-    throw ValueError("onnx::export: the model is " + std::to_string(m.ByteSizeLong()) +
+    fail<ValueError>("onnx::export", "the model is ", m.ByteSizeLong(),
                      " bytes, past protobuf's 2 GiB; external data is not written");
   std::string bytes;
-  if (!m.SerializeToString(&bytes)) throw ValueError("onnx::export: protobuf cannot serialize the model");
+  if (!m.SerializeToString(&bytes)) fail<ValueError>("onnx::export", "protobuf cannot serialize the model");
   dezero::detail::write_file_atomically(path, bytes, "onnx::export");
 }
 
@@ -128,19 +129,18 @@ using NamedParams = std::vector<std::pair<std::string, Parameter>>;
 // (export_model), or nullptr (export_graph).
 void write_graph(const VariableList& inputs, const VariableList& outputs, const NamedParams* model_params,
                  const std::string& path, const ExportOptions& o) {
-  if (outputs.empty()) throw ValueError("onnx::export: the graph has no outputs");
+  if (outputs.empty()) fail<ValueError>("onnx::export", "the graph has no outputs");
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     if (!outputs[i].defined() || !outputs[i].data().defined())
-      throw ValueError("onnx::export: output " + std::to_string(i) + " holds no data");
+      fail<ValueError>("onnx::export", "output ", i, " holds no data");
     const bool is_input = std::any_of(inputs.begin(), inputs.end(), [&](const Variable& x) { return x.is_same(outputs[i]); });
     if (!outputs[i].creator() && !is_input)
-      throw ValueError("onnx::export: output " + std::to_string(i) + " " + outputs[i].shape().str() +
+      fail<ValueError>("onnx::export", "output ", i, " ", outputs[i].shape(),
                        " has no recorded graph: it is neither computed from the inputs nor one of them; hint: "
                        "compute it with backprop on (not under no_grad())");
   }
   if (!o.output_names.empty() && o.output_names.size() != outputs.size())
-    throw ValueError("onnx::export: " + std::to_string(o.output_names.size()) + " output_names for " +
-                     std::to_string(outputs.size()) + " outputs");
+    fail<ValueError>("onnx::export", o.output_names.size(), " output_names for ", outputs.size(), " outputs");
   std::vector<std::string> in_names = o.input_names, out_names = o.output_names;
   for (std::size_t i = in_names.size(); i < inputs.size(); ++i) in_names.push_back("input_" + std::to_string(i));
   for (std::size_t i = out_names.size(); i < outputs.size(); ++i) out_names.push_back("output_" + std::to_string(i));
@@ -163,7 +163,7 @@ void write_graph(const VariableList& inputs, const VariableList& outputs, const 
   std::unordered_map<const VariableNode*, std::string> names;
   for (const auto& n : all) w.reserve(n);
   for (std::size_t i = 0; i < inputs.size(); ++i) {
-    if (names.count(inputs[i].node().get())) throw ValueError("onnx::export: input " + std::to_string(i) + " is given twice");
+    if (names.count(inputs[i].node().get())) fail<ValueError>("onnx::export", "input ", i, " is given twice");
     names[inputs[i].node().get()] = in_names[i];
     w.know(inputs[i].data(), in_names[i], true);
     fill_value_info(in_names[i], inputs[i].dtype(), inputs[i].shape(), o.dynamic_batch && inputs[i].ndim() > 0,
@@ -173,7 +173,7 @@ void write_graph(const VariableList& inputs, const VariableList& outputs, const 
   for (const auto& [key, p] : model_params ? *model_params : NamedParams()) {
     if (!p.data().defined()) continue;
     if (w.used(key))
-      throw ValueError("onnx::export: the parameter '" + key + "' has the name of a graph input or output; hint: "
+      fail<ValueError>("onnx::export", "the parameter '", key, "' has the name of a graph input or output; hint: "
                        "rename that input or output (ExportOptions::input_names / output_names)");
     w.reserve(key);
     param_names[p.node().get()] = key;
@@ -220,11 +220,11 @@ void write_graph(const VariableList& inputs, const VariableList& outputs, const 
     Call c{fn->name(), fn->attributes(), fn->inputs(), {}, fn->outputs(), {}, {}};
     auto e = emitters().find(c.name);
     if (e == emitters().end() && not_exported().count(c.name))
-      throw NotImplementedError("onnx::export: " + c.name + " has no ONNX form: " + not_exported().at(c.name) +
+      fail<NotImplementedError>("onnx::export", c.name, " has no ONNX form: ", not_exported().at(c.name),
                                 "; hint: export the graph of a model's forward");
     if (e == emitters().end())
-      throw NotImplementedError("onnx::export: " + c.name + " has no ONNX form at opset " +
-                                std::to_string(o.opset_version) + "; hint: the exporter writes " + exportable_names());
+      fail<NotImplementedError>("onnx::export", c.name, " has no ONNX form at opset ", o.opset_version,
+                                "; hint: the exporter writes ", exportable_names());
     c.base = w.fresh(c.name + "_" + std::to_string(counters[c.name]++));
     for (const Variable& x : c.inputs) c.in.push_back(names.at(x.node().get()));
     for (std::size_t k = 0; k < c.outputs.size(); ++k) {
@@ -238,7 +238,7 @@ void write_graph(const VariableList& inputs, const VariableList& outputs, const 
       else c.out.push_back(names[y.node().get()] = k == 0 ? c.base : w.fresh(c.base + "_out" + std::to_string(k)));
     }
     if (c.outputs.empty() || !c.outputs[0].defined())
-      throw ValueError("onnx::export: " + c.name + "'s output is gone; hint: keep the outputs alive while exporting");
+      fail<ValueError>("onnx::export", c.name, "'s output is gone; hint: keep the outputs alive while exporting");
     w.set_node_base(c.base);
     e->second(w, c);
   }

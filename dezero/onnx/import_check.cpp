@@ -9,10 +9,12 @@
 #include "dezero/onnx.hpp"
 #include "dezero/onnx/model_file.hpp"
 #include "dezero/onnx/ops.hpp"
+#include "dezero/tensor/checks.hpp"
 
 namespace dezero::onnx::detail {
 
 namespace {
+using dezero::detail::fail;
 
 // A Constant node: exactly one value attribute of a kind dezero has, no inputs, one named output.
 void check_constant(const ::onnx::NodeProto& node, int opset) {
@@ -86,7 +88,7 @@ ValueInfo value_info_of(const ::onnx::ValueInfoProto& v, const std::string& wher
     std::string kind = type.has_sequence_type() ? "a sequence" : type.has_map_type() ? "a map"
                        : type.has_optional_type() ? "an optional" : type.has_sparse_tensor_type() ? "a sparse tensor"
                                                                                                    : "not a tensor";
-    throw NotImplementedError(where + ": graph " + role + " '" + v.name() + "' is " + kind +
+    fail<NotImplementedError>(where.c_str(), "graph ", role, " '", v.name(), "' is ", kind,
                               " (dezero imports tensors only)");
   }
   const auto& tt = type.tensor_type();
@@ -96,7 +98,7 @@ ValueInfo value_info_of(const ::onnx::ValueInfoProto& v, const std::string& wher
       std::string tname = ::onnx::TensorProto::DataType_IsValid(elem_type)
                               ? ::onnx::TensorProto::DataType_Name(static_cast<::onnx::TensorProto::DataType>(elem_type))
                               : std::to_string(elem_type);
-      throw NotImplementedError(where + ": graph " + role + " '" + v.name() + "' has element type " + tname +
+      fail<NotImplementedError>(where.c_str(), "graph ", role, " '", v.name(), "' has element type ", tname,
                                 ", which dezero does not support (float, double, int32, int64; bool and small "
                                 "integers as int64)");
     }
@@ -104,14 +106,12 @@ ValueInfo value_info_of(const ::onnx::ValueInfoProto& v, const std::string& wher
   }
   if (tt.has_shape()) {
     if (tt.shape().dim_size() > kMaxNdim)
-      throw NotImplementedError(where + ": graph " + role + " '" + v.name() + "' has " +
-                                std::to_string(tt.shape().dim_size()) + " dimensions (dezero has at most " +
-                                std::to_string(kMaxNdim) + ")");
+      fail<NotImplementedError>(where.c_str(), "graph ", role, " '", v.name(), "' has ", tt.shape().dim_size(),
+                                " dimensions (dezero has at most ", kMaxNdim, ")");
     for (const auto& d : tt.shape().dim()) {
       if (d.has_dim_value()) {
         if (d.dim_value() < 0)
-          throw ValueError(where + ": graph " + role + " '" + v.name() + "' has a negative dimension " +
-                           std::to_string(d.dim_value()));
+          fail<ValueError>(where.c_str(), "graph ", role, " '", v.name(), "' has a negative dimension ", d.dim_value());
         info.shape.push_back(d.dim_value());
         info.dim_params.emplace_back();
       } else {

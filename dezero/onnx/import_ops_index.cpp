@@ -12,6 +12,7 @@
 #include "dezero/functions.hpp"
 #include "dezero/onnx/import_util.hpp"
 #include "dezero/onnx/ops.hpp"
+#include "dezero/tensor/checks.hpp"
 
 namespace dezero::onnx::detail {
 
@@ -25,8 +26,8 @@ Variable gather_elements(const OpContext& ctx, const Variable& x, const Tensor& 
   const int axis = axis_in(ctx, axis_attr, r);
   if (!is_integer(idx_any.dtype())) ctx.malformed(std::string("indices must be integers, got ") + dtype_name(idx_any.dtype()));
   if (idx_any.ndim() != r)
-    throw ShapeError("onnx import: " + describe_node(ctx.node(), ctx.opset()) + ": indices of shape " +
-                     idx_any.shape().str() + " for data of shape " + x.shape().str() + " (the ranks must agree)");
+    dezero::detail::fail<ShapeError>("onnx import", describe_node(ctx.node(), ctx.opset()), ": indices of shape ",
+                                     idx_any.shape(), " for data of shape ", x.shape(), " (the ranks must agree)");
   const Tensor idx = on(idx_any, x.device());
   Indices ix;
   for (int d = 0; d < r; ++d) {

@@ -26,6 +26,7 @@
 #include "dezero/functions.hpp"
 #include "dezero/onnx/import_util.hpp"
 #include "dezero/onnx/ops.hpp"
+#include "dezero/tensor/checks.hpp"
 
 namespace dezero::onnx::detail {
 
@@ -88,18 +89,18 @@ Shape reshape_target(const OpContext& ctx, const Shape& in, const std::vector<st
     if (s < 0) ctx.malformed("shape " + shape_str(spec) + " has the negative extent " + std::to_string(s));
     out[i] = s;
     if (__builtin_mul_overflow(known, s, &known))
-      throw ShapeError("onnx import: " + describe_node(ctx.node(), ctx.opset()) + ": cannot reshape " + in.str() +
-                       " to " + shape_str(spec) + " (more elements than int64 can count)");
+      dezero::detail::fail<ShapeError>("onnx import", describe_node(ctx.node(), ctx.opset()), ": cannot reshape ", in,
+                                       " to ", shape_str(spec), " (more elements than int64 can count)");
   }
   const std::int64_t n = in.numel();
   if (infer >= 0) {
     if (known == 0 || n % known != 0)
-      throw ShapeError("onnx import: " + describe_node(ctx.node(), ctx.opset()) + ": cannot reshape " + in.str() +
-                       " to " + shape_str(spec));
+      dezero::detail::fail<ShapeError>("onnx import", describe_node(ctx.node(), ctx.opset()), ": cannot reshape ", in,
+                                       " to ", shape_str(spec));
     out[static_cast<std::size_t>(infer)] = n / known;
   } else if (known != n) {
-    throw ShapeError("onnx import: " + describe_node(ctx.node(), ctx.opset()) + ": cannot reshape " + in.str() +
-                     " (" + std::to_string(n) + " elements) to " + shape_str(spec));
+    dezero::detail::fail<ShapeError>("onnx import", describe_node(ctx.node(), ctx.opset()), ": cannot reshape ", in,
+                                     " (", n, " elements) to ", shape_str(spec));
   }
   return out;
 }
@@ -128,8 +129,8 @@ Variable squeeze_axes(const OpContext& ctx, const Variable& x, const std::vector
   for (std::int64_t a : axes) {
     const int i = axis_in(ctx, a, r);
     if (x.shape()[static_cast<std::size_t>(i)] != 1)
-      throw ShapeError("onnx import: " + describe_node(ctx.node(), ctx.opset()) + ": cannot squeeze axis " +
-                       std::to_string(a) + " of shape " + x.shape().str() + " (its extent is not 1)");
+      dezero::detail::fail<ShapeError>("onnx import", describe_node(ctx.node(), ctx.opset()), ": cannot squeeze axis ",
+                                       a, " of shape ", x.shape(), " (its extent is not 1)");
     drop[static_cast<std::size_t>(i)] = true;
   }
   Shape out;
