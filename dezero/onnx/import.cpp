@@ -26,6 +26,7 @@
 #include "dezero/tensor/memory_cap.hpp"
 #include "dezero/onnx/model_file.hpp"
 #include "dezero/onnx/ops.hpp"
+#include "dezero/tensor/checks.hpp"
 
 namespace dezero::onnx {
 
@@ -55,6 +56,7 @@ const OpDef* find_op(const std::string& op_type, int opset) {
 
 namespace {
 
+using dezero::detail::fail;
 using detail::describe_node;
 using detail::is_default_domain;
 
@@ -141,18 +143,17 @@ struct OnnxModel::Impl {
     for (const auto& o : proto.opset_import()) {
       if (!is_default_domain(o.domain())) continue;
       if (found && o.version() != version)
-        throw ValueError(where() + ": the default domain is imported twice, at opsets " + std::to_string(version) +
-                         " and " + std::to_string(o.version()));
+        fail<ValueError>(where().c_str(), "the default domain is imported twice, at opsets ", version, " and ",
+                         o.version());
       version = o.version();
       found = true;
     }
     if (!found)
-      throw NotImplementedError(where() + ": no opset for the default ONNX domain (an IR version 2 model?); dezero "
-                                "imports opsets " + std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset));
+      fail<NotImplementedError>(where().c_str(), "no opset for the default ONNX domain (an IR version 2 model?); "
+                                "dezero imports opsets ", kMinOpset, " to ", kMaxOpset);
     if (version < kMinOpset || version > kMaxOpset)
-      throw NotImplementedError(where() + ": opset " + std::to_string(version) + " is not supported (dezero imports " +
-                                std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) +
-                                "); hint: convert it with onnx.version_converter");
+      fail<NotImplementedError>(where().c_str(), "opset ", version, " is not supported (dezero imports ", kMinOpset,
+                                " to ", kMaxOpset, "); hint: convert it with onnx.version_converter");
     opset = static_cast<int>(version);
   }
 
@@ -185,8 +186,9 @@ struct OnnxModel::Impl {
     const auto& g = proto.graph();
     std::unordered_set<std::string> seen;
     for (const auto& v : g.input()) {
-      if (v.name().empty()) throw ValueError(where() + ": a graph input has no name");
-      if (!seen.insert(v.name()).second) throw ValueError(where() + ": graph input '" + v.name() + "' is declared twice");
+      if (v.name().empty()) fail<ValueError>(where().c_str(), "a graph input has no name");
+      if (!seen.insert(v.name()).second)
+        fail<ValueError>(where().c_str(), "graph input '", v.name(), "' is declared twice");
       if (initializer_names.count(v.name())) continue;  // an initializer (a default the caller cannot override here)
       int et = 0;
       ValueInfo info = detail::value_info_of(v, where(), "input", et);
@@ -196,9 +198,9 @@ struct OnnxModel::Impl {
       input_info.push_back(std::move(info));
       input_slots.push_back(slot(v.name()));
     }
-    if (g.output_size() == 0) throw ValueError(where() + ": the graph has no outputs");
+    if (g.output_size() == 0) fail<ValueError>(where().c_str(), "the graph has no outputs");
     for (const auto& v : g.output()) {
-      if (v.name().empty()) throw ValueError(where() + ": a graph output has no name");
+      if (v.name().empty()) fail<ValueError>(where().c_str(), "a graph output has no name");
       int et = 0;
       output_info.push_back(detail::value_info_of(v, where(), "output", et));
       output_names.push_back(v.name());
@@ -219,12 +221,13 @@ struct OnnxModel::Impl {
   void read_initializers(OnnxModel& model) {
     const auto& g = proto.graph();
     if (g.sparse_initializer_size() > 0)
-      throw NotImplementedError(where() + ": sparse initializers ('" + g.sparse_initializer(0).values().name() +
+      fail<NotImplementedError>(where().c_str(), "sparse initializers ('", g.sparse_initializer(0).values().name(),
                                 "') are not supported");
     std::unordered_set<std::string> names, float_names;  // float_names: those that become Parameters
     for (const auto& t : g.initializer()) {
-      if (t.name().empty()) throw ValueError(where() + ": an initializer has no name");
-      if (!names.insert(t.name()).second) throw ValueError(where() + ": initializer '" + t.name() + "' is given twice");
+      if (t.name().empty()) fail<ValueError>(where().c_str(), "an initializer has no name");
+      if (!names.insert(t.name()).second)
+        fail<ValueError>(where().c_str(), "initializer '", t.name(), "' is given twice");
       if (t.data_type() == ::onnx::TensorProto::FLOAT || t.data_type() == ::onnx::TensorProto::DOUBLE)
         float_names.insert(t.name());
     }
@@ -240,7 +243,7 @@ struct OnnxModel::Impl {
       try {
         params.emplace_back(s, register_param(model, t.name(), p, float_names));
       } catch (const ValueError& e) {
-        throw ValueError(where() + ": initializer '" + t.name() + "' cannot be a parameter: " + e.what());
+        fail<ValueError>(where().c_str(), "initializer '", t.name(), "' cannot be a parameter: ", e.what());
       }
     }
   }
@@ -345,13 +348,13 @@ struct OnnxModel::Impl {
         seen[static_cast<std::size_t>(k)] = true;
         k = waiting_on(k, value);
       }
-      if (k < 0) throw ValueError(where() + ": the graph has a cycle");
+      if (k < 0) fail<ValueError>(where().c_str(), "the graph has a cycle");
       waiting_on(k, value);
       detail::malformed(g.node(k), opset, "the graph has a cycle: input '" + value + "' depends on this node's own output");
     }
     for (const auto& name : output_names)
       if (!available.count(name) && !made_by.count(name))
-        throw ValueError(where() + ": graph output '" + name + "' is never defined");
+        fail<ValueError>(where().c_str(), "graph output '", name, "' is never defined");
   }
 
   // Steps to run, and when each intermediate value can be dropped.
@@ -516,8 +519,8 @@ struct OnnxModel::Impl {
     if (xs.size() != input_names.size()) {
       std::string names;
       for (const auto& n : input_names) names += (names.empty() ? "" : ", ") + n;
-      throw ValueError(where() + ": the model takes " + std::to_string(input_names.size()) + " input(s) (" + names +
-                       "), got " + std::to_string(xs.size()));
+      fail<ValueError>(where().c_str(), "the model takes ", input_names.size(), " input(s) (", names, "), got ",
+                       xs.size());
     }
     for (std::size_t i = 0; i < xs.size(); ++i) {
       const ValueInfo& info = input_info[i];
@@ -557,7 +560,7 @@ struct OnnxModel::Impl {
     try {
       return st.op->run(ctx);
     } catch (const std::bad_alloc&) {
-      throw ValueError("onnx import: " + describe_node(*st.node, opset) +
+      fail<ValueError>("onnx import", describe_node(*st.node, opset),
                        ": not enough memory for what it makes; hint: onnx::set_max_run_bytes caps a run below that");
     } catch (const DeviceError&) {
       throw;  // CUDA failures and out-of-memory keep their own class and message
@@ -631,7 +634,7 @@ struct OnnxModel::Impl {
     VariableList ys;
     for (std::size_t o = 0; o < output_slots.size(); ++o) {
       const Variable& y = vals[static_cast<std::size_t>(output_slots[o])];
-      if (!y.defined()) throw ValueError(where() + ": graph output '" + output_names[o] + "' got no value");
+      if (!y.defined()) fail<ValueError>(where().c_str(), "graph output '", output_names[o], "' got no value");
       ys.push_back(y);
     }
     return ys;
@@ -648,7 +651,7 @@ Variable OnnxModel::forward(const Variable& x) { return impl_->forward(VariableL
 VariableList OnnxModel::forward_multi(const VariableList& xs) { return impl_->forward(xs); }
 
 void set_max_run_bytes(std::int64_t bytes) {
-  if (bytes < 0) throw ValueError("onnx::set_max_run_bytes: the cap must be >= 0 (0: automatic), got " + std::to_string(bytes));
+  if (bytes < 0) fail<ValueError>("onnx::set_max_run_bytes", "the cap must be >= 0 (0: automatic), got ", bytes);
   g_max_run_bytes.store(bytes, std::memory_order_relaxed);
 }
 std::int64_t get_max_run_bytes() { return g_max_run_bytes.load(std::memory_order_relaxed); }
