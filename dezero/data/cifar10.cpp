@@ -99,7 +99,8 @@ class ArchiveReader {
                                     ": the loaded libarchive reads no gzip or no tar (libarchive: ", message(), ")");
     errno = 0;
     if (!std::ifstream(path, std::ios::binary).good())
-      throw IOError("CIFAR10: cannot open " + path + (errno ? std::string(": ") + std::strerror(errno) : ""));
+      dezero::detail::fail<IOError>("CIFAR10", "cannot open ", path,
+                                    errno ? std::string(": ") + std::strerror(errno) : "");
     // Opening reads the start of the archive: a short or damaged one already fails here.
     if (api_.open_filename(a_.get(), path.c_str(), 1 << 16) < ARCHIVE_WARN) fail("when opening it");
   }

@@ -148,7 +148,7 @@ VariableMap VGG16::extract(const Variable& x, const std::vector<std::string>& la
     if (it == known.end()) {
       std::string all;
       for (const auto& k : known) all += (all.empty() ? "" : " ") + k;
-      throw ValueError("VGG16::extract: no layer named '" + name + "'; hint: the names are " + all);
+      dezero::detail::fail<ValueError>("VGG16::extract", "no layer named '", name, "'; hint: the names are ", all);
     }
     last = std::max(last, static_cast<std::size_t>(it - known.begin()) + 1);
   }
@@ -216,14 +216,15 @@ Variable VGG16::forward(const Variable& x) {
 // DeZero: image.convert('RGB'); image.resize(size); np.asarray(image, float32); image[:, :, ::-1];
 // image -= [103.939, 116.779, 123.68]; image.transpose((2, 0, 1)).
 Tensor VGG16::preprocess(const Tensor& image, Pair size) {
-  if (!image.defined()) throw ValueError("VGG16::preprocess: the image is empty; hint: utils::load_image(path)");
+  if (!image.defined())
+    dezero::detail::fail<ValueError>("VGG16::preprocess", "the image is empty; hint: utils::load_image(path)");
   if (size.h <= 0 || size.w <= 0)
-    throw ValueError("VGG16::preprocess: size must be positive {height, width}, got " + size.str());
+    dezero::detail::fail<ValueError>("VGG16::preprocess", "size must be positive {height, width}, got ", size.str());
   Tensor img = image.to(Device::cpu()).astype(float32);
   if (img.ndim() == 2) img = img.reshape({img.shape()[0], img.shape()[1], 1});
   if (img.ndim() != 3 || (img.shape()[2] != 1 && img.shape()[2] != 3 && img.shape()[2] != 4))
-    throw ShapeError("VGG16::preprocess: image of shape " + image.shape().str() +
-                     "; hint: pass (H, W, 3) RGB values 0-255, as utils::load_image returns them");
+    dezero::detail::fail<ShapeError>("VGG16::preprocess", "image of shape ", image.shape(),
+                                     "; hint: pass (H, W, 3) RGB values 0-255, as utils::load_image returns them");
   const std::int64_t H = img.shape()[0], W = img.shape()[1];
   // convert('RGB'): gray is repeated, alpha dropped. (H, W, 3)
   if (img.shape()[2] == 1) img = broadcast_to(img, {H, W, 3});
