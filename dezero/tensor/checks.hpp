@@ -40,6 +40,9 @@ template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, 
 void append_part(std::string& s, I v) {
   s += std::to_string(v);
 }
+// A floating-point number or a bool has no part of its own: a compile error here, not a char.
+template <class F, std::enable_if_t<std::is_floating_point_v<F> || std::is_same_v<F, bool>, int> = 0>
+void append_part(std::string& s, F v) = delete;
 inline void append_part(std::string& s, const Shape& v) { s += v.str(); }
 inline void append_part(std::string& s, DType v) { s += dtype_name(v); }
 inline void append_part(std::string& s, const Device& v) { s += v.str(); }
