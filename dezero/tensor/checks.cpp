@@ -14,6 +14,8 @@
 
 namespace dezero::detail {
 
+void append_part(std::string& s, const Tensor& v) { s += describe(v); }
+
 // --- operands --------------------------------------------------------------------------
 Tensor undefined_tensor(EmptyCause cause) {
   Tensor t;
