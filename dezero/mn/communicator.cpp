@@ -30,6 +30,7 @@
 
 #include <unistd.h>
 
+#include "dezero/fail.hpp"
 #include "dezero/mn/detail.hpp"
 
 namespace dezero::mn {
@@ -38,6 +39,7 @@ namespace {
 
 using NamedParams = std::vector<std::pair<std::string, Parameter>>;
 
+using dezero::detail::fail;
 using detail::agree;
 using detail::allgather_strings;
 using detail::check_declared;
@@ -157,7 +159,7 @@ void Communicator::check_same_everywhere(const std::string& op, const NamedParam
 
 void Communicator::differ(const std::string& op, const std::string& sig) {
   const std::vector<std::string> sigs = allgather_strings(state_->world, sig, size_, op);
-  throw ValueError(op + ": the ranks' parameters differ: " + first_difference(sigs) +
+  fail<ValueError>(op.c_str(), "the ranks' parameters differ: ", first_difference(sigs),
                    "; hint: every rank must build the same model, and a model with lazy shapes must have run a "
                    "forward pass on every rank (or be broadcast with bcast_data) before its first collective");
 }
@@ -177,8 +179,8 @@ void Communicator::bcast_data(const NamedParams& params) {
     std::vector<std::uint64_t> all(static_cast<std::size_t>(size_));
     DEZERO_MPI_CHECK(MPI_Allgather(&h, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, state_->world));
     if (!std::all_of(all.begin(), all.end(), [&](std::uint64_t x) { return x == h; }))
-      throw ValueError(std::string(op) + ": the ranks' parameter keys differ: " +
-                       first_difference(allgather_strings(state_->world, keys, size_, op)) +
+      fail<ValueError>(op, "the ranks' parameter keys differ: ",
+                       first_difference(allgather_strings(state_->world, keys, size_, op)),
                        "; hint: every rank must build the same model");
   }
   // Rank 0's description: per parameter [has data, dtype, ndim, dims...], then kDescEnd.
@@ -341,19 +343,17 @@ void Communicator::multi_node_mean_grad(const NamedParams& params, bool zero_fil
     // integer comparisons per parameter.
     if ((a[2] != 0 && a[2] != 1) || (a[3] != 0 && a[3] != -1) || (every && !some) ||
         (some ? !is_dtype_code(top) || !is_dtype_code(bottom) || bottom > top : top != -1 || a[1] != -1000))
-      throw ValueError(std::string(op) + ": the ranks' flags for " + quoted(key, 200) +
-                       " are impossible: largest dtype code " + std::to_string(top) + ", smallest dtype code " +
-                       std::to_string(bottom) + ", some-rank flag " + std::to_string(a[2]) + ", every-rank flag " +
-                       std::to_string(-a[3]) + " (a rank sent a dtype code outside 0 to " +
-                       std::to_string(static_cast<int>(kLastDtype)) + " or a flag outside 0 and 1)" + kPeerHint);
+      fail<ValueError>(op, "the ranks' flags for ", quoted(key, 200), " are impossible: largest dtype code ", top,
+                       ", smallest dtype code ", bottom, ", some-rank flag ", a[2], ", every-rank flag ", -a[3],
+                       " (a rank sent a dtype code outside 0 to ", static_cast<int>(kLastDtype),
+                       " or a flag outside 0 and 1)", kPeerHint);
     if (!some) continue;  // no rank has a gradient for it
     if (top != bottom)
-      throw ValueError(std::string(op) + ": the gradient of " + key + " is " +
-                       dtype_name(static_cast<DType>(bottom)) + " on some ranks and " +
-                       dtype_name(static_cast<DType>(top)) + " on others; hint: feed every rank data of the same dtype");
+      fail<ValueError>(op, "the gradient of ", key, " is ", static_cast<DType>(bottom), " on some ranks and ",
+                       static_cast<DType>(top), " on others; hint: feed every rank data of the same dtype");
     if (!every) {
       if (!zero_fill)
-        throw ValueError(std::string(op) + ": " + key + " has a gradient on some ranks and none on others; hint: "
+        fail<ValueError>(op, key, " has a gradient on some ranks and none on others; hint: "
                          "multi_node_mean_grad(model, zero_fill = true) lets the missing ones count as zeros");
       if (!local_has[i]) {
         Parameter q = p;
@@ -402,7 +402,7 @@ void Communicator::allreduce_persistent(L::Layer& model) {
 }
 
 Tensor Communicator::allreduce(const Tensor& t) {
-  if (!t.defined()) throw ValueError("mn::Communicator::allreduce: the tensor is undefined");
+  if (!t.defined()) fail<ValueError>("mn::Communicator::allreduce", "the tensor is undefined");
   check_same_everywhere("allreduce", NamedParams{{"tensor", Parameter(t)}});
   std::vector<Tensor> one{t.copy()};
   allreduce_sum_inplace(one);
@@ -412,8 +412,7 @@ Tensor Communicator::allreduce(const Tensor& t) {
 Tensor Communicator::bcast(const Tensor& t, int root) {
   detail::require_mpi("bcast");
   if (root < 0 || root >= size_)
-    throw ValueError("mn::Communicator::bcast: root " + std::to_string(root) + " is not a rank (size " +
-                     std::to_string(size_) + ")");
+    fail<ValueError>("mn::Communicator::bcast", "root ", root, " is not a rank (size ", size_, ")");
   std::int64_t head[2 + 32] = {0};
   if (rank_ == root) {
     if (!t.defined()) head[0] = -1;
@@ -425,8 +424,8 @@ Tensor Communicator::bcast(const Tensor& t, int root) {
     }
   }
   DEZERO_MPI_CHECK(MPI_Bcast(head, 34, MPI_INT64_T, root, state_->world));
-  if (head[0] == -1) throw ValueError("mn::Communicator::bcast: the tensor on the root rank is undefined");
-  if (head[0] == -2) throw ValueError("mn::Communicator::bcast: the tensor on the root rank has more than 32 axes");
+  if (head[0] == -1) fail<ValueError>("mn::Communicator::bcast", "the tensor on the root rank is undefined");
+  if (head[0] == -2) fail<ValueError>("mn::Communicator::bcast", "the tensor on the root rank has more than 32 axes");
   // The root's header, checked by every other rank; the root learns the verdict from agree().
   std::int64_t bytes = 0;
   std::string problem;

@@ -6,17 +6,21 @@
 #include <utility>
 #include <vector>
 
+#include "dezero/fail.hpp"
 #include "dezero/mn/detail.hpp"
 
 namespace dezero::mn {
+
+namespace {
+using dezero::detail::fail;
+}  // namespace
 
 SubDataset::SubDataset(const datasets::Dataset& base, std::vector<std::int64_t> indices)
     : datasets::Dataset(base.train()), base_(&base), indices_(std::move(indices)) {
   const std::int64_t n = base.size();
   for (std::int64_t i : indices_)
     if (i < 0 || i >= n)
-      throw IndexError("mn::SubDataset: index " + std::to_string(i) + " is out of range for a dataset of " +
-                       std::to_string(n) + " samples");
+      fail<IndexError>("mn::SubDataset", "index ", i, " is out of range for a dataset of ", n, " samples");
 }
 
 std::int64_t SubDataset::size() const { return static_cast<std::int64_t>(indices_.size()); }
@@ -24,8 +28,7 @@ std::int64_t SubDataset::size() const { return static_cast<std::int64_t>(indices
 Batch SubDataset::get(std::int64_t index) const {
   const std::int64_t n = size();
   if (index < -n || index >= n)
-    throw IndexError("mn::SubDataset: index " + std::to_string(index) + " is out of range for " + std::to_string(n) +
-                     " samples");
+    fail<IndexError>("mn::SubDataset", "index ", index, " is out of range for ", n, " samples");
   return base_->get(indices_[static_cast<std::size_t>(index < 0 ? index + n : index)]);
 }
 
@@ -35,8 +38,7 @@ Batch SubDataset::get_batch(const std::vector<std::int64_t>& indices) const {
   const std::int64_t n = size();
   for (std::int64_t i : indices) {
     if (i < -n || i >= n)
-      throw IndexError("mn::SubDataset: index " + std::to_string(i) + " is out of range for " + std::to_string(n) +
-                       " samples");
+      fail<IndexError>("mn::SubDataset", "index ", i, " is out of range for ", n, " samples");
     mapped.push_back(indices_[static_cast<std::size_t>(i < 0 ? i + n : i)]);
   }
   return base_->get_batch(mapped);
@@ -50,12 +52,12 @@ SubDataset scatter_dataset(const datasets::Dataset& dataset, Communicator& comm,
   const std::int64_t differ =
       comm.allreduce(array(std::vector<std::int64_t>{n == root_n ? 0 : 1}, Shape{1}, int64)).item<std::int64_t>();
   if (differ < 0 || differ >= comm.size())
-    throw ValueError("mn::scatter_dataset: the ranks' count of datasets that differ from rank 0's is " +
-                     std::to_string(differ) + ", outside 0 to " + std::to_string(comm.size() - 1) + detail::kPeerHint);
+    fail<ValueError>("mn::scatter_dataset", "the ranks' count of datasets that differ from rank 0's is ", differ,
+                     ", outside 0 to ", comm.size() - 1, detail::kPeerHint);
   if (differ != 0)
-    throw ValueError("mn::scatter_dataset: the ranks' datasets differ in size: rank 0 has " + std::to_string(root_n) +
-                     " samples and " + std::to_string(differ) + " rank(s) do not (rank " + std::to_string(comm.rank()) +
-                     " has " + std::to_string(n) + "); hint: every rank must load the same dataset");
+    fail<ValueError>("mn::scatter_dataset", "the ranks' datasets differ in size: rank 0 has ", root_n, " samples and ",
+                     differ, " rank(s) do not (rank ", comm.rank(), " has ", n,
+                     "); hint: every rank must load the same dataset");
   std::vector<std::int64_t> order(static_cast<std::size_t>(n));
   if (shuffle) {
     order = random::Generator(seed).permutation(n).to_vector<std::int64_t>();

@@ -21,11 +21,13 @@
 #include <vector>
 
 #include "dezero/env.hpp"
+#include "dezero/fail.hpp"
 #include "dezero/mn/detail.hpp"
 
 namespace dezero::mn {
 
 namespace {
+using dezero::detail::fail;
 
 std::mutex g_states_mutex;
 std::vector<std::weak_ptr<Communicator::State>> g_states;
@@ -98,7 +100,7 @@ double timeout_s() {
   char* end = nullptr;
   const double s = std::strtod(v, &end);
   if (end == v || *end != '\0' || !(s >= 0.0))
-    throw ValueError(std::string("mn::Environment: DEZERO_MN_TIMEOUT='") + v +
+    fail<ValueError>("mn::Environment", "DEZERO_MN_TIMEOUT='", v,
                      "' is not a number of seconds; hint: 600, or 0 to wait for ever");
   return s;
 }
@@ -252,12 +254,11 @@ void check_mpi(int rc, const char* call, const char* file, int line) {
   int cls = rc;
   MPI_Error_class(rc, &cls);
   if (cls == MPI_ERR_TRUNCATE)
-    throw ValueError(std::string("dezero::mn: ") + call + ": a peer sent a longer message than this rank, rank " +
-                     std::to_string(world_rank()) + ", expected (MPI_ERR_TRUNCATE: " +
-                     std::string(text, static_cast<std::size_t>(len)) + ", " + file + ":" + std::to_string(line) + ")" +
-                     kPeerHint);
-  throw Error(std::string("dezero::mn: ") + call + " failed: " + std::string(text, static_cast<std::size_t>(len)) +
-              " (" + file + ":" + std::to_string(line) + ")");
+    fail<ValueError>("dezero::mn", call, ": a peer sent a longer message than this rank, rank ", world_rank(),
+                     ", expected (MPI_ERR_TRUNCATE: ", std::string(text, static_cast<std::size_t>(len)), ", ", file,
+                     ":", line, ")", kPeerHint);
+  fail<Error>("dezero::mn", call, " failed: ", std::string(text, static_cast<std::size_t>(len)), " (", file, ":",
+              line, ")");
 }
 
 MPI_Datatype mpi_type(DType dtype) {
@@ -268,11 +269,11 @@ MPI_Datatype mpi_type(DType dtype) {
     case DType::Int64: return MPI_INT64_T;
     case DType::BFloat16:
     case DType::Float16:  // MPI has no 16-bit float type (nor a sum for one)
-      throw DtypeError(std::string("dezero::mn: no MPI datatype for ") + dtype_name(dtype) +
+      fail<DtypeError>("dezero::mn", "no MPI datatype for ", dtype,
                        " tensors; hint: communicate them as float32 (astype), or use "
                        "CommunicatorOptions::allreduce_grad_dtype for 16-bit gradients on the wire");
   }
-  throw DtypeError("dezero::mn: no MPI datatype for this dtype");
+  fail<DtypeError>("dezero::mn", "no MPI datatype for this dtype");
 }
 
 MPI_Datatype mpi_transfer_type(DType dtype) { return is_half(dtype) ? MPI_UINT16_T : mpi_type(dtype); }

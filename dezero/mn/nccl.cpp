@@ -19,14 +19,19 @@
 
 #include "dezero/cuda.hpp"
 #include "dezero/env.hpp"
+#include "dezero/fail.hpp"
 #include "dezero/mn/detail.hpp"
 
 namespace dezero::mn::detail {
 
+namespace {
+using dezero::detail::fail;
+}  // namespace
+
 #ifndef DEZERO_WITH_CUDA
 
 std::shared_ptr<Communicator> make_pure_nccl_communicator() {
-  throw DeviceError("mn::create_communicator: 'pure_nccl' needs the CUDA backend, and this dezero was built "
+  fail<DeviceError>("mn::create_communicator", "'pure_nccl' needs the CUDA backend, and this dezero was built "
                     "without it; hint: use 'flat' (or 'naive') on the CPU");
 }
 
@@ -77,7 +82,7 @@ const Nccl& nccl() {
         n.loaded_from = c;
         auto bind = [&](auto& fn, const char* sym) {
           fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, sym));
-          if (!fn) throw DeviceError(std::string("mn: ") + c + " has no " + sym + "; hint: NCCL 2.x is needed");
+          if (!fn) fail<DeviceError>("mn", c, " has no ", sym, "; hint: NCCL 2.x is needed");
         };
         bind(n.GetUniqueId, "ncclGetUniqueId");
         bind(n.CommInitRank, "ncclCommInitRank");
@@ -92,7 +97,7 @@ const Nccl& nccl() {
       const char* e = dlerror();
       errors += std::string(errors.empty() ? "" : "; ") + (e ? e : c.c_str());
     }
-    throw DeviceError("mn: 'pure_nccl' could not load NCCL (tried " + tried + ": " + errors +
+    fail<DeviceError>("mn", "'pure_nccl' could not load NCCL (tried ", tried, ": ", errors,
                       "); hint: install NCCL 2 (the toolkit's libnccl2, or pip's nvidia-nccl-cu13) and put its "
                       "folder in DEZERO_CUDA_LIB_PATH, or name the file in DEZERO_NCCL");
   }();
@@ -101,8 +106,7 @@ const Nccl& nccl() {
 
 void check_nccl(ncclResult_t rc, const char* call) {
   if (rc != 0)
-    throw CudaError(std::string("mn: ") + call + " failed: " + nccl().GetErrorString(rc) + " (NCCL error " +
-                    std::to_string(rc) + ")");
+    fail<CudaError>("mn", call, " failed: ", nccl().GetErrorString(rc), " (NCCL error ", rc, ")");
 }
 
 ncclDataType_t nccl_type(DType dt) {
@@ -114,7 +118,7 @@ ncclDataType_t nccl_type(DType dt) {
     case DType::Float16: return ncclFloat16;
     case DType::BFloat16: return ncclBfloat16;  // NCCL 2.10 and later
   }
-  throw DtypeError("mn: no NCCL datatype for this dtype");
+  fail<DtypeError>("mn", "no NCCL datatype for this dtype");
 }
 
 class PureNcclCommunicator : public Communicator {
@@ -157,18 +161,17 @@ class PureNcclCommunicator : public Communicator {
   // be on that device.
   ncclComm_t comm_for(const std::vector<Tensor>& tensors, const char* op) {
     if (!cuda::is_available())
-      throw DeviceError(std::string("mn::pure_nccl: ") + op + " needs a CUDA device, and there is none; hint: use "
+      fail<DeviceError>("mn::pure_nccl", op, " needs a CUDA device, and there is none; hint: use "
                         "the 'flat' communicator on the CPU");
     const int dev = cuda::Device().id();
     for (const Tensor& t : tensors)
       if (t.device() != Device::cuda(dev))
-        throw DeviceError(std::string("mn::pure_nccl: ") + op + ": a tensor on " + t.device().str() +
-                          " but the current device is cuda:" + std::to_string(dev) +
+        fail<DeviceError>("mn::pure_nccl", op, ": a tensor on ", t.device(), " but the current device is cuda:", dev,
                           "; hint: model.to_gpu() after cuda::Device(comm->intra_rank()).use()");
     if (comm_) {
       if (dev != device_)
-        throw DeviceError("mn::pure_nccl: the NCCL communicator was made on cuda:" + std::to_string(device_) +
-                          ", the current device is cuda:" + std::to_string(dev) + "; hint: keep one device per rank");
+        fail<DeviceError>("mn::pure_nccl", "the NCCL communicator was made on cuda:", device_,
+                          ", the current device is cuda:", dev, "; hint: keep one device per rank");
       return comm_;
     }
     ncclUniqueId id{};

@@ -13,10 +13,15 @@
 #include <utility>
 #include <vector>
 
+#include "dezero/fail.hpp"
 #include "dezero/mn/detail.hpp"
 #include "dezero/mn/strategy.hpp"
 
 namespace dezero::mn {
+
+namespace {
+using dezero::detail::fail;
+}  // namespace
 
 MultiNodeOptimizer create_multi_node_optimizer(optimizers::Optimizer& actual, std::shared_ptr<Communicator> comm,
                                                const MultiNodeOptimizerOptions& options) {
@@ -29,23 +34,22 @@ MultiNodeOptimizer::MultiNodeOptimizer(optimizers::Optimizer& actual, std::share
 MultiNodeOptimizer::MultiNodeOptimizer(optimizers::Optimizer& actual, std::shared_ptr<Communicator> comm,
                                        const MultiNodeOptimizerOptions& options)
     : actual_(&actual), comm_(std::move(comm)) {
-  if (!comm_) throw ValueError("mn::MultiNodeOptimizer: the communicator is null; hint: mn::create_communicator()");
+  if (!comm_) fail<ValueError>("mn::MultiNodeOptimizer", "the communicator is null; hint: mn::create_communicator()");
   if (options.double_buffering || options.overlap) {  // refused before any collective, on every rank alike
     const std::string what = options.double_buffering ? "double_buffering" : "overlap";
     if (options.double_buffering && options.overlap)
-      throw NotImplementedError("mn::MultiNodeOptimizer: double_buffering and overlap together are not implemented; "
-                                "hint: choose one");
+      fail<NotImplementedError>("mn::MultiNodeOptimizer",
+                                "double_buffering and overlap together are not implemented; hint: choose one");
     if (!comm_->supports(Communicator::Capability::comm_thread))
-      throw NotImplementedError("mn::MultiNodeOptimizer: " + what + " with the " + comm_->name() +
+      fail<NotImplementedError>("mn::MultiNodeOptimizer", what, " with the ", comm_->name(),
                                 " communicator is not implemented yet; hint: 'flat' or 'naive' take it");
     if (!detail::mpi_thread_multiple())
-      throw NotImplementedError("mn::MultiNodeOptimizer: " + what + " needs MPI_THREAD_MULTIPLE, which this MPI "
+      fail<NotImplementedError>("mn::MultiNodeOptimizer", what, " needs MPI_THREAD_MULTIPLE, which this MPI "
                                 "did not grant to mn::Environment; hint: an MPI built with thread support (Open MPI "
-                                "is), or " + what + " = false");
+                                "is), or ", what, " = false");
     if (options.overlap && (options.bucket_bytes <= 0 || options.first_bucket_bytes <= 0))
-      throw ValueError("mn::MultiNodeOptimizer: bucket_bytes " + std::to_string(options.bucket_bytes) +
-                       " and first_bucket_bytes " + std::to_string(options.first_bucket_bytes) +
-                       " must be positive; hint: DDP's sizes are 25 MB and 1 MB");
+      fail<ValueError>("mn::MultiNodeOptimizer", "bucket_bytes ", options.bucket_bytes, " and first_bucket_bytes ",
+                       options.first_bucket_bytes, " must be positive; hint: DDP's sizes are 25 MB and 1 MB");
   }
   // Rank 0's values of the parameters that have data now, to every rank (a collective: every rank
   // makes its MultiNodeOptimizer at the same point); lazy ones follow at the update after they appear.

@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include "dezero/fail.hpp"
 #include "dezero/mn/detail.hpp"
 
 namespace dezero::mn::detail {
@@ -18,6 +19,8 @@ namespace dezero::mn::detail {
 // The most bytes of strings one allgather_strings takes in (the ranks' parameter lists, the
 // problems of agree()): far above a real model's list, and below an int's range (MPI's offsets).
 namespace {
+using dezero::detail::fail;
+
 constexpr std::int64_t kMaxGatheredBytes = std::int64_t{64} << 20;
 
 }  // namespace
@@ -94,17 +97,15 @@ std::vector<std::string> allgather_strings(MPI_Comm comm, const std::string& min
   for (int r = 0; r < size; ++r) {
     const int l = lens[static_cast<std::size_t>(r)];
     if (l < 0)
-      throw ValueError(op + ": rank " + std::to_string(r) + " sent a string length of " + std::to_string(l) +
-                       " (a length is at least 0)" + kPeerHint);
+      fail<ValueError>(op.c_str(), "rank ", r, " sent a string length of ", l, " (a length is at least 0)", kPeerHint);
     if (l > lens[static_cast<std::size_t>(largest)]) largest = r;
     offs[static_cast<std::size_t>(r)] = static_cast<int>(std::min<std::int64_t>(total, INT_MAX));
     total += l;
   }
   if (total > kMaxGatheredBytes)
-    throw ValueError(op + ": rank " + std::to_string(largest) + " sent a string length of " +
-                     std::to_string(lens[static_cast<std::size_t>(largest)]) + ": the ranks' strings sum to " +
-                     std::to_string(total) + " bytes, more than the " + std::to_string(kMaxGatheredBytes) +
-                     " taken in" + (total > INT_MAX ? " (and the sum would overflow an int)" : "") + kPeerHint);
+    fail<ValueError>(op.c_str(), "rank ", largest, " sent a string length of ", lens[static_cast<std::size_t>(largest)],
+                     ": the ranks' strings sum to ", total, " bytes, more than the ", kMaxGatheredBytes, " taken in",
+                     total > INT_MAX ? " (and the sum would overflow an int)" : "", kPeerHint);
   std::string all(static_cast<std::size_t>(total), '\0');
   DEZERO_MPI_CHECK(MPI_Allgatherv(own.data(), len, MPI_CHAR, all.data(), lens.data(), offs.data(), MPI_CHAR, comm));
   std::vector<std::string> out;
@@ -126,7 +127,7 @@ void agree(MPI_Comm comm, int size, const std::string& op, const std::string& pr
   for (std::size_t r = 0; r < said.size(); ++r)
     if (!said[r].empty())
       throw ValueError("dezero::mn " + op + ": rank " + std::to_string(r) + " found a problem: " + quoted(said[r], 8000));
-  throw ValueError(op + ": a rank reported a problem without saying which" + kPeerHint);
+  fail<ValueError>(op.c_str(), "a rank reported a problem without saying which", kPeerHint);
 }
 
 namespace {

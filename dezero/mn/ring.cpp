@@ -33,11 +33,14 @@
 #include <string>
 #include <vector>
 
+#include "dezero/fail.hpp"
 #include "dezero/mn/detail.hpp"
 
 namespace dezero::mn::detail {
 
 namespace {
+
+using dezero::detail::fail;
 
 constexpr int kRingTag = 0x5249;  // 'RI': no other point-to-point message on a Communicator uses it
 
@@ -164,12 +167,10 @@ void ring_allreduce(MPI_Comm comm, void* buffer, std::int64_t n, RingSum kind, s
         DEZERO_MPI_CHECK(MPI_Get_count(&status, MPI_BYTE, &got));
         const std::int64_t len = seg_len(b, k);
         if (got != static_cast<std::int64_t>(len * es))
-          throw ValueError(std::string(op) + ": rank " + std::to_string(left) + " sent " + std::to_string(got) +
-                           " bytes of segment " + std::to_string(k) + " of block " + std::to_string(b) +
-                           " at ring step " + std::to_string(t) + ", where rank " + std::to_string(rank) +
-                           " expects " + std::to_string(len * static_cast<std::int64_t>(es)) + " (" +
-                           std::to_string(n) + " elements in all); hint: every rank must reduce buffers of the same "
-                           "size in the same order");
+          fail<ValueError>(op, "rank ", left, " sent ", got, " bytes of segment ", k, " of block ", b, " at ring step ",
+                           t, ", where rank ", rank, " expects ", len * static_cast<std::int64_t>(es), " (", n,
+                           " elements in all); hint: every rank must reduce buffers of the same size in the same "
+                           "order");
         unsigned char* dst = buf + static_cast<std::size_t>(block_off(b) + k * seg) * es;
         const unsigned char* in = src + static_cast<std::size_t>(k * seg) * es;
         if (t < N - 1) {
@@ -217,8 +218,7 @@ void pair_mean(MPI_Comm comm, const std::vector<std::pair<void*, std::int64_t>>&
   DEZERO_MPI_CHECK(MPI_Comm_rank(comm, &rank));
   DEZERO_MPI_CHECK(MPI_Comm_size(comm, &size));
   if (size != 2 || (kind != RingSum::float32 && kind != RingSum::float64))
-    throw ValueError(std::string(op) + ": pair_mean needs 2 ranks and float32 or float64, got " +
-                     std::to_string(size) + " ranks");
+    fail<ValueError>(op, "pair_mean needs 2 ranks and float32 or float64, got ", size, " ranks");
   const std::int64_t es = static_cast<std::int64_t>(element_size(kind));
   const std::int64_t seg = std::clamp<std::int64_t>(segment_bytes / es, 1, (std::int64_t{1} << 30) / es);
   const int peer = 1 - rank;
@@ -253,9 +253,8 @@ void pair_mean(MPI_Comm comm, const std::vector<std::pair<void*, std::int64_t>>&
       int got = -1;
       DEZERO_MPI_CHECK(MPI_Get_count(&status, MPI_BYTE, &got));
       if (got != segs[i].count * es)
-        throw ValueError(std::string(op) + ": rank " + std::to_string(peer) + " sent " + std::to_string(got) +
-                         " bytes of segment " + std::to_string(i) + ", where rank " + std::to_string(rank) +
-                         " expects " + std::to_string(segs[i].count * es) + " (" + std::to_string(total) +
+        fail<ValueError>(op, "rank ", peer, " sent ", got, " bytes of segment ", i, ", where rank ", rank, " expects ",
+                         segs[i].count * es, " (", total,
                          " bytes in all); hint: every rank must average gradients of the same sizes in the same order");
       wait_for(&sends[i], MPI_STATUS_IGNORE);  // the peer has (or MPI holds) this segment: it may change now
       if (kind == RingSum::float32) mean_into<float>(scratch.data() + segs[i].at, segs[i].own, segs[i].count);

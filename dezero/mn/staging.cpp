@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "dezero/cuda.hpp"
+#include "dezero/fail.hpp"
 #include "dezero/mn/detail.hpp"
 
 #ifdef DEZERO_WITH_CUDA
@@ -19,17 +20,18 @@
 namespace dezero::mn::detail {
 
 namespace {
+using dezero::detail::fail;
+
 #ifdef DEZERO_WITH_CUDA
 void check_cuda(cudaError_t rc, const char* call) {
-  if (rc != cudaSuccess)
-    throw CudaError(std::string("dezero::mn: ") + call + " failed: " + cudaGetErrorString(rc));
+  if (rc != cudaSuccess) fail<CudaError>("dezero::mn", call, " failed: ", cudaGetErrorString(rc));
 }
 cudaStream_t current_stream() { return static_cast<cudaStream_t>(cuda::Stream::current().handle()); }
 #endif
 
 #ifndef DEZERO_WITH_CUDA
 [[noreturn]] void no_cuda(const Tensor& t) {
-  throw DeviceError("dezero::mn: a tensor on " + t.device().str() +
+  fail<DeviceError>("dezero::mn", "a tensor on ", t.device(),
                     " but this libdezero_mn was built without CUDA; hint: rebuild with the CUDA toolkit present");
 }
 #endif

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <unordered_map>
 
+#include "dezero/fail.hpp"
 #include "dezero/mn/detail.hpp"
 #include "dezero/mn/strategy.hpp"
 
@@ -79,6 +80,7 @@ void CommThread::wait() {
 
 namespace {
 
+using dezero::detail::fail;
 using detail::NamedParams;
 
 // A stand-in for `p` that a job averages: it shares p's data (only its shape and dtype are read) and
@@ -197,7 +199,7 @@ class Overlap : public MultiNodeOptimizer::Strategy {
         if ((g.defined() ? g.node().get() : nullptr) != posted_grads_[k][j]) {
           const std::string key = params_[buckets_[k][j]].first;
           reset_pass();
-          throw ValueError("mn::MultiNodeOptimizer: the gradient of " + key + " was replaced or cleared between "
+          fail<ValueError>("mn::MultiNodeOptimizer", "the gradient of ", key, " was replaced or cleared between "
                            "backward() and update(), after overlap had sent it; hint: change gradients in an "
                            "optimizer hook (it runs in update(), on the averages), or use overlap = false");
         }
@@ -230,14 +232,13 @@ class Overlap : public MultiNodeOptimizer::Strategy {
     for (std::int64_t k = 0; k < n; ++k) {
       const std::int64_t i = order.data<std::int64_t>()[k];
       if (i < 0 || i >= static_cast<std::int64_t>(params_.size()) || seen[static_cast<std::size_t>(i)])
-        throw ValueError("mn::MultiNodeOptimizer: rank 0 sent a bucket order with parameter index " +
-                         std::to_string(i) + " (of " + std::to_string(params_.size()) +
-                         ", or twice); hint: the ranks run different models or versions of dezero");
+        fail<ValueError>("mn::MultiNodeOptimizer", "rank 0 sent a bucket order with parameter index ", i, " (of ",
+                         params_.size(), ", or twice); hint: the ranks run different models or versions of dezero");
       seen[static_cast<std::size_t>(i)] = 1;
       order_.push_back(static_cast<std::size_t>(i));
     }
     if (n < 0)
-      throw ValueError("mn::MultiNodeOptimizer: rank 0 sent a bucket order of " + std::to_string(order.ndim()) +
+      fail<ValueError>("mn::MultiNodeOptimizer", "rank 0 sent a bucket order of ", order.ndim(),
                        " axes (1 expected); hint: the ranks run different versions of dezero");
     freeze_buckets();
     reset_pass();
@@ -253,7 +254,7 @@ class Overlap : public MultiNodeOptimizer::Strategy {
     const std::size_t i = it->second;
     if (ready_now_[i]) {
       refused_ = true;
-      throw ValueError("mn::MultiNodeOptimizer: " + params_[i].first + "'s gradient became final twice before "
+      fail<ValueError>("mn::MultiNodeOptimizer", params_[i].first, "'s gradient became final twice before "
                        "update() (a second backward() without an update in between); hint: with overlap, make one "
                        "backward() per update(), or use overlap = false to accumulate gradients over passes");
     }
