@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "dezero/fail.hpp"
 #include "dezero/training.hpp"
 
 namespace fs = std::filesystem;
@@ -15,6 +16,8 @@ namespace fs = std::filesystem;
 namespace dezero::training {
 
 namespace {
+
+using dezero::detail::fail;
 
 constexpr const char* kPrefix = "snapshot_iter_";
 constexpr const char* kSuffix = ".npz";
@@ -33,14 +36,14 @@ std::int64_t iteration_of(const std::string& name) {
 
 Checkpointer::Checkpointer(std::string out_dir, Snapshot& snapshot, CheckpointOptions options)
     : dir_(std::move(out_dir)), snap_(snapshot), opt_(options) {
-  if (dir_.empty()) throw ValueError("Checkpointer: the folder name is empty");
-  if (opt_.every < 0) throw ValueError("Checkpointer: every must be >= 0, got " + std::to_string(opt_.every));
-  if (opt_.keep < 0) throw ValueError("Checkpointer: keep must be >= 0, got " + std::to_string(opt_.keep));
+  if (dir_.empty()) fail<ValueError>("Checkpointer", "the folder name is empty");
+  if (opt_.every < 0) fail<ValueError>("Checkpointer", "every must be >= 0, got ", opt_.every);
+  if (opt_.keep < 0) fail<ValueError>("Checkpointer", "keep must be >= 0, got ", opt_.keep);
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (ec || !fs::is_directory(dir_))
-    throw IOError("Checkpointer: cannot create the folder '" + dir_ + "': " +
-                  (ec ? ec.message() : std::string("a file of that name is in the way")));
+    fail<IOError>("Checkpointer", "cannot create the folder '", dir_, "': ",
+                  ec ? ec.message() : std::string("a file of that name is in the way"));
 }
 
 std::string Checkpointer::path_of(std::int64_t iteration) const {
@@ -106,7 +109,7 @@ bool Checkpointer::step(std::int64_t iteration) {
 }
 
 std::string Checkpointer::save(std::int64_t iteration) {
-  if (iteration < 0) throw ValueError("Checkpointer::save: iteration " + std::to_string(iteration) + " is negative");
+  if (iteration < 0) fail<ValueError>("Checkpointer::save", "iteration ", iteration, " is negative");
   const std::string path = path_of(iteration);
   snap_.save(path);  // replaces a file of the same iteration
   last_ = iteration;

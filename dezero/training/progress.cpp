@@ -6,11 +6,14 @@
 #include <cmath>
 #include <cstdio>
 
+#include "dezero/fail.hpp"
 #include "dezero/training.hpp"
 
 namespace dezero::training {
 
 namespace {
+
+using dezero::detail::fail;
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -61,7 +64,7 @@ Progress::Progress(std::int64_t total_iterations, std::int64_t iterations_per_ep
                    ProgressOptions options)
     : total_(total_iterations), per_epoch_(iterations_per_epoch), start_(start), last_it_(start), opt_(options) {
   if (total_ < 0 || per_epoch_ < 0 || start_ < 0)
-    throw ValueError("Progress: total_iterations, iterations_per_epoch and start must be >= 0");
+    fail<ValueError>("Progress", "total_iterations, iterations_per_epoch and start must be >= 0");
   if (!opt_.out) opt_.out = stderr;
   tty_ = isatty(fileno(opt_.out)) != 0;
   t0_ = now_s();

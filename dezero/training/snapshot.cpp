@@ -11,11 +11,14 @@
 #include <climits>
 #include <map>
 
+#include "dezero/fail.hpp"
 #include "dezero/training.hpp"
 
 namespace dezero::training {
 
 namespace {
+
+using dezero::detail::fail;
 
 // A string as int32 character codes (readable in NumPy: bytes(a.astype('u1')).decode()).
 Tensor string_array(const std::string& s) {
@@ -59,8 +62,7 @@ struct Arrays {
   std::int64_t integer(const std::string& key) {
     const Tensor& t = take(key);
     if (t.ndim() != 0 || is_floating(t.dtype()))
-      throw ValueError(where + ": '" + key + "' must be one integer (int64 ()), got " + t.shape().str() + " " +
-                       dtype_name(t.dtype()));
+      fail<ValueError>(where.c_str(), "'", key, "' must be one integer (int64 ()), got ", t.shape(), " ", t.dtype());
     const std::int64_t v = t.astype(int64).item<std::int64_t>();
     done(key);
     return v;
@@ -68,8 +70,7 @@ struct Arrays {
   double real(const std::string& key) {
     const Tensor& t = take(key);
     if (t.ndim() != 0 || t.dtype() != float64)
-      throw ValueError(where + ": '" + key + "' must be one float64 (), got " + t.shape().str() + " " +
-                       dtype_name(t.dtype()));
+      fail<ValueError>(where.c_str(), "'", key, "' must be one float64 (), got ", t.shape(), " ", t.dtype());
     const double v = t.item<double>();
     done(key);
     return v;
@@ -80,26 +81,24 @@ random::GeneratorState take_generator(Arrays& a, const std::string& prefix) {
   random::GeneratorState st;
   const Tensor& key = a.take(prefix + "/key");
   if (key.shape() != Shape{624} || is_floating(key.dtype()))
-    throw ValueError(a.where + ": '" + prefix + "/key' must be 624 integers, got " + key.shape().str() + " " +
-                     dtype_name(key.dtype()));
+    fail<ValueError>(a.where.c_str(), "'", prefix, "/key' must be 624 integers, got ", key.shape(), " ", key.dtype());
   const std::vector<std::int64_t> words = key.astype(int64).to_vector<std::int64_t>();
   bool all_zero = true;
   for (std::size_t i = 0; i < 624; ++i) {
     if (words[i] < 0 || words[i] > 0xffffffffLL)
-      throw ValueError(a.where + ": '" + prefix + "/key' holds " + std::to_string(words[i]) +
-                       ", not a 32-bit word (0..4294967295)");
+      fail<ValueError>(a.where.c_str(), "'", prefix, "/key' holds ", words[i], ", not a 32-bit word (0..4294967295)");
     st.key[i] = static_cast<std::uint32_t>(words[i]);
     all_zero = all_zero && words[i] == 0;
   }
-  if (all_zero) throw ValueError(a.where + ": '" + prefix + "/key' is all zeros, a state MT19937 never reaches");
+  if (all_zero) fail<ValueError>(a.where.c_str(), "'", prefix, "/key' is all zeros, a state MT19937 never reaches");
   a.done(prefix + "/key");
   const std::int64_t pos = a.integer(prefix + "/pos");
   if (pos < 0 || pos > 624)
-    throw ValueError(a.where + ": '" + prefix + "/pos' is " + std::to_string(pos) + ", outside 0..624");
+    fail<ValueError>(a.where.c_str(), "'", prefix, "/pos' is ", pos, ", outside 0..624");
   st.pos = static_cast<int>(pos);
   const std::int64_t hg = a.integer(prefix + "/has_gauss");
   if (hg != 0 && hg != 1)
-    throw ValueError(a.where + ": '" + prefix + "/has_gauss' is " + std::to_string(hg) + ", not 0 or 1");
+    fail<ValueError>(a.where.c_str(), "'", prefix, "/has_gauss' is ", hg, ", not 0 or 1");
   st.has_gauss = hg == 1;
   st.cached_gaussian = a.real(prefix + "/cached_gaussian");
   return st;
@@ -168,7 +167,7 @@ utils::NamedTensors Snapshot::state() const {
   if (model_) {
     for (const auto& [key, p] : model_->named_params()) {
       if (!p.data().defined())
-        throw ValueError("Snapshot: the model's parameter '" + key + "' has no data yet (lazily created); hint: "
+        fail<ValueError>("Snapshot", "the model's parameter '", key, "' has no data yet (lazily created); hint: "
                          "run one forward pass before the first snapshot");
       out.emplace_back("model/" + key, p.data());
     }
@@ -233,13 +232,13 @@ void Snapshot::load_state(const utils::NamedTensors& file, const std::string& wh
       const Tensor& t = a.take(k);
       if (p.data().defined()) {
         if (t.shape() != p.data().shape())
-          throw ShapeError(where + ": '" + k + "' has shape " + t.shape().str() + " but the model's parameter has " +
-                           p.data().shape().str() + "; hint: the snapshot is of another model");
+          fail<ShapeError>(where.c_str(), "'", k, "' has shape ", t.shape(), " but the model's parameter has ",
+                           p.data().shape(), "; hint: the snapshot is of another model");
         if (t.dtype() != p.data().dtype())
-          throw DtypeError(where + ": '" + k + "' is " + dtype_name(t.dtype()) + " but the model's parameter is " +
-                           dtype_name(p.data().dtype()));
+          fail<DtypeError>(where.c_str(), "'", k, "' is ", t.dtype(), " but the model's parameter is ",
+                           p.data().dtype());
       } else if (!is_floating(t.dtype())) {
-        throw DtypeError(where + ": '" + k + "' is " + dtype_name(t.dtype()) + ", not a floating dtype");
+        fail<DtypeError>(where.c_str(), "'", k, "' is ", t.dtype(), ", not a floating dtype");
       }
       params.emplace_back(p, t);
       a.done(k);
@@ -277,24 +276,23 @@ void Snapshot::load_state(const utils::NamedTensors& file, const std::string& wh
     LoaderPos lp{l, a.integer(p + "/epoch"), a.integer(p + "/iteration"), {}};
     const Tensor& idx = a.take(p + "/index");
     if (idx.ndim() != 1 || is_floating(idx.dtype()))
-      throw ValueError(where + ": '" + p + "/index' must be a 1-d integer array, got " + idx.shape().str() + " " +
-                       dtype_name(idx.dtype()));
+      fail<ValueError>(where.c_str(), "'", p, "/index' must be a 1-d integer array, got ", idx.shape(), " ",
+                       idx.dtype());
     lp.index = idx.astype(int64).to_vector<std::int64_t>();
     a.done(p + "/index");
     // set_position's checks, made now on a copy of the loader's numbers
     if (lp.epoch < 0 || lp.iteration < 0 || lp.iteration > l->size() ||
         static_cast<std::int64_t>(lp.index.size()) != l->data_size())
-      throw ValueError(where + ": loader '" + name + "' was at epoch " + std::to_string(lp.epoch) + ", batch " +
-                       std::to_string(lp.iteration) + " of " + std::to_string(lp.index.size()) +
-                       " samples; this loader has " + std::to_string(l->data_size()) + " samples in " +
-                       std::to_string(l->size()) + " batches; hint: the snapshot is of another data set or batch size");
+      fail<ValueError>(where.c_str(), "loader '", name, "' was at epoch ", lp.epoch, ", batch ", lp.iteration, " of ",
+                       lp.index.size(), " samples; this loader has ", l->data_size(), " samples in ", l->size(),
+                       " batches; hint: the snapshot is of another data set or batch size");
     std::vector<char> seen(lp.index.size(), 0);
     for (std::size_t i = 0; i < lp.index.size(); ++i) {
       const std::int64_t k = lp.index[i];
       if (k < 0 || k >= l->data_size() || seen[static_cast<std::size_t>(k)] ||
           (!l->shuffle() && k != static_cast<std::int64_t>(i)))
-        throw ValueError(where + ": '" + p + "/index' is not " +
-                         (l->shuffle() ? "a permutation of 0.." : "0, 1, ..., ") + std::to_string(l->data_size() - 1) +
+        fail<ValueError>(where.c_str(), "'", p, "/index' is not ",
+                         l->shuffle() ? "a permutation of 0.." : "0, 1, ..., ", l->data_size() - 1,
                          " (this loader's order)");
       seen[static_cast<std::size_t>(k)] = 1;
     }
@@ -314,12 +312,12 @@ void Snapshot::load_state(const utils::NamedTensors& file, const std::string& wh
                     : v.f64 ? (t.ndim() == 0 && t.dtype() == float64)
                             : (t.ndim() == 0 && !is_floating(t.dtype()));
     if (!ok)
-      throw ValueError(where + ": '" + k + "' is " + t.shape().str() + " " + dtype_name(t.dtype()) + ", expected " +
-                       (v.curve ? "float64 (n,)" : v.f64 ? "float64 ()" : "an integer ()"));
+      fail<ValueError>(where.c_str(), "'", k, "' is ", t.shape(), " ", t.dtype(), ", expected ",
+                       v.curve ? "float64 (n,)" : v.f64 ? "float64 ()" : "an integer ()");
     if (v.i32) {
       const std::int64_t x = t.astype(int64).item<std::int64_t>();
       if (x < INT32_MIN || x > INT32_MAX)
-        throw ValueError(where + ": '" + k + "' is " + std::to_string(x) + ", past an int");
+        fail<ValueError>(where.c_str(), "'", k, "' is ", x, ", past an int");
     }
     values.push_back(ValueIn{&v, t});
     a.done(k);
