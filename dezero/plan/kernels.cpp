@@ -17,6 +17,7 @@
 #include <cstring>
 #include <utility>
 
+#include "dezero/fail.hpp"
 #include "dezero/plan/plan_impl.hpp"
 #include "dezero/tensor/strided.hpp"
 
@@ -236,9 +237,9 @@ VariableList KernelProgram::run(const Plan::Impl& plan, const VariableList& xs) 
     const Val& val = plan.vals[static_cast<std::size_t>(v)];
     const Tensor& d = val.live.data();
     if (!d.defined() || d.shape() != val.shape || d.dtype() != val.dtype || d.device() != val.device)
-      throw ValueError("Plan: a parameter recorded as " + val.shape.str() + " " + dtype_name(val.dtype) + " on " +
-                       val.device.str() + " is now " + (d.defined() ? d.shape().str() + " " + dtype_name(d.dtype()) +
-                       " on " + d.device().str() : std::string("empty")) +
+      fail<ValueError>("Plan", "a parameter recorded as ", val.shape, " ", val.dtype, " on ", val.device, " is now ",
+                       d.defined() ? d.shape().str() + " " + dtype_name(d.dtype()) + " on " + d.device().str()
+                                   : std::string("empty"),
                        "; hint: compile the step again after changing a parameter's shape, dtype or device");
     ptr[static_cast<std::size_t>(v)] = d.raw_data();
   }

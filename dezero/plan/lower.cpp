@@ -16,6 +16,7 @@
 #include <variant>
 
 #include "dezero/core/trace.hpp"
+#include "dezero/fail.hpp"
 #include "dezero/functions.hpp"
 #include "dezero/plan/plan_impl.hpp"
 
@@ -122,8 +123,7 @@ class Compiler {
       for (const Parameter& p : *params)
         if (p.is_same(leaf)) c.live = p;
       if (!c.live.defined())
-        throw NotImplementedError(std::string(who) + ": the step reads a tensor " + leaf.shape().str() + " " +
-                                  dtype_name(leaf.dtype()) +
+        fail<NotImplementedError>(who, "the step reads a tensor ", leaf.shape(), " ", leaf.dtype(),
                                   " that is neither an input nor a parameter of the model; its recorded value would "
                                   "be replayed at every step; hint: pass it as an input (a random mask, F::dropout, "
                                   "is drawn anew at each step and cannot be replayed)");
@@ -141,8 +141,7 @@ class Compiler {
         if (!std::holds_alternative<Tensor>(kv.second)) continue;
         const Tensor& a = std::get<Tensor>(kv.second);
         if (a.defined() && computed.count(a.storage().get()))
-          throw NotImplementedError(std::string(who) + ": " + op.name + " keeps the values of " +
-                                    a.shape().str() + " (its '" + kv.first +
+          fail<NotImplementedError>(who, op.name, " keeps the values of ", a.shape(), " (its '", kv.first,
                                     "'), which the recorded run computed or took as an input; a replay would use "
                                     "the example's values; hint: run this model without a plan");
       }

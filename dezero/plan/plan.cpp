@@ -13,10 +13,12 @@
 #include <variant>
 
 #include "dezero/core/trace.hpp"
+#include "dezero/fail.hpp"
 #include "dezero/plan/plan_impl.hpp"
 
 namespace dezero {
 
+using detail::fail;
 using detail::plan::Val;
 
 namespace detail::plan {
@@ -44,21 +46,18 @@ void summarize(Plan::Impl& plan) {
 
 void Plan::Impl::check_inputs(const VariableList& xs) const {
   if (xs.size() != inputs.size())
-    throw ValueError("Plan: " + std::to_string(xs.size()) + " inputs given, the plan was compiled for " +
-                     std::to_string(inputs.size()));
+    fail<ValueError>("Plan", xs.size(), " inputs given, the plan was compiled for ", inputs.size());
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const Val& v = vals[static_cast<std::size_t>(inputs[i])];
-    if (!xs[i].defined() || !xs[i].data().defined()) throw ValueError("Plan: input " + std::to_string(i) + " holds no data");
+    if (!xs[i].defined() || !xs[i].data().defined()) fail<ValueError>("Plan", "input ", i, " holds no data");
     const Tensor& x = xs[i].data();
     if (x.shape() != v.shape)
-      throw ShapeError("Plan: input " + std::to_string(i) + " is " + x.shape().str() + ", the plan was compiled for " +
-                       v.shape.str() + "; hint: compile one plan per input shape");
+      fail<ShapeError>("Plan", "input ", i, " is ", x.shape(), ", the plan was compiled for ", v.shape,
+                       "; hint: compile one plan per input shape");
     if (x.dtype() != v.dtype)
-      throw DtypeError("Plan: input " + std::to_string(i) + " is " + dtype_name(x.dtype()) +
-                       ", the plan was compiled for " + dtype_name(v.dtype));
+      fail<DtypeError>("Plan", "input ", i, " is ", x.dtype(), ", the plan was compiled for ", v.dtype);
     if (x.device() != v.device)
-      throw DeviceError("Plan: input " + std::to_string(i) + " is on " + x.device().str() +
-                        ", the plan was compiled for " + v.device.str());
+      fail<DeviceError>("Plan", "input ", i, " is on ", x.device(), ", the plan was compiled for ", v.device);
   }
 }
 
@@ -120,7 +119,7 @@ Plan::Plan(Plan&&) noexcept = default;
 Plan& Plan::operator=(Plan&&) noexcept = default;
 
 VariableList Plan::operator()(const VariableList& xs) const {
-  if (!impl_) throw ValueError("Plan: an empty plan; hint: make one with dezero::compile(model, example_inputs)");
+  if (!impl_) fail<ValueError>("Plan", "an empty plan; hint: make one with dezero::compile(model, example_inputs)");
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->run(xs);
 }
@@ -200,47 +199,45 @@ void check_values_fixed(const std::function<VariableList(const VariableList&)>& 
   const std::string hint = "; hint: a plan replays the recorded run, so it cannot follow this; run the model "
                            "without a plan, or make the value an input";
   if (ys2.size() != ys.size() || a.order.size() != b.order.size() || a.leaves.size() != b.leaves.size())
-    throw NotImplementedError("compile: the function records another graph for other input values (" +
-                              std::to_string(a.order.size()) + " Functions on the example, " +
-                              std::to_string(b.order.size()) + " on other values)" + hint);
+    fail<NotImplementedError>("compile", "the function records another graph for other input values (",
+                              a.order.size(), " Functions on the example, ", b.order.size(), " on other values)", hint);
   for (std::size_t i = 0; i < a.order.size(); ++i) {
     const Function &f = *a.order[i], &g = *b.order[i];
     if (f.name() != g.name() || f.inputs().size() != g.inputs().size())
-      throw NotImplementedError("compile: the function records another graph for other input values (Function " +
-                                std::to_string(i) + " is " + f.name() + " on the example, " + g.name() + " on other values)" +
-                                hint);
+      fail<NotImplementedError>("compile", "the function records another graph for other input values (Function ", i,
+                                " is ", f.name(), " on the example, ", g.name(), " on other values)", hint);
     if (!same_attrs(f.attributes(), g.attributes()))
-      throw NotImplementedError("compile: " + f.name() + " (Function " + std::to_string(i) +
-                                ") has hyperparameters that depend on the inputs' values" + hint);
+      fail<NotImplementedError>("compile", f.name(), " (Function ", i,
+                                ") has hyperparameters that depend on the inputs' values", hint);
   }
   for (std::size_t i = 0; i < a.leaves.size(); ++i)
     if (!a.leaves[i].is_same(b.leaves[i]) && !same_values(a.leaves[i].data(), b.leaves[i].data()))
-      throw NotImplementedError("compile: a tensor " + a.leaves[i].shape().str() +
-                                " that the graph reads was computed from the inputs' values outside the graph" + hint);
+      fail<NotImplementedError>("compile", "a tensor ", a.leaves[i].shape(),
+                                " that the graph reads was computed from the inputs' values outside the graph", hint);
 }
 
 }  // namespace
 
 Plan compile(const std::function<VariableList(const VariableList&)>& fn, const VariableList& example_inputs,
              const CompileOptions& options) {
-  if (!fn) throw ValueError("compile: no function to compile");
+  if (!fn) fail<ValueError>("compile", "no function to compile");
   for (std::size_t i = 0; i < example_inputs.size(); ++i)
     if (!example_inputs[i].defined() || !example_inputs[i].data().defined())
-      throw ValueError("compile: example input " + std::to_string(i) + " holds no data");
+      fail<ValueError>("compile", "example input ", i, " holds no data");
   VariableList ys;
   {
     auto bp = using_config("enable_backprop", true);
     auto tm = test_mode();
     ys = fn(example_inputs);
   }
-  if (ys.empty()) throw ValueError("compile: the function returned no outputs");
+  if (ys.empty()) fail<ValueError>("compile", "the function returned no outputs");
   for (std::size_t i = 0; i < ys.size(); ++i) {
     if (!ys[i].defined() || !ys[i].data().defined())
-      throw ValueError("compile: output " + std::to_string(i) + " holds no data");
+      fail<ValueError>("compile", "output ", i, " holds no data");
     bool is_input = false;
     for (const Variable& x : example_inputs) is_input = is_input || x.is_same(ys[i]);
     if (!ys[i].creator() && !is_input)
-      throw ValueError("compile: output " + std::to_string(i) + " " + ys[i].shape().str() +
+      fail<ValueError>("compile", "output ", i, " ", ys[i].shape(),
                        " has no recorded graph: it is neither computed from the inputs nor one of them; hint: "
                        "do not run the forward under no_grad()");
   }
@@ -271,12 +268,11 @@ StepPlan::StepPlan(StepPlan&&) noexcept = default;
 StepPlan& StepPlan::operator=(StepPlan&&) noexcept = default;
 
 Variable StepPlan::operator()(const VariableList& xs) const {
-  if (!impl_) throw ValueError("StepPlan: an empty plan; hint: make one with dezero::compile_step(...)");
+  if (!impl_) fail<ValueError>("StepPlan", "an empty plan; hint: make one with dezero::compile_step(...)");
   std::lock_guard<std::mutex> lock(impl_->mu);
   const std::size_t n = impl_->plan->inputs.size() - 1;
   if (xs.size() != n)
-    throw ValueError("StepPlan: " + std::to_string(xs.size()) + " inputs given, the step was compiled for " +
-                     std::to_string(n));
+    fail<ValueError>("StepPlan", xs.size(), " inputs given, the step was compiled for ", n);
   VariableList in(xs.begin(), xs.end());
   in.push_back(impl_->seed);
   VariableList outs = [&] {
@@ -294,17 +290,17 @@ std::string StepPlan::summary() const { return impl_ ? impl_->plan->summary : st
 
 StepPlan compile_step(Model& model, const std::function<Variable(const VariableList&)>& loss_fn,
                       optimizers::Optimizer& optimizer, const VariableList& example_inputs) {
-  if (!loss_fn) throw ValueError("compile_step: no loss function");
+  if (!loss_fn) fail<ValueError>("compile_step", "no loss function");
   for (std::size_t i = 0; i < example_inputs.size(); ++i)
     if (!example_inputs[i].defined() || !example_inputs[i].data().defined())
-      throw ValueError("compile_step: example input " + std::to_string(i) + " holds no data");
+      fail<ValueError>("compile_step", "example input ", i, " holds no data");
   const std::vector<Parameter> params = model.params();
   // Record the forward, then the backward with its graph, from a seed of our own (an input of the plan).
   auto bp = using_config("enable_backprop", true);
   Variable loss = loss_fn(example_inputs);
-  if (!loss.defined() || !loss.data().defined()) throw ValueError("compile_step: the loss function returned no loss");
+  if (!loss.defined() || !loss.data().defined()) fail<ValueError>("compile_step", "the loss function returned no loss");
   if (!loss.creator())
-    throw ValueError("compile_step: the loss " + loss.shape().str() +
+    fail<ValueError>("compile_step", "the loss ", loss.shape(),
                      " has no recorded graph; hint: do not compute it under no_grad()");
   auto impl = std::make_shared<StepPlan::Impl>();
   impl->seed = Variable(ones_like(loss.data()));
