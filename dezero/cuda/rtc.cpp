@@ -26,6 +26,7 @@
 #include "dezero/cuda/memoize.hpp"
 #include "dezero/cuda/rtc.hpp"
 #include "dezero/cuda/rtc_binding.hpp"
+#include "dezero/tensor/checks.hpp"
 
 // NVRTC's check lives here: compile() below is its only user.
 #define DEZERO_NVRTC_CHECK(call)                                                                               \
@@ -36,6 +37,8 @@
   } while (0)
 
 namespace dezero::cuda::detail {
+
+using ::dezero::detail::fail;  // the library's one-line errors (fail.hpp)
 
 // --- compile + load ----------------------------------------------------------------------
 Compiled compile(const std::string& source, const std::string& name, int device,
@@ -154,7 +157,7 @@ std::vector<Param> parse_params(const std::string& spec, const std::string& kern
       i = 1;
     }
     if (tok.size() != i + 2 || !is_identifier(tok[i]) || !is_identifier(tok[i + 1]))
-      throw ValueError(kernel + ": cannot parse parameter '" + item +
+      fail<ValueError>(kernel.c_str(), "cannot parse parameter '", item,
                        "'; expected '[raw] type name' with type float32/float64/int32/int64 or a placeholder like T");
     p.type = tok[i];
     p.name = tok[i + 1];
@@ -193,9 +196,9 @@ void set_scalar(Slot* s, const KernelArg& a, DType type) {
 void check_arg_counts(const std::string& op, std::size_t want_in, std::size_t got_in, std::size_t want_out,
                       std::size_t got_out) {
   if (got_in != want_in)
-    throw ValueError(op + ": takes " + std::to_string(want_in) + " inputs, got " + std::to_string(got_in));
+    fail<ValueError>(op.c_str(), "takes ", want_in, " inputs, got ", got_in);
   if (got_out != 0 && got_out != want_out)
-    throw ValueError(op + ": takes " + std::to_string(want_out) + " outputs, got " + std::to_string(got_out));
+    fail<ValueError>(op.c_str(), "takes ", want_out, " outputs, got ", got_out);
 }
 }  // namespace
 
@@ -210,24 +213,22 @@ Binding::Binding(std::string op_name, const std::vector<Param>& in_params, const
 }
 
 void Binding::bind(const Param& p, const Tensor& t, bool sets_shape) {
-  if (!t.defined()) throw ValueError(op + ": argument '" + p.name + "' is an undefined tensor");
+  if (!t.defined()) fail<ValueError>(op.c_str(), "argument '", p.name, "' is an undefined tensor");
   if (!t.device().is_cuda())
-    throw DeviceError(op + ": argument '" + p.name + "' lives on " + t.device().str() +
-                      "; hint: move it with to_gpu()");
+    fail<DeviceError>(op.c_str(), "argument '", p.name, "' lives on ", t.device(), "; hint: move it with to_gpu()");
   if (device < 0) device = t.device().index();
   else if (device != t.device().index())
-    throw DeviceError(op + ": arguments are on cuda:" + std::to_string(device) + " and " + t.device().str());
+    fail<DeviceError>(op.c_str(), "arguments are on cuda:", device, " and ", t.device());
   DType fixed;
   if (dtype_from_name(p.type, &fixed)) {
     if (fixed != t.dtype())
-      throw DtypeError(op + ": argument '" + p.name + "' must be " + dtype_name(fixed) + ", got " +
-                       dtype_name(t.dtype()));
+      fail<DtypeError>(op.c_str(), "argument '", p.name, "' must be ", fixed, ", got ", t.dtype());
   } else {
     auto it = bound.find(p.type);
     if (it == bound.end()) bound[p.type] = t.dtype();
     else if (it->second != t.dtype())
-      throw DtypeError(op + ": type " + p.type + " is bound to " + dtype_name(it->second) + " but argument '" +
-                       p.name + "' is " + dtype_name(t.dtype()));
+      fail<DtypeError>(op.c_str(), "type ", p.type, " is bound to ", it->second, " but argument '", p.name, "' is ",
+                       t.dtype());
   }
   if (sets_shape && t.size() > size) {
     size = t.size();
@@ -240,7 +241,7 @@ DType Binding::type_of(const std::string& type, const std::string& what) const {
   if (dtype_from_name(type, &t)) return t;
   auto it = bound.find(type);
   if (it == bound.end())
-    throw DtypeError(op + ": cannot tell the type " + type + " of " + what +
+    fail<DtypeError>(op.c_str(), "cannot tell the type ", type, " of ", what,
                      " (no tensor argument uses it); hint: give an output tensor or use a concrete type");
   return it->second;
 }

@@ -22,8 +22,11 @@
 #include "dezero/cuda/memoize.hpp"
 #include "dezero/cuda/rtc.hpp"
 #include "dezero/cuda/rtc_binding.hpp"
+#include "dezero/tensor/checks.hpp"
 
 namespace dezero::cuda {
+
+using ::dezero::detail::fail;  // the library's one-line errors (fail.hpp)
 
 using detail::arg_kind;
 using detail::Binding;
@@ -66,7 +69,7 @@ std::vector<Tensor> ElementwiseKernel::operator()(const std::vector<KernelArg>& 
   const std::string op = "elementwise '" + k.name + "'";
   Binding b(op, k.in, inputs, k.out, outputs, /*outputs_set_shape=*/true);
   if (b.device < 0) b.device = current_device();
-  if (b.size < 0) throw ValueError(op + ": needs at least one non-raw tensor argument to define the size");
+  if (b.size < 0) fail<ValueError>(op.c_str(), "needs at least one non-raw tensor argument to define the size");
   const int device = b.device;
   const Shape& shape = b.shape;
   const std::int64_t size = b.size;
@@ -81,18 +84,18 @@ std::vector<Tensor> ElementwiseKernel::operator()(const std::vector<KernelArg>& 
     if (p.raw) return false;
     if (t.shape() == shape) return false;
     if (t.size() == 1) return true;
-    throw ShapeError(op + ": argument '" + p.name + "' has shape " + t.shape().str() + " but the kernel runs over " +
-                     shape.str() + "; hint: broadcast_to() it first");
+    fail<ShapeError>(op.c_str(), "argument '", p.name, "' has shape ", t.shape(), " but the kernel runs over ", shape,
+                     "; hint: broadcast_to() it first");
   };
   std::vector<char> bcast_in(inputs.size(), 0), bcast_out(outputs.size(), 0);
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     if (auto* t = std::get_if<Tensor>(&inputs[i])) bcast_in[i] = check_shape(k.in[i], *t);
-    else if (k.in[i].raw) throw ValueError(op + ": raw argument '" + k.in[i].name + "' must be a tensor");
+    else if (k.in[i].raw) fail<ValueError>(op.c_str(), "raw argument '", k.in[i].name, "' must be a tensor");
     key += std::string(",") + arg_kind(inputs[i]) + dtype_name(type_of(k.in[i])) + (bcast_in[i] ? "b" : "");
   }
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     bcast_out[i] = check_shape(k.out[i], outputs[i]);
-    if (bcast_out[i]) throw ShapeError(op + ": output '" + k.out[i].name + "' must have shape " + shape.str());
+    if (bcast_out[i]) fail<ShapeError>(op.c_str(), "output '", k.out[i].name, "' must have shape ", shape);
     key += std::string(";") + dtype_name(type_of(k.out[i]));
   }
 

@@ -24,6 +24,8 @@
 
 namespace dezero::cuda {
 
+using ::dezero::detail::fail;  // the library's one-line errors (fail.hpp)
+
 using detail::arg_kind;
 using detail::Binding;
 using detail::c_type;
@@ -114,13 +116,13 @@ ReductionKernel::ReductionKernel(std::string in_params, std::string out_params, 
   impl_->out = parse_params(out_params, op);
   for (auto* list : {&impl_->in, &impl_->out})
     for (auto& p : *list)
-      if (p.raw) throw ValueError(op + ": raw parameter '" + p.name + "' is not supported by reduction kernels");
-  if (impl_->in.empty()) throw ValueError(op + ": needs at least one input parameter");
-  if (impl_->out.empty()) throw ValueError(op + ": needs at least one output parameter");
+      if (p.raw) fail<ValueError>(op.c_str(), "raw parameter '", p.name, "' is not supported by reduction kernels");
+  if (impl_->in.empty()) fail<ValueError>(op.c_str(), "needs at least one input parameter");
+  if (impl_->out.empty()) fail<ValueError>(op.c_str(), "needs at least one output parameter");
   if (map_expr.empty() || reduce_expr.empty() || post_map_expr.empty())
-    throw ValueError(op + ": map_expr, reduce_expr and post_map_expr must not be empty");
+    fail<ValueError>(op.c_str(), "map_expr, reduce_expr and post_map_expr must not be empty");
   if (!reduce_type.empty() && !is_identifier(reduce_type))
-    throw ValueError(op + ": reduce_type '" + reduce_type + "' is not a type name");
+    fail<ValueError>(op.c_str(), "reduce_type '", reduce_type, "' is not a type name");
   impl_->map_expr = std::move(map_expr);
   impl_->reduce_expr = std::move(reduce_expr);
   impl_->post_map_expr = std::move(post_map_expr);
@@ -221,7 +223,7 @@ std::vector<Tensor> ReductionKernel::operator()(const std::vector<KernelArg>& in
   const Impl& k = *impl_;
   const std::string op = "reduce '" + k.name + "'";
   Binding b(op, k.in, inputs, k.out, outputs, /*outputs_set_shape=*/false);  // the largest input's shape
-  if (b.size < 0) throw ValueError(op + ": needs at least one tensor input to define the shape to reduce");
+  if (b.size < 0) fail<ValueError>(op.c_str(), "needs at least one tensor input to define the shape to reduce");
   const int device = b.device;
   const Shape& shape = b.shape;
   const std::map<std::string, DType>& bound = b.bound;
@@ -241,9 +243,8 @@ std::vector<Tensor> ReductionKernel::operator()(const std::vector<KernelArg>& in
   } else {
     for (std::size_t i = 0; i < outputs.size(); ++i)
       if (outputs[i].shape() != out_shape)
-        throw ShapeError(op + ": output '" + k.out[i].name + "' has shape " + outputs[i].shape().str() +
-                         " but reducing " + shape.str() + " over axes " + axes.str() +
-                         (keepdims ? " with keepdims" : "") + " gives " + out_shape.str());
+        fail<ShapeError>(op.c_str(), "output '", k.out[i].name, "' has shape ", outputs[i].shape(), " but reducing ",
+                         shape, " over axes ", axes.str(), keepdims ? " with keepdims" : "", " gives ", out_shape);
   }
 
   std::string key = std::to_string(device) + ";r" + dtype_name(reduce_dt);
@@ -252,8 +253,8 @@ std::vector<Tensor> ReductionKernel::operator()(const std::vector<KernelArg>& in
     if (auto* t = std::get_if<Tensor>(&inputs[i])) {
       if (t->shape() != shape) {
         if (t->size() != 1)
-          throw ShapeError(op + ": argument '" + k.in[i].name + "' has shape " + t->shape().str() +
-                           " but the kernel reduces " + shape.str() + "; hint: broadcast_to() it first");
+          fail<ShapeError>(op.c_str(), "argument '", k.in[i].name, "' has shape ", t->shape(), " but the kernel reduces ",
+                           shape, "; hint: broadcast_to() it first");
         bcast[i] = 1;
       }
     }
