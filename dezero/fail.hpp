@@ -4,7 +4,7 @@
 //   fail<ValueError>("pad", "the pads of axis ", axis, " are negative", Hint{"..."});
 // make "<op>: <parts...>[; hint: ...]" and throw E (a dezero::Error). The parts are written as
 // every message of the library writes them: text as it is, an integer in decimal, a Shape "(2, 3)",
-// a DType "float32", a Device "cuda:0", a Tensor "(2, 3) float32 [on cuda:0]" (tensor/checks.hpp's
+// a DType "float32", a Device "cuda:0", a Pair "(3, 3)" or Triple "(1, 3, 3)", a Tensor "(2, 3) float32 [on cuda:0]" (tensor/checks.hpp's
 // describe(); the tensor layer defines that part); a floating-point number or a bool has no part
 // of its own (a compile error: write it as the message wants it). require() builds the message only
 // when the check fails.
@@ -16,6 +16,7 @@
 #include "dezero/device.hpp"
 #include "dezero/dtype.hpp"
 #include "dezero/error.hpp"
+#include "dezero/pair.hpp"
 #include "dezero/shape.hpp"
 
 namespace dezero {
@@ -40,6 +41,8 @@ void append_part(std::string& s, F v) = delete;
 inline void append_part(std::string& s, const Shape& v) { s += v.str(); }
 inline void append_part(std::string& s, DType v) { s += dtype_name(v); }
 inline void append_part(std::string& s, const Device& v) { s += v.str(); }
+inline void append_part(std::string& s, const Pair& v) { s += v.str(); }
+inline void append_part(std::string& s, const Triple& v) { s += v.str(); }
 void append_part(std::string& s, const Tensor& v);  // describe(v) (tensor/checks.cpp)
 inline void append_part(std::string& s, const Hint& h) {
   s += "; hint: ";

@@ -21,19 +21,19 @@ Variable conv3d(const Variable& x, const Variable& W, const Variable& b, Triple 
   require<ShapeError>(wd.ndim() == 5, op, "W must be 5-d (OC, C/groups, KD, KH, KW), got ", wd);
   require<DtypeError>(is_floating(xd.dtype()) && xd.dtype() == wd.dtype(), op, "x ", xd, " and W ", wd,
                       " must be of one float dtype");
-  require<ValueError>(stride.d >= 1 && stride.h >= 1 && stride.w >= 1, op, "stride ", stride.str(),
+  require<ValueError>(stride.d >= 1 && stride.h >= 1 && stride.w >= 1, op, "stride ", stride,
                       " must be at least 1 on every axis");
-  require<ValueError>(pad.d >= 0 && pad.h >= 0 && pad.w >= 0, op, "pad ", pad.str(), " must not be negative");
+  require<ValueError>(pad.d >= 0 && pad.h >= 0 && pad.w >= 0, op, "pad ", pad, " must not be negative");
   require<ValueError>(groups >= 1, op, "groups ", groups, " must be at least 1");
   const Shape &xs = xd.shape(), &ws = wd.shape();
   const std::int64_t N = xs[0], C = xs[1], OC = ws[0];
   require<ShapeError>(C % groups == 0 && OC % groups == 0 && ws[1] * groups == C, op, "x ", xd, " and W ", wd,
                       " do not fit groups ", groups, detail::Hint{"W is (OC, C/groups, KD, KH, KW)"});
-  require<ShapeError>(!b.defined() || (b.ndim() == 1 && b.shape()[0] == OC), op, "the bias ",
-                      b.defined() ? b.data() : Tensor(), " must be (", OC, ",), one per output channel");
+  if (b.defined() && !(b.ndim() == 1 && b.shape()[0] == OC))
+    detail::fail<ShapeError>(op, "the bias ", b.data(), " must be (", OC, ",), one per output channel");
   const std::int64_t D = xs[2] + 2 * pad.d, H = xs[3] + 2 * pad.h, Wd = xs[4] + 2 * pad.w;
   require<ShapeError>(ws[2] <= D && ws[3] <= H && ws[4] <= Wd, op, "the kernel ", wd, " is larger than x ", xd,
-                      " padded by ", pad.str());
+                      " padded by ", pad);
   const Variable xp =
       pad == Triple(0) ? x : F::pad(x, {{0, 0}, {0, 0}, {pad.d, pad.d}, {pad.h, pad.h}, {pad.w, pad.w}});
   const std::int64_t OD = (D - ws[2]) / stride.d + 1;
