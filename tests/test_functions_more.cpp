@@ -307,6 +307,8 @@ TEST_CASE("functions: F::conv3d is the 3-d cross-correlation, grouped and stride
                  "x must be 5-d (N, C, D, H, W)"));
   CHECK(dzt::has(dzt::thrown<ValueError>([&] { (void)F::conv3d(x5, w5, Variable(), 0, 0, 2); }),
                  "stride (0, 0, 0) must be at least 1"));
+  CHECK(dzt::has(dzt::thrown<ValueError>([&] { (void)F::conv3d(x5, w5, Variable(), 1, -1, 2); }),
+                 "pad (-1, -1, -1) must not be negative"));
   CHECK(dzt::has(dzt::thrown<ShapeError>([&] { (void)F::conv3d(x5, w5, Variable(zeros({3}, float64)), 1, 0, 2); }),
                  "the bias"));
   CHECK(dzt::has(dzt::thrown<DtypeError>([&] { (void)F::conv3d(x5, Variable(dzt::filled({2, 2, 2, 2, 2}, 1)), Variable(), 1, 0, 2); }),
